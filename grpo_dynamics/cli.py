@@ -1,0 +1,74 @@
+"""Entry point of the ``grpo-dynamics`` command.
+
+User errors (:class:`grpo_core.errors.GrpoError`, a missing file) are printed as one line on
+stderr with exit status 2 and no traceback; anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+import warnings
+from collections.abc import Sequence
+
+from grpo_core.errors import GrpoError
+
+from . import commands as _commands
+
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports bad arguments as one line (the default prints usage + message)."""
+
+    def error(self, message: str) -> None:  # noqa: D401 - argparse API
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser, with every sub-command found in :mod:`grpo_dynamics.commands`."""
+    parser = _Parser(
+        prog="grpo-dynamics",
+        description="GRPO training dynamics: advise on hyperparameters, fit reward curves, "
+        "diagnose training logs, run the bandit and LLM experiments.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for info in sorted(pkgutil.iter_modules(_commands.__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{_commands.__name__}.{info.name}")
+        module.register(sub)
+    return parser
+
+
+def _one_line_warnings(message, category, filename, lineno, file=None, line=None):
+    print(f"warning: {message}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (0 success, 1 a finding, 2 a user error)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    warnings.showwarning = _one_line_warnings
+    try:
+        return int(args.func(args) or 0)
+    except GrpoError as exc:
+        print(f"grpo-dynamics {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except FileNotFoundError as exc:
+        name = exc.filename or str(exc)
+        print(f"grpo-dynamics {args.command}: error: file not found: {name}", file=sys.stderr)
+        return EXIT_USAGE
+    except IsADirectoryError as exc:
+        print(f"grpo-dynamics {args.command}: error: expected a file, got a directory: {exc.filename}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"grpo-dynamics {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
