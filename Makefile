@@ -16,7 +16,7 @@ PYTEST_ARGS ?=
 # Two workers: the reference CI machine has 2 cores.
 PYTEST_WORKERS ?= 2
 
-.PHONY: help setup venv assets chromium book book-clean test test-fast lint bench clean
+.PHONY: help setup venv assets chromium book book-clean test test-fast lint bench sync-notebooks clean
 
 help:
 	@echo "make book   build the HTML book into $(BOOK_OUT) (executes every chapter)"
@@ -65,6 +65,10 @@ test: setup chromium book
 # Unit tests only (no book build, no browser); for quick iteration.
 test-fast: setup
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "not book and not browser and not slow" $(PYTEST_ARGS)
+
+# After changing repository.url in _config.yml or editing a chapter's .md.
+sync-notebooks: venv
+	$(BIN)/python scripts/sync_notebooks.py
 
 lint: venv
 	$(BIN)/ruff check .
