@@ -230,7 +230,7 @@ def reward_curve(t: Any, r0: Any, r_inf: Any, mass: Any, damping: Any, stiffness
     --------
     >>> from grpo_core.oscillator import reward_curve
     >>> [round(float(x), 4) for x in reward_curve([0, 2, 50], 0.2, 0.8, 1.0, 2.0, 1.0)]
-    [0.2, 0.5248, 0.8]
+    [0.2, 0.5564, 0.8]
     """
     r0 = check_array("r0", r0)
     r_inf = check_array("r_inf", r_inf)
