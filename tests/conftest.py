@@ -24,3 +24,100 @@ def load_case(name: str) -> dict:
 @pytest.fixture
 def case():
     return load_case
+
+
+# --- Browser tests (headless Debian Chromium driven by Playwright) --------------------------
+
+import functools  # noqa: E402
+import http.server  # noqa: E402
+import shutil  # noqa: E402
+import socketserver  # noqa: E402
+import threading  # noqa: E402
+from urllib.parse import urlparse  # noqa: E402
+
+BUILT_HTML = ROOT / "_build" / "html"
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
+]
+
+
+def chromium_path() -> str | None:
+    for name in ("chromium", "chromium-browser"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="session")
+def book_server():
+    """Serve the built book on a free localhost port; yields the base URL."""
+    if not (BUILT_HTML / "index.html").exists():
+        pytest.skip("no built book in _build/html: run `make book` (make test does)")
+    handler = functools.partial(_QuietHandler, directory=str(BUILT_HTML))
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    path = chromium_path()
+    if path is None:
+        pytest.skip("Chromium is not installed: `make chromium` (make test does) installs Debian's package")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+class PageProbe:
+    """A browser page that records console errors and every request that leaves localhost."""
+
+    def __init__(self, page):
+        self.page = page
+        self.console_errors: list[str] = []
+        self.external_requests: list[str] = []
+        page.on("console", self._on_console)
+        page.on("pageerror", lambda exc: self.console_errors.append(f"pageerror: {exc}"))
+        page.route("**/*", self._route)
+
+    def _on_console(self, msg):
+        if msg.type == "error":
+            self.console_errors.append(msg.text)
+
+    def _route(self, route):
+        host = urlparse(route.request.url).hostname
+        if route.request.url.startswith(("data:", "blob:", "about:")) or host in ("127.0.0.1", "localhost"):
+            route.continue_()
+        else:
+            self.external_requests.append(route.request.url)
+            route.abort()
+
+    def screenshot(self, name: str) -> Path:
+        ARTIFACTS.mkdir(exist_ok=True)
+        path = ARTIFACTS / f"{name}.png"
+        self.page.screenshot(path=str(path), full_page=False)
+        return path
+
+
+@pytest.fixture
+def probe(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    page = context.new_page()
+    p = PageProbe(page)
+    yield p
+    context.close()
