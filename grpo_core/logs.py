@@ -357,6 +357,7 @@ def normalize_record(record: Mapping[str, Any], *, source_format: str = "trl",
     >>> normalize_record({"step": 3, "eval_reward": 0.4})["split"]
     'eval'
     """
+    source_format = check_choice("source_format", source_format, FORMATS)
     if not isinstance(record, Mapping):
         raise DataError(f"`record` must be a mapping of metric names to values; got {type(record).__name__}")
     out: dict[str, Any] = {}
@@ -809,6 +810,10 @@ def _parse_csv_text(text: str, source: str) -> pd.DataFrame:
     sep = max(counts, key=counts.get)
     if counts[sep] == 0:
         sep = ","
+    header = [h.strip() for h in next(csv.reader([first], delimiter=sep))]
+    repeated = sorted({h for h in header if header.count(h) > 1})
+    if repeated:
+        raise DataError(f"{source}: column name(s) {repeated} appear more than once in the header")
     try:
         frame = pd.read_csv(io.StringIO(text), sep=sep, skipinitialspace=True, low_memory=False)
     except (pd.errors.ParserError, csv.Error) as exc:
@@ -834,8 +839,8 @@ def _detect(keys: Iterable[str]) -> str | None:
         return "grpo_dynamics"
     if any(k in _TRL_MARKERS or k.startswith(_TRL_PREFIXES) or k in _TRL_EXACT and "/" in k for k in keys):
         return "trl"
-    known = sum(k in own for k in keys)
-    if known >= 2 and "step" in keys:
+    known = sum(k in own and k != "step" for k in keys)
+    if known >= 2 or (known >= 1 and "step" in keys):
         # Columns named like the normalised table (a CSV export, a custom JSONL): TRL's
         # top-level keys and ours coincide; treat as our own format.
         return "grpo_dynamics"
@@ -862,6 +867,10 @@ def _build(records, frame, *, container, fmt, mapping, source, notes, meta, trl_
     if records is not None:
         if not records:
             raise DataError(f"{source}: no records (the log has no rows)")
+        for i, rec in enumerate(records):
+            if not isinstance(rec, Mapping):
+                raise DataError(f"{source}: record {i} is a {type(rec).__name__}, not an object of metric names "
+                                "to values")
         frame = pd.DataFrame.from_records(records)
     if frame is None or len(frame) == 0:
         raise DataError(f"{source}: no rows (only a header?)")
@@ -974,42 +983,36 @@ def _build(records, frame, *, container, fmt, mapping, source, notes, meta, trl_
         raise DataError(f"{source}: steps must be >= 0; found {int(steps.min())}")
     steps_int = steps.astype(np.int64)
 
-    # Which split each row belongs to.
-    row_split = np.full(len(frame), "train", dtype=object)
-    if split_of_row is not None:
-        row_split[:] = split_of_row.to_numpy()
-    else:
-        for split in ("eval", "summary"):
-            cols = [c for c, (_, s) in targets.items() if s == split]
-            if cols and fmt != "verl":
-                has = frame[cols].notna().to_numpy().any(axis=1)
-                row_split[has] = split
+    # Numbers: every cell that is not a number becomes NaN (with a warning unless it is a
+    # known placeholder such as "No log"); a column with no number at all is dropped.
+    values = _numeric_columns(frame, [c for c in frame.columns if c != step_col], source, notes)
+
+    # Which split each value belongs to. Our own format says it per row (`split`); every
+    # other format says it per column (an `eval_`/`val-core/` key, a summary key). A row
+    # contributes to a split when it has a value in one of that split's columns other than
+    # `epoch` (TRL repeats `epoch` and `step` in eval and summary rows).
     tables: dict[str, pd.DataFrame] = {}
-    for split in ("train", "eval"):
-        if split_of_row is not None or fmt == "verl":
-            # Column-defined (verl) or row-defined (our split key) splits.
-            if fmt == "verl":
-                cols = [c for c, (n, s) in targets.items() if s == split and c != step_col]
-                sub = frame[cols]
-                keep = sub.notna().to_numpy().any(axis=1) if cols else np.zeros(len(frame), bool)
-            else:
-                keep = row_split == split
-                cols = [c for c in frame.columns if c != step_col]
-                sub = frame[cols]
-        else:
-            keep = row_split == split
-            cols = [c for c, (_, s) in targets.items() if s == split and c != step_col]
-            sub = frame[cols]
-        sub = sub.loc[keep]
-        tables[split] = _tidy(sub, steps_int[keep], {c: targets[c][0] for c in cols}, split, source, notes)
     summary: dict[str, Any] = {}
-    if (row_split == "summary").any():
-        cols = [c for c, (_, s) in targets.items() if s == "summary"]
-        last = frame.loc[row_split == "summary", cols].iloc[-1]
-        summary = {k: (v.item() if hasattr(v, "item") else v) for k, v in last.dropna().items()}
-        summary["step"] = int(steps_int[row_split == "summary"][-1])
-        _note(notes, f"kept the final summary row ({', '.join(sorted(summary))}) apart from the training rows",
-              warn=False)
+    for split in _SPLITS:
+        if split_of_row is not None:
+            cols = list(values)
+            keep = split_of_row.to_numpy() == split
+        else:
+            cols = [c for c in values if targets[c][1] == split]
+            informative = [values[c] for c in cols if targets[c][0] != "epoch"]
+            keep = np.zeros(len(frame), bool)
+            for v in informative:
+                keep |= ~np.isnan(v)
+        if split == "summary":
+            if keep.any():
+                last = np.flatnonzero(keep)[-1]
+                summary = {c: float(values[c][last]) for c in cols if not np.isnan(values[c][last])}
+                summary["step"] = int(steps_int[last])
+                _note(notes, f"kept the final summary row ({', '.join(sorted(summary))}) apart from the "
+                             "training rows", warn=False)
+            continue
+        data = {c: values[c][keep] for c in cols}
+        tables[split] = _tidy(data, steps_int[keep], {c: targets[c][0] for c in cols}, split, source, notes)
     if tables["train"].empty or tables["train"].shape[1] <= 1:
         raise DataError(f"{source}: no training rows with metrics (rows: {len(frame)}; "
                         f"eval rows: {len(tables['eval'])})")
@@ -1028,43 +1031,54 @@ def _build(records, frame, *, container, fmt, mapping, source, notes, meta, trl_
                   notes=notes, container=container, columns=columns_map, summary=summary, meta=meta)
 
 
-def _tidy(sub: pd.DataFrame, steps: np.ndarray, names: dict[str, str], split: str, source: str,
+_NA_TOKENS = frozenset({"", "nan", "none", "null", "na", "n/a", "no log", "-"})
+
+
+def _numeric_columns(frame: pd.DataFrame, cols: list[str], source: str, notes: list[str]) -> dict[str, np.ndarray]:
+    out: dict[str, np.ndarray] = {}
+    for col in cols:
+        s = frame[col]
+        if s.dtype.kind in "fiub":
+            out[col] = s.to_numpy(dtype=float, na_value=np.nan)
+            continue
+        numeric = pd.to_numeric(s, errors="coerce")
+        text = s.astype(str).str.strip().str.lower()
+        placeholder = s.notna() & numeric.isna() & text.isin(_NA_TOKENS)
+        bad = s.notna() & numeric.isna() & ~placeholder
+        if bad.any() and not numeric.notna().any():
+            _note(notes, f"dropped column {col!r}: no numbers in it (e.g. {s[bad].iloc[0]!r})", warn=False)
+            continue
+        if bad.any():
+            _note(notes, f"{source}: {int(bad.sum())} cell(s) of {col!r} are not numbers (e.g. {s[bad].iloc[0]!r} "
+                         f"in data row {int(np.flatnonzero(bad.to_numpy())[0]) + 1}); set to NaN", warn=True)
+        if placeholder.any():
+            _note(notes, f"{int(placeholder.sum())} placeholder cell(s) of {col!r} (e.g. {s[placeholder].iloc[0]!r}) "
+                         "read as missing", warn=False)
+        out[col] = numeric.to_numpy(dtype=float, na_value=np.nan)
+    return out
+
+
+def _tidy(data: dict[str, np.ndarray], steps: np.ndarray, names: dict[str, str], split: str, source: str,
           notes: list[str]) -> pd.DataFrame:
-    """Numeric conversion, renaming, merging duplicate names and steps, sorting."""
-    if len(sub) == 0:
+    """Rename, merge columns of one meaning and rows of one step, sort by step."""
+    if len(steps) == 0:
         return pd.DataFrame({"step": pd.Series([], dtype=np.int64)}, index=pd.Index([], dtype=np.int64))
-    data: dict[str, np.ndarray] = {}
-    for col in sub.columns:
-        s = sub[col]
-        if s.dtype.kind in "fiu":
-            values = s.to_numpy(dtype=float)
-        elif s.dtype.kind == "b":
-            values = s.to_numpy(dtype=float)
-        else:
-            numeric = pd.to_numeric(s, errors="coerce")
-            bad = numeric.isna() & s.notna() & ~s.astype(str).str.strip().str.lower().isin(["", "nan", "none", "null"])
-            if bad.all() and s.notna().any():
-                _note(notes, f"dropped column {col!r} ({split}): no numbers in it (e.g. {s.dropna().iloc[0]!r})",
-                      warn=False)
-                continue
-            if bad.any():
-                _note(notes, f"{int(bad.sum())} cell(s) of {col!r} ({split}) are not numbers "
-                             f"(e.g. {s[bad].iloc[0]!r}); set to NaN", warn=True)
-            values = numeric.to_numpy(dtype=float)
+    merged_cols: dict[str, np.ndarray] = {}
+    for col, values in data.items():
         name = names.get(col, col)
-        if name in data:
+        if name in merged_cols:
             # Two source columns with one meaning (e.g. `completion_length` and
             # `completions/mean_length` in a log concatenated across TRL releases): merge.
-            old = data[name]
+            old = merged_cols[name]
             both = np.isfinite(old) & np.isfinite(values) & (old != values)
             if both.any():
-                _note(notes, f"columns mapping to {name!r} ({split}) disagree on {int(both.sum())} step(s); "
-                             f"kept {col!r}", warn=True)
-            data[name] = np.where(np.isnan(values), old, values)
+                _note(notes, f"{source}: columns mapping to {name!r} ({split}) disagree on {int(both.sum())} "
+                             f"step(s); kept {col!r}", warn=True)
+            merged_cols[name] = np.where(np.isnan(values), old, values)
             _note(notes, f"merged column {col!r} into {name!r} ({split})", warn=False)
         else:
-            data[name] = values
-    table = pd.DataFrame(data)
+            merged_cols[name] = values
+    table = pd.DataFrame(merged_cols)
     table.insert(0, "step", steps)
     all_nan = [c for c in table.columns if c != "step" and table[c].isna().all()]
     if all_nan:
@@ -1072,8 +1086,8 @@ def _tidy(sub: pd.DataFrame, steps: np.ndarray, names: dict[str, str], split: st
         _note(notes, f"dropped empty column(s) ({split}): {', '.join(all_nan)}", warn=False)
     if len(table) > 1 and np.any(np.diff(steps) < 0):
         n_back = int(np.sum(np.diff(steps) < 0))
-        _note(notes, f"{source}: steps were out of order ({n_back} step(s) go backwards, {split}); sorted them",
-              warn=True)
+        _note(notes, f"{source}: steps were out of order ({n_back} place(s) where the step goes back, {split}); "
+                     "sorted them", warn=True)
         table = table.sort_values("step", kind="stable")
     dup = table["step"].duplicated(keep=False).to_numpy()
     if dup.any():
@@ -1083,8 +1097,8 @@ def _tidy(sub: pd.DataFrame, steps: np.ndarray, names: dict[str, str], split: st
         if value_cols:
             counts = dups.groupby("step", sort=False)[value_cols].nunique()
             conflicted = counts.gt(1).any(axis=1)
-            conflict_steps = [int(s) for s in conflicted.index[conflicted.to_numpy()]]
-        merged = table.groupby("step", sort=True).last()  # last non-null per column
+            conflict_steps = sorted(int(s) for s in conflicted.index[conflicted.to_numpy()])
+        merged = table.groupby("step", sort=True).last()  # last non-null value per column
         merged.insert(0, "step", merged.index.to_numpy(dtype=np.int64))
         n_dup = int(dups["step"].nunique())
         if conflict_steps:
@@ -1092,8 +1106,8 @@ def _tidy(sub: pd.DataFrame, steps: np.ndarray, names: dict[str, str], split: st
                          f"({split}; first at step {conflict_steps[0]}), e.g. a run resumed from a checkpoint; "
                          "kept the last value of each", warn=True)
         if n_dup > len(conflict_steps):
-            _note(notes, f"merged the partial rows of {n_dup - len(conflict_steps)} step(s) ({split}; TRL logs some "
-                         "keys in separate rows)", warn=False)
+            _note(notes, f"merged the partial rows of {n_dup - len(conflict_steps)} step(s) ({split}; TRL logs "
+                         "some keys in separate rows)", warn=False)
         table = merged
     table.index = pd.Index(table["step"].to_numpy(dtype=np.int64))
     table["step"] = table["step"].astype(np.int64)
@@ -1150,9 +1164,14 @@ def _reward_std_kind(train: pd.DataFrame, raw_columns, fmt: str, versions: set[s
                   warn=False)
             return "batch_std", era
     funcs = [c for c in train.columns if c.startswith("reward_std/")]
-    if len(funcs) == 1 and len([c for c in train.columns if c.startswith("reward/")]) == 1:
+    means = [c for c in train.columns if c.startswith("reward/")]
+    if len(funcs) == 1 and len(means) == 1 and "reward" in train.columns:
         fs = train[funcs[0]].to_numpy(dtype=float)
-        ok = np.isfinite(fs) & np.isfinite(rs)
+        # Only if that function *is* the reward (weight 1, no other component).
+        r, fm = train["reward"].to_numpy(dtype=float), train[means[0]].to_numpy(dtype=float)
+        same = np.isfinite(r) & np.isfinite(fm)
+        is_whole = same.sum() >= 3 and np.mean(np.abs(r[same] - fm[same]) <= 1e-6 + 1e-6 * np.abs(r[same])) >= 0.9
+        ok = np.isfinite(fs) & np.isfinite(rs) & is_whole
         if ok.sum() >= 3:
             scale = np.maximum(np.abs(fs[ok]), 1e-12)
             equal = np.abs(rs[ok] - fs[ok]) <= 1e-6 + 1e-4 * scale
