@@ -1,0 +1,320 @@
+"""Building blocks shared by the explorers: validated number controls, a status line, chart output.
+
+Every explorer in :mod:`widgets.explorers` is assembled from these pieces, so the behaviour a reader
+meets is the same everywhere:
+
+* a :class:`NumberControl` is a slider with a text box beside it. Dragging the slider stays inside
+  the allowed range; a value typed into the box is parsed, and when it is outside the range it is
+  **clamped** to the nearest end (an integer control also rounds), with a visible message under the
+  control that says what was typed, the allowed range and what was used instead. Text that is not
+  a finite number is **refused**: the control keeps its value and says so.
+* a :class:`StatusLine` shows one short line: what an explorer is doing, or why a computation
+  failed (the exception's message, never a traceback).
+* :func:`show_chart` renders an Altair chart into an :class:`ipywidgets.Output` through Altair's
+  active renderer, without re-validating the spec against the Vega-Lite schema on every slider
+  move (the builders' charts are valid by construction; validation costs tens of milliseconds).
+
+Nothing here needs a browser: every control can be set from Python (``control.value = x`` or
+``control.text.value = "x"``), which is how ``tests/test_widgets.py`` drives the explorers.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Callable
+from typing import Any
+
+import altair as alt
+import ipywidgets as widgets
+from IPython.display import display
+
+from grpo_core.errors import GrpoError
+
+__all__ = [
+    "NumberControl",
+    "StatusLine",
+    "show_chart",
+    "short_message",
+    "readout_table",
+]
+
+#: Longest message (characters) a failing computation may show in a widget.
+MAX_MESSAGE_CHARS = 300
+
+_LABEL_LAYOUT = {"width": "9em"}
+_TEXT_LAYOUT = {"width": "7em"}
+_MESSAGE_STYLE = "color:#a94400;font-size:90%"
+
+
+def short_message(exc: BaseException) -> str:
+    """One short line describing ``exc`` for a reader: the message, never a traceback.
+
+    A :class:`~grpo_core.errors.GrpoError` (bad parameter, unusable log) is the library's own
+    message, which already names the parameter and the allowed range. Anything else is prefixed
+    with its type, so an unexpected failure is recognisable. Long messages are cut to
+    :data:`MAX_MESSAGE_CHARS` characters.
+
+    Parameters
+    ----------
+    exc : BaseException
+        The exception caught by an explorer.
+
+    Returns
+    -------
+    str
+        A single line (newlines replaced by spaces).
+
+    Examples
+    --------
+    >>> from grpo_core.errors import ParameterError
+    >>> short_message(ParameterError("mu", "`mu` must be a finite number in [0, 1); got 1.0"))
+    '`mu` must be a finite number in [0, 1); got 1.0'
+    >>> short_message(ZeroDivisionError("division by zero"))
+    'ZeroDivisionError: division by zero'
+    """
+    text = str(exc).strip() or type(exc).__name__
+    if not isinstance(exc, GrpoError):
+        text = f"{type(exc).__name__}: {text}"
+    text = " ".join(text.split())
+    if len(text) > MAX_MESSAGE_CHARS:
+        text = text[: MAX_MESSAGE_CHARS - 3] + "..."
+    return text
+
+
+def _format_number(value: float, integer: bool) -> str:
+    if integer:
+        return str(int(value))
+    return f"{value:.6g}"
+
+
+class NumberControl(widgets.VBox):
+    """A labelled slider with a text box for typed values and a message line.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's code name (``"eta"``, ``"k_ref"``); used in messages, in backticks.
+    label : str
+        What the reader sees left of the slider (may contain Unicode, e.g. ``"η (eta)"``).
+    value : float or int
+        Initial value; must lie in ``[low, high]``.
+    low, high : float or int
+        Allowed range, inclusive. For ``log=True`` both must be > 0.
+    step : float or int, optional
+        Slider step (linear sliders). Default: ``(high - low) / 200`` or 1 for integers.
+    integer : bool
+        Integer parameter (an :class:`ipywidgets.IntSlider`; typed values are rounded).
+    log : bool
+        Logarithmic slider (:class:`ipywidgets.FloatLogSlider`, 200 steps over the range).
+    tooltip : str, optional
+        Longer description shown on hover.
+
+    Attributes
+    ----------
+    slider : ipywidgets.IntSlider, FloatSlider or FloatLogSlider
+    text : ipywidgets.Text
+        Typed input, parsed when the reader presses Enter or leaves the box.
+    message : ipywidgets.HTML
+        Empty, or why a typed value was clamped or refused.
+    low, high : float
+
+    Raises
+    ------
+    ValueError
+        If the range is empty, ``value`` lies outside it, or ``log`` is asked with ``low <= 0``.
+
+    Examples
+    --------
+    >>> c = NumberControl("mu", "mu", 0.5, 0.0, 0.99)
+    >>> c.text.value = "1.5"            # typed by a reader
+    >>> c.value, "clamped" in c.message.value
+    (0.99, True)
+    """
+
+    def __init__(
+        self,
+        name: str,
+        label: str,
+        value: float,
+        low: float,
+        high: float,
+        step: float | None = None,
+        *,
+        integer: bool = False,
+        log: bool = False,
+        tooltip: str | None = None,
+    ):
+        if not (math.isfinite(low) and math.isfinite(high) and low < high):
+            raise ValueError(f"`{name}`: empty or infinite range [{low}, {high}]")
+        if not low <= value <= high:
+            raise ValueError(f"`{name}`: initial value {value} outside [{low}, {high}]")
+        if log and low <= 0:
+            raise ValueError(f"`{name}`: a logarithmic control needs low > 0; got {low}")
+        self.name = name
+        self.low = float(low)
+        self.high = float(high)
+        self.integer = bool(integer)
+        common = {"description": label, "continuous_update": True, "readout": False,
+                  "style": {"description_width": _LABEL_LAYOUT["width"]},
+                  "layout": {"width": "22em"}}
+        if tooltip:
+            common["tooltip"] = tooltip
+        if integer:
+            self.slider = widgets.IntSlider(value=int(value), min=int(low), max=int(high),
+                                            step=int(step or 1), **common)
+        elif log:
+            lo, hi = math.log10(low), math.log10(high)
+            self.slider = widgets.FloatLogSlider(value=value, base=10, min=lo, max=hi,
+                                                 step=(hi - lo) / 200, **common)
+        else:
+            self.slider = widgets.FloatSlider(value=value, min=low, max=high,
+                                              step=step or (high - low) / 200, **common)
+        self.text = widgets.Text(value=_format_number(self.slider.value, integer),
+                                 continuous_update=False, layout=_TEXT_LAYOUT)
+        self.message = widgets.HTML(value="")
+        self._syncing = False
+        self.slider.observe(self._slider_changed, names="value")
+        self.text.observe(self._text_changed, names="value")
+        super().__init__([widgets.HBox([self.slider, self.text]), self.message])
+
+    # -- value ------------------------------------------------------------------------------
+    @property
+    def value(self) -> float | int:
+        """Current value (``int`` for integer controls)."""
+        v = self.slider.value
+        return int(v) if self.integer else float(v)
+
+    @value.setter
+    def value(self, new: Any) -> None:
+        self.set(new)
+
+    def set(self, new: Any) -> float | int:
+        """Set the value as if typed: clamp/round with a message, refuse non-numbers.
+
+        Returns the value in force afterwards.
+        """
+        message = ""
+        try:
+            number = float(str(new).strip()) if isinstance(new, str) else float(new)
+            if isinstance(new, bool):
+                raise TypeError
+        except (TypeError, ValueError):
+            number = math.nan
+        if not math.isfinite(number):
+            message = (f"`{self.name}`: {html.escape(repr(new))} is not a finite number; "
+                       f"kept {_format_number(self.value, self.integer)}")
+            self._show(self.value, message)
+            return self.value
+        used = min(max(number, self.low), self.high)
+        if self.integer:
+            used = float(round(used))
+        if used != number:
+            what = "clamped" if not self.low <= number <= self.high else "rounded"
+            message = (f"`{self.name}` must be in [{_format_number(self.low, self.integer)}, "
+                       f"{_format_number(self.high, self.integer)}]"
+                       + ("" if what == "clamped" else " and an integer")
+                       + f"; got {number:g}, {what} to {_format_number(used, self.integer)}")
+        self._show(used, message)
+        return self.value
+
+    def _show(self, value: float, message: str) -> None:
+        self._syncing = True
+        try:
+            self.slider.value = int(value) if self.integer else value
+            self.text.value = _format_number(self.slider.value, self.integer)
+        finally:
+            self._syncing = False
+        self.message.value = f'<span style="{_MESSAGE_STYLE}">{message}</span>' if message else ""
+
+    def _slider_changed(self, change) -> None:
+        if self._syncing:
+            return
+        self._syncing = True
+        try:
+            self.text.value = _format_number(change["new"], self.integer)
+        finally:
+            self._syncing = False
+        self.message.value = ""
+
+    def _text_changed(self, change) -> None:
+        if self._syncing:
+            return
+        self.set(change["new"])
+
+    def observe_value(self, callback: Callable[[Any], None]) -> None:
+        """Call ``callback(change)`` whenever the value changes (slider or typed)."""
+        self.slider.observe(callback, names="value")
+
+
+class StatusLine(widgets.HTML):
+    """One line of status: information (grey), a warning (orange) or an error (red).
+
+    Examples
+    --------
+    >>> s = StatusLine()
+    >>> s.error(ValueError("bad"))
+    >>> s.kind, s.text
+    ('error', 'ValueError: bad')
+    """
+
+    _COLOURS = {"info": "#555", "warning": "#a94400", "error": "#b00020", "ok": "#1b5e20"}
+
+    def __init__(self):
+        super().__init__(value="")
+        self.kind = "info"
+        self.text = ""
+
+    def show(self, text: str, kind: str = "info") -> None:
+        """Show ``text`` (plain text; HTML is escaped) with the colour of ``kind``."""
+        self.kind = kind
+        self.text = text
+        colour = self._COLOURS.get(kind, "#555")
+        self.value = f'<span style="color:{colour}">{html.escape(text)}</span>' if text else ""
+
+    def error(self, exc: BaseException) -> None:
+        """Show the short message of ``exc`` as an error."""
+        self.show(short_message(exc), "error")
+
+    def clear(self) -> None:
+        self.show("", "info")
+
+
+def show_chart(output: widgets.Output, chart: alt.TopLevelMixin) -> dict:
+    """Render ``chart`` into ``output`` (replacing what was there) with Altair's active renderer.
+
+    The spec is serialised without schema validation (the chart builders produce valid specs;
+    validation is what makes a redraw slow). In a live notebook the default renderer shows it; in
+    the book build :func:`widgets.rendering.setup_book` has pointed the renderer at the site's
+    own Vega files.
+
+    Parameters
+    ----------
+    output : ipywidgets.Output
+    chart : altair.Chart, LayerChart, ConcatChart...
+
+    Returns
+    -------
+    dict
+        The Vega-Lite spec that was displayed (the explorers keep it so tests can read it).
+    """
+    spec = chart.to_dict(validate=False)
+    bundle = alt.renderers.get()(spec)
+    if isinstance(bundle, tuple):
+        data, metadata = bundle
+    else:
+        data, metadata = bundle, {}
+    output.clear_output(wait=True)
+    with output:
+        display(data, metadata=metadata, raw=True)
+    return spec
+
+
+def readout_table(rows: list[tuple[str, str]]) -> str:
+    """HTML of a small two-column table (label, value); values are escaped."""
+    cells = "".join(
+        f'<tr><td style="padding:0 1em 0 0;color:#555">{html.escape(k)}</td>'
+        f'<td style="padding:0"><b>{html.escape(v)}</b></td></tr>'
+        for k, v in rows
+    )
+    return f'<table style="border-collapse:collapse">{cells}</table>'
