@@ -27,6 +27,7 @@ from .validation import check_array, check_integer
 __all__ = [
     "PROBABILITY_SUM_ATOL",
     "softmax",
+    "log_softmax",
     "check_probabilities",
     "sample_categorical",
     "score",
@@ -72,6 +73,43 @@ def softmax(logits, axis: int = -1) -> np.ndarray:
     z = z - z.max(axis=axis, keepdims=True)
     e = np.exp(z)
     return e / e.sum(axis=axis, keepdims=True)
+
+
+def log_softmax(logits, axis: int = -1) -> np.ndarray:
+    """Numerically stable log-softmax ``theta - max - log sum exp(theta - max)``.
+
+    Exact where :func:`softmax` underflows: an arm 800 nats below the best has probability 0.0
+    in float64 but log-probability -800 here, which is what importance ratios and KL terms need.
+
+    Parameters
+    ----------
+    logits : array_like, shape (..., A)
+        Logits theta (nats); any finite values.
+    axis : int
+        The arm axis (default: last).
+
+    Returns
+    -------
+    ndarray, shape (..., A)
+        Log-probabilities (nats, float64, all <= 0); ``exp`` of them sums to 1 along ``axis``.
+
+    Raises
+    ------
+    ParameterError
+        If ``logits`` is a scalar, empty or contains NaN/inf.
+
+    Examples
+    --------
+    >>> log_softmax([0.0, 0.0]).round(6).tolist()
+    [-0.693147, -0.693147]
+    >>> log_softmax([0.0, -800.0]).tolist()
+    [0.0, -800.0]
+    """
+    z = check_array("logits", logits, min_size=1)
+    if z.ndim == 0:
+        raise ParameterError("logits", "`logits` must have an arm axis (shape (..., A)); got a scalar")
+    z = z - z.max(axis=axis, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=axis, keepdims=True))
 
 
 def check_probabilities(name: str, probs, *, atol: float = PROBABILITY_SUM_ATOL) -> np.ndarray:

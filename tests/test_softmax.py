@@ -76,3 +76,16 @@ def test_probability_tolerance_is_documented_and_enforced():
 def test_bad_inputs_name_the_parameter(call, name):
     with pytest.raises(ParameterError, match=f"`{name}`"):
         call()
+
+
+def test_log_softmax_matches_log_of_softmax_and_stays_exact_where_softmax_underflows():
+    from grpo_core.softmax import log_softmax
+
+    rng = np.random.default_rng(3)
+    z = rng.normal(size=(5, 7))
+    np.testing.assert_allclose(log_softmax(z), np.log(softmax(z)), atol=1e-12)
+    np.testing.assert_allclose(np.exp(log_softmax(z)).sum(-1), 1.0, atol=1e-12)
+    out = log_softmax([[0.0, -800.0, -1200.0]])
+    assert out.tolist() == [[0.0, -800.0, -1200.0]]
+    with pytest.raises(ParameterError, match="logits"):
+        log_softmax([0.0, np.nan])
