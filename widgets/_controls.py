@@ -37,6 +37,7 @@ __all__ = [
     "show_chart",
     "short_message",
     "readout_table",
+    "Explorer",
 ]
 
 #: Longest message (characters) a failing computation may show in a widget.
@@ -109,6 +110,9 @@ class NumberControl(widgets.VBox):
         Logarithmic slider (:class:`ipywidgets.FloatLogSlider`, 200 steps over the range).
     tooltip : str, optional
         Longer description shown on hover.
+    continuous_update : bool
+        Update while the slider is dragged (default); ``False`` waits for the release, for
+        computations too slow to follow a drag.
 
     Attributes
     ----------
@@ -144,6 +148,7 @@ class NumberControl(widgets.VBox):
         integer: bool = False,
         log: bool = False,
         tooltip: str | None = None,
+        continuous_update: bool = True,
     ):
         if not (math.isfinite(low) and math.isfinite(high) and low < high):
             raise ValueError(f"`{name}`: empty or infinite range [{low}, {high}]")
@@ -155,7 +160,7 @@ class NumberControl(widgets.VBox):
         self.low = float(low)
         self.high = float(high)
         self.integer = bool(integer)
-        common = {"description": label, "continuous_update": True, "readout": False,
+        common = {"description": label, "continuous_update": continuous_update, "readout": False,
                   "style": {"description_width": _LABEL_LAYOUT["width"]},
                   "layout": {"width": "22em"}}
         if tooltip:
@@ -318,3 +323,54 @@ def readout_table(rows: list[tuple[str, str]]) -> str:
         for k, v in rows
     )
     return f'<table style="border-collapse:collapse">{cells}</table>'
+
+
+class Explorer(widgets.VBox):
+    """Common base of the explorers: a status line, named chart outputs, the last computed values.
+
+    Subclasses build their controls and call :meth:`_assemble`. After every update
+
+    * ``values`` holds what the explorer computed (plain Python numbers and strings: the regime,
+      the thresholds, G*...), the same values it prints;
+    * ``specs`` holds the Vega-Lite spec last shown in each chart output (by name);
+    * ``status`` shows a short message when something failed, and ``error`` keeps the exception.
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.status = StatusLine()
+        self.values: dict[str, Any] = {}
+        self.specs: dict[str, dict] = {}
+        self.outputs: dict[str, widgets.Output] = {}
+        self.error: BaseException | None = None
+
+    def _output(self, name: str) -> widgets.Output:
+        out = widgets.Output()
+        self.outputs[name] = out
+        return out
+
+    def _chart(self, name: str, chart) -> None:
+        self.specs[name] = show_chart(self.outputs[name], chart)
+
+    def _begin(self) -> None:
+        """Start an update: forget the previous messages and error."""
+        self._messages: list[str] = []
+        self.error = None
+        self.status.clear()
+
+    def _run(self, fn: Callable[[], Any], what: str | None = None) -> bool:
+        """Run ``fn``; on any exception show its short message instead of a traceback.
+
+        Messages of the failing steps of one update (since :meth:`_begin`) are shown together,
+        each prefixed with ``what`` when given. Returns True when ``fn`` finished cleanly.
+        """
+        try:
+            fn()
+        except Exception as exc:  # noqa: BLE001 - the widget must show, not raise
+            self.error = exc
+            messages = getattr(self, "_messages", [])
+            messages.append(f"{what}: {short_message(exc)}" if what else short_message(exc))
+            self._messages = messages
+            self.status.show("; ".join(messages), "error")
+            return False
+        return True
