@@ -30,12 +30,14 @@ def case():
 
 import functools  # noqa: E402
 import http.server  # noqa: E402
+import os  # noqa: E402
 import shutil  # noqa: E402
 import socketserver  # noqa: E402
 import threading  # noqa: E402
 from urllib.parse import urlparse  # noqa: E402
 
-BUILT_HTML = ROOT / "_build" / "html"
+# GRPO_BOOK_HTML points the browser tests at another built book (e.g. a private build folder).
+BUILT_HTML = Path(os.environ.get("GRPO_BOOK_HTML") or ROOT / "_build" / "html")
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
