@@ -27,7 +27,6 @@ from typing import Any
 
 import altair as alt
 import ipywidgets as widgets
-from IPython.display import display
 
 from grpo_core.errors import GrpoError
 
@@ -309,9 +308,10 @@ def show_chart(output: widgets.Output, chart: alt.TopLevelMixin) -> dict:
         data, metadata = bundle
     else:
         data, metadata = bundle, {}
-    output.clear_output(wait=True)
-    with output:
-        display(data, metadata=metadata, raw=True)
+    # Setting the Output widget's outputs directly (rather than ``with output: display(...)``)
+    # works from a worker thread too (the bandit explorer runs there) and prints nothing
+    # outside a kernel.
+    output.outputs = ({"output_type": "display_data", "data": data, "metadata": metadata or {}},)
     return spec
 
 
