@@ -78,6 +78,7 @@ __all__ = [
     "discrete_trajectory",
     "stationary_variance",
     "stationary_variance_exact",
+    "variance_trajectory",
     "time_to_fraction",
     "settling_time",
     # re-exported from grpo_core.stability
@@ -1175,3 +1176,62 @@ def settling_time(coeffs: OscillatorCoefficients, tolerance: float = 0.1) -> flo
     sign = (-1.0) ** n_last
     f = lambda t: sign * float(relaxation(t, m, c, k)) - tolerance  # noqa: E731
     return float(brentq(f, n_last * half, (n_last + 1) * half, xtol=1e-10, rtol=1e-12))
+
+
+def variance_trajectory(
+    coeffs: OscillatorCoefficients, n_steps: int, noise_scale: float, group_size: int
+) -> np.ndarray:
+    r"""Exact variance of ``e_k`` over seeds at every step, from a deterministic start.
+
+    Propagates the covariance of the companion-form state, :math:`P_{k+1} = A_k P_k A_k^\top +
+    \sigma^2 b b^\top` from :math:`P_0 = 0` (every run starts at ``e0``; only the noise spreads them),
+    and returns :math:`P_k[0, 0]`. It tends to :func:`stationary_variance_exact` (cycle-averaged for
+    the refresh lag) when the recurrence is stable.
+
+    Parameters
+    ----------
+    coeffs : OscillatorCoefficients
+    n_steps : int
+        ``T >= 1``.
+    noise_scale : float
+        Per-sample gradient noise ``s``, ``>= 0``.
+    group_size : int
+        ``G >= 1``.
+
+    Returns
+    -------
+    ndarray, shape (n_steps + 1,)
+        Reward units squared; entry 0 is 0.
+
+    Raises
+    ------
+    ParameterError
+        Bad ``coeffs``, ``n_steps < 1``, ``noise_scale < 0``, ``group_size < 1``.
+
+    References
+    ----------
+    Our derivation (book chapter "From update rule to oscillator", noise section).
+
+    Examples
+    --------
+    >>> from grpo_core.oscillator import coefficients, variance_trajectory
+    >>> c = coefficients(eta=0.1, mu=0.0, k_ref=1, curvature=1.0)
+    >>> variance_trajectory(c, 3, noise_scale=1.0, group_size=1).round(6).tolist()
+    [0.0, 0.01, 0.02, 0.0281]
+    """
+    coeffs = _check_coeffs(coeffs)
+    n_steps = check_integer("n_steps", n_steps, low=1)
+    noise_scale = check_real("noise_scale", noise_scale, low=0.0)
+    group_size = check_integer("group_size", group_size, low=1)
+    sigma2 = _noise_std_per_step(coeffs, noise_scale, group_size) ** 2
+    maps, b = _step_maps(coeffs)
+    q = sigma2 * np.outer(b, b)
+    p = np.zeros_like(q)
+    out = np.empty(n_steps + 1)
+    out[0] = 0.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        for k in range(n_steps):
+            a = maps[k % len(maps)]
+            p = a @ p @ a.T + q
+            out[k + 1] = p[0, 0]
+    return out
