@@ -101,6 +101,21 @@ def test_log_explorer_shows_the_library_fit(log_ex):
     assert log_ex.values["forecast_low"] <= log_ex.values["forecast_plateau"] <= log_ex.values["forecast_high"]
 
 
+def test_log_explorer_lists_the_diagnosis(log_ex):
+    import warnings
+
+    from grpo_core import datasets, diagnostics
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = diagnostics.diagnose(datasets.real_log_path("qwen2.5-3b-instruct_gsm8k_unsloth"), forecast=False)
+    assert log_ex.values["findings"] == [f.mode for f in report.findings]
+    for f in report.findings:
+        assert f.mode.replace("_", " ") in log_ex.findings_html.value
+    for mode in report.skipped:
+        assert f"{mode.replace('_', ' ')}: not checked" in log_ex.findings_html.value
+
+
 def test_log_explorer_refuses_a_file_that_is_not_a_log(log_ex):
     before = log_ex.values["best_law"], log_ex.source.value
     assert log_ex.load_bytes("notes.txt", b"just some text, not a log\n") is False

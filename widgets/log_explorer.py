@@ -219,9 +219,10 @@ class LogExplorer(Explorer):
 
         self.findings = None
         self.findings_html.value = ""
-        report = diagnostics.diagnose(self.run_log)
+        report = diagnostics.diagnose(self.run_log, forecast=False)
         self.findings = report
-        self.findings_html.value = _findings_html(report)
+        self.findings_html.value = _findings_html(report).replace(
+            html.escape(str(self.run_log.source)), html.escape(Path(self.run_log.source).name))
         self.values["findings"] = _finding_names(report)
 
 
@@ -230,12 +231,21 @@ def _finding_names(report) -> list[str]:
 
 
 def _findings_html(report) -> str:
+    """The diagnosis as HTML: one item per finding (mode, severity, steps, message), then the
+    modes that could not be checked and why."""
     items = "".join(
-        f"<li><b>{html.escape(f.mode.replace('_', ' '))}</b> ({html.escape(f.severity)}): "
-        f"{html.escape(f.summary)}</li>"
+        f"<li><b>{html.escape(f.mode.replace('_', ' '))}</b> ({html.escape(f.severity)}, steps "
+        f"{f.steps[0]}-{f.steps[1]}): {html.escape(f.message)}</li>"
         for f in report.findings
     )
-    return "<b>Diagnostics</b>" + (f"<ul>{items}</ul>" if items else "<p>no findings</p>")
+    skipped = "".join(
+        f"<li>{html.escape(mode.replace('_', ' '))}: not checked ({html.escape(why)})</li>"
+        for mode, why in report.skipped.items()
+    )
+    verdict = "healthy: no warning" if report.healthy else "needs attention"
+    body = f"<ul>{items}</ul>" if items else "<p>no failure mode found</p>"
+    return (f"<b>Diagnostics</b> ({verdict})" + body
+            + (f'<div style="color:#555">Not checked:<ul>{skipped}</ul></div>' if skipped else ""))
 
 
 def log_explorer(log: str | None = None, *, metric: str = "reward", fraction: float = 0.4) -> LogExplorer:
