@@ -135,7 +135,7 @@ def lit(value: float | int | str | bool) -> Expr:
         return Expr(json.dumps(value).replace('"', "'") if "'" not in value else json.dumps(value),
                     lambda env: np.asarray(value))
     v = float(value)
-    text = repr(v) if np.isfinite(v) else ("Infinity" if v > 0 else "-Infinity")
+    text = repr(v) if np.isfinite(v) else ("(1 / 0)" if v > 0 else "(-1 / 0)")  # Vega has no Infinity name
     return Expr(text if v >= 0 else f"({text})", lambda env: np.asarray(v))
 
 

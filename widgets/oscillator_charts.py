@@ -1,0 +1,553 @@
+"""Altair charts of the GRPO oscillator model (book chapter "From update rule to oscillator").
+
+Every builder is a pure function returning an ``alt.Chart`` (or layered/concatenated chart); the
+numbers come from :mod:`grpo_core.oscillator` and :mod:`grpo_core.stability`.
+
+* :func:`slider_chart` -- THE static slider chart: sliders bound to the top-level params ``eta``,
+  ``mu``, ``k_ref`` and ``curvature``; the closed-form trajectory is computed in the page's Vega
+  runtime from :func:`oscillator_expressions` (no kernel needed), with text marks named
+  ``regime_label`` (exactly ``overdamped``, ``critically damped``, ``underdamped`` or ``unstable``),
+  ``zeta_label`` and ``threshold_label``.
+* :func:`phase_diagram_chart` -- critical ``eta*K`` against ``K_ref`` for several ``mu``: the
+  continuous and the exact boundaries of both lag models drawn together.
+* :func:`threshold_ratio_chart` -- exact over continuous threshold (DESIGN's table as a chart).
+* :func:`regime_trajectories_chart` -- one trajectory per regime, closed form and exact recurrence.
+* :func:`noise_bands_chart` -- mean and +/- 2 sd bands for several group sizes, simulated and exact.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from grpo_core import oscillator as osc
+from grpo_core import stability
+from grpo_core.errors import ParameterError
+from grpo_core.hyperparameters import check_curvature, check_lag, check_momentum
+from grpo_core.validation import check_integer
+
+from .vega_expr import Expr, fn, lit, var, where
+
+__all__ = [
+    "SLIDER_PARAMS",
+    "oscillator_expressions",
+    "slider_chart",
+    "regime_examples",
+    "phase_diagram_data",
+    "phase_diagram_chart",
+    "threshold_ratio_chart",
+    "regime_trajectories_chart",
+    "noise_bands_data",
+    "noise_bands_chart",
+]
+
+#: Names of the slider chart's top-level params (a browser test moves them).
+SLIDER_PARAMS = ("eta", "mu", "k_ref", "curvature")
+
+_REGIME_COLORS = {
+    "overdamped": "#1b9e77",
+    "critically damped": "#7570b3",
+    "underdamped": "#d95f02",
+    "unstable": "#e7298a",
+}
+
+
+# ----------------------------------------------------------------------------------------------
+# The model as Vega expressions (tested against grpo_core in tests/test_oscillator_charts.py)
+# ----------------------------------------------------------------------------------------------
+
+
+def oscillator_expressions(lag: str = "constant", momentum: str = "heavy_ball") -> dict[str, Expr]:
+    """The continuous oscillator model written as :class:`~widgets.vega_expr.Expr` objects.
+
+    Variables: the params ``eta``, ``mu``, ``k_ref``, ``curvature`` and the datum field ``t``
+    (``datum.t`` in Vega). The formulas are those of :func:`grpo_core.oscillator.coefficients`
+    (``beta = 0``: ``curvature`` is the whole stiffness) and :func:`grpo_core.oscillator.relaxation`
+    (its stable forms: the cancellation-free roots, ``expm1(x)/x`` and ``sinc`` by series near 0).
+
+    Parameters
+    ----------
+    lag : {"constant", "refresh"}
+    momentum : {"heavy_ball", "ema"}
+
+    Returns
+    -------
+    dict of str to Expr
+        ``a``, ``gain``, ``mass``, ``damping``, ``stiffness``, ``damping_ratio``, ``regime`` (the
+        printed label, e.g. ``"critically damped"``), ``continuous_eta`` (critical step size of the
+        continuous model) and ``response`` (``e(t)/e0``, valid for ``t > 0``).
+
+    Raises
+    ------
+    ParameterError
+        Unknown ``lag`` or ``momentum``.
+
+    Examples
+    --------
+    >>> from widgets.oscillator_charts import oscillator_expressions
+    >>> ex = oscillator_expressions()
+    >>> str(ex["damping"])
+    '((1.0 - mu) - ((eta * curvature) * k_ref))'
+    >>> round(float(ex["damping"].evaluate(eta=0.01, mu=0.9, k_ref=4, curvature=1.0)), 12)
+    0.06
+    """
+    lag, momentum = check_lag(lag), check_momentum(momentum)
+    eta, mu, k, curv, t = var("eta"), var("mu"), var("k_ref"), var("curvature"), var("t", "datum.t")
+    a = eta * curv
+    gain = a if momentum == "heavy_ball" else (1.0 - mu) * a
+    if lag == "constant":
+        d1, d2 = k, k * k
+    else:
+        d1, d2 = (k - 1.0) / 2.0, (k - 1.0) * (2.0 * k - 1.0) / 6.0
+    mass = (1.0 + mu + gain * d2) / 2.0
+    damping = (1.0 - mu) - gain * d1
+    zeta = damping / (2.0 * fn.sqrt(mass * gain))
+    tol = osc.CRITICAL_TOLERANCE
+    regime = where(
+        damping <= 0, "unstable",
+        where(fn.abs(zeta - 1.0) <= tol, "critically damped", where(zeta > 1.0, "overdamped", "underdamped")),
+    )
+    # critical eta of the continuous model: C = 0
+    g_star = (1.0 - mu) / d1
+    a_star = g_star if momentum == "heavy_ball" else g_star / (1.0 - mu)
+    continuous_eta = where(d1 > 0, a_star / curv, lit(math.inf))
+
+    disc = damping * damping - 4.0 * mass * gain
+    sign = where(damping >= 0, 1.0, -1.0)
+    q = -(damping + sign * fn.sqrt(disc)) / 2.0
+    r1, r2 = q / mass, gain / q
+    r_a, r_b = fn.max(r1, r2), fn.min(r1, r2)
+    x = (r_b - r_a) * t
+    phi = where(fn.abs(x) < 1e-4, 1.0 + x / 2.0 + x * x / 6.0, (fn.exp(x) - 1.0) / x)
+    real = fn.exp(r_a * t) * (1.0 - r_a * t * phi)
+    gamma = damping / (2.0 * mass)
+    omega = fn.sqrt(-disc) / (2.0 * mass)
+    y = omega * t
+    sinc = where(fn.abs(y) < 1e-4, 1.0 - y * y / 6.0, fn.sin(y) / y)
+    cplx = fn.exp(-gamma * t) * (fn.cos(y) + gamma * t * sinc)
+    response = where(disc >= 0, real, cplx)
+    return {
+        "a": a, "gain": gain, "mass": mass, "damping": damping, "stiffness": gain,
+        "damping_ratio": zeta, "regime": regime, "continuous_eta": continuous_eta, "response": response,
+    }
+
+
+def _exact_eta_table(k_refs: np.ndarray, mu_grid: np.ndarray, lag: str, momentum: str) -> list[dict]:
+    """Exact critical a for every (mu on the slider grid, k_ref) pair: looked up on the page."""
+    a = stability.critical_a_exact(mu_grid[:, None], k_refs[None, :], lag, momentum)
+    rows = []
+    for i, m in enumerate(mu_grid):
+        for j, k in enumerate(k_refs):
+            rows.append({"m": int(round(m * 100)), "k": int(k), "a": float(f"{a[i, j]:.6g}")})
+    return rows
+
+
+def slider_chart(
+    eta: float = 0.02,
+    mu: float = 0.8,
+    k_ref: int = 4,
+    curvature: float = 1.0,
+    *,
+    lag: str = "constant",
+    momentum: str = "heavy_ball",
+    horizon: int = 300,
+    eta_max: float = 0.1,
+    k_ref_max: int = 16,
+    width: int = 560,
+    height: int = 280,
+) -> alt.LayerChart:
+    """The static slider chart: closed-form reward trajectory computed on the page, no kernel.
+
+    Four sliders bound to the top-level params ``eta``, ``mu``, ``k_ref`` and ``curvature`` drive
+    Vega expressions (:func:`oscillator_expressions`) evaluated over ``t = 0..horizon`` in the
+    browser: the reward's progress to the plateau ``1 - e(t)/e0`` in every regime (an unstable
+    setting shows a growing curve that leaves the frame). Text marks, by Vega-Lite name:
+
+    * ``regime_label``: exactly ``overdamped``, ``critically damped``, ``underdamped`` or ``unstable``
+      (continuous model, same rule as :func:`grpo_core.oscillator.classify_regime`);
+    * ``zeta_label``: the damping ratio, ``"damping ratio ζ = 0.41"``;
+    * ``threshold_label``: the continuous and the exact critical ``eta`` at the current ``mu``,
+      ``k_ref`` and ``curvature`` (the exact one looked up from a table precomputed by
+      :func:`grpo_core.stability.critical_a_exact` on the slider grid).
+
+    The chart asks vega-embed for the SVG renderer (``usermeta.embedOptions``), so the labels are
+    ``<text>`` elements a browser test can read.
+
+    Parameters
+    ----------
+    eta, mu, k_ref, curvature : float
+        Initial slider positions (``mu`` is snapped to the 0.01 grid).
+    lag : {"constant", "refresh"}
+    momentum : {"heavy_ball", "ema"}
+    horizon : int
+        Steps shown (``t = 0..horizon``).
+    eta_max : float
+        Right end of the ``eta`` slider.
+    k_ref_max : int
+        Right end of the ``k_ref`` slider (and of the exact-threshold table).
+    width, height : int
+        Plot size in pixels.
+
+    Returns
+    -------
+    alt.LayerChart
+
+    Raises
+    ------
+    ParameterError
+        Invalid initial values, ``lag`` or ``momentum``.
+
+    Examples
+    --------
+    >>> from widgets.oscillator_charts import slider_chart
+    >>> spec = slider_chart().to_dict()
+    >>> sorted(p["name"] for p in spec["params"])
+    ['curvature', 'eta', 'k_ref', 'mu']
+    """
+    c0 = osc.coefficients(eta, mu, k_ref, curvature, lag=lag, momentum=momentum)
+    if not 1 <= k_ref <= k_ref_max:
+        raise ParameterError("k_ref", f"`k_ref` must be in [1, {k_ref_max}] (the slider range); got {k_ref}")
+    ex = oscillator_expressions(lag, momentum)
+    params = [
+        alt.param(name="eta", value=c0.eta,
+                  bind=alt.binding_range(min=0.001, max=eta_max, step=0.001, name="η (step size) ")),
+        alt.param(name="mu", value=round(c0.mu, 2),
+                  bind=alt.binding_range(min=0.0, max=0.99, step=0.01, name="μ (momentum) ")),
+        alt.param(name="k_ref", value=c0.k_ref,
+                  bind=alt.binding_range(min=1, max=k_ref_max, step=1, name="K_ref (refresh interval) ")),
+        alt.param(name="curvature", value=c0.curvature,
+                  bind=alt.binding_range(min=0.1, max=5.0, step=0.1, name="K (curvature) ")),
+    ]
+    y_max, y_min = 2.0, -0.5
+    response = ex["response"]
+    progress = 1.0 - fn.max(fn.min(response, 1e3), -1e3)
+    base = alt.Chart(alt.sequence(0, horizon + 1, 1, as_="t")).transform_calculate(
+        progress=str(where(var("t", "datum.t") > 0, progress, 0.0)),
+    )
+    x = alt.X("t:Q", title="optimizer step t", scale=alt.Scale(domain=[0, horizon], nice=False))
+    line = base.mark_line(clip=True, strokeWidth=2.5, color="#3b6fb6").encode(
+        x=x,
+        y=alt.Y("progress:Q", title="reward progress 1 − e(t)/e₀",
+                scale=alt.Scale(domain=[y_min, y_max], clamp=False)),
+    ).properties(name="trajectory")
+    rules = alt.Chart(alt.Data(values=[{"y": 1.0, "what": "plateau"}, {"y": 0.9, "what": "90%"}])).mark_rule(
+        strokeDash=[4, 4], color="gray").encode(y="y:Q").properties(name="plateau_rules")
+    one = alt.Data(values=[{"_": 0}])
+    regime_text = alt.Chart(one).transform_calculate(label=str(ex["regime"])).mark_text(
+        align="left", baseline="bottom", fontSize=18, fontWeight="bold",
+    ).encode(
+        x=alt.value(0), y=alt.value(-34), text="label:N",
+        color=alt.Color("label:N", scale=alt.Scale(domain=list(_REGIME_COLORS), range=list(_REGIME_COLORS.values())),
+                        legend=None),
+    ).properties(name="regime_label")
+    zeta_text = alt.Chart(one).transform_calculate(
+        label=str("damping ratio ζ = " + fn.format(ex["damping_ratio"], ".2f")),
+    ).mark_text(align="left", baseline="bottom", fontSize=14).encode(
+        x=alt.value(180), y=alt.value(-34), text="label:N").properties(name="zeta_label")
+    mu_grid = np.round(np.arange(0.0, 0.995, 0.01), 2)
+    table = _exact_eta_table(np.arange(1, k_ref_max + 1), mu_grid, lag, momentum)
+    exact_eta = var("a", "datum.a") / var("curvature")
+    thr_text = alt.Chart(alt.Data(values=table)).transform_filter(
+        "datum.k == k_ref && datum.m == round(mu * 100)"
+    ).transform_calculate(
+        label=str("unstable above η = " + fn.format(ex["continuous_eta"], ".4f") + " (continuous), "
+                  + fn.format(exact_eta, ".4f") + " (exact, " + lit(lag) + " lag)"),
+    ).mark_text(align="left", baseline="bottom", fontSize=12, color="#444").encode(
+        x=alt.value(0), y=alt.value(-10), text="label:N").properties(name="threshold_label")
+    chart = alt.layer(rules, line, regime_text, zeta_text, thr_text).add_params(*params).properties(
+        width=width, height=height,
+        usermeta={"embedOptions": {"renderer": "svg", "actions": False}},
+    )
+    return chart
+
+
+# ----------------------------------------------------------------------------------------------
+# Static charts computed in Python
+# ----------------------------------------------------------------------------------------------
+
+
+def regime_examples(
+    mu: float = 0.5, k_ref: int = 4, curvature: float = 1.0, *, lag: str = "constant", momentum: str = "heavy_ball"
+) -> dict[str, osc.OscillatorCoefficients]:
+    """One setting of ``eta`` per regime at fixed ``mu``, ``k_ref``, ``curvature``.
+
+    ``overdamped``: a quarter of the critically damped ``eta``; ``critically_damped``: exactly it;
+    ``underdamped``: the geometric mean of it and the continuous threshold; ``unstable``: 1.1 times the
+    larger of the continuous and the exact threshold (unstable in both senses).
+
+    Returns
+    -------
+    dict of str to OscillatorCoefficients
+        Keyed by regime (code names).
+
+    Raises
+    ------
+    ParameterError
+        Invalid inputs; ``lag="refresh"`` with ``k_ref = 1`` (no continuous threshold).
+
+    Examples
+    --------
+    >>> from widgets.oscillator_charts import regime_examples
+    >>> [c.regime for c in regime_examples().values()]
+    ['overdamped', 'critically_damped', 'underdamped', 'unstable']
+    """
+    k_total = check_curvature(curvature)
+    a_cd = float(stability.critical_a_damping(mu, k_ref, lag, momentum)[()])
+    a_c = float(stability.critical_a_continuous(mu, k_ref, lag, momentum)[()])
+    a_x = float(stability.critical_a_exact(mu, k_ref, lag, momentum)[()])
+    if not math.isfinite(a_c):
+        raise ParameterError("k_ref", "`k_ref` must be >= 2 with lag='refresh' (no lag, no continuous threshold)")
+    etas = {
+        "overdamped": 0.25 * a_cd / k_total,
+        "critically_damped": a_cd / k_total,
+        "underdamped": math.sqrt(a_cd * a_c) / k_total,
+        "unstable": 1.1 * max(a_c, a_x) / k_total,
+    }
+    return {r: osc.coefficients(e, mu, k_ref, curvature, lag=lag, momentum=momentum) for r, e in etas.items()}
+
+
+def regime_trajectories_chart(
+    mu: float = 0.5, k_ref: int = 4, curvature: float = 1.0, *, lag: str = "constant",
+    momentum: str = "heavy_ball", n_steps: int = 120,
+) -> alt.FacetChart:
+    """Trajectories in each regime: the closed form (line) and the exact recurrence (dots).
+
+    Settings from :func:`regime_examples`. Shown as reward progress ``1 - e/e0``; the axis shows ``[-1, 3]``
+    and the unstable curves leave it.
+
+    Returns
+    -------
+    alt.FacetChart
+        One panel per regime.
+
+    Raises
+    ------
+    ParameterError
+        As :func:`regime_examples`; ``n_steps < 1``.
+
+    Examples
+    --------
+    >>> from widgets.oscillator_charts import regime_trajectories_chart
+    >>> regime_trajectories_chart(n_steps=20).to_dict()["facet"]["column"]["field"]
+    'regime'
+    """
+    n_steps = check_integer("n_steps", n_steps, low=1)
+    rows = []
+    t_fine = np.linspace(0, n_steps, 4 * n_steps + 1)
+    for regime, c in regime_examples(mu, k_ref, curvature, lag=lag, momentum=momentum).items():
+        label = f"{osc.REGIME_LABELS[regime]} (η = {c.eta:.3g}, ζ = {c.damping_ratio:.2f})"
+        cf = 1.0 - osc.closed_form_trajectory(c, t_fine)
+        rows.append(pd.DataFrame({"t": t_fine, "progress": cf, "model": "closed form (continuous)", "regime": label}))
+        with np.errstate(over="ignore"):
+            dt = 1.0 - osc.discrete_trajectory(c, n_steps)
+        rows.append(pd.DataFrame({"t": np.arange(n_steps + 1), "progress": dt, "model": "exact recurrence",
+                                  "regime": label}))
+    df = pd.concat(rows, ignore_index=True)
+    df["progress"] = df["progress"].clip(-1e6, 1e6)
+    order = list(dict.fromkeys(df["regime"]))
+    y = alt.Y("progress:Q", title="reward progress 1 − e/e₀", scale=alt.Scale(domain=[-1, 3]))
+    color = alt.Color("model:N", title=None, legend=alt.Legend(orient="bottom"))
+    lines = alt.Chart().mark_line(strokeWidth=2, clip=True).encode(
+        x=alt.X("t:Q", title="step"), y=y, color=color).transform_filter("datum.model == 'closed form (continuous)'")
+    dots = alt.Chart().mark_circle(size=10, clip=True).encode(x="t:Q", y=y, color=color).transform_filter(
+        "datum.model == 'exact recurrence'")
+    return alt.layer(lines, dots, data=df).properties(width=190, height=170).facet(
+        column=alt.Column("regime:N", sort=order, title=None, header=alt.Header(labelFontSize=11)),
+    )
+
+
+def phase_diagram_data(
+    mus: Sequence[float] = (0.0, 0.5, 0.9), k_refs: Sequence[int] | None = None, momentum: str = "heavy_ball"
+) -> pd.DataFrame:
+    """Critical ``eta*K`` against ``K_ref`` for each ``mu``: four boundaries.
+
+    Columns: ``mu``, ``k_ref``, ``boundary`` (``"continuous, constant lag (paper)"``,
+    ``"exact, constant lag"``, ``"continuous, refresh lag (ours)"``, ``"exact, refresh lag"``),
+    ``lag``, ``method``, ``a_star`` (``inf`` rows dropped: the continuous refresh model has no
+    threshold at ``K_ref = 1``).
+
+    Raises
+    ------
+    ParameterError
+        Invalid ``mus``, ``k_refs`` or ``momentum``.
+
+    Examples
+    --------
+    >>> from widgets.oscillator_charts import phase_diagram_data
+    >>> df = phase_diagram_data(mus=[0.0], k_refs=[1, 2])
+    >>> df[df.boundary == "exact, refresh lag"].a_star.round(6).tolist()
+    [2.0, 1.0]
+    """
+    k = np.arange(1, 65) if k_refs is None else np.asarray(k_refs)
+    frames = []
+    names = {
+        ("constant", "continuous"): "continuous, constant lag (paper)",
+        ("constant", "exact"): "exact, constant lag",
+        ("refresh", "continuous"): "continuous, refresh lag (ours)",
+        ("refresh", "exact"): "exact, refresh lag",
+    }
+    for m in mus:
+        for (lag, method), name in names.items():
+            f = stability.critical_a_exact if method == "exact" else stability.critical_a_continuous
+            a = f(m, k, lag, momentum)
+            frames.append(pd.DataFrame({"mu": float(m), "k_ref": k, "boundary": name, "lag": lag,
+                                        "method": method, "a_star": a}))
+    df = pd.concat(frames, ignore_index=True)
+    return df[np.isfinite(df["a_star"])].reset_index(drop=True)
+
+
+def phase_diagram_chart(
+    mus: Sequence[float] = (0.0, 0.5, 0.9), k_refs: Sequence[int] | None = None, momentum: str = "heavy_ball",
+) -> alt.FacetChart:
+    """Phase diagram over ``(eta*K, K_ref)``: stable below each boundary, unstable above.
+
+    One panel per ``mu``; log-log axes; colour = lag model, dash = continuous vs exact.
+
+    Returns
+    -------
+    alt.FacetChart
+
+    Raises
+    ------
+    ParameterError
+        As :func:`phase_diagram_data`.
+
+    Examples
+    --------
+    >>> from widgets.oscillator_charts import phase_diagram_chart
+    >>> phase_diagram_chart(mus=[0.5], k_refs=[1, 2, 4]).to_dict()["facet"]["column"]["field"]
+    'mu'
+    """
+    df = phase_diagram_data(mus, k_refs, momentum)
+    return alt.Chart(df).mark_line(strokeWidth=2).encode(
+        x=alt.X("k_ref:Q", title="K_ref (steps)", scale=alt.Scale(type="log")),
+        y=alt.Y("a_star:Q", title="critical η·K (unstable above)", scale=alt.Scale(type="log")),
+        color=alt.Color("lag:N", title="lag model"),
+        strokeDash=alt.StrokeDash("method:N", title="threshold",
+                                  scale=alt.Scale(domain=["exact", "continuous"], range=[[1, 0], [6, 3]])),
+        detail="boundary:N",
+        tooltip=["boundary:N", "mu:Q", "k_ref:Q", alt.Tooltip("a_star:Q", format=".4g")],
+    ).properties(width=220, height=220).facet(column=alt.Column("mu:Q", title="momentum μ"))
+
+
+def threshold_ratio_chart(
+    mus: Sequence[float] = (0.0, 0.5, 0.9), k_refs: Sequence[int] | None = None, momentum: str = "heavy_ball",
+) -> alt.Chart:
+    """Exact threshold in units of the paper's: ``a*(exact) * K_ref / (1 - mu)`` against ``K_ref``.
+
+    1 means the continuous (paper) formula is exact; constant lag climbs from 1 (``K_ref = 1``)
+    towards ``pi/2`` (``mu = 0``); the refresh lag sits near 2 (exactly 2 for ``mu = 0``).
+
+    Returns
+    -------
+    alt.Chart
+
+    Raises
+    ------
+    ParameterError
+        Invalid inputs.
+
+    Examples
+    --------
+    >>> from widgets.oscillator_charts import threshold_ratio_chart
+    >>> threshold_ratio_chart(mus=[0.0], k_refs=[1, 2]).to_dict()["mark"]["type"]
+    'line'
+    """
+    df = phase_diagram_data(mus, k_refs, momentum)
+    df = df[df["method"] == "exact"].copy()
+    scale = (1.0 - df["mu"]) if momentum == "heavy_ball" else 1.0
+    df["ratio"] = df["a_star"] * df["k_ref"] / scale
+    return alt.Chart(df).mark_line(strokeWidth=2).encode(
+        x=alt.X("k_ref:Q", title="K_ref (steps)", scale=alt.Scale(type="log")),
+        y=alt.Y("ratio:Q", title="exact threshold × K_ref / (1 − μ)", scale=alt.Scale(type="log")),
+        color=alt.Color("mu:N", title="μ"),
+        strokeDash=alt.StrokeDash("lag:N", title="lag model"),
+        tooltip=["lag:N", "mu:Q", "k_ref:Q", alt.Tooltip("ratio:Q", format=".3f")],
+    ).properties(width=420, height=260)
+
+
+def noise_bands_data(
+    coeffs: osc.OscillatorCoefficients,
+    group_sizes: Sequence[int] = (4, 16),
+    *,
+    noise_scale: float = 1.0,
+    n_seeds: int = 256,
+    n_steps: int = 400,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Simulated and exact mean +/- 2 sd of the reward progress for each group size.
+
+    Columns: ``t``, ``group_size``, ``sim_mean``, ``sim_lo``, ``sim_hi`` (over ``n_seeds`` runs of
+    :func:`grpo_core.oscillator.simulate`), ``mean`` (exact recurrence), ``lo``, ``hi`` (mean +/- 2 sd
+    from :func:`grpo_core.oscillator.variance_trajectory`) and ``stationary_sd`` (the continuous
+    formula's ``sqrt(Var)``). Progress is ``1 - e/e0`` with ``e0 = 1``.
+
+    Raises
+    ------
+    ParameterError
+        Invalid arguments (see :func:`grpo_core.oscillator.simulate`).
+
+    Examples
+    --------
+    >>> from grpo_core.oscillator import coefficients
+    >>> from widgets.oscillator_charts import noise_bands_data
+    >>> df = noise_bands_data(coefficients(0.05, 0.5, 2, 1.0), n_seeds=8, n_steps=10)
+    >>> sorted(df.group_size.unique().tolist()), len(df)
+    ([4, 16], 22)
+    """
+    frames = []
+    for g in group_sizes:
+        paths = osc.simulate(coeffs, n_steps, n_seeds, noise_scale=noise_scale, group_size=g, seed=seed)
+        prog = 1.0 - paths
+        mean = 1.0 - osc.discrete_trajectory(coeffs, n_steps)
+        sd = np.sqrt(osc.variance_trajectory(coeffs, n_steps, noise_scale, g))
+        sim_mean, sim_sd = prog.mean(axis=0), prog.std(axis=0, ddof=1) if n_seeds > 1 else np.zeros(n_steps + 1)
+        frames.append(pd.DataFrame({
+            "t": np.arange(n_steps + 1), "group_size": int(g),
+            "sim_mean": sim_mean, "sim_lo": sim_mean - 2 * sim_sd, "sim_hi": sim_mean + 2 * sim_sd,
+            "mean": mean, "lo": mean - 2 * sd, "hi": mean + 2 * sd,
+            "stationary_sd": math.sqrt(osc.stationary_variance(coeffs, noise_scale, g)),
+        }))
+    return pd.concat(frames, ignore_index=True)
+
+
+def noise_bands_chart(data: pd.DataFrame) -> alt.LayerChart:
+    """Noise bands per group size: simulated +/- 2 sd (shaded) and the exact band (dashed lines).
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        From :func:`noise_bands_data`.
+
+    Returns
+    -------
+    alt.LayerChart
+
+    Raises
+    ------
+    KeyError
+        If ``data`` lacks the columns of :func:`noise_bands_data`.
+
+    Examples
+    --------
+    >>> from grpo_core.oscillator import coefficients
+    >>> from widgets.oscillator_charts import noise_bands_data, noise_bands_chart
+    >>> chart = noise_bands_chart(noise_bands_data(coefficients(0.05, 0.5, 2, 1.0), n_seeds=8, n_steps=10))
+    >>> len(chart.layer)
+    4
+    """
+    need = {"t", "group_size", "sim_mean", "sim_lo", "sim_hi", "mean", "lo", "hi"}
+    missing = need - set(data.columns)
+    if missing:
+        raise KeyError(f"noise_bands_chart: data lacks columns {sorted(missing)} (use noise_bands_data)")
+    color = alt.Color("group_size:N", title="group size G")
+    base = alt.Chart(data).encode(x=alt.X("t:Q", title="optimizer step"), color=color)
+    band = base.mark_area(opacity=0.25).encode(y=alt.Y("sim_lo:Q", title="reward progress 1 − e/e₀"), y2="sim_hi:Q")
+    mean = base.mark_line(strokeWidth=1.5).encode(y="sim_mean:Q")
+    lo = base.mark_line(strokeDash=[5, 3], strokeWidth=1).encode(y="lo:Q")
+    hi = base.mark_line(strokeDash=[5, 3], strokeWidth=1).encode(y="hi:Q")
+    return alt.layer(band, mean, lo, hi).properties(width=520, height=260)
