@@ -18,7 +18,7 @@ Example
 >>> x = var("x")
 >>> e = where(x > 0, fn.sqrt(x), -x)
 >>> str(e)
-'((x > 0) ? sqrt(x) : (-(x)))'
+'((x > 0.0) ? sqrt(x) : (-(x)))'
 >>> e.evaluate(x=[4.0, -2.0]).tolist()
 [2.0, 2.0]
 """
