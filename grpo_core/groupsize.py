@@ -308,8 +308,9 @@ def pool_constants(pool: PromptPool, theta=None) -> GroupSizeConstants:
     t = bandit_traces(pool.probs(th), pool.rewards, bernoulli=pool.bernoulli)
     mean_grad = t.gradient.mean(axis=0)
     grad_sq = float(mean_grad @ mean_grad)
+    # the variance form (not mean ||g||^2 - ||mean g||^2): no cancellation, exactly 0 for equal prompts
     return GroupSizeConstants(
-        c1=float(t.grad_sq.mean() - grad_sq),
+        c1=float(((t.gradient - mean_grad) ** 2).sum(axis=-1).mean()),
         c2=float(t.oracle_trace.mean()),
         c3=float(t.degenerate.mean()),
         grad_sq=grad_sq,
@@ -503,7 +504,7 @@ def best_group_size(budget: int, c1: float, c2: float, c3: float, *, candidates=
         cand = [check_integer("candidates", c, low=2) for c in np.atleast_1d(candidates)]
         cand = [c for c in cand if c <= n and n % c == 0]
     if not cand:
-        raise ParameterError("candidates", f"no candidate group size divides `budget` = {n}")
+        raise ParameterError("candidates", f"`candidates` must include a group size that divides `budget` = {n}; none does")
     mse = minibatch_mse(cand, c1, c2, c3, budget=n, exact=exact)
     return int(cand[int(np.argmin(mse))])
 
@@ -553,8 +554,9 @@ def estimate_constants(
 
     Then c2 = mean(m2 - ||g||^2), c3 = mean(e + ||g||^2), and
     c1 = mean ||g_x||^2 - ||E g||^2 with ||E g||^2 = (||sum_x U_x||^2 - sum_x ||U_x||^2)/(P(P-1))
-    (U_x independent across prompts). Intervals: percentile bootstrap over prompts (the cross
-    term from a P x P Gram matrix, so the cost does not grow with D).
+    (U_x independent across prompts). Intervals: percentile bootstrap over prompts (pairs of a
+    resampled prompt with itself are left out of the cross term; the cross
+    term from the P x P Gram matrix of the U_x when P <= D, so the cost does not grow with D).
 
     Parameters
     ----------
@@ -605,13 +607,24 @@ def estimate_constants(
     nb = check_integer("num_bootstrap", num_bootstrap, low=0)
     level = check_real("confidence", confidence, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
     st = _per_prompt_statistics(w, z)
-    gram = st["loo"] @ st["loo"].T
-    diag = np.diag(gram).copy()
+    loo = st["loo"]
+    diag = (loo**2).sum(axis=-1)
+    # ||sum_x c_x U_x||^2 for a batch of resampling weights c: through the P x P Gram matrix when
+    # there are fewer prompts than parameters (cost independent of D), else directly.
+    gram = loo @ loo.T if p <= loo.shape[-1] else None
+
+    def weighted_sq_norm(counts: np.ndarray) -> np.ndarray:
+        if gram is not None:
+            return np.einsum("rp,pq,rq->r", counts, gram, counts)
+        return ((counts @ loo) ** 2).sum(axis=-1)
 
     def constants(counts: np.ndarray) -> tuple[np.ndarray, ...]:
-        # counts: (R, P) multiplicities of each prompt; rows sum to P
+        # counts: (R, P) multiplicities of each prompt; rows sum to P. The cross term averages
+        # U_x . U_y over pairs of *different* original prompts only (a prompt drawn twice is not
+        # independent of itself), so the resampled estimate stays unbiased.
         mean_sq = counts @ st["grad_sq"] / p
-        cross = (np.einsum("rp,pq,rq->r", counts, gram, counts) - counts @ diag) / (p * (p - 1))
+        ties = (counts**2).sum(axis=-1)
+        cross = (weighted_sq_norm(counts) - counts**2 @ diag) / np.maximum(p * p - ties, 1.0)
         return mean_sq - cross, counts @ st["oracle_trace"] / p, counts @ st["degenerate"] / p, cross
 
     c1, c2, c3, cross = (float(v[0]) for v in constants(np.ones((1, p))))
@@ -626,7 +639,8 @@ def estimate_constants(
         root = np.sqrt(ratio)
         lo_q, hi_q = 100 * (1 - level) / 2, 100 * (1 + level) / 2
         for name, arr in (("c1", b1), ("c2", b2), ("c3", b3), ("g_star", root), ("g_star_exact", 1.0 + root)):
-            intervals[name] = (float(np.percentile(arr, lo_q)), float(np.percentile(arr, hi_q)))
+            # inverted-CDF quantiles: no interpolation between an infinite and a finite G*
+            intervals[name] = tuple(float(np.percentile(arr, q, method="inverted_cdf")) for q in (lo_q, hi_q))
     return GroupSizeConstants(
         c1=c1, c2=c2, c3=c3, grad_sq=max(cross, 0.0), intervals=intervals,
         confidence=level if nb > 0 else None, num_prompts=p, group_size=int(z.shape[1]),
@@ -874,8 +888,8 @@ def summarise_study(study: pd.DataFrame) -> pd.DataFrame:
     best_idx = out.groupby(["budget", "step"])["reward"].idxmax()
     out["best"] = False
     out.loc[best_idx, "best"] = True
-    top = out.loc[best_idx].set_index(["budget", "step"])[["reward", "reward_se"]]
-    joined = out.join(top, on=["budget", "step"], rsuffix="_top")
+    top = out.loc[best_idx, ["budget", "step", "reward", "reward_se"]]
+    joined = out.merge(top, on=["budget", "step"], how="left", suffixes=("", "_top"))
     gap = joined["reward_top"] - joined["reward"]
     out["within_se"] = gap <= 2.0 * np.hypot(joined["reward_se"], joined["reward_se_top"])
     return out
