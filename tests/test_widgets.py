@@ -161,7 +161,7 @@ def test_oscillator_view_matches_grpo_core():
         assert v["regime"] == c.regime and v["damping_ratio"] == pytest.approx(c.damping_ratio)
         assert v["critical_a_exact"] == pytest.approx(float(stability.critical_a_exact(0.5, 4, lag)))
         assert v["critical_a_continuous"] == pytest.approx(float(stability.critical_a_continuous(0.5, 4, lag)))
-        assert v["runs"].shape == (64, 51) and v["discrete"].shape == (51,)
+        assert len(v["bands"]) == 51 and v["discrete"].shape == (51,)
     # heavy ball, constant lag: continuous critical K_ref = (1 - mu) / (eta K)
     v = compute_oscillator_view(0.05, 0.5, 4, 1.0)
     assert v["critical_k_ref_continuous"] == pytest.approx(0.5 / 0.05)
@@ -171,3 +171,99 @@ def test_json_specs_are_serialisable(log_ex):
     for spec in log_ex.specs.values():
         assert json.loads(json.dumps(spec))["$schema"].startswith("https://vega.github.io/schema/vega-lite/")
     assert not math.isnan(log_ex.values["plateau"])
+
+
+def _marks(spec):
+    """Every (mark type, dataset records) pair of a layered spec, in order."""
+    out = []
+
+    def walk(node):
+        for layer in node.get("layer", []):
+            walk(layer)
+        if "mark" in node:
+            mark = node["mark"]["type"] if isinstance(node["mark"], dict) else node["mark"]
+            data = node.get("data", {}).get("name")
+            out.append((mark, spec["datasets"].get(data) if data else None))
+
+    walk(spec)
+    return out
+
+
+def test_oscillator_explorer_follows_its_controls():
+    from widgets.oscillator_explorer import oscillator_explorer
+
+    ex = oscillator_explorer(eta=0.05, mu=0.5, k_ref=4, curvature=1.0, group_size=8, steps=60)
+    assert ex.values["verdict"] == "underdamped" and "underdamped" in ex.regime_html.value
+    # Past the exact threshold (a* = 0.1559 for mu = 0.5, K_ref = 4, constant lag): unstable.
+    a_exact = float(stability.critical_a_exact(0.5, 4, "constant"))
+    ex.controls["eta"].value = 1.05 * a_exact
+    assert ex.values["verdict"] == "unstable" and ex.values["stable_exact"] is False
+    assert ">unstable<" in ex.regime_html.value
+    # Between the continuous threshold (0.125) and the exact one: stable only in the exact recurrence.
+    ex.controls["eta"].value = 0.14
+    assert ex.values["regime"] == "unstable" and ex.values["stable_exact"] is True
+    assert ex.values["verdict"] == "stable_exact_only"
+    # Every control reaches grpo_core.
+    for name, value in [("mu", 0.3), ("k_ref", 6), ("curvature", 0.5), ("beta", 0.2), ("group_size", 32)]:
+        ex.controls[name].value = value
+    ex.lag.value = "refresh"
+    ex.momentum.value = "ema"
+    c = oscillator.coefficients(0.14, 0.3, 6, 0.5, 0.2, lag="refresh", momentum="ema")
+    assert ex.values["regime"] == c.regime
+    assert ex.values["damping_ratio"] == pytest.approx(c.damping_ratio)
+    assert ex.values["critical_a_exact"] == pytest.approx(float(stability.critical_a_exact(0.3, 6, "refresh", "ema")))
+    assert ex.values["critical_k_ref_exact"] == stability.critical_value(
+        "k_ref", eta=0.14, mu=0.3, curvature=0.5, beta=0.2, lag="refresh", momentum="ema")
+    assert ex.values["stationary_variance_exact"] == pytest.approx(
+        oscillator.stationary_variance_exact(c, 1.0, 32))
+    # The phase chart's point is (K_ref, eta K) with the regime as its label.
+    point = [recs for mark, recs in _marks(ex.specs["phase"]) if mark == "text"][0][0]
+    assert point["k_ref"] == 6 and point["a"] == pytest.approx(c.a) and point["label"] == ex.values["verdict_label"]
+    # The trajectory chart carries the closed form of grpo_core.
+    lines = [recs for mark, recs in _marks(ex.specs["trajectory"]) if mark == "line" and recs and "model" in recs[0]][0]
+    closed = [r["progress"] for r in lines if r["model"] == "closed form (continuous)"]
+    expected = 1.0 - oscillator.closed_form_trajectory(c, range(61))
+    assert closed == pytest.approx(list(expected), abs=1e-9)
+
+
+def test_oscillator_explorer_typed_values_are_clamped_and_shown():
+    from widgets.oscillator_explorer import oscillator_explorer
+
+    ex = oscillator_explorer(steps=40)
+    ex.controls["mu"].text.value = "1.0"   # mu must be < 1: the control clamps to 0.99
+    assert ex.controls["mu"].value == 0.99 and "clamped to 0.99" in ex.controls["mu"].message.value
+    assert ex.values["regime"] == oscillator.coefficients(0.05, 0.99, 4, 1.0).regime
+    ex.controls["k_ref"].text.value = "0"
+    assert ex.controls["k_ref"].value == 1 and "clamped to 1" in ex.controls["k_ref"].message.value
+    ex.controls["eta"].text.value = "fast"
+    assert "is not a finite number" in ex.controls["eta"].message.value
+
+
+def test_explorer_shows_a_failing_computation_as_a_message(monkeypatch):
+    from widgets import oscillator_explorer as mod
+
+    ex = mod.oscillator_explorer(steps=40)
+
+    def boom(**kwargs):
+        raise FloatingPointError("overflow in the recurrence")
+
+    monkeypatch.setattr(mod, "compute_oscillator_view", boom)
+    ex.controls["eta"].value = 0.07
+    assert ex.status.kind == "error"
+    assert ex.status.text == "FloatingPointError: overflow in the recurrence"
+    assert "Traceback" not in ex.status.value
+
+
+def test_live_chart_patches_data_without_rebuilding():
+    from widgets.oscillator_explorer import oscillator_explorer
+
+    ex = oscillator_explorer(steps=40)
+    live = ex._live["trajectory"]
+    before = live.rebuilds
+    for eta in (0.02, 0.03, 0.04):
+        ex.controls["eta"].value = eta
+    assert live.rebuilds == before  # data swapped, chart not rebuilt
+    closed = [r["progress"] for mark, recs in _marks(ex.specs["trajectory"]) if mark == "line" and recs
+              and "model" in recs[0] for r in recs if r["model"] == "closed form (continuous)"]
+    c = oscillator.coefficients(0.04, 0.5, 4, 1.0)
+    assert closed == pytest.approx(list(1.0 - oscillator.closed_form_trajectory(c, range(41))), abs=1e-9)

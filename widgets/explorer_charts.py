@@ -1,0 +1,363 @@
+"""Charts of the explorers: the current setting drawn over the library's data and chart builders.
+
+The explorers show the *current* point of a model (a trajectory with its noise band, a dot on the
+phase diagram, the G marked on the MSE curve). Where a builder of :mod:`widgets.oscillator_charts`,
+:mod:`widgets.bandit_charts` or :mod:`widgets.ustat_charts` draws the background, these functions
+reuse it and add the layers that mark the current setting. The ``static_*`` charts compute on the
+page with no kernel (Altair params bound to sliders, Vega expressions, precomputed grids filtered
+by the params): the book's counterparts of the live explorers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from grpo_core import oscillator as osc
+from grpo_core import stability
+from grpo_core.hyperparameters import check_lag, check_momentum
+
+from . import oscillator_charts
+from .vega_expr import var, where
+
+__all__ = [
+    "CLIP",
+    "trajectory_frames",
+    "trajectory_view_chart",
+    "phase_frames",
+    "phase_point_chart",
+    "static_phase_chart",
+    "STATIC_PHASE_PARAMS",
+    "PHASE_K_REFS",
+]
+
+#: Plotted values of ``e / e0`` (or progress) are clipped to this range, so an unstable run
+#: leaves the frame instead of flattening the stable part of the chart.
+CLIP = (-1.0, 3.0)
+#: ``K_ref`` values of the phase diagrams (log-spaced; the slider snaps to them).
+PHASE_K_REFS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64)
+#: Names of :func:`static_phase_chart`'s params (the browser tests move them).
+STATIC_PHASE_PARAMS = ("eta", "curvature", "mu", "k_ref")
+
+_VERDICT_COLORS = {
+    "overdamped": "#1b9e77",
+    "critically damped": "#7570b3",
+    "underdamped": "#d95f02",
+    "stable (exact recurrence only)": "#a6761d",
+    "unstable": "#e7298a",
+}
+
+
+def trajectory_frames(bands: pd.DataFrame, closed_form: np.ndarray) -> dict[str, pd.DataFrame]:
+    """The data of :func:`trajectory_view_chart`, clipped to :data:`CLIP`.
+
+    Parameters
+    ----------
+    bands : pandas.DataFrame
+        From :func:`widgets.oscillator_charts.noise_bands_data` (one group size).
+    closed_form : ndarray, shape (T + 1,)
+        ``e(t)/e0`` of the continuous model at ``t = 0..T``.
+
+    Returns
+    -------
+    dict
+        ``bands`` (the input with every band column clipped; inf and NaN, i.e. overflowed
+        unstable runs, set to the upper clip) and ``lines`` (columns ``t``, ``progress``,
+        ``model``: the closed form and the exact recurrence's mean as reward progress ``1 - e/e0``).
+
+    Raises
+    ------
+    ValueError
+        If ``closed_form`` does not have one value per step of ``bands``.
+    """
+    lo, hi = CLIP
+    data = bands.copy()
+    cols = [c for c in ("sim_mean", "sim_lo", "sim_hi", "mean", "lo", "hi", "stationary_sd") if c in data]
+    with np.errstate(invalid="ignore"):
+        data[cols] = data[cols].astype(float).replace([np.inf, -np.inf], np.nan).clip(lo, hi).fillna(hi)
+    t = np.sort(data["t"].unique())
+    if len(closed_form) != len(t):
+        raise ValueError(f"`closed_form` has {len(closed_form)} values; the bands have {len(t)} steps")
+    with np.errstate(over="ignore", invalid="ignore"):
+        progress = np.clip(np.nan_to_num(1.0 - np.asarray(closed_form, float), nan=hi, posinf=hi, neginf=lo), lo, hi)
+    exact = data.drop_duplicates("t").sort_values("t")
+    lines = pd.concat([
+        pd.DataFrame({"t": t, "progress": progress, "model": "closed form (continuous)"}),
+        pd.DataFrame({"t": exact["t"].to_numpy(), "progress": exact["mean"].to_numpy(),
+                      "model": "exact recurrence (mean)"}),
+    ], ignore_index=True)
+    return {"bands": data, "lines": lines}
+
+
+def trajectory_view_chart(frames: dict[str, pd.DataFrame], *, width: int = 520,
+                          height: int = 260) -> alt.LayerChart:
+    """The oscillator explorer's trajectory: noise band for G, exact recurrence, closed form.
+
+    The band and the simulated mean are :func:`widgets.oscillator_charts.noise_bands_chart`; on
+    top, the closed-form trajectory of the continuous model (solid black) and the exact
+    recurrence's mean (dots), all as reward progress ``1 - e/e0`` clipped to :data:`CLIP`.
+
+    Parameters
+    ----------
+    frames : dict
+        From :func:`trajectory_frames`.
+    width, height : int
+        Size in pixels.
+
+    Returns
+    -------
+    alt.LayerChart
+
+    Raises
+    ------
+    KeyError
+        If ``frames`` lacks ``bands`` or ``lines``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from grpo_core.oscillator import coefficients, closed_form_trajectory
+    >>> from widgets.oscillator_charts import noise_bands_data
+    >>> c = coefficients(0.05, 0.5, 4, 1.0)
+    >>> bands = noise_bands_data(c, (8,), n_seeds=8, n_steps=20)
+    >>> chart = trajectory_view_chart(trajectory_frames(bands, closed_form_trajectory(c, np.arange(21))))
+    >>> len(chart.layer)
+    3
+    """
+    lo, hi = CLIP
+    background = oscillator_charts.noise_bands_chart(frames["bands"])
+    lines = frames["lines"]
+    model_scale = alt.Scale(domain=["closed form (continuous)", "exact recurrence (mean)"],
+                            range=["#000000", "#3b6fb6"])
+    closed = alt.Chart(lines).transform_filter("datum.model == 'closed form (continuous)'").mark_line(
+        strokeWidth=2, clip=True).encode(
+        x="t:Q", y="progress:Q", stroke=alt.Stroke("model:N", scale=model_scale, title="model"))
+    dots = alt.Chart(lines).transform_filter("datum.model == 'exact recurrence (mean)'").mark_circle(
+        size=10, clip=True).encode(x="t:Q", y="progress:Q", fill=alt.Fill("model:N", scale=model_scale, legend=None))
+    return alt.layer(background, closed, dots).resolve_scale(color="independent").properties(
+        width=width, height=height,
+        title=alt.Title("reward progress from rest",
+                        subtitle=["black: closed form (continuous); dots: exact recurrence; shaded: simulated "
+                                  "mean ± 2 sd over seeds; dashed: exact ± 2 sd", f"clipped to [{lo:g}, {hi:g}]"]))
+
+
+def phase_frames(a: float, k_ref: int, mu: float, label: str, *, lag: str = "constant",
+                 momentum: str = "heavy_ball") -> dict[str, pd.DataFrame]:
+    """The data of :func:`phase_point_chart`.
+
+    Parameters
+    ----------
+    a : float
+        ``eta * K`` of the current setting (per step).
+    k_ref : int
+        Current refresh interval.
+    mu : float
+        Momentum (the boundaries are computed for it).
+    label : str
+        The regime, written next to the point.
+    lag : {"constant", "refresh"}
+        The current lag model (its boundaries are emphasised).
+    momentum : {"heavy_ball", "ema"}
+
+    Returns
+    -------
+    dict
+        ``boundaries`` (:func:`widgets.oscillator_charts.phase_diagram_data` at ``mu`` over
+        :data:`PHASE_K_REFS`, with a boolean ``current`` column) and ``point`` (one row ``k_ref``,
+        ``a``, ``label``, ``mu``).
+
+    Raises
+    ------
+    ParameterError
+        Invalid ``mu``, ``lag`` or ``momentum``.
+    """
+    lag = check_lag(lag)
+    momentum = check_momentum(momentum)
+    df = oscillator_charts.phase_diagram_data(mus=(mu,), k_refs=PHASE_K_REFS, momentum=momentum)
+    df["current"] = df["lag"] == lag
+    point = pd.DataFrame({"k_ref": [k_ref], "a": [min(max(a, 1e-3), 4.0)], "label": [label],
+                          "title": [f"current point (μ = {mu:.2f})"]})
+    return {"boundaries": df, "point": point}
+
+
+def phase_point_chart(frames: dict[str, pd.DataFrame], *, width: int = 360,
+                      height: int = 260) -> alt.LayerChart:
+    """Phase diagram over (eta K, K_ref) at one ``mu``, with the current point and its regime label.
+
+    Boundaries (continuous and exact, both lag models; the current lag model drawn thicker), the
+    point ``(K_ref, eta K)`` coloured and labelled by its regime. Stable below a boundary,
+    unstable above.
+
+    Parameters
+    ----------
+    frames : dict
+        From :func:`phase_frames`.
+    width, height : int
+
+    Returns
+    -------
+    alt.LayerChart
+
+    Raises
+    ------
+    KeyError
+        If ``frames`` lacks ``boundaries`` or ``point``.
+
+    Examples
+    --------
+    >>> chart = phase_point_chart(phase_frames(0.05, 4, 0.5, "underdamped"))
+    >>> [layer.mark.type if hasattr(layer.mark, "type") else layer.mark for layer in chart.layer][-2:]
+    ['point', 'text']
+    """
+    x = alt.X("k_ref:Q", title="K_ref (steps)", scale=alt.Scale(type="log", domain=[1, 64], nice=False))
+    y_scale = alt.Scale(type="log", domain=[1e-3, 4], clamp=True, nice=False)
+    lines = alt.Chart(frames["boundaries"]).mark_line().encode(
+        x=x, y=alt.Y("a_star:Q", title="η·K (per step)", scale=y_scale),
+        color=alt.Color("lag:N", title="lag model"),
+        strokeDash=alt.StrokeDash("method:N", title="threshold",
+                                  scale=alt.Scale(domain=["exact", "continuous"], range=[[1, 0], [6, 3]])),
+        strokeWidth=alt.condition("datum.current", alt.value(2.5), alt.value(1)),
+        detail="boundary:N",
+        tooltip=["boundary:N", "k_ref:Q", alt.Tooltip("a_star:Q", format=".4g")],
+    )
+    colour = alt.Color("label:N", legend=None,
+                       scale=alt.Scale(domain=list(_VERDICT_COLORS), range=list(_VERDICT_COLORS.values())))
+    point = alt.Chart(frames["point"])
+    dot = point.mark_point(shape="diamond", size=160, filled=True, stroke="black").encode(
+        x="k_ref:Q", y=alt.Y("a:Q", scale=y_scale), color=colour, tooltip=["title:N", "label:N"])
+    text = point.mark_text(align="left", dx=9, dy=-9, fontSize=13, fontWeight="bold").encode(
+        x="k_ref:Q", y="a:Q", text="label:N", color=colour)
+    return alt.layer(lines, dot, text).resolve_scale(color="independent").properties(width=width, height=height)
+
+
+def _exact_table(mu_grid: np.ndarray, k_refs: Sequence[int], lag: str, momentum: str) -> list[dict]:
+    a = stability.critical_a_exact(mu_grid[:, None], np.asarray(k_refs)[None, :], lag, momentum)
+    return [{"m": int(round(m * 100)), "k_ref": int(k), "a_star": float(f"{a[i, j]:.6g}")}
+            for i, m in enumerate(mu_grid) for j, k in enumerate(k_refs)]
+
+
+def static_phase_chart(
+    eta: float = 0.02,
+    curvature: float = 1.0,
+    mu: float = 0.5,
+    k_ref: int = 4,
+    *,
+    lag: str = "constant",
+    momentum: str = "heavy_ball",
+    eta_max: float = 1.0,
+    width: int = 420,
+    height: int = 300,
+) -> alt.LayerChart:
+    """Phase diagram with sliders, computed on the page: the current point and its regime label.
+
+    Sliders (top-level params, :data:`STATIC_PHASE_PARAMS`): ``eta``, ``curvature``, ``mu`` (0.01
+    grid) and ``k_ref`` (snapped to :data:`PHASE_K_REFS` by the lookup). The page draws, for the
+    current ``mu``, the exact stability boundary of the chosen lag model (a table precomputed by
+    :func:`grpo_core.stability.critical_a_exact` for every ``mu`` of the slider grid and every
+    ``K_ref`` of :data:`PHASE_K_REFS`, filtered by the param) and the continuous one (a Vega
+    expression, :func:`widgets.oscillator_charts.oscillator_expressions`), the point
+    ``(K_ref, eta K)`` and two text marks, by Vega-Lite name:
+
+    * ``phase_regime_label``: the regime of the current point: the continuous model's regime
+      (``overdamped``, ``critically damped``, ``underdamped``) when the exact recurrence is
+      stable, else ``unstable`` (exact recurrence); ``stable (exact recurrence only)`` between the
+      two thresholds (heavy ball, constant lag: the exact threshold lies above the paper's);
+    * ``phase_point_label``: ``"η·K = 0.02, K_ref = 4"``.
+
+    The chart asks vega-embed for the SVG renderer, so the labels are ``<text>`` elements.
+
+    Parameters
+    ----------
+    eta, curvature, mu, k_ref : float
+        Initial slider positions (``k_ref`` must be one of :data:`PHASE_K_REFS`).
+    lag : {"constant", "refresh"}
+    momentum : {"heavy_ball", "ema"}
+    eta_max : float
+        Right end of the ``eta`` slider.
+    width, height : int
+
+    Returns
+    -------
+    alt.LayerChart
+
+    Raises
+    ------
+    ParameterError
+        Invalid initial values, ``lag`` or ``momentum``; ``k_ref`` not in :data:`PHASE_K_REFS`.
+
+    Examples
+    --------
+    >>> spec = static_phase_chart().to_dict()
+    >>> sorted(p["name"] for p in spec["params"])
+    ['curvature', 'eta', 'k_ref', 'mu']
+    """
+    from grpo_core.errors import ParameterError
+
+    lag = check_lag(lag)
+    momentum = check_momentum(momentum)
+    c0 = osc.coefficients(eta, mu, k_ref, curvature, lag=lag, momentum=momentum)
+    if k_ref not in PHASE_K_REFS:
+        raise ParameterError("k_ref", f"`k_ref` must be one of {PHASE_K_REFS}; got {k_ref}")
+    ex = oscillator_charts.oscillator_expressions(lag, momentum)
+    params = [
+        alt.param(name="eta", value=c0.eta,
+                  bind=alt.binding_range(min=0.001, max=eta_max, step=0.001, name="η (step size) ")),
+        alt.param(name="curvature", value=c0.curvature,
+                  bind=alt.binding_range(min=0.1, max=5.0, step=0.1, name="K (curvature) ")),
+        alt.param(name="mu", value=round(c0.mu, 2),
+                  bind=alt.binding_range(min=0.0, max=0.99, step=0.01, name="μ (momentum) ")),
+        alt.param(name="k_ref", value=c0.k_ref,
+                  bind=alt.binding_select(options=list(PHASE_K_REFS), name="K_ref (refresh interval) ")),
+    ]
+    mu_grid = np.round(np.arange(0.0, 0.995, 0.01), 2)
+    table = alt.Data(values=_exact_table(mu_grid, PHASE_K_REFS, lag, momentum))
+    lo, hi = 1e-3, 4.0
+    x = alt.X("k_ref:Q", title="K_ref (steps)", scale=alt.Scale(type="log", domain=[1, 64], nice=False))
+    y = alt.Y("a_star:Q", title="η·K (per step)", scale=alt.Scale(type="log", domain=[lo, hi], nice=False))
+    exact_line = alt.Chart(table).transform_filter("datum.m == round(mu * 100)").transform_calculate(
+        a_star=f"clamp(datum.a_star, {lo}, {hi})").mark_line(color="#3b6fb6", strokeWidth=2.5, clip=True).encode(
+        x=x, y=y).properties(name="exact_boundary")
+    k_var = var("k", "datum.k_ref")
+    # The continuous threshold as an expression of (mu, k_ref): C = 0 (coefficients' formula).
+    if lag == "constant":
+        d1 = k_var
+    else:
+        d1 = (k_var - 1.0) / 2.0
+    g_star = (1.0 - var("mu")) / d1
+    a_cont = g_star if momentum == "heavy_ball" else g_star / (1.0 - var("mu"))
+    cont_line = alt.Chart(alt.Data(values=[{"k_ref": k} for k in PHASE_K_REFS])).transform_calculate(
+        a_star=f"clamp({where(d1 > 0, a_cont, hi)}, {lo}, {hi})",
+    ).mark_line(color="#3b6fb6", strokeDash=[6, 3], strokeWidth=1.5, clip=True).encode(x=x, y=y).properties(
+        name="continuous_boundary")
+    # The current point, with the exact boundary at its K_ref looked up from the table.
+    verdict = where(
+        var("a", "datum.a") >= var("astar", "datum.a_exact"), "unstable",
+        where(ex["damping"] <= 0, "stable (exact recurrence only)", ex["regime"]),
+    )
+    point_base = alt.Chart(table).transform_filter("datum.m == round(mu * 100) && datum.k_ref == k_ref") \
+        .transform_calculate(a_exact="datum.a_star", a=str(ex["a"])) \
+        .transform_calculate(verdict=str(verdict), a_plot=f"clamp(datum.a, {lo}, {hi})")
+    colour = alt.Color("verdict:N", legend=None, scale=alt.Scale(domain=list(_VERDICT_COLORS),
+                                                                 range=list(_VERDICT_COLORS.values())))
+    point = point_base.mark_point(shape="diamond", size=200, filled=True, stroke="black", strokeWidth=1).encode(
+        x="k_ref:Q", y=alt.Y("a_plot:Q", scale=alt.Scale(type="log", domain=[lo, hi], nice=False)),
+        color=colour).properties(name="phase_point")
+    regime_text = point_base.mark_text(align="left", baseline="top", fontSize=18, fontWeight="bold",
+                                       dx=8, dy=6).encode(
+        x=alt.value(0), y=alt.value(0), text="verdict:N", color=colour).properties(name="phase_regime_label")
+    point_text = point_base.transform_calculate(
+        label="'η·K = ' + format(datum.a, '.3g') + ', K_ref = ' + datum.k_ref "
+              "+ ' (exact threshold ' + format(datum.a_exact, '.3g') + ')'",
+    ).mark_text(align="left", baseline="top", fontSize=12, dx=8, dy=30, color="#444").encode(
+        x=alt.value(0), y=alt.value(0), text="label:N").properties(name="phase_point_label")
+    legend = alt.Chart(alt.Data(values=[
+        {"y": 0, "text": f"solid: exact boundary ({lag} lag); dashed: continuous C = 0"}])).mark_text(
+        align="right", baseline="bottom", fontSize=11, color="#3b6fb6", dx=-4, dy=-4).encode(
+        x=alt.value(width), y=alt.value(height), text="text:N")
+    return alt.layer(exact_line, cont_line, point, regime_text, point_text, legend).add_params(*params).properties(
+        width=width, height=height,
+        usermeta={"embedOptions": {"renderer": "svg", "actions": False}},
+    )
