@@ -76,6 +76,7 @@ __all__ = [
     "gradients_from_counts",
     "sample_bandit_gradients",
     "monte_carlo_mse",
+    "std_scaled_mse",
     "loglog_slope",
 ]
 
@@ -880,7 +881,8 @@ def monte_carlo_mse(
         One row per (group_size, estimator) with columns ``group_size``, ``estimator``,
         ``mse`` (E||g_hat - target||^2), ``mse_se`` (its Monte Carlo standard error),
         ``relative_mse`` (mse / ||target||^2), ``bias_norm`` (||mean error||), ``exact`` (closed
-        form, NaN for "std") and ``target`` ("g", or "g/sd(Z)" for the std-scaled estimator,
+        form; for "std" from :func:`std_scaled_mse` when rewards are 0/1 or Bernoulli and every
+        arm has positive probability, else NaN) and ``target`` ("g", or "g/sd(Z)" for the std-scaled estimator,
         whose natural target is the gradient of the standardised reward).
 
     Raises
@@ -905,6 +907,8 @@ def monte_carlo_mse(
         check_choice("estimators", name, ESTIMATORS)
     need = tuple(dict.fromkeys((*names, "leave_one_out", "oracle")))
     rng = np.random.default_rng(seed)
+    arm_r = np.asarray(rewards, dtype=float)
+    std_exact_ok = bool(np.all(moments.probs > 0) and (bernoulli or np.all((arm_r == 0) | (arm_r == 1))))
     sd = np.sqrt(moments.reward_var)
     targets = {e: moments.gradient for e in need}
     targets["std"] = moments.gradient / sd if sd > 0 else moments.gradient
@@ -932,7 +936,10 @@ def monte_carlo_mse(
                 exact = float(moments.degenerate / (g * (g - 1)))
                 target, tnorm, bias = "g", moments.grad_sq, np.nan
             else:
-                exact = float(moments.mse(e, g)) if e in EXACT_ESTIMATORS else np.nan
+                if e == "std":
+                    exact = float(std_scaled_mse(moments.probs, rewards, g)[0]) if std_exact_ok else np.nan
+                else:
+                    exact = float(moments.mse(e, g))
                 target = "g/sd(Z)" if e == "std" else "g"
                 tnorm = float(targets[e] @ targets[e])
                 bias = float(np.linalg.norm(mean_err[e] / cnt))
@@ -949,6 +956,62 @@ def monte_carlo_mse(
                 }
             )
     return pd.DataFrame(rows)
+
+
+def std_scaled_mse(probs, rewards, group_sizes, *, eps: float = DEFAULT_STD_EPS) -> np.ndarray:
+    """Exact MSE of the std-scaled GRPO estimator against g / sd(Z), for 0/1 (Bernoulli) rewards.
+
+    The U-statistic result does not cover the std scaling; for binary rewards the bandit
+    module's exact covariance (conditioning on the number of rewarded samples in the group,
+    :func:`grpo_core.bandit.gradient_covariance`) does. MSE = ||E g_hat - g/sd||^2 + tr Cov.
+
+    Parameters
+    ----------
+    probs : array_like, shape (A,)
+        Policy pi (all entries > 0).
+    rewards : array_like, shape (A,)
+        Reward probability of each arm, in [0, 1] (0/1 for deterministic binary rewards).
+    group_sizes : int or sequence of int, each >= 2
+        G values.
+    eps : float, > 0
+        Std epsilon (TRL's 1e-4).
+
+    Returns
+    -------
+    ndarray, shape (len(group_sizes),)
+
+    Raises
+    ------
+    ParameterError
+        Invalid policy (or one with a zero entry: its logits are not finite), rewards outside
+        [0, 1] or all equal, G < 2.
+
+    References
+    ----------
+    Our derivation (book chapter "The bandit", section "Noise", for the covariance).
+
+    Examples
+    --------
+    >>> std_scaled_mse([0.5, 0.5], [1.0, 0.0], [2, 64]).round(4).tolist()
+    [0.2715, 0.0002]
+    """
+    from .bandit import BanditSpec, gradient_covariance
+
+    p = check_probabilities("probs", probs)
+    if p.ndim != 1 or np.any(p <= 0):
+        raise ParameterError("probs", "`probs` must be one policy of shape (A,) with every entry > 0")
+    r = _check_arm_rewards(rewards, p.size, True)
+    sizes = [check_integer("group_sizes", g, low=2) for g in np.atleast_1d(group_sizes)]
+    e = check_real("eps", eps, low=0.0, low_inclusive=False)
+    t = bandit_traces(p, r, bernoulli=True)
+    target = t.gradient / np.sqrt(t.reward_var)
+    out = []
+    for g in sizes:
+        spec = BanditSpec(reward_probs=tuple(r.tolist()), group_size=g, baseline="mean", scale="group_std",
+                          std_eps=e)
+        mean, cov = gradient_covariance(spec, np.log(p))
+        out.append(float(((mean - target) ** 2).sum() + np.trace(cov)))
+    return np.array(out)
 
 
 def loglog_slope(x, y) -> float:
