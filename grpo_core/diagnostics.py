@@ -686,13 +686,15 @@ def _is_binary_compatible(values: np.ndarray) -> bool:
 
 
 def advantage_degeneration(log: RunLog, *, group_size: int | None = None, binary_reward: bool | None = None,
+                           num_prompts: int | None = None,
                            thresholds: Thresholds = DEFAULT_THRESHOLDS) -> Finding | None:
     """Check for groups without reward spread (zero advantages, no gradient).
 
     The observed fraction is ``frac_reward_zero_std`` (TRL >= 0.18). Without it, the steps where
     ``reward_std`` is exactly 0 are steps on which *every* group had zero spread (true for the
     per-group mean and for the batch std), so their fraction is a lower bound of the zero-spread
-    fraction (exact when each step holds one group, as in the Unsloth notebook runs). The fraction
+    fraction (exact when each step holds one group, ``num_prompts = 1``, as in the Unsloth
+    notebook runs). The fraction
     is smoothed (centred mean over 5% of the steps, at least 5) and the longest stretch at or above
     the critical, warning or info level (:class:`Thresholds`; dips shorter than the window are
     bridged) that lasts long enough is reported.
@@ -712,6 +714,8 @@ def advantage_degeneration(log: RunLog, *, group_size: int | None = None, binary
         Completions per prompt (``num_generations``), >= 2.
     binary_reward : bool, optional
         Whether the reward is 0/1; ``None`` assumes so when every reward lies in [0, 1].
+    num_prompts : int, optional
+        Prompts (groups) per step, >= 1; with 1, ``reward_std == 0`` is the exact fraction.
     thresholds : Thresholds
 
     Returns
@@ -737,13 +741,15 @@ def advantage_degeneration(log: RunLog, *, group_size: int | None = None, binary
     th = thresholds
     if group_size is not None:
         group_size = check_integer("group_size", group_size, low=2)
+    if num_prompts is not None:
+        num_prompts = check_integer("num_prompts", num_prompts, low=1)
     if log.has("frac_reward_zero_std"):
         steps, frac = _quiet_series(log, "frac_reward_zero_std")
         source, bound = "frac_reward_zero_std", False
     elif log.has("reward_std"):
         steps, rs = _quiet_series(log, "reward_std")
         frac = (np.abs(rs) <= 1e-12).astype(float)
-        source, bound = "reward_std == 0", True
+        source, bound = "reward_std == 0", num_prompts != 1
     else:
         raise DataError(f"advantage_degeneration needs frac_reward_zero_std or reward_std, which {log.source} "
                         "does not have")
@@ -1183,10 +1189,12 @@ def plateau_forecast(log: RunLog, *, metric: str = "reward", window: int = 20, n
                      level: float = 0.9, seed: int = 0, tail: int = 50) -> dict[str, Any]:
     """Forecast where the reward will plateau, with a band.
 
-    The reward is smoothed with a centred ``window``-step rolling mean (long logs are first
-    binned to 1,000 points), every law of :mod:`grpo_core.laws` is fitted to the whole smoothed
-    curve, the best by AIC forecasts the plateau, and a residual block bootstrap gives the band
-    (:func:`grpo_core.laws.forecast` with ``fraction = 1``).
+    Every law of :mod:`grpo_core.laws` is fitted to the raw reward curve (long logs are first
+    binned to 1,000 points), the best by AIC forecasts the plateau, and a residual block bootstrap
+    gives the band (:func:`grpo_core.laws.forecast` with ``fraction = 1``). The fit is made on the
+    raw curve, not a smoothed one, because smoothing correlates the residuals and makes both the
+    law comparison and the band overconfident; the centred ``window``-step rolling mean is
+    returned for display, with the R^2 of the fitted law against it.
 
     Parameters
     ----------
@@ -1194,7 +1202,7 @@ def plateau_forecast(log: RunLog, *, metric: str = "reward", window: int = 20, n
     metric : str
         Column to forecast (``"reward"``).
     window : int
-        Smoothing window in (binned) points, >= 1.
+        Rolling-mean window in (binned) points for the smoothed curve, >= 1.
     n_boot : int
         Bootstrap replicates (0: the delta-method band).
     level : float
@@ -1207,17 +1215,18 @@ def plateau_forecast(log: RunLog, *, metric: str = "reward", window: int = 20, n
     Returns
     -------
     dict
-        ``law``, ``plateau``, ``plateau_low``, ``plateau_high``, ``level``, ``r2`` (of the fit
-        on the smoothed curve), ``t90`` (steps to 90% of the plateau), ``current`` (mean of the
-        last ``tail`` raw values), ``reached`` (fraction of the way from the fitted start to the
-        plateau that ``current`` has made), ``window``, ``laws`` (R^2 and AIC of each law),
+        ``law``, ``plateau``, ``plateau_low``, ``plateau_high``, ``level``, ``band_method``,
+        ``r2`` (of the fit on the raw curve), ``r2_smoothed`` (the same law against the smoothed
+        curve), ``t90`` (steps to 90% of the plateau), ``current`` (mean of the last ``tail`` raw
+        values), ``reached`` (fraction of the way from the fitted start to the plateau that
+        ``current`` has made), ``start``, ``window``, ``laws`` (R^2, AIC and plateau of each law),
         and the curves for charts: ``t``, ``fitted``, ``fitted_low``, ``fitted_high``,
-        ``smoothed``.
+        ``smoothed_t``, ``smoothed``.
 
     Raises
     ------
     DataError
-        Too few points (fewer than ``window + 5``) or a constant curve.
+        Fewer than ``window + 5`` points, or a constant curve.
     ParameterError
         Bad ``window``, ``n_boot``, ``level``, ``tail``.
 
@@ -1227,8 +1236,8 @@ def plateau_forecast(log: RunLog, *, metric: str = "reward", window: int = 20, n
     >>> t = np.arange(1, 301)
     >>> y = 1.5 / (1 + np.exp(-(t - 90) / 20)) + np.random.default_rng(0).normal(0, 0.1, 300)
     >>> fc = plateau_forecast(from_records([{"step": int(s), "reward": float(v)} for s, v in zip(t, y)]))
-    >>> bool(fc["plateau_low"] < 1.5 < fc["plateau_high"])
-    True
+    >>> fc["law"], bool(fc["plateau_low"] < 1.5 < fc["plateau_high"])
+    ('logistic', True)
     """
     from . import laws
 
@@ -1240,23 +1249,25 @@ def plateau_forecast(log: RunLog, *, metric: str = "reward", window: int = 20, n
     if by.size < window + 5:
         raise DataError(f"a plateau forecast needs at least {window + 5} points of {metric}; {log.source} has "
                         f"{by.size}")
-    ts, ys = laws.rolling_mean(bt, by, window)
-    fc = laws.forecast(ts, ys, law="best", fraction=1.0, n_boot=n_boot, level=level, seed=seed, tail=tail)
+    fc = laws.forecast(bt, by, law="best", fraction=1.0, n_boot=n_boot, level=level, seed=seed, tail=tail)
     fit = fc.fit
+    ts, ys = laws.rolling_mean(bt, by, window)
+    fitted_s = fit.predict(ts)
+    tss = float(np.sum((ys - ys.mean()) ** 2))
+    r2_smooth = 1.0 - float(np.sum((ys - fitted_s) ** 2)) / tss if tss > 0 else float("nan")
     r0 = float(fit.params.get("r0", fit.params.get("r_low", fit.fitted[0])))
     span = fc.plateau - r0
     reached = (current - r0) / span if abs(span) > 1e-12 else float("nan")
-    out = {
+    return {
         "metric": metric, "law": fc.law, "plateau": fc.plateau, "plateau_low": fc.plateau_low,
         "plateau_high": fc.plateau_high, "level": level, "band_method": fc.band_method, "r2": fit.r2,
-        "t90": fc.t90, "current": current, "tail": int(min(tail, y.size)), "reached": reached,
-        "window": window, "start": r0,
+        "r2_smoothed": r2_smooth, "t90": fc.t90, "current": current, "tail": int(min(tail, y.size)),
+        "reached": reached, "window": window, "start": r0,
         "laws": {} if fc.comparison is None else {
             name: {"r2": f.r2, "aic": f.aic, "plateau": f.plateau} for name, f in fc.comparison.results.items()},
         "t": fc.t, "fitted": fc.curve, "fitted_low": fc.curve_low, "fitted_high": fc.curve_high,
         "smoothed_t": ts, "smoothed": ys,
     }
-    return out
 
 
 # ============================================================================================
@@ -1267,7 +1278,7 @@ _CURVE_KEYS = ("t", "fitted", "fitted_low", "fitted_high", "smoothed_t", "smooth
 
 
 def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_reward: bool | None = None,
-             eval_metric: str | None = None, correctness: list[str] | None = None,
+             num_prompts: int | None = None, eval_metric: str | None = None, correctness: list[str] | None = None,
              thresholds: Thresholds | None = None, forecast: bool = True, n_boot: int = 100) -> Diagnosis:
     """Check a training log for the four failure modes and forecast its plateau.
 
@@ -1279,6 +1290,8 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
         ``G`` (TRL ``num_generations``), for the binary zero-spread expectation.
     binary_reward : bool, optional
         Whether the reward is 0/1 (default: assumed when every reward lies in [0, 1]).
+    num_prompts : int, optional
+        Prompts per step (1 makes ``reward_std == 0`` the exact zero-spread fraction).
     eval_metric : str, optional
         Eval column for :func:`train_eval_decoupling`.
     correctness : list of str, optional
@@ -1302,13 +1315,13 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
     DataError
         The log cannot be read (path input).
     ParameterError
-        Bad ``group_size``.
+        Bad ``group_size`` or ``num_prompts``.
 
     Examples
     --------
-    >>> d = diagnose("tests/data/cases/02-zero-loss-but-learning/trainer_state.json")  # doctest: +SKIP
-    >>> d.healthy
-    True
+    >>> d = diagnose(synthetic_log("policy_concentration"), forecast=False)
+    >>> d.healthy, d.modes
+    (False, ['policy_concentration'])
     """
     th = thresholds or DEFAULT_THRESHOLDS
     if not isinstance(log, RunLog):
@@ -1328,7 +1341,8 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
         "train_eval_decoupling": lambda: train_eval_decoupling(log, eval_metric=eval_metric,
                                                                correctness=correctness, thresholds=th),
         "advantage_degeneration": lambda: advantage_degeneration(log, group_size=group_size,
-                                                                 binary_reward=binary_reward, thresholds=th),
+                                                                 binary_reward=binary_reward,
+                                                                 num_prompts=num_prompts, thresholds=th),
         "policy_concentration": lambda: policy_concentration(log, thresholds=th),
         "dynamic_instability": lambda: dynamic_instability(log, thresholds=th, osc=osc),
     }

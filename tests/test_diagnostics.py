@@ -1,0 +1,398 @@
+"""Failure-mode diagnostics: closed forms, the oscillation analysis, each mode on constructed
+logs (and not on a healthy one), the user cases, the real logs."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grpo_core import laws
+from grpo_core.datasets import real_log_path
+from grpo_core.diagnostics import (
+    MODES,
+    SYNTHETIC_KINDS,
+    Thresholds,
+    advantage_degeneration,
+    diagnose,
+    dynamic_instability,
+    expected_zero_spread_fraction,
+    group_size_for_zero_spread,
+    oscillation,
+    plateau_forecast,
+    policy_concentration,
+    synthetic_log,
+    train_eval_decoupling,
+)
+from grpo_core.errors import DataError, ParameterError
+from grpo_core.logs import from_records, read_log
+
+CASES = Path(__file__).parent / "data" / "cases"
+
+
+# --------------------------------------------------------------------------------------------
+# The binary-reward expectation (DESIGN section 7; case 04)
+# --------------------------------------------------------------------------------------------
+
+def test_case04_expected_zero_spread_fraction():
+    folder = CASES / "04-binary-all-same-probability"
+    spec = json.loads((folder / "input.txt").read_text())
+    expected = json.loads((folder / "expected.json").read_text())
+    tol = expected["tolerance"]
+    for g in spec["group_sizes"]:
+        got = expected_zero_spread_fraction(spec["p"], g)
+        assert isinstance(got, float)
+        assert abs(got - expected["expected_zero_spread_fraction"][str(g)]) <= tol
+    # vectorised: one call for every G gives the same numbers
+    arr = expected_zero_spread_fraction(spec["p"], np.array(spec["group_sizes"]))
+    assert np.allclose(arr, [expected["expected_zero_spread_fraction"][str(g)] for g in spec["group_sizes"]],
+                       atol=tol, rtol=0)
+
+
+def test_expected_zero_spread_identities():
+    p = np.linspace(0, 1, 11)
+    assert np.allclose(expected_zero_spread_fraction(p, 1), 1.0)  # a group of one never has spread
+    assert np.allclose(expected_zero_spread_fraction(p, 4), expected_zero_spread_fraction(1 - p, 4))
+    for g in (2, 3, 8, 16):
+        assert expected_zero_spread_fraction(0.5, g) == pytest.approx(2.0 ** (1 - g), rel=1e-15)
+        assert expected_zero_spread_fraction(0.0, g) == 1.0
+    # decreasing in G for 0 < p < 1
+    vals = expected_zero_spread_fraction(0.3, np.arange(1, 30))
+    assert np.all(np.diff(vals) < 0)
+    # broadcasting (p, G) grid
+    grid = expected_zero_spread_fraction(p[:, None], np.array([2, 4])[None, :])
+    assert grid.shape == (11, 2)
+
+
+@pytest.mark.parametrize("p,g,match", [(1.2, 4, "`p`"), (-0.1, 4, "`p`"), (float("nan"), 4, "`p`"),
+                                       (0.3, 0, "`group_size`"), (0.3, 2.5, "`group_size`"),
+                                       (0.3, True, "`group_size`")])
+def test_expected_zero_spread_bad_input(p, g, match):
+    with pytest.raises(ParameterError, match=match):
+        expected_zero_spread_fraction(p, g)
+
+
+def test_group_size_for_zero_spread():
+    g = group_size_for_zero_spread(0.18, 0.5)
+    assert g == 4
+    assert expected_zero_spread_fraction(0.18, g) <= 0.5 < expected_zero_spread_fraction(0.18, g - 1)
+    g = group_size_for_zero_spread(0.05, 0.2)
+    assert expected_zero_spread_fraction(0.05, g) <= 0.2 < expected_zero_spread_fraction(0.05, g - 1)
+    with pytest.raises(ParameterError, match="`p`"):
+        group_size_for_zero_spread(0.0, 0.5)
+    with pytest.raises(ParameterError, match="no group size"):
+        group_size_for_zero_spread(1e-6, 0.01, max_group_size=8)
+
+
+# --------------------------------------------------------------------------------------------
+# Oscillation analysis
+# --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("period", [12.0, 22.0, 35.0])
+def test_oscillation_period_and_growth_of_a_clean_signal(period):
+    t = np.arange(1, 301)
+    rate = 0.008
+    y = 0.5 + 0.3 * (1 - np.exp(-t / 40)) + 0.02 * np.exp(rate * t) * np.sin(2 * np.pi * t / period)
+    osc = oscillation(t, y)
+    assert osc.detected and osc.p_value < 1e-6
+    assert osc.period == pytest.approx(period, rel=0.05)
+    assert osc.growth_rate == pytest.approx(rate, abs=0.002)
+    assert osc.damping_ratio < 0  # growing: past the threshold
+    assert osc.autocorrelation > 0.5
+
+
+def test_oscillation_decaying_has_positive_damping_ratio():
+    t = np.arange(1, 301)
+    gamma, period = 0.01, 25.0
+    y = 0.3 * np.exp(-gamma * t) * np.cos(2 * np.pi * t / period) + 0.6
+    osc = oscillation(t, y)
+    assert osc.detected and osc.growth_factor < 1
+    omega = 2 * np.pi / period
+    assert osc.damping_ratio == pytest.approx(gamma / math.hypot(gamma, omega), abs=0.02)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_oscillation_not_found_in_noise_or_a_collapse(seed):
+    rng = np.random.default_rng(seed)
+    t = np.arange(1, 201)
+    noise = 0.5 + 0.1 * rng.normal(size=200)
+    assert not oscillation(t, noise).detected
+    collapse = np.where(t < 90, 0.6, 0.05) + 0.01 * rng.normal(size=200)
+    assert not oscillation(t, collapse).detected
+
+
+def test_oscillation_with_logging_gaps():
+    t = np.arange(0, 600, 3)  # logging_steps = 3
+    y = 0.1 * np.exp(0.004 * t) * np.sin(2 * np.pi * t / 60)
+    osc = oscillation(t, y)
+    assert osc.detected and osc.period == pytest.approx(60, rel=0.05)
+
+
+def test_oscillation_bad_input():
+    with pytest.raises(ParameterError, match="`steps`"):
+        oscillation(np.arange(5), np.zeros(5))
+    with pytest.raises(ParameterError, match="strictly increasing"):
+        oscillation(np.r_[np.arange(20), 3], np.zeros(21))
+    with pytest.raises(ParameterError, match="`values`"):
+        oscillation(np.arange(20), np.r_[np.zeros(19), np.nan])
+
+
+# --------------------------------------------------------------------------------------------
+# Each mode on a constructed log, and not on a healthy one
+# --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("seed", range(3))
+def test_healthy_constructed_log_is_healthy(seed):
+    d = diagnose(synthetic_log("healthy", seed=seed), group_size=8)
+    assert d.healthy
+    assert d.modes == []
+    assert set(d.checked) == set(MODES)  # every mode could be checked, none fired
+    assert d.forecast is not None and d.forecast["plateau_low"] <= 0.75 <= d.forecast["plateau_high"] + 0.02
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("seed", range(3))
+def test_each_mode_found_on_its_constructed_log(mode, seed):
+    d = diagnose(synthetic_log(mode, seed=seed), group_size=2 if mode == "advantage_degeneration" else 8)
+    assert not d.healthy
+    assert d.primary.mode == mode  # the intended mode is the most severe finding
+    assert d.find(mode).severity in ("warning", "critical")
+
+
+@pytest.mark.parametrize("mode", ["train_eval_decoupling", "advantage_degeneration", "policy_concentration"])
+def test_constructed_modes_do_not_trigger_instability(mode):
+    d = diagnose(synthetic_log(mode, seed=0), group_size=8, forecast=False)
+    assert "dynamic_instability" not in d.modes
+
+
+def test_synthetic_kinds_and_bad_kind():
+    assert SYNTHETIC_KINDS == ("healthy",) + MODES
+    with pytest.raises(ParameterError, match="`kind`"):
+        synthetic_log("collapse")
+
+
+# --------------------------------------------------------------------------------------------
+# Mode functions in detail
+# --------------------------------------------------------------------------------------------
+
+def test_advantage_degeneration_against_the_binary_expectation():
+    # 0/1 reward at p = 0.5 with G = 8 should leave 2^-7 = 0.8% of groups without spread;
+    # observing 95% means the reward does not vary within groups
+    recs = [{"step": s, "reward": 0.5, "frac_reward_zero_std": 0.95, "grad_norm": 0.0} for s in range(1, 51)]
+    f = advantage_degeneration(from_records(recs), group_size=8)
+    assert f.severity == "critical" and f.steps == (1, 50)
+    assert f.evidence["expected_binary"] == pytest.approx(2.0 ** -7)
+    assert f.evidence["excess_over_binary"] == pytest.approx(0.95 - 2.0 ** -7)
+    assert "well above" in f.message and "grad_norm is 0" in f.message
+    # as expected for hard prompts with G = 2: the advice names a group size
+    recs = [{"step": s, "reward": 0.05, "frac_reward_zero_std": 0.905} for s in range(1, 51)]
+    f = advantage_degeneration(from_records(recs), group_size=2)
+    assert f.evidence["expected_binary"] == pytest.approx(0.05 ** 2 + 0.95 ** 2)
+    assert "too hard" in f.message and f"G >= {group_size_for_zero_spread(0.05, 0.5)}" in f.message
+
+
+def test_advantage_degeneration_levels_and_stretch():
+    def log(frac):
+        return from_records([{"step": s, "frac_reward_zero_std": v} for s, v in enumerate(frac, 1)])
+    assert advantage_degeneration(log([0.1] * 100)) is None
+    assert advantage_degeneration(log([0.3] * 100)).severity == "info"
+    assert advantage_degeneration(log([0.6] * 100)).severity == "warning"
+    # a short burst (5 of 100 steps) is not a failure mode; a long stretch is, with its steps
+    assert advantage_degeneration(log([0.1] * 50 + [1.0] * 5 + [0.1] * 45)) is None
+    f = advantage_degeneration(log([0.1] * 40 + [1.0] * 30 + [0.1] * 30))
+    assert f.severity == "critical" and 38 <= f.steps[0] <= 43 and 68 <= f.steps[1] <= 73
+
+
+def test_advantage_degeneration_from_reward_std_is_a_lower_bound():
+    recs = [{"step": s, "reward_std": 0.0 if s % 4 else 0.3} for s in range(1, 101)]
+    f = advantage_degeneration(from_records(recs))
+    assert f.evidence["lower_bound"] and f.message.startswith("At least 75%")
+    f = advantage_degeneration(from_records(recs), num_prompts=1)
+    assert not f.evidence["lower_bound"] and f.message.startswith("75%")
+
+
+def test_policy_concentration_severity_depends_on_when():
+    t = np.arange(1, 201)
+    reward_late = 0.2 + 0.5 / (1 + np.exp(-(t - 150) / 10))  # rises late
+    reward_early = 0.2 + 0.5 / (1 + np.exp(-(t - 20) / 5))  # done by step 40
+    entropy_half = 0.8 * (0.4 + 0.6 * np.exp(-t / 15))  # falls to 40% by step ~40
+    entropy_flat = 0.8 - 0.001 * t  # 75% at the end
+    rec = lambda e, r: from_records([{"step": int(s), "entropy": a, "reward": b} for s, a, b in zip(t, e, r)])  # noqa: E731
+    assert policy_concentration(rec(entropy_flat, reward_late)) is None
+    assert policy_concentration(rec(entropy_half, reward_late)).severity == "warning"
+    f = policy_concentration(rec(entropy_half, reward_early))
+    assert f.severity == "info" and "sharpening" in f.message
+    with pytest.raises(DataError, match="entropy"):
+        policy_concentration(from_records([{"step": s, "reward": 0.1} for s in range(1, 30)]))
+
+
+def test_dynamic_instability_growth_floor_spike_and_overflow():
+    n = 100
+    # KL rising from 0 to an ordinary 0.05 per token is not instability (floor 0.05)
+    healthy_kl = [{"step": s, "kl": 0.05 * (1 - math.exp(-s / 20))} for s in range(1, n + 1)]
+    assert dynamic_instability(from_records(healthy_kl)) is None
+    # a KL that keeps growing to ~1 nat per token is a warning, to ~10 critical
+    for top, sev in ((1.0, "warning"), (10.0, "critical")):
+        recs = [{"step": s, "kl": top * (s / n) ** 3} for s in range(1, n + 1)]
+        assert dynamic_instability(from_records(recs)).severity == sev
+    # a spike that came back is info
+    spike = [{"step": s, "grad_norm": 300.0 if 40 <= s <= 50 else 0.3} for s in range(1, n + 1)]
+    assert dynamic_instability(from_records(spike)).severity == "info"
+    # an overflowed gradient norm is critical from its first step
+    recs = [{"step": s, "grad_norm": float("inf") if s >= 70 else 0.3} for s in range(1, n + 1)]
+    f = dynamic_instability(from_records(recs))
+    assert f.severity == "critical" and f.onset == 70
+    # clip fraction: absolute critical level
+    recs = [{"step": s, "clip_ratio_region": 0.6 if s > 60 else 0.01} for s in range(1, n + 1)]
+    assert dynamic_instability(from_records(recs)).severity == "critical"
+
+
+def test_train_eval_decoupling_falling_eval_is_critical():
+    recs = [{"step": s, "reward": 0.2 + 0.006 * s} for s in range(1, 101)]
+    recs += [{"step": s, "eval_reward": 0.5 - 0.004 * s} for s in range(10, 101, 10)]
+    f = train_eval_decoupling(from_records(recs))
+    assert f.severity == "critical" and "fell" in f.message
+    # eval rising with the train reward: no finding
+    recs = [{"step": s, "reward": 0.2 + 0.006 * s} for s in range(1, 101)]
+    recs += [{"step": s, "eval_reward": 0.1 + 0.005 * s} for s in range(10, 101, 10)]
+    assert train_eval_decoupling(from_records(recs)) is None
+    with pytest.raises(DataError, match="eval_metric= or correctness="):
+        train_eval_decoupling(from_records([{"step": s, "reward": 0.1} for s in range(1, 20)]))
+    with pytest.raises(DataError, match="no column 'accuracy' in the eval table"):
+        train_eval_decoupling(from_records(recs), eval_metric="accuracy")
+
+
+def test_format_only_reward_is_decoupling_inside_the_training_log():
+    rng = np.random.default_rng(0)
+    recs = [{"step": s, "rewards/format_reward": min(1.0, 0.01 * s) + 0.02 * rng.normal(),
+             "rewards/correctness": 0.2 + 0.02 * rng.normal()} for s in range(1, 121)]
+    for r in recs:
+        r["reward"] = r["rewards/format_reward"] + r["rewards/correctness"]
+    d = diagnose(from_records(recs), forecast=False)
+    f = d.find("train_eval_decoupling")
+    assert f is not None and f.severity == "warning" and "correctness" in f.message
+
+
+# --------------------------------------------------------------------------------------------
+# The user cases (tests/data/cases/*; inputs copied from the shared cases)
+# --------------------------------------------------------------------------------------------
+
+LOG_CASES = {
+    "01-all-groups-zero-spread": "trainer_state.json",
+    "02-zero-loss-but-learning": "trainer_state.json",
+    "03-growing-oscillation": "log.csv",
+    "06-collapse-after-high-lr": "trainer_state.json",
+    "07-entropy-collapse-verl": "metrics.jsonl",
+}
+
+
+@pytest.fixture(scope="module")
+def case_diagnoses():
+    return {name: diagnose(read_log(CASES / name / file)) for name, file in LOG_CASES.items()}
+
+
+@pytest.mark.parametrize("name", sorted(LOG_CASES))
+def test_case_expected(case_diagnoses, name):
+    expected = json.loads((CASES / name / "expected.json").read_text())
+    d = case_diagnoses[name]
+    assert d.healthy is expected["healthy"]
+    for mode in expected.get("must_include_modes", []):
+        assert mode in d.modes, (mode, d.summary())
+    for mode in expected.get("must_not_include_modes", []):
+        assert d.find(mode) is None, (mode, d.summary())
+    if "oscillation_period_steps" in expected:
+        lo, hi = expected["oscillation_period_steps"]
+        osc = d.find("dynamic_instability").evidence["reward_oscillation"]
+        assert lo <= osc["period"] <= hi
+        assert osc["growth_factor"] > 1  # its amplitude grows
+    if "onset_step_range" in expected:
+        lo, hi = expected["onset_step_range"]
+        assert lo <= d.find("dynamic_instability").onset <= hi
+    # the JSON form carries what the command line prints
+    out = json.loads(json.dumps(d.to_dict(), allow_nan=False))
+    assert out["healthy"] is expected["healthy"]
+    for f in out["findings"]:
+        assert {"mode", "severity", "steps", "evidence", "message"} <= set(f)
+
+
+def test_case01_whole_range_and_zero_gradient(case_diagnoses):
+    f = case_diagnoses["01-all-groups-zero-spread"].find("advantage_degeneration")
+    assert f.severity == "critical" and f.steps == (1, 60)
+    assert f.evidence["observed_zero_spread_fraction"] == 1.0
+    assert f.evidence["grad_norm_zero_fraction"] == 1.0 and f.evidence["loss_zero_fraction"] == 1.0
+
+
+def test_case02_zero_loss_alone_is_not_a_failure(case_diagnoses):
+    d = case_diagnoses["02-zero-loss-but-learning"]
+    assert d.findings == [] and d.forecast is not None and d.forecast["reliable"]
+    assert d.forecast["plateau"] > 1.9  # the reward rises from 1.7 toward 2.0
+
+
+def test_case06_forecast_is_flagged_unreliable(case_diagnoses):
+    d = case_diagnoses["06-collapse-after-high-lr"]
+    f = d.find("dynamic_instability")
+    assert f.severity == "critical" and f.evidence["grad_norm"]["growth_factor"] > 100
+    assert f.evidence["reward_late"] < 0.1 < f.evidence["reward_before_onset"]
+    assert d.forecast is None or d.forecast["reliable"] is False
+    assert "policy_concentration" in d.skipped  # no entropy in that log: said, not assumed fine
+
+
+def test_case07_entropy_collapse(case_diagnoses):
+    f = case_diagnoses["07-entropy-collapse-verl"].find("policy_concentration")
+    assert f.severity == "critical" and f.evidence["entropy_ratio"] < 0.05
+    assert f.evidence["reward_progress_at_halving"] < 0.75
+
+
+# --------------------------------------------------------------------------------------------
+# The real logs
+# --------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def qwen():
+    return read_log(real_log_path("qwen2.5-3b-instruct_gsm8k_unsloth"))
+
+
+def test_qwen_three_phase_fit_on_the_smoothed_reward(qwen):
+    steps, reward = qwen.series("reward")
+    ts, ys = laws.rolling_mean(steps, reward, 20)
+    fit = laws.fit_law(ts, ys, "three_phase")
+    assert fit.r2 >= 0.9
+    last50 = float(reward[-50:].mean())
+    assert last50 == pytest.approx(1.44, abs=0.01)
+    print(f"three-phase plateau {fit.plateau:.3f} vs mean of the last 50 steps {last50:.3f}")
+
+
+def test_qwen_diagnosis(qwen):
+    d = diagnose(qwen, num_prompts=1)
+    fc = d.forecast
+    assert fc is not None and fc["r2_smoothed"] >= 0.9
+    assert fc["current"] == pytest.approx(float(qwen.series("reward")[1][-50:].mean()))
+    assert fc["plateau_low"] <= fc["current"] + 0.1 and fc["plateau_high"] >= fc["current"] - 0.1
+    f = d.find("advantage_degeneration")
+    # one prompt per step: the reward_std == 0 steps are the zero-spread fraction exactly
+    assert f is not None and not f.evidence["lower_bound"]
+    assert set(d.skipped) == {"train_eval_decoupling", "policy_concentration"}
+
+
+def test_custom_thresholds_change_the_verdict():
+    log = synthetic_log("advantage_degeneration", seed=0)
+    strict = diagnose(log, forecast=False)
+    lax = diagnose(log, forecast=False, thresholds=Thresholds(zero_spread_info=0.99, zero_spread_warning=0.99,
+                                                               zero_spread_critical=0.995))
+    assert "advantage_degeneration" in strict.modes and lax.find("advantage_degeneration") is None
+
+
+def test_plateau_forecast_too_short():
+    with pytest.raises(DataError, match="at least 25 points"):
+        plateau_forecast(from_records([{"step": s, "reward": 0.01 * s} for s in range(1, 11)]))
+
+
+def test_diagnose_accepts_a_path_and_reports_skipped_modes():
+    d = diagnose(CASES / "03-growing-oscillation" / "log.csv")
+    assert d.format == "trl" and "train_eval_decoupling" in d.skipped
+    assert d.oscillation is not None and d.oscillation.detected
+    with pytest.raises(ParameterError, match="`group_size`"):
+        diagnose(CASES / "03-growing-oscillation" / "log.csv", group_size=1)
