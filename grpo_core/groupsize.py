@@ -51,6 +51,8 @@ __all__ = [
     "beta_difficulty_pool",
     "GroupSizeConstants",
     "pool_constants",
+    "constants_by_spread",
+    "spread_for_optimal_group_size",
     "estimate_constants",
     "num_prompts_for_budget",
     "minibatch_mse",
@@ -315,6 +317,94 @@ def pool_constants(pool: PromptPool, theta=None) -> GroupSizeConstants:
         c3=float(t.degenerate.mean()),
         grad_sq=grad_sq,
     )
+
+
+def constants_by_spread(
+    spreads,
+    *,
+    mean: float = 0.3,
+    num_arms: int = 8,
+    num_prompts: int = 256,
+    num_correct: int = 1,
+    correct_sets: str = "shared",
+) -> pd.DataFrame:
+    """Exact constants and G* of :func:`beta_difficulty_pool` pools over a range of spreads.
+
+    Parameters
+    ----------
+    spreads : sequence of float
+        Standard deviations of the prompts' initial success probability (each in
+        [0, sqrt(mean (1 - mean)))).
+    mean, num_arms, num_prompts, num_correct, correct_sets
+        As in :func:`beta_difficulty_pool`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``spread``, ``c1``, ``c2``, ``c3``, ``grad_sq``, ``g_star``, ``g_star_exact``.
+
+    Raises
+    ------
+    ParameterError
+        A spread or another argument out of range.
+
+    Examples
+    --------
+    >>> constants_by_spread([0.1, 0.2], mean=0.2)["g_star_exact"].round(2).tolist()
+    [7.77, 4.77]
+    """
+    rows = []
+    for sp in np.atleast_1d(spreads):
+        pool = beta_difficulty_pool(num_prompts, num_arms, mean=mean, spread=sp, num_correct=num_correct,
+                                    correct_sets=correct_sets)
+        k = pool_constants(pool)
+        rows.append({"spread": float(sp), "c1": k.c1, "c2": k.c2, "c3": k.c3, "grad_sq": k.grad_sq,
+                     "g_star": k.g_star, "g_star_exact": k.g_star_exact})
+    return pd.DataFrame(rows)
+
+
+def spread_for_optimal_group_size(g_star: float, *, exact: bool = True, **pool_kwargs) -> float:
+    """The difficulty spread at which a :func:`beta_difficulty_pool` pool has a given G*.
+
+    Parameters
+    ----------
+    g_star : float, > 2
+        Target optimum (e.g. the paper's 32 or 64).
+    exact : bool
+        Match the exact-MSE G* (True) or the leading-order sqrt(c3/c1).
+    **pool_kwargs
+        ``mean``, ``num_arms``, ``num_prompts``, ``num_correct`` of :func:`constants_by_spread`.
+
+    Returns
+    -------
+    float
+        The spread (standard deviation of the initial success probability).
+
+    Raises
+    ------
+    ParameterError
+        ``g_star`` out of range or not reachable between spread 1e-4 and 95% of its maximum.
+
+    Examples
+    --------
+    >>> round(spread_for_optimal_group_size(32.0, mean=0.2), 4)
+    0.0207
+    """
+    target = check_real("g_star", g_star, low=2.0, low_inclusive=False)
+    from scipy.optimize import brentq
+
+    mean = pool_kwargs.get("mean", 0.3)
+    hi = 0.95 * float(np.sqrt(mean * (1 - mean)))
+    key = "g_star_exact" if exact else "g_star"
+
+    def f(log_sp: float) -> float:
+        row = constants_by_spread([np.exp(log_sp)], **pool_kwargs).iloc[0]
+        return float(np.log(row[key]) - np.log(target))
+
+    lo_v, hi_v = f(np.log(1e-4)), f(np.log(hi))
+    if lo_v * hi_v > 0:
+        raise ParameterError("g_star", f"`g_star` = {target:g} is not reached for spreads in [1e-4, {hi:.3g}]")
+    return float(np.exp(brentq(f, np.log(1e-4), np.log(hi), xtol=1e-8)))
 
 
 def num_prompts_for_budget(budget, group_size) -> int:

@@ -270,3 +270,15 @@ def test_constants_serialise():
     d = k.as_dict()
     assert d["g_star"] == pytest.approx(10.0) and d["g_star_exact"] == pytest.approx(11.0)
     assert d["intervals"]["c1"] == [0.005, 0.02]
+
+
+def test_spread_for_a_target_optimum_round_trips():
+    from grpo_core.groupsize import constants_by_spread, spread_for_optimal_group_size
+
+    sp = spread_for_optimal_group_size(32.0, mean=0.2)
+    assert constants_by_spread([sp], mean=0.2).g_star_exact.iloc[0] == pytest.approx(32.0, rel=1e-6)
+    # more spread between prompts, more between-prompt variance, smaller G*
+    g = constants_by_spread([0.02, 0.05, 0.1, 0.2], mean=0.2).g_star_exact.to_numpy()
+    assert np.all(np.diff(g) < 0)
+    with pytest.raises(ParameterError, match="`g_star`"):
+        spread_for_optimal_group_size(1.5)
