@@ -631,6 +631,19 @@ def _rng(seed: Any) -> np.random.Generator:
     return np.random.default_rng(check_integer("seed", seed, low=0))
 
 
+def _noise_array(noise: Any, seed: Any, shape: tuple[int, int, int], noise_scale: float, squeeze: bool) -> np.ndarray:
+    """Standard normals of shape (C, S, T): given (validated), drawn from ``seed``, or zeros."""
+    if noise is not None:
+        want = shape[1:] if squeeze else shape
+        arr = check_array("noise", noise)
+        if arr.shape != want:
+            raise ParameterError("noise", f"`noise` must have shape {want} (seeds x steps); got {arr.shape}")
+        return arr.reshape(shape)
+    if noise_scale == 0:
+        return np.zeros(shape)
+    return _rng(seed).standard_normal(shape)
+
+
 def _simulate_constant(gain: float, mu: float, d: int, sigma: float, e0: float, noise: np.ndarray) -> np.ndarray:
     """Constant-lag recurrence for all seeds at once, as an IIR filter (scipy.signal.lfilter).
 
@@ -693,6 +706,7 @@ def simulate(
     group_size: int = 1,
     e0: float = 1.0,
     seed: Any = 0,
+    noise: Any = None,
 ) -> np.ndarray:
     r"""Exact discrete recurrence with per-step gradient noise, vectorised over seeds (and configurations).
 
@@ -730,6 +744,10 @@ def simulate(
         Initial deviation (reward units).
     seed : int, numpy Generator or None, default 0
         Seed of :func:`numpy.random.default_rng` (or a Generator to draw from).
+    noise : array_like, optional
+        Standard normal draws to use instead of drawing: shape ``(S, T)`` for one configuration,
+        ``(C, S, T)`` for several (common random numbers, e.g. to compare group sizes on the same
+        draws). ``seed`` is then ignored.
 
     Returns
     -------
@@ -767,9 +785,8 @@ def simulate(
     if not confs:
         raise ParameterError("coeffs", "`coeffs` must hold at least one configuration")
     n_steps, n_seeds, noise_scale, group_size, e0 = _check_sim_args(n_steps, n_seeds, noise_scale, group_size, e0)
-    rng = _rng(seed)
     n_conf = len(confs)
-    noise = rng.standard_normal((n_conf, n_seeds, n_steps)) if noise_scale > 0 else np.zeros((n_conf, n_seeds, n_steps))
+    noise = _noise_array(noise, seed, (n_conf, n_seeds, n_steps), noise_scale, squeeze=single)
     sigma = np.array([_noise_std_per_step(c, noise_scale, group_size) for c in confs])
     out = np.empty((n_conf, n_seeds, n_steps + 1))
     const = [i for i, c in enumerate(confs) if c.lag == "constant"]
@@ -802,6 +819,7 @@ def simulate_reference(
     group_size: int = 1,
     e0: float = 1.0,
     seed: Any = 0,
+    noise: Any = None,
 ) -> np.ndarray:
     """Plain Python loop over seeds and steps: the readable definition of :func:`simulate`.
 
@@ -812,7 +830,7 @@ def simulate_reference(
 
     Parameters
     ----------
-    coeffs, n_steps, n_seeds, noise_scale, group_size, e0, seed
+    coeffs, n_steps, n_seeds, noise_scale, group_size, e0, seed, noise
         As in :func:`simulate` (one configuration).
 
     Returns
@@ -834,8 +852,7 @@ def simulate_reference(
     """
     coeffs = _check_coeffs(coeffs)
     n_steps, n_seeds, noise_scale, group_size, e0 = _check_sim_args(n_steps, n_seeds, noise_scale, group_size, e0)
-    rng = _rng(seed)
-    noise = rng.standard_normal((1, n_seeds, n_steps))[0] if noise_scale > 0 else np.zeros((n_seeds, n_steps))
+    noise = _noise_array(noise, seed, (1, n_seeds, n_steps), noise_scale, squeeze=True)[0]
     sigma = _noise_std_per_step(coeffs, noise_scale, group_size)
     g, mu, k_ref, refresh = coeffs.gain, coeffs.mu, coeffs.k_ref, coeffs.lag == "refresh"
     out = np.empty((n_seeds, n_steps + 1))
