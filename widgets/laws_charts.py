@@ -1,0 +1,346 @@
+"""Altair charts of reward-curve fits and forecasts (pure functions returning charts).
+
+Used by the chapter "Fitting real reward curves", ``grpo-dynamics fit --plot``, the diagnostics
+report and the log explorer. Each builder takes the result objects of :mod:`grpo_core.laws`
+(:class:`~grpo_core.laws.FitComparison`, :class:`~grpo_core.laws.Forecast`) and draws them; no
+fitting happens here.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from grpo_core import laws as _laws
+from grpo_core.errors import ParameterError
+
+__all__ = [
+    "LAW_COLORS",
+    "law_color_scale",
+    "fits_chart",
+    "residuals_chart",
+    "forecast_chart",
+    "forecast_sweep_chart",
+]
+
+#: One colour per law, shared by every chart (colour-blind safe, Okabe-Ito).
+LAW_COLORS = {
+    "three_phase": "#0072B2",
+    "three_phase_onset": "#56B4E9",
+    "exponential": "#E69F00",
+    "logistic": "#009E73",
+}
+_DATA_COLOR = "#7f7f7f"
+
+
+def law_color_scale(names) -> alt.Scale:
+    """Colour scale mapping law names (in the given order) to :data:`LAW_COLORS`."""
+    names = list(names)
+    return alt.Scale(domain=names, range=[LAW_COLORS.get(n, "#CC79A7") for n in names])
+
+
+def _curve_grid(t: np.ndarray, points: int = 300) -> np.ndarray:
+    return np.union1d(np.linspace(0.0 if t[0] <= 0.05 * t[-1] else t[0], t[-1], points), t)
+
+
+def fits_chart(
+    comparison: _laws.FitComparison,
+    *,
+    metric: str = "reward",
+    width: int = 620,
+    height: int = 300,
+) -> alt.LayerChart:
+    """The data with every law's fitted curve.
+
+    Parameters
+    ----------
+    comparison : FitComparison
+        From :func:`grpo_core.laws.fit_all`.
+    metric : str
+        Label of the y axis.
+    width, height : int
+        Size in pixels.
+
+    Returns
+    -------
+    altair.LayerChart
+        Grey points (the data) and one line per law, labelled ``law (R^2 = ...)``; the best law
+        by the comparison's criterion is drawn thicker.
+
+    Raises
+    ------
+    ParameterError
+        If ``comparison`` is not a :class:`~grpo_core.laws.FitComparison`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from grpo_core.laws import fit_all
+    >>> t = np.arange(1, 101); y = 1 - np.exp(-t / 30) + np.random.default_rng(0).normal(0, 0.02, 100)
+    >>> chart = fits_chart(fit_all(t, y))
+    >>> type(chart).__name__
+    'LayerChart'
+    """
+    if not isinstance(comparison, _laws.FitComparison):
+        raise ParameterError("comparison", "`comparison` must be a FitComparison from grpo_core.laws.fit_all")
+    any_fit = next(iter(comparison.results.values()))
+    data = pd.DataFrame({"step": any_fit.t, metric: any_fit.y})
+    grid = _curve_grid(any_fit.t)
+    rows = []
+    labels = []
+    for name, res in comparison.results.items():
+        label = f"{name} (R² = {res.r2:.3f})"
+        labels.append(label)
+        rows.append(pd.DataFrame({"step": grid, metric: res.predict(grid), "law": label, "best": name == comparison.best}))
+    curves = pd.concat(rows, ignore_index=True)
+    scale = alt.Scale(domain=labels, range=[LAW_COLORS.get(n, "#CC79A7") for n in comparison.results])
+    points = (
+        alt.Chart(data)
+        .mark_circle(size=14, color=_DATA_COLOR, opacity=0.55)
+        .encode(x=alt.X("step:Q", title="optimizer step"), y=alt.Y(f"{metric}:Q", title=metric))
+    )
+    lines = (
+        alt.Chart(curves)
+        .mark_line()
+        .encode(
+            x="step:Q",
+            y=f"{metric}:Q",
+            color=alt.Color("law:N", scale=scale, title=f"law (best by {comparison.criterion.upper()}: {comparison.best})"),
+            strokeWidth=alt.condition("datum.best", alt.value(3.2), alt.value(1.6)),
+            tooltip=["law:N", alt.Tooltip("step:Q", format=".0f"), alt.Tooltip(f"{metric}:Q", format=".3f")],
+        )
+    )
+    return alt.layer(points, lines).properties(width=width, height=height)
+
+
+def residuals_chart(
+    comparison: _laws.FitComparison,
+    *,
+    width: int = 620,
+    height: int = 90,
+    smooth: int | None = 15,
+) -> alt.FacetChart:
+    """Residuals ``y - fit`` of every law against the step, one row per law.
+
+    Parameters
+    ----------
+    comparison : FitComparison
+        From :func:`grpo_core.laws.fit_all`.
+    width, height : int
+        Size of each row in pixels.
+    smooth : int or None
+        Also draw a centred rolling mean of the residuals over this many points (structure left
+        in the residuals shows where a law misses the curve's shape); ``None`` for none.
+
+    Returns
+    -------
+    altair.FacetChart
+
+    Raises
+    ------
+    ParameterError
+        If ``comparison`` is not a FitComparison or ``smooth`` < 1.
+    """
+    if not isinstance(comparison, _laws.FitComparison):
+        raise ParameterError("comparison", "`comparison` must be a FitComparison from grpo_core.laws.fit_all")
+    if smooth is not None and (not isinstance(smooth, int | np.integer) or smooth < 1):
+        raise ParameterError("smooth", f"`smooth` must be an integer >= 1 or None; got {smooth!r}")
+    rows = []
+    for name, res in comparison.results.items():
+        resid = res.residuals
+        trend = (
+            pd.Series(resid).rolling(int(smooth), center=True, min_periods=1).mean().to_numpy()
+            if smooth
+            else np.full(resid.size, np.nan)
+        )
+        rows.append(
+            pd.DataFrame(
+                {
+                    "step": res.t,
+                    "residual": resid,
+                    "trend": trend,
+                    "law": f"{name} (lag-1 r = {res.residual_autocorr:.2f})",
+                    "name": name,
+                }
+            )
+        )
+    data = pd.concat(rows, ignore_index=True)
+    names = list(comparison.results)
+    color = alt.Color("name:N", scale=law_color_scale(names), legend=None)
+    base = alt.Chart().encode(x=alt.X("step:Q", title="optimizer step"))
+    layers = [
+        alt.Chart().mark_rule(color="black", strokeDash=[3, 3]).encode(y=alt.datum(0)),
+        base.mark_circle(size=10, opacity=0.5).encode(y=alt.Y("residual:Q", title="residual"), color=color),
+    ]
+    if smooth:
+        layers.append(base.mark_line(strokeWidth=2).encode(y="trend:Q", color=color))
+    return (
+        alt.layer(*layers, data=data)
+        .properties(width=width, height=height)
+        .facet(row=alt.Row("law:N", title=None, sort=[f for f in data["law"].unique()]))
+        .resolve_scale(y="shared")
+    )
+
+
+def forecast_chart(
+    fc: _laws.Forecast,
+    *,
+    metric: str = "reward",
+    width: int = 620,
+    height: int = 300,
+) -> alt.LayerChart:
+    """A plateau forecast: fit window shaded, forecast curve with its band, what actually happened.
+
+    Parameters
+    ----------
+    fc : Forecast
+        From :func:`grpo_core.laws.forecast`.
+    metric : str
+        Label of the y axis.
+    width, height : int
+        Size in pixels.
+
+    Returns
+    -------
+    altair.LayerChart
+        The shaded fit window; the data (dark inside the window, light after it); the band of the
+        forecast curve and the curve; the forecast plateau as a dashed line with its band; the
+        mean of the last ``fc.tail`` actual points as a solid black segment over those steps.
+
+    Raises
+    ------
+    ParameterError
+        If ``fc`` is not a :class:`~grpo_core.laws.Forecast`.
+    """
+    if not isinstance(fc, _laws.Forecast):
+        raise ParameterError("fc", "`fc` must be a Forecast from grpo_core.laws.forecast")
+    color = LAW_COLORS.get(fc.law, "#CC79A7")
+    pts = pd.DataFrame(
+        {
+            "step": np.concatenate([fc.fit.t, fc.actual_t]),
+            metric: np.concatenate([fc.fit.y, fc.actual_y]),
+            "part": ["fit window"] * fc.fit.n + ["after the window"] * fc.actual_t.size,
+        }
+    )
+    curve = pd.DataFrame({"step": fc.t, "forecast": fc.curve, "low": fc.curve_low, "high": fc.curve_high})
+    t_end = float(fc.t[-1])
+    window = alt.Chart(pd.DataFrame({"start": [float(fc.fit.t[0])], "end": [fc.t_fit_end]})).mark_rect(
+        color="#dddddd", opacity=0.45
+    ).encode(x="start:Q", x2="end:Q")
+    band = alt.Chart(curve).mark_area(color=color, opacity=0.22).encode(x="step:Q", y="low:Q", y2="high:Q")
+    line = alt.Chart(curve).mark_line(color=color, strokeWidth=2.5).encode(
+        x="step:Q", y=alt.Y("forecast:Q", title=metric)
+    )
+    points = (
+        alt.Chart(pts)
+        .mark_circle(size=16)
+        .encode(
+            x=alt.X("step:Q", title="optimizer step"),
+            y=alt.Y(f"{metric}:Q", title=metric),
+            color=alt.Color(
+                "part:N",
+                scale=alt.Scale(domain=["fit window", "after the window"], range=["#333333", "#b0b0b0"]),
+                title="data",
+            ),
+        )
+    )
+    level = int(round(100 * fc.level))
+    plateau = pd.DataFrame(
+        {
+            "start": [fc.t_fit_end],
+            "end": [t_end],
+            "plateau": [fc.plateau],
+            "low": [fc.plateau_low],
+            "high": [fc.plateau_high],
+            "label": [f"forecast plateau {fc.plateau:.3g} ({level}% band {fc.plateau_low:.3g} to {fc.plateau_high:.3g})"],
+        }
+    )
+    y_lo = float(np.min(np.concatenate([pts[metric].to_numpy(), fc.curve])))
+    y_hi = float(np.max(np.concatenate([pts[metric].to_numpy(), fc.curve])))
+    clip_lo, clip_hi = y_lo - 0.5 * (y_hi - y_lo), y_hi + 0.5 * (y_hi - y_lo)
+    plateau["low_c"] = plateau["low"].clip(clip_lo, clip_hi)
+    plateau["high_c"] = plateau["high"].clip(clip_lo, clip_hi)
+    plateau["plateau_c"] = plateau["plateau"].clip(clip_lo, clip_hi)
+    plateau_band = alt.Chart(plateau).mark_rect(color=color, opacity=0.10).encode(
+        x="start:Q", x2="end:Q", y="low_c:Q", y2="high_c:Q"
+    )
+    plateau_rule = alt.Chart(plateau).mark_rule(color=color, strokeDash=[6, 4]).encode(
+        x="start:Q", x2="end:Q", y="plateau_c:Q", tooltip=["label:N"]
+    )
+    layers = [window, band, points, line, plateau_band, plateau_rule]
+    if fc.actual_tail_mean is not None:
+        tail_t = np.concatenate([fc.fit.t, fc.actual_t])[-fc.tail :]
+        actual = pd.DataFrame(
+            {
+                "start": [float(tail_t[0])],
+                "end": [float(tail_t[-1])],
+                "actual": [fc.actual_tail_mean],
+                "label": [f"actual mean of the last {fc.tail} steps: {fc.actual_tail_mean:.3g}"],
+            }
+        )
+        layers.append(
+            alt.Chart(actual).mark_rule(color="black", strokeWidth=3).encode(
+                x="start:Q", x2="end:Q", y="actual:Q", tooltip=["label:N"]
+            )
+        )
+    return (
+        alt.layer(*layers)
+        .properties(width=width, height=height)
+        .encode()
+        .resolve_scale(color="independent")
+    )
+
+
+def forecast_sweep_chart(sweep: pd.DataFrame, *, width: int = 620, height: int = 260) -> alt.LayerChart:
+    """Forecast plateau (with its band) against the fraction of the curve used for the fit.
+
+    Parameters
+    ----------
+    sweep : pandas.DataFrame
+        From :func:`grpo_core.laws.forecast_sweep` (columns ``fraction``, ``law``, ``plateau``,
+        ``low``, ``high``, ``actual``).
+    width, height : int
+        Size in pixels.
+
+    Returns
+    -------
+    altair.LayerChart
+        One point and error bar per (fraction, law), offset by law, and the actual plateau as a
+        black line. Bands are clipped to three times the data's range around the actual value.
+
+    Raises
+    ------
+    ParameterError
+        If a column is missing.
+    """
+    need = {"fraction", "law", "plateau", "low", "high", "actual"}
+    missing = need - set(sweep.columns)
+    if missing:
+        raise ParameterError("sweep", f"`sweep` lacks the column(s) {sorted(missing)}")
+    data = sweep.copy()
+    actual = float(data["actual"].iloc[0])
+    span = max(float(np.nanmax(np.abs(data["plateau"] - actual))), 1e-9)
+    span = min(span, 3.0 * max(abs(actual), 1.0))
+    lo, hi = actual - 1.5 * span, actual + 1.5 * span
+    for c in ("plateau", "low", "high"):
+        data[f"{c}_c"] = data[c].clip(lo, hi)
+    names = list(dict.fromkeys(data["law"]))
+    fractions = np.unique(data["fraction"])
+    gap = float(np.min(np.diff(fractions))) if fractions.size > 1 else 0.1
+    shift = {n: (i - (len(names) - 1) / 2) * gap * 0.6 / max(len(names), 1) for i, n in enumerate(names)}
+    data["x"] = data["fraction"] + data["law"].map(shift)
+    color = alt.Color("law:N", scale=law_color_scale(names), title="law")
+    x = alt.X("x:Q", title="fraction of the steps used for the fit", axis=alt.Axis(format="%"))
+    bars = alt.Chart(data).mark_rule(strokeWidth=2).encode(x=x, y="low_c:Q", y2="high_c:Q", color=color)
+    dots = alt.Chart(data).mark_circle(size=60).encode(
+        x=x,
+        y=alt.Y("plateau_c:Q", title="forecast plateau", scale=alt.Scale(domain=[lo, hi])),
+        color=color,
+        tooltip=["law:N", alt.Tooltip("fraction:Q", format=".0%"), alt.Tooltip("plateau:Q", format=".3f"),
+                 alt.Tooltip("low:Q", format=".3f"), alt.Tooltip("high:Q", format=".3f")],
+    )
+    truth = alt.Chart(pd.DataFrame({"actual": [actual]})).mark_rule(color="black", strokeDash=[4, 3]).encode(
+        y="actual:Q"
+    )
+    return alt.layer(truth, bars, dots).properties(width=width, height=height)
