@@ -267,3 +267,47 @@ def test_live_chart_patches_data_without_rebuilding():
               and "model" in recs[0] for r in recs if r["model"] == "closed form (continuous)"]
     c = oscillator.coefficients(0.04, 0.5, 4, 1.0)
     assert closed == pytest.approx(list(1.0 - oscillator.closed_form_trajectory(c, range(41))), abs=1e-9)
+
+
+# --- bandit explorer ------------------------------------------------------------------------
+
+
+def test_bandit_explorer_matches_the_simulator_and_prediction():
+    import numpy as np
+
+    from grpo_core import bandit
+    from widgets.bandit_explorer import CHUNK_SEEDS, bandit_explorer
+
+    ex = bandit_explorer(eta=0.2, mu=0.5, k_ref=4, beta=1.0, group_size=8, seeds=CHUNK_SEEDS + 4, steps=120)
+    assert ex.values["seeds_done"] == CHUNK_SEEDS + 4 and ex.values["stopped"] is False
+    spec = bandit.BanditSpec.binary(arms=2, correct=1, group_size=8, baseline="leave_one_out")
+    fp = bandit.fixed_point(spec, 1.0)
+    assert ex.values["p_star"] == pytest.approx(fp.p_star) == pytest.approx(1 / (1 + math.exp(-1.0)))
+    # Chunked seeds give exactly the numbers of one vectorised call.
+    run = bandit.simulate(spec, eta=0.2, mu=0.5, k_ref=4, beta=1.0, steps=120, seeds=np.arange(CHUNK_SEEDS + 4))
+    np.testing.assert_array_equal(ex.result["p"], run.p[0])
+    c = oscillator.coefficients(0.2, 0.5, 4, fp.stiffness, 0.0)
+    assert ex.values["regime"] == c.regime and ex.values["damping_ratio"] == pytest.approx(c.damping_ratio)
+    # Same seeds, same numbers.
+    first = ex.result["p"].copy()
+    ex.start(block=True)
+    np.testing.assert_array_equal(ex.result["p"], first)
+
+
+def test_bandit_explorer_runs_in_a_thread_and_stops():
+    from widgets.bandit_explorer import CHUNK_SEEDS, bandit_explorer
+
+    ex = bandit_explorer(seeds=16, steps=50)
+    ex.controls["seeds"].value = 1024
+    ex.controls["steps"].value = 5000
+    ex.start()
+    assert ex.running and ex.run_button.disabled and not ex.stop_button.disabled
+    ex.start()  # a second press while running is refused with a message
+    assert "in progress" in ex.status.text
+    ex.stop()
+    ex.wait(60)
+    assert not ex.running and not ex.run_button.disabled
+    assert ex.values["stopped"] is True and ex.values["seeds_done"] % CHUNK_SEEDS == 0
+    assert ex.values["seeds_done"] < 1024 and ex.progress.value == ex.values["seeds_done"]
+    assert ex.status.text.startswith(f"stopped after {ex.values['seeds_done']} of 1024 seeds")
+

@@ -32,6 +32,9 @@ __all__ = [
     "static_phase_chart",
     "STATIC_PHASE_PARAMS",
     "PHASE_K_REFS",
+    "BANDIT_PATHS_SHOWN",
+    "bandit_frames",
+    "bandit_view_chart",
 ]
 
 #: Plotted values of ``e / e0`` (or progress) are clipped to this range, so an unstable run
@@ -361,3 +364,107 @@ def static_phase_chart(
         width=width, height=height,
         usermeta={"embedOptions": {"renderer": "svg", "actions": False}},
     )
+
+
+# ----------------------------------------------------------------------------------------------
+# Bandit explorer
+# ----------------------------------------------------------------------------------------------
+
+#: Seeds drawn as individual thin lines in the bandit explorer (the mean uses all of them).
+BANDIT_PATHS_SHOWN = 12
+
+
+def bandit_frames(result: dict) -> dict[str, pd.DataFrame]:
+    """The data of :func:`bandit_view_chart` from a bandit explorer run.
+
+    Parameters
+    ----------
+    result : dict
+        ``p`` (ndarray, shape (S, T'): expected reward of each seed at the recorded steps),
+        ``steps`` (shape (T',)), ``seeds`` (shape (S,)) and ``prediction`` (from
+        :func:`widgets.bandit_explorer.bandit_prediction`: ``t``, ``mean_field``, ``closed_form``,
+        ``discrete``, ``fixed_point``).
+
+    Returns
+    -------
+    dict
+        ``paths`` (``step``, ``p``, ``seed``: the first :data:`BANDIT_PATHS_SHOWN` seeds),
+        ``curves`` (``step``, ``p``, ``curve``: the mean over seeds with its ± 2 standard errors
+        as ``lo``/``hi``, the exact mean field, the oscillator closed form and exact recurrence,
+        predictions clipped to [-0.05, 1.05]) and ``fixed`` (one row: ``p_star``).
+    """
+    p = np.asarray(result["p"], float)
+    steps = np.asarray(result["steps"])
+    pred = result["prediction"]
+    shown = p[:BANDIT_PATHS_SHOWN]
+    paths = pd.DataFrame({
+        "step": np.tile(steps, shown.shape[0]),
+        "p": shown.ravel(),
+        "seed": np.repeat(np.asarray(result["seeds"])[: shown.shape[0]], steps.size),
+    })
+    mean = p.mean(axis=0)
+    se = p.std(axis=0, ddof=1) / np.sqrt(p.shape[0]) if p.shape[0] > 1 else np.zeros_like(mean)
+    t = np.asarray(pred["t"])
+
+    def clip(x):
+        return np.clip(np.nan_to_num(np.asarray(x, float), nan=1.05, posinf=1.05, neginf=-0.05), -0.05, 1.05)
+
+    with np.errstate(invalid="ignore", over="ignore"):
+        curves = pd.concat([
+            pd.DataFrame({"step": steps, "p": mean, "lo": mean - 2 * se, "hi": mean + 2 * se,
+                          "curve": "mean over seeds"}),
+            pd.DataFrame({"step": t, "p": clip(pred["mean_field"]), "curve": "exact mean field (bandit)"}),
+            pd.DataFrame({"step": t, "p": clip(pred["closed_form"]), "curve": "oscillator, closed form"}),
+            pd.DataFrame({"step": t, "p": clip(pred["discrete"]), "curve": "oscillator, exact recurrence"}),
+        ], ignore_index=True)
+    fixed = pd.DataFrame({"p_star": [pred["fixed_point"].p_star], "label": ["p*"]})
+    return {"paths": paths, "curves": curves, "fixed": fixed}
+
+
+def bandit_view_chart(frames: dict[str, pd.DataFrame], *, width: int = 560, height: int = 280) -> alt.LayerChart:
+    """The bandit explorer's chart: seed paths, their mean, the mean field and the oscillator prediction.
+
+    Parameters
+    ----------
+    frames : dict
+        From :func:`bandit_frames`.
+    width, height : int
+
+    Returns
+    -------
+    alt.LayerChart
+
+    Raises
+    ------
+    KeyError
+        If ``frames`` lacks ``paths``, ``curves`` or ``fixed``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from grpo_core.bandit import BanditSpec
+    >>> from widgets.bandit_explorer import bandit_prediction
+    >>> pred = bandit_prediction(BanditSpec.binary(group_size=8), eta=0.5, mu=0.0, k_ref=1, beta=1.0, steps=10)
+    >>> res = {"p": np.full((2, 11), 0.6), "steps": np.arange(11), "seeds": [0, 1], "prediction": pred}
+    >>> len(bandit_view_chart(bandit_frames(res)).layer)
+    5
+    """
+    x = alt.X("step:Q", title="optimizer step")
+    y = alt.Y("p:Q", title="expected reward p", scale=alt.Scale(domain=[-0.05, 1.05], nice=False))
+    names = sorted(frames["curves"]["curve"].unique(), key=lambda s: (s != "mean over seeds", s))
+    palette = {"exact mean field (bandit)": "#1b9e77", "oscillator, closed form": "#000000",
+               "oscillator, exact recurrence": "#e7298a"}
+    colour = alt.Color("curve:N", title=None, legend=alt.Legend(orient="bottom", columns=2),
+                       scale=alt.Scale(domain=names, range=[palette.get(n, "#3b6fb6") for n in names]))
+    dash = alt.StrokeDash("curve:N", legend=None, scale=alt.Scale(
+        domain=names, range=[[1, 0] if n == "mean over seeds" or n.startswith("exact") else [5, 3] for n in names]))
+    paths = alt.Chart(frames["paths"]).mark_line(strokeWidth=0.6, opacity=0.35, color="#7f7f7f", clip=True).encode(
+        x=x, y=y, detail="seed:N")
+    band = alt.Chart(frames["curves"]).transform_filter("isValid(datum.lo)").mark_area(
+        opacity=0.25, color="#3b6fb6", clip=True).encode(x="step:Q", y="lo:Q", y2="hi:Q")
+    curves = alt.Chart(frames["curves"]).mark_line(strokeWidth=2, clip=True).encode(
+        x="step:Q", y="p:Q", color=colour, strokeDash=dash)
+    rule = alt.Chart(frames["fixed"]).mark_rule(strokeDash=[2, 2], color="#555").encode(y="p_star:Q")
+    text = alt.Chart(frames["fixed"]).mark_text(align="left", dx=4, dy=-6, color="#555").encode(
+        x=alt.value(0), y="p_star:Q", text="label:N")
+    return alt.layer(paths, band, curves, rule, text).properties(width=width, height=height)
