@@ -1,0 +1,91 @@
+"""`grpo-dynamics advise`: the report, the JSON keys and values, and refused input (case 08)."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from grpo_core import stability
+from grpo_dynamics.cli import main
+
+REQUIRED_KEYS = {
+    "regime", "damping_ratio", "mass", "damping", "stiffness", "critical_k_ref_continuous",
+    "critical_a_exact", "stable_exact", "time_to_90",
+}
+
+
+def _run_json(capsys, *args):
+    assert main(["advise", *args, "--json"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1  # one JSON object on one line
+    return json.loads(out)
+
+
+def test_json_has_the_documented_keys_and_values(capsys):
+    d = _run_json(capsys, "--eta", "0.01", "--mu", "0.9", "--k-ref", "4", "--curvature", "1")
+    assert REQUIRED_KEYS <= d.keys()
+    assert d["regime"] == "underdamped"
+    assert d["mass"] == pytest.approx((1 + 0.9 + 0.01 * 16) / 2)
+    assert d["damping"] == pytest.approx(1 - 0.9 - 0.01 * 4)
+    assert d["stiffness"] == pytest.approx(0.01)
+    assert d["critical_k_ref_continuous"] == pytest.approx((1 - 0.9) / 0.01)
+    assert d["critical_a_exact"] == pytest.approx(float(stability.critical_a_exact(0.9, 4)[()]))
+    assert d["stable_exact"] is True
+    assert d["critical_k_ref_exact"] == 12  # smallest unstable integer (exact > continuous 10)
+    assert 0 < d["time_to_90"] < math.inf
+
+
+def test_json_for_refresh_lag_ema_and_unstable(capsys):
+    d = _run_json(capsys, "--eta", "0.3", "--mu", "0.5", "--k-ref", "8", "--curvature", "1", "--lag", "refresh")
+    assert d["critical_a_exact"] == pytest.approx(float(stability.critical_a_exact(0.5, 8, "refresh")[()]))
+    assert d["critical_k_ref_continuous"] == pytest.approx(0.5 / 0.3)  # the paper's formula
+    assert d["critical_k_ref_continuous_lag_model"] == pytest.approx(1 + 2 * 0.5 / 0.3)
+    assert d["stable_exact"] is False and d["regime"] == "unstable"
+    assert d["time_to_90"] is None  # inf is written as null (JSON has no infinity)
+    e = _run_json(capsys, "--eta", "0.001", "--mu", "0.9", "--k-ref", "4", "--curvature", "20", "--momentum", "ema")
+    assert e["critical_k_ref_continuous"] == pytest.approx(1 / 0.02)  # EMA: eta K K_ref < 1
+    assert e["critical_a_exact"] == pytest.approx(float(stability.critical_a_exact(0.9, 4, momentum="ema")[()]))
+
+
+def test_beta_adds_to_the_stiffness(capsys):
+    d = _run_json(capsys, "--eta", "0.01", "--mu", "0.5", "--k-ref", "2", "--curvature", "1", "--beta", "0.5")
+    assert d["stiffness"] == pytest.approx(0.01 * 1.5)
+    assert d["a"] == pytest.approx(0.015)
+
+
+def test_human_report_names_regime_thresholds_and_advice(capsys):
+    assert main(["advise", "--eta", "0.01", "--mu", "0.9", "--k-ref", "4", "--curvature", "1"]) == 0
+    out = capsys.readouterr().out
+    for needle in ("underdamped", "damping ratio", "time to 90%", "critical k_ref = 10", "first unstable k_ref = 12",
+                   "Recommendation", "largest stable k_ref at this eta is 11"):
+        assert needle in out
+
+
+def test_case_08_each_bad_value_is_one_line_and_exit_2(case):
+    c = case("08-bad-hyperparameters")
+    for row in c["input"]:
+        args = ["advise"]
+        for key, flag in (("eta", "--eta"), ("mu", "--mu"), ("k_ref", "--k-ref"), ("curvature", "--curvature")):
+            args += [flag, str(row[key])]
+        proc = subprocess.run([sys.executable, "-m", "grpo_dynamics.cli", *args], capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode != 0 and proc.returncode == 2
+        assert proc.stdout == ""
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1, proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert f"`{row['bad']}`" in lines[0]
+
+
+@pytest.mark.parametrize("args,name", [
+    (["--lag", "stale"], "lag"), (["--momentum", "adam"], "momentum"), (["--beta", "-1"], "beta"),
+    (["--kl-curvature", "0"], "kl_curvature"),
+])
+def test_other_bad_options(capsys, args, name):
+    code = main(["advise", "--eta", "0.01", "--mu", "0.5", "--k-ref", "2", "--curvature", "1", *args])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and f"`{name}`" in err

@@ -1,0 +1,151 @@
+"""The oscillator charts: the static slider chart's Vega expressions against grpo_core, its params and
+named label marks (rendered by Vega itself through vl-convert), and the data behind the other charts."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from grpo_core import oscillator as osc
+from grpo_core import stability
+from widgets import oscillator_charts as oc
+from widgets.vega_expr import fn, lit, var, where
+
+
+def _grid(rng, n=400):
+    return dict(
+        eta=rng.uniform(1e-3, 0.1, n), mu=rng.choice(np.round(np.arange(0, 0.995, 0.01), 2), n),
+        k_ref=rng.integers(1, 17, n).astype(float), curvature=rng.uniform(0.1, 5.0, n),
+    )
+
+
+@pytest.mark.parametrize("lag", ["constant", "refresh"])
+@pytest.mark.parametrize("momentum", ["heavy_ball", "ema"])
+def test_vega_response_equals_relaxation(lag, momentum):
+    ex = oc.oscillator_expressions(lag, momentum)
+    rng = np.random.default_rng(0)
+    g = _grid(rng)
+    t = np.linspace(0.5, 200, 60)[:, None]
+    got = ex["response"].evaluate(t=t, **g)
+    for i in range(0, 400, 7):
+        c = osc.coefficients(g["eta"][i], g["mu"][i], int(g["k_ref"][i]), g["curvature"][i], lag=lag, momentum=momentum)
+        ref = osc.relaxation(t[:, 0], c.mass, c.damping, c.stiffness)
+        ok = np.abs(ref) < 1e6  # compare where the (possibly growing) curve is on the page's scale
+        np.testing.assert_allclose(got[ok[:, None].ravel(), i], ref[ok], rtol=1e-9, atol=1e-12)
+        assert float(ex["damping_ratio"].evaluate(**{k: v[i] for k, v in g.items()})) == pytest.approx(c.damping_ratio)
+
+
+def test_vega_response_near_critical_damping_has_no_cancellation():
+    ex = oc.oscillator_expressions()
+    mu, k_ref, curv = 0.5, 4, 1.0
+    a_cd = float(stability.critical_a_damping(mu, k_ref)[()])
+    t = np.linspace(0.01, 100, 300)
+    for f in (1 - 1e-9, 1.0, 1 + 1e-9, 1 + 1e-6):
+        c = osc.coefficients(a_cd * f, mu, k_ref, curv)
+        got = ex["response"].evaluate(t=t, eta=a_cd * f, mu=mu, k_ref=k_ref, curvature=curv)
+        np.testing.assert_allclose(got, osc.relaxation(t, c.mass, c.damping, c.stiffness), rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("lag", ["constant", "refresh"])
+def test_vega_regime_agrees_with_coefficients_on_a_grid(lag):
+    ex = oc.oscillator_expressions(lag)
+    etas = np.linspace(0.001, 0.1, 100)
+    mus = np.round(np.arange(0, 1.0, 0.05), 2)
+    checked = set()
+    for mu in mus:
+        for k in (1, 2, 4, 8, 16):
+            labels = ex["regime"].evaluate(eta=etas, mu=mu, k_ref=k, curvature=1.0)
+            # add the critically damped point itself
+            a_cd = float(stability.critical_a_damping(mu, k, lag)[()])
+            crit = str(ex["regime"].evaluate(eta=a_cd, mu=mu, k_ref=k, curvature=1.0))
+            assert crit == "critically damped"
+            for e, lab in zip(etas, labels):
+                assert lab == osc.coefficients(e, mu, k, 1.0, lag=lag).regime_label
+                checked.add(str(lab))
+    assert {"overdamped", "underdamped", "unstable"} <= checked
+
+
+def test_continuous_eta_expression():
+    ex = oc.oscillator_expressions()
+    got = ex["continuous_eta"].evaluate(eta=0.01, mu=np.array([0.0, 0.9]), k_ref=4.0, curvature=2.0)
+    np.testing.assert_allclose(got, [(1 - 0.0) / 8, (1 - 0.9) / 8])
+    ref = oc.oscillator_expressions("refresh")["continuous_eta"].evaluate(eta=0.01, mu=0.5, k_ref=1.0, curvature=1.0)
+    assert np.isinf(ref)
+
+
+def test_expression_language_renders_what_it_evaluates():
+    x = var("x", "datum.x")
+    e = where((x > 1) & (x < 3), fn.sqrt(x) * 2 - lit(-1.5), fn.max(x, 0.5) / 2)
+    assert str(e) == "(((datum.x > 1.0) && (datum.x < 3.0)) ? ((sqrt(datum.x) * 2.0) - (-1.5)) : (max(datum.x, 0.5) / 2.0))"
+    np.testing.assert_allclose(e.evaluate(x=np.array([0.0, 2.0, 4.0])), [0.25, 2 * np.sqrt(2) + 1.5, 2.0])
+    label = "ζ = " + fn.format(x, ".2f")
+    assert label.evaluate(x=np.array([0.4149])).tolist() == ["ζ = 0.41"]
+
+
+def test_slider_chart_params_and_named_marks():
+    spec = oc.slider_chart().to_dict()
+    params = {p["name"]: p for p in spec["params"]}
+    assert set(params) == set(oc.SLIDER_PARAMS)
+    assert params["eta"]["bind"]["input"] == "range"
+    names = [layer.get("name") for layer in spec["layer"]]
+    for n in ("regime_label", "zeta_label", "threshold_label", "trajectory"):
+        assert n in names
+    assert spec["usermeta"]["embedOptions"]["renderer"] == "svg"
+
+
+def _svg_texts(chart):
+    import vl_convert as vlc
+
+    svg = vlc.vegalite_to_svg(chart.to_dict())
+    return svg, re.findall(r"<text[^>]*>([^<]*)</text>", svg)
+
+
+@pytest.mark.parametrize("eta,mu,k_ref", [(0.02, 0.8, 4), (0.06, 0.8, 4), (0.002, 0.8, 4), (0.03, 0.5, 2)])
+def test_vega_runtime_computes_the_same_labels(eta, mu, k_ref):
+    """Vega itself (vl-convert's engine) evaluates the expressions: the regime label, the damping ratio
+    and the exact threshold it prints equal grpo_core's."""
+    chart = oc.slider_chart(eta=eta, mu=mu, k_ref=k_ref)
+    svg, texts = _svg_texts(chart)
+    c = osc.coefficients(eta, mu, k_ref, 1.0)
+    assert c.regime_label in texts
+    assert "regime_label_marks" in svg
+    assert f"damping ratio ζ = {c.damping_ratio:.2f}".replace("-", "−") in texts
+    exact = float(stability.critical_a_exact(mu, k_ref)[()])
+    thr = [t for t in texts if t.startswith("unstable above")]
+    assert thr and f"{exact:.4f} (exact" in thr[0] and f"{(1 - mu) / k_ref:.4f} (continuous)" in thr[0]
+
+
+def test_regime_examples_hit_their_regimes():
+    for lag in ("constant", "refresh"):
+        ex = oc.regime_examples(0.5, 4, 2.0, lag=lag)
+        assert [c.regime for c in ex.values()] == list(ex)
+        unstable = ex["unstable"]
+        assert not stability.is_stable_exact(unstable.a, 0.5, 4, lag)[()]
+
+
+def test_phase_diagram_data_holds_the_four_boundaries():
+    df = oc.phase_diagram_data(mus=[0.0, 0.9], k_refs=[1, 2, 4, 8])
+    assert set(df.boundary) == {"continuous, constant lag (paper)", "exact, constant lag",
+                                "continuous, refresh lag (ours)", "exact, refresh lag"}
+    paper = df[(df.boundary == "continuous, constant lag (paper)") & (df.mu == 0.9)]
+    np.testing.assert_allclose(paper.a_star, 0.1 / paper.k_ref)
+    assert not ((df.boundary == "continuous, refresh lag (ours)") & (df.k_ref == 1)).any()
+
+
+def test_noise_bands_data_agrees_with_the_exact_variance():
+    c = osc.coefficients(0.05, 0.5, 2, 1.0)
+    df = oc.noise_bands_data(c, (4, 16), n_seeds=256, n_steps=300, seed=1)
+    late = df[df.t > 150]
+    for g, part in late.groupby("group_size"):
+        sd_sim = ((part.sim_hi - part.sim_lo) / 4).mean()
+        sd_exact = np.sqrt(osc.stationary_variance_exact(c, 1.0, g))
+        assert sd_sim == pytest.approx(sd_exact, rel=0.1)
+    ratio = (late[late.group_size == 4].hi - late[late.group_size == 4].lo).mean() / \
+        (late[late.group_size == 16].hi - late[late.group_size == 16].lo).mean()
+    assert ratio == pytest.approx(2.0, rel=1e-6)  # sd ~ 1/sqrt(G)
+    chart = oc.noise_bands_chart(df)
+    assert len(chart.layer) == 4
+    with pytest.raises(KeyError):
+        oc.noise_bands_chart(df.drop(columns=["sim_lo"]))
