@@ -311,3 +311,41 @@ def test_bandit_explorer_runs_in_a_thread_and_stops():
     assert ex.values["seeds_done"] < 1024 and ex.progress.value == ex.values["seeds_done"]
     assert ex.status.text.startswith(f"stopped after {ex.values['seeds_done']} of 1024 seeds")
 
+
+
+# --- group-size explorer --------------------------------------------------------------------
+
+
+def test_group_size_explorer_matches_grpo_core():
+    from grpo_core import groupsize
+    from widgets.group_size_explorer import POOL_ARMS, POOL_PROMPTS, group_size_explorer
+
+    ex = group_size_explorer(budget=1024, spread=0.15, group_size=16)
+    for spread, budget in [(0.15, 1024), (0.3, 1024), (0.05, 4096)]:
+        ex.controls["spread"].value = spread
+        ex.controls["budget"].value = budget
+        k = groupsize.pool_constants(groupsize.beta_difficulty_pool(POOL_PROMPTS, POOL_ARMS, mean=0.3, spread=spread))
+        assert ex.values["c1"] == pytest.approx(k.c1) and ex.values["c3"] == pytest.approx(k.c3)
+        assert ex.values["g_star_exact"] == pytest.approx(1 + math.sqrt(k.c3 / k.c1))
+        assert ex.values["best_g"] == groupsize.best_group_size(budget, k.c1, k.c2, k.c3)
+        assert ex.values["ratio"] == pytest.approx(
+            float(k.mse(16, budget=budget)) / float(k.mse(ex.values["best_g"], budget=budget)))
+    # More spread between prompts -> more between-prompt variance c1 -> a smaller G*.
+    ex.controls["spread"].value = 0.05
+    small_spread = ex.values["g_star_exact"]
+    ex.controls["spread"].value = 0.3
+    assert ex.values["g_star_exact"] < small_spread
+    marks = [recs for mark, recs in _marks(ex.specs["mse"]) if mark == "point"][0]
+    assert {r["group_size"] for r in marks} == {16, ex.values["best_g"]}
+
+
+def test_group_size_explorer_g_that_does_not_divide_the_budget():
+    from widgets.group_size_explorer import group_size_explorer
+
+    ex = group_size_explorer(budget=1024, group_size=16)
+    ex.controls["group_size"].value = 24
+    assert ex.status.kind == "error" and "`budget` must be a multiple of `group_size` = 24" in ex.status.text
+    ex.controls["group_size"].value = 32
+    assert ex.status.text == "" and ex.values["group_size"] == 32
+    ex.controls["spread"].text.value = "0.9"  # beyond the slider: clamped with a message
+    assert ex.controls["spread"].value == 0.45 and "clamped" in ex.controls["spread"].message.value

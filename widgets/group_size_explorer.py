@@ -1,0 +1,202 @@
+"""Group-size explorer: rollout budget N, prompt-difficulty spread and G; the MSE curves and G*.
+
+A live-kernel explorer over :mod:`grpo_core.groupsize`: a pool of prompts whose initial success
+probability follows a Beta distribution (:func:`~grpo_core.groupsize.beta_difficulty_pool`), its
+exact constants c1, c2, c3 (:func:`~grpo_core.groupsize.pool_constants`), the minibatch MSE of
+each estimator against G at a fixed budget N = B G (:func:`~grpo_core.groupsize.minibatch_mse`) and
+the optimum G* (:func:`~grpo_core.groupsize.optimal_group_size`,
+:func:`~grpo_core.groupsize.best_group_size`). The chart is
+:func:`widgets.explorer_charts.group_size_view_chart`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import ipywidgets as widgets
+import numpy as np
+import pandas as pd
+
+from grpo_core import groupsize
+
+from . import explorer_charts
+from ._controls import Explorer, LiveChart, NumberControl, readout_table
+
+__all__ = ["GroupSizeExplorer", "group_size_explorer", "compute_group_size_view"]
+
+RANGES = {
+    "budget": (8, 8192),
+    "spread": (0.0, 0.45),
+    "mean": (0.05, 0.95),
+    "group_size": (2, 8192),
+}
+#: Prompts in the pool (the constants are exact for this quadrature of the Beta distribution).
+POOL_PROMPTS = 256
+POOL_ARMS = 8
+
+
+def compute_group_size_view(budget: int, spread: float, group_size: int, *, mean: float = 0.3,
+                            correct_sets: str = "shared") -> dict:
+    """What the group-size explorer shows, computed by :mod:`grpo_core.groupsize`.
+
+    Parameters
+    ----------
+    budget : int >= 8
+        Rollouts per step N = B G.
+    spread : float >= 0
+        Standard deviation of the prompts' initial success probability (below
+        ``sqrt(mean (1 - mean))``).
+    group_size : int >= 2
+        The G to compare with the optimum; must divide ``budget``.
+    mean : float in (0, 1)
+        Mean initial success probability.
+    correct_sets : {"shared", "random"}
+        See :func:`grpo_core.groupsize.beta_difficulty_pool`.
+
+    Returns
+    -------
+    dict
+        ``constants`` (:class:`~grpo_core.groupsize.GroupSizeConstants`), ``g_star`` (leading
+        order), ``g_star_exact``, ``best_g`` (best feasible power of two dividing N), ``curves``
+        (a DataFrame with columns ``group_size``, ``num_prompts``, ``estimator``, ``mse``: the
+        leave-one-out and plain-mean estimators, exact law, for every power-of-two G dividing N),
+        ``mse_at_g`` and ``mse_best`` (leave-one-out), ``ratio`` (their quotient, >= 1).
+
+    Raises
+    ------
+    ParameterError
+        Out-of-range inputs, or a ``group_size`` that does not divide ``budget``.
+
+    Examples
+    --------
+    >>> v = compute_group_size_view(1024, 0.15, 8)
+    >>> v["best_g"], round(v["g_star_exact"], 2)
+    (8, 8.36)
+    """
+    pool = groupsize.beta_difficulty_pool(POOL_PROMPTS, POOL_ARMS, mean=mean, spread=spread,
+                                          correct_sets=correct_sets)
+    k = groupsize.pool_constants(pool)
+    n = int(budget)
+    candidates = [2**j for j in range(1, int(math.log2(n)) + 1) if n % 2**j == 0]
+    g = np.array(candidates, dtype=float)
+    rows = []
+    for estimator in ("leave_one_out", "mean"):
+        mse = k.mse(g, budget=n, estimator=estimator)
+        rows.append(pd.DataFrame({"group_size": g.astype(int), "num_prompts": (n // g).astype(int),
+                                  "estimator": estimator, "mse": mse}))
+    curves = pd.concat(rows, ignore_index=True)
+    best = groupsize.best_group_size(n, k.c1, k.c2, k.c3)
+    mse_g = float(k.mse(group_size, budget=n))
+    mse_best = float(k.mse(best, budget=n))
+    return {
+        "constants": k,
+        "g_star": k.g_star,
+        "g_star_exact": k.g_star_exact,
+        "best_g": best,
+        "curves": curves,
+        "group_size": int(group_size),
+        "budget": n,
+        "mse_at_g": mse_g,
+        "mse_best": mse_best,
+        "ratio": mse_g / mse_best,
+    }
+
+
+class GroupSizeExplorer(Explorer):
+    """The widget returned by :func:`group_size_explorer` (see there)."""
+
+    def __init__(self, *, budget=1024, spread=0.15, group_size=16, mean=0.3, correct_sets="shared"):
+        super().__init__()
+        r = RANGES
+        self.controls = {
+            "budget": NumberControl("budget", "N (rollouts/step)", budget, *r["budget"], integer=True),
+            "spread": NumberControl("spread", "difficulty spread", spread, *r["spread"], 0.005),
+            "mean": NumberControl("mean", "mean success p", mean, *r["mean"], 0.01),
+            "group_size": NumberControl("group_size", "G (group size)", group_size, *r["group_size"],
+                                        integer=True),
+        }
+        self.correct_sets = widgets.ToggleButtons(
+            options=[("one skill (shared)", "shared"), ("different skills", "random")],
+            value=correct_sets, description="prompts")
+        self.readout = widgets.HTML()
+        self._output("mse")
+        self._live = LiveChart(explorer_charts.group_size_view_chart)
+        for c in self.controls.values():
+            c.observe_value(lambda _: self.update())
+        self.correct_sets.observe(lambda _: self.update(), names="value")
+        self.children = [
+            widgets.HTML("<b>Group-size explorer</b>: the minibatch gradient's error against G at a "
+                         "fixed rollout budget"),
+            widgets.HBox([widgets.VBox([*self.controls.values(), self.correct_sets]), self.readout]),
+            self.status,
+            self.outputs["mse"],
+        ]
+        self.view: dict | None = None
+        self.update()
+
+    def update(self) -> None:
+        """Recompute and redraw from the current controls."""
+        self._begin()
+        self._run(self._update)
+
+    def _update(self) -> None:
+        p = {k: c.value for k, c in self.controls.items()}
+        view = compute_group_size_view(p["budget"], p["spread"], p["group_size"], mean=p["mean"],
+                                       correct_sets=self.correct_sets.value)
+        self.view = view
+        k = view["constants"]
+        self.values = {key: view[key] for key in ("g_star", "g_star_exact", "best_g", "mse_at_g",
+                                                  "mse_best", "ratio", "group_size", "budget")}
+        self.values.update(c1=k.c1, c2=k.c2, c3=k.c3)
+        def star(x):
+            return "∞ (no between-prompt variance)" if x > 1e6 else f"{x:.3g}"
+
+        self.readout.value = readout_table([
+            ("c1 (between prompts)", f"{k.c1:.3g}"),
+            ("c2 (oracle, within)", f"{k.c2:.3g}"),
+            ("c3 (second order)", f"{k.c3:.3g}"),
+            ("G* = 1 + sqrt(c3/c1) (exact)", star(view["g_star_exact"])),
+            ("G* = sqrt(c3/c1) (paper's law)", star(view["g_star"])),
+            ("best feasible G (power of 2 | N)", str(view["best_g"])),
+            (f"MSE at G = {view['group_size']} / at best", f"{view['ratio']:.3f}×"),
+        ])
+        self._live_chart("mse", self._live, explorer_charts.group_size_frames(view))
+
+
+def group_size_explorer(budget: int = 1024, spread: float = 0.15, group_size: int = 16, *,
+                        mean: float = 0.3, correct_sets: str = "shared") -> GroupSizeExplorer:
+    """Interactive fixed-budget trade-off: more prompts (small G) or more samples per prompt (large G).
+
+    Parameters
+    ----------
+    budget : int in [8, 8192]
+        Rollouts per step N = B G.
+    spread : float in [0, 0.45]
+        Standard deviation of the prompts' initial success probability (between-prompt variance
+        of the true gradient grows with it, which lowers G*).
+    group_size : int in [2, 8192]
+        The G marked on the chart; a G that does not divide N shows a message.
+    mean : float in [0.05, 0.95]
+        Mean initial success probability.
+    correct_sets : {"shared", "random"}
+        Prompts that exercise one skill (parallel gradients) or different ones.
+
+    Returns
+    -------
+    GroupSizeExplorer
+        An :class:`ipywidgets.VBox`: display it. ``.values`` holds ``g_star``, ``g_star_exact``,
+        ``best_g``, ``c1``, ``c2``, ``c3`` and the MSE ratio shown.
+
+    Raises
+    ------
+    ValueError
+        If an initial value lies outside its control's range.
+
+    Examples
+    --------
+    >>> ex = group_size_explorer(budget=1024, spread=0.15, group_size=8)
+    >>> ex.values["best_g"], round(ex.values["ratio"], 3)
+    (8, 1.0)
+    """
+    return GroupSizeExplorer(budget=budget, spread=spread, group_size=group_size, mean=mean,
+                             correct_sets=correct_sets)
