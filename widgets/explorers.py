@@ -20,8 +20,9 @@ Google Colab. They use only the core ipywidgets controls (sliders, text boxes, t
 buttons, a progress bar, a file upload and Output areas) and Altair's default renderer, so no
 custom widget manager is needed anywhere: in particular Colab's
 ``google.colab.output.enable_custom_widget_manager()`` is *not* required (it is only for
-third-party widget libraries). Charts are drawn by Vega-Embed inside Output areas; on Colab and in
-VS Code that script is fetched from the jsDelivr CDN, as for any Altair chart.
+third-party widget libraries). Charts are drawn by Vega-Embed inside Output areas; in a live
+notebook Altair's default renderer loads Vega from the jsDelivr CDN, as for any Altair chart (so
+the browser needs internet access; the book itself serves its own copy).
 
 On a static page (the built book, or a notebook exported with ``jupyter nbconvert --to html``)
 an explorer shows the state it was saved in, charts included (the notebook must be saved with its
