@@ -106,6 +106,7 @@ __all__ = [
     "gradient_covariance",
     "simulate",
     "fixed_point",
+    "reduced_flow",
     "stiffness",
     "advantage_coefficients",
 ]
@@ -117,6 +118,8 @@ KL_ESTIMATORS = ("exact", "k3")
 BASELINES = ("mean", "leave_one_out", "none")
 SCALES = ("none", "group_std")
 
+#: Fixed points closer than this (relative) to the extreme rewards are not interior.
+_EDGE = 1e-6
 #: Work (configurations x seeds x groups x group size x steps) above which a progress bar is shown.
 PROGRESS_THRESHOLD = 2e8
 #: Bytes of uniforms drawn per block of steps (per-seed streams are drawn in blocks).
@@ -1038,7 +1041,10 @@ class FixedPoint:
         Logits at the fixed point (same mean as the initial logits).
     interior : bool
         False when the flow runs away (``p`` -> its largest or smallest reachable value with no
-        restoring force, e.g. ``beta = 0``): then there is nothing to linearise around.
+        restoring force, e.g. ``beta = 0``): then there is nothing to linearise around. A fixed
+        point within 1e-6 (relative) of the extreme rewards also counts as not interior: with std
+        scaling, ``std_eps`` creates one at ``p ~ 1 - 1e-16`` (where ``sqrt(p(1-p)) < eps``), which
+        is ``p = 1`` for every practical purpose.
     stiffness : float
         K, the relaxation rate of the flow at the fixed point per unit learning rate (logit
         units; ``a = eta K`` per optimizer step); 0 when not interior.
@@ -1152,6 +1158,49 @@ def _gap_flow(f, hi: np.ndarray, ref: np.ndarray):
     return big_f
 
 
+def reduced_flow(spec: BanditSpec, beta: float, gaps) -> np.ndarray:
+    """The one-dimensional mean-field flow ``x' = F(x)`` of a two-level symmetric bandit.
+
+    ``x`` is the logit gap between a correct (high-reward) and a wrong arm; the logits are
+    ``theta = theta_ref + x 1_H``. ``F(x)`` is the rate of change of the gap per unit learning rate
+    under the on-policy expected gradient (the spec's group size, baseline, scaling and KL
+    estimator). Two arms, uniform reference (DESIGN section 5): mean baseline, G -> inf:
+    ``F = 2 p (1 - p)(1 - beta x)``; std scaling: ``F = 2 sqrt(p (1 - p)) - 2 beta p (1 - p) x``.
+
+    Parameters
+    ----------
+    spec : BanditSpec
+        Two reward levels, reference logits constant within each level.
+    beta : float >= 0
+    gaps : array_like
+        Values of ``x`` (nats).
+
+    Returns
+    -------
+    ndarray, shape of ``gaps``
+        ``F(x)`` in logit units per step per unit learning rate.
+
+    Raises
+    ------
+    ParameterError
+        A bandit that does not reduce to one gap; bad ``beta`` or ``gaps``.
+
+    Examples
+    --------
+    >>> spec = BanditSpec.binary(group_size=math.inf)
+    >>> reduced_flow(spec, 1.0, [0.0, 1.0]).round(4).tolist()
+    [0.5, 0.0]
+    """
+    b = check_beta(beta)
+    x = check_array("gaps", gaps)
+    hi = _symmetric_levels(spec.replace(init_logits=spec.ref_logits))
+    if hi is None:
+        raise ParameterError("reward_probs", "`reward_probs` must have two levels (and `ref_logits` be symmetric "
+                                             "within each) for a one-dimensional flow")
+    _, f = _flow(spec, b)
+    return _gap_flow(f, hi, np.asarray(spec.ref_logits))(x)
+
+
 def _fixed_point_symmetric(alg, f, hi, ref, init, max_gap) -> FixedPoint:
     big_f = _gap_flow(f, hi, ref)
     x0 = float(np.mean((init - ref)[hi > 0]) - np.mean((init - ref)[hi == 0]))
@@ -1171,17 +1220,27 @@ def _fixed_point_symmetric(alg, f, hi, ref, init, max_gap) -> FixedPoint:
             return FixedPoint(p_star=p_lim, theta_star=th, interior=False, stiffness=0.0, gap=math.inf * sgn,
                               symmetric=True, direction=direction)
         i = int(change[0])
-        if vals[i + 1] == 0.0:
-            x_star = float(grid[i + 1])
+        scalar_f = lambda x: float(big_f(x))  # noqa: E731
+        fa, fb = scalar_f(grid[i]), scalar_f(grid[i + 1])
+        if fa == 0.0 or fb == 0.0 or np.sign(fa) == np.sign(fb):
+            # A root on a grid point (the array and scalar evaluations may differ by rounding).
+            x_star = float(grid[i] if abs(fa) <= abs(fb) else grid[i + 1])
         else:
-            x_star = optimize.brentq(lambda x: float(big_f(x)), grid[i], grid[i + 1], xtol=1e-14, rtol=1e-14)
+            x_star = optimize.brentq(scalar_f, grid[i], grid[i + 1], xtol=1e-14, rtol=1e-14)
     theta_star = ref + x_star * hi
     theta_star = theta_star - theta_star.mean() + init.mean()
     h = 1e-5 * max(1.0, abs(x_star))
     k = -float(big_f(x_star + h) - big_f(x_star - h)) / (2 * h)
     p_star = float(np.exp(log_softmax(theta_star)) @ alg.q)
-    return FixedPoint(p_star=p_star, theta_star=theta_star, interior=k > 0, stiffness=max(k, 0.0), gap=x_star,
-                      symmetric=True, direction=direction)
+    interior = k > 0 and _inside(p_star, alg.q)
+    return FixedPoint(p_star=p_star, theta_star=theta_star, interior=interior, stiffness=k if interior else 0.0,
+                      gap=x_star, symmetric=True, direction=direction)
+
+
+def _inside(p_star: float, q: np.ndarray) -> bool:
+    """A fixed point within 1e-6 (relative) of the extreme rewards is not interior (p = 1 in practice)."""
+    frac = (p_star - q.min()) / (q.max() - q.min())
+    return _EDGE < frac < 1.0 - _EDGE
 
 
 def _jacobian(f, theta: np.ndarray) -> np.ndarray:
@@ -1218,7 +1277,8 @@ def _fixed_point_general(alg, f, init) -> FixedPoint:
     i = int(np.argmax(weights))
     v = vecs[:, i].real
     k = -float(vals[i].real)
-    return FixedPoint(p_star=p_star, theta_star=th_star, interior=k > 0, stiffness=max(k, 0.0), gap=math.nan,
+    interior = k > 0 and _inside(p_star, alg.q)
+    return FixedPoint(p_star=p_star, theta_star=th_star, interior=interior, stiffness=k if interior else 0.0, gap=math.nan,
                       symmetric=False, direction=v / np.linalg.norm(v))
 
 
