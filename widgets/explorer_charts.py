@@ -37,6 +37,12 @@ __all__ = [
     "bandit_view_chart",
     "group_size_frames",
     "group_size_view_chart",
+    "STATIC_BANDIT_PARAMS",
+    "static_bandit_grid",
+    "static_bandit_chart",
+    "STATIC_FORECAST_PARAMS",
+    "static_forecast_grid",
+    "static_forecast_chart",
 ]
 
 #: Plotted values of ``e / e0`` (or progress) are clipped to this range, so an unstable run
@@ -541,3 +547,229 @@ def group_size_view_chart(frames: dict[str, pd.DataFrame], *, width: int = 520, 
         x="g:Q", y=alt.value(4), text="label:N")
     return alt.layer(curves, marks, rule, text).resolve_scale(color="independent").properties(
         width=width, height=height)
+
+
+# ----------------------------------------------------------------------------------------------
+# Static counterparts of the bandit and log explorers (precomputed grids filtered by a slider)
+# ----------------------------------------------------------------------------------------------
+
+#: Names of :func:`static_bandit_chart`'s params.
+STATIC_BANDIT_PARAMS = ("k_ref",)
+
+
+def static_bandit_grid(
+    *,
+    eta: float = 0.2,
+    mu: float = 0.5,
+    beta: float = 1.0,
+    group_size: int = 8,
+    k_refs: Sequence[int] = tuple(range(1, 17)),
+    steps: int = 200,
+    seeds: int = 64,
+    record_every: int = 2,
+    lag: str = "constant",
+) -> dict[str, pd.DataFrame]:
+    """Bandit runs for every ``K_ref`` of a slider, with the oscillator's prediction, precomputed.
+
+    One vectorised call of :func:`grpo_core.bandit.simulate` per mode runs every ``K_ref``
+    together: the exact mean field and ``seeds`` stochastic runs (leave-one-out baseline, two arms,
+    one correct, uniform start and reference); the prediction is
+    :func:`widgets.bandit_explorer.bandit_prediction` (the oscillator with the bandit's own fixed
+    point and stiffness).
+
+    Returns
+    -------
+    dict
+        ``curves`` (``k_ref``, ``step``, ``p``, ``curve``: stochastic mean, exact mean field,
+        oscillator closed form; clipped to [-0.05, 1.05]) and ``labels`` (one row per ``k_ref``:
+        ``regime``, the continuous model's regime; ``stable_exact``; ``critical_k_ref_exact``;
+        ``text``).
+
+    Raises
+    ------
+    ParameterError
+        Invalid hyperparameters (from :mod:`grpo_core.bandit`).
+    """
+    from grpo_core import bandit
+
+    from .bandit_explorer import bandit_prediction
+
+    spec = bandit.BanditSpec.binary(arms=2, correct=1, group_size=group_size, baseline="leave_one_out", lag=lag)
+    k = np.asarray(k_refs, dtype=int)
+    mf = bandit.simulate(spec, eta=eta, mu=mu, k_ref=k, beta=beta, steps=steps, mean_field=True,
+                         record_every=record_every)
+    st = bandit.simulate(spec, eta=eta, mu=mu, k_ref=k, beta=beta, steps=steps, seeds=seeds,
+                         record_every=record_every)
+    rows, labels = [], []
+    for i, kr in enumerate(k):
+        pred = bandit_prediction(spec, eta=eta, mu=mu, k_ref=int(kr), beta=beta, steps=steps)
+        c = pred["coefficients"]
+        t = mf.steps
+        with np.errstate(over="ignore", invalid="ignore"):
+            closed = np.asarray(pred["closed_form"])[t]
+        for name, values in ((f"mean of {seeds} seeds (G = {group_size})", st.p[i].mean(axis=0)),
+                             ("exact mean field", mf.p[i, 0]), ("oscillator prediction", closed)):
+            v = np.clip(np.nan_to_num(np.asarray(values, float), nan=1.05, posinf=1.05, neginf=-0.05), -0.05, 1.05)
+            rows.append(pd.DataFrame({"k_ref": int(kr), "step": t, "p": v, "curve": name}))
+        if not pred["stable_exact"]:
+            verdict = "unstable"
+        elif c.regime == "unstable":
+            verdict = "stable (exact recurrence only)"
+        else:
+            verdict = c.regime_label
+        labels.append({"k_ref": int(kr), "regime": c.regime_label, "stable_exact": pred["stable_exact"],
+                       "text": f"oscillator predicts: {verdict} (ζ = {c.damping_ratio:.2f}, η·K = {c.a:.3f})"})
+    return {"curves": pd.concat(rows, ignore_index=True), "labels": pd.DataFrame(labels)}
+
+
+def static_bandit_chart(grid: dict[str, pd.DataFrame], k_ref: int = 4, *, width: int = 540,
+                        height: int = 260) -> alt.LayerChart:
+    """Bandit runs filtered by a ``K_ref`` slider on the page (no kernel).
+
+    Parameters
+    ----------
+    grid : dict
+        From :func:`static_bandit_grid`.
+    k_ref : int
+        Initial slider position (one of the grid's values).
+    width, height : int
+
+    Returns
+    -------
+    alt.LayerChart
+        A param ``k_ref`` bound to a range slider; the curves of that ``K_ref`` and a text mark
+        named ``bandit_regime_label`` with the oscillator's prediction.
+
+    Raises
+    ------
+    ParameterError
+        If ``k_ref`` is not in the grid.
+    """
+    from grpo_core.errors import ParameterError
+
+    ks = sorted(grid["labels"]["k_ref"].unique())
+    if k_ref not in ks:
+        raise ParameterError("k_ref", f"`k_ref` must be one of the grid's values {ks}; got {k_ref}")
+    param = alt.param(name="k_ref", value=int(k_ref),
+                      bind=alt.binding_range(min=int(ks[0]), max=int(ks[-1]), step=1, name="K_ref (lag) "))
+    names = list(dict.fromkeys(grid["curves"]["curve"]))
+    colour = alt.Color("curve:N", title=None, legend=alt.Legend(orient="bottom"),
+                       scale=alt.Scale(domain=names, range=["#3b6fb6", "#1b9e77", "#000000"][: len(names)]))
+    lines = alt.Chart(grid["curves"]).transform_filter("datum.k_ref == k_ref").mark_line(
+        strokeWidth=2, clip=True).encode(
+        x=alt.X("step:Q", title="optimizer step"),
+        y=alt.Y("p:Q", title="expected reward p", scale=alt.Scale(domain=[-0.05, 1.05], nice=False)),
+        color=colour, strokeDash=alt.StrokeDash("curve:N", legend=None, scale=alt.Scale(
+            domain=names, range=[[1, 0], [1, 0], [5, 3]][: len(names)])),
+    ).properties(name="bandit_curves")
+    text = alt.Chart(grid["labels"]).transform_filter("datum.k_ref == k_ref").mark_text(
+        align="left", baseline="bottom", fontSize=14, fontWeight="bold", dx=6, dy=-6).encode(
+        x=alt.value(0), y=alt.value(height), text="text:N").properties(name="bandit_regime_label")
+    return alt.layer(lines, text).add_params(param).properties(
+        width=width, height=height, usermeta={"embedOptions": {"renderer": "svg", "actions": False}})
+
+
+#: Names of :func:`static_forecast_chart`'s params.
+STATIC_FORECAST_PARAMS = ("fraction",)
+
+
+def static_forecast_grid(t, y, *, fractions: Sequence[float] = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
+                         law: str = "best", level: float = 0.9, tail: int = 50) -> dict[str, pd.DataFrame]:
+    """Plateau forecasts from growing fit windows of one reward curve, precomputed for a slider.
+
+    Each fraction is one call of :func:`grpo_core.laws.forecast` (delta-method band, so the grid
+    is cheap to build); a fraction whose window is too short is left out.
+
+    Returns
+    -------
+    dict
+        ``points`` (``step``, ``reward``), ``curves`` (``fraction``, ``step``, ``forecast``, ``low``,
+        ``high``) and ``labels`` (one row per fraction: ``fraction``, ``t_fit_end``, ``plateau``,
+        ``low``, ``high``, ``actual``, ``text``).
+
+    Raises
+    ------
+    DataError
+        If no fraction gives a usable window.
+    """
+    import warnings
+
+    from grpo_core import laws
+    from grpo_core.errors import DataError
+
+    t = np.asarray(t, float)
+    y = np.asarray(y, float)
+    curves, labels = [], []
+    for f in fractions:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                fc = laws.forecast(t, y, law=law, fraction=f, level=level, n_boot=0, tail=tail)
+            except DataError:
+                continue
+        key = int(round(f * 100))
+        span = float(np.ptp(y)) or 1.0
+        lo, hi = float(np.min(y)) - span, float(np.max(y)) + span  # keep wild forecasts in frame
+        curves.append(pd.DataFrame({"fraction": key, "step": fc.t, "forecast": np.clip(fc.curve, lo, hi),
+                                    "low": np.clip(fc.curve_low, lo, hi), "high": np.clip(fc.curve_high, lo, hi)}))
+        actual = fc.actual_tail_mean
+        labels.append({"fraction": key, "t_fit_end": fc.t_fit_end, "plateau": fc.plateau,
+                       "low": fc.plateau_low, "high": fc.plateau_high, "actual": actual,
+                       "text": f"fit on the first {key}% ({fc.law}): plateau {fc.plateau:.3f} "
+                               f"[{fc.plateau_low:.3f}, {fc.plateau_high:.3f}]"
+                               + ("" if actual is None else f"; actual {actual:.3f}")})
+    if not labels:
+        raise DataError("no fit window is long enough for a forecast")
+    return {"points": pd.DataFrame({"step": t, "reward": y}), "curves": pd.concat(curves, ignore_index=True),
+            "labels": pd.DataFrame(labels)}
+
+
+def static_forecast_chart(grid: dict[str, pd.DataFrame], fraction: int = 40, *, metric: str = "reward",
+                          width: int = 560, height: int = 260) -> alt.LayerChart:
+    """The forecast for the fit window chosen with a slider on the page (no kernel).
+
+    Parameters
+    ----------
+    grid : dict
+        From :func:`static_forecast_grid`.
+    fraction : int
+        Initial slider position, in percent (one of the grid's).
+    metric : str
+        y-axis title.
+    width, height : int
+
+    Returns
+    -------
+    alt.LayerChart
+        A param ``fraction`` (percent) bound to a range slider; the data, the fit window's end, the
+        forecast curve and band, the plateau band, and a text mark named ``forecast_label``.
+
+    Raises
+    ------
+    ParameterError
+        If ``fraction`` is not in the grid.
+    """
+    from grpo_core.errors import ParameterError
+
+    fs = sorted(grid["labels"]["fraction"].unique())
+    if fraction not in fs:
+        raise ParameterError("fraction", f"`fraction` must be one of the grid's values {fs}; got {fraction}")
+    step = int(np.min(np.diff(fs))) if len(fs) > 1 else 1
+    param = alt.param(name="fraction", value=int(fraction),
+                      bind=alt.binding_range(min=int(fs[0]), max=int(fs[-1]), step=step,
+                                             name="fit on the first % of the steps "))
+    x = alt.X("step:Q", title="optimizer step")
+    points = alt.Chart(grid["points"]).mark_circle(size=12, color="#7f7f7f", opacity=0.5).encode(
+        x=x, y=alt.Y("reward:Q", title=metric))
+    sel = "datum.fraction == fraction"
+    band = alt.Chart(grid["curves"]).transform_filter(sel).mark_area(opacity=0.25, color="#0072B2").encode(
+        x="step:Q", y="low:Q", y2="high:Q")
+    curve = alt.Chart(grid["curves"]).transform_filter(sel).mark_line(color="#0072B2", strokeWidth=2).encode(
+        x="step:Q", y="forecast:Q").properties(name="forecast_curve")
+    labels = alt.Chart(grid["labels"]).transform_filter(sel)
+    window = labels.mark_rule(strokeDash=[4, 3], color="#555").encode(x="t_fit_end:Q")
+    plateau = labels.mark_rule(color="#0072B2", strokeDash=[6, 3], clip=True).encode(y="plateau:Q")
+    text = labels.mark_text(align="left", baseline="top", fontSize=13, dx=6, dy=6).encode(
+        x=alt.value(0), y=alt.value(0), text="text:N").properties(name="forecast_label")
+    return alt.layer(points, band, curve, window, plateau, text).add_params(param).properties(
+        width=width, height=height, usermeta={"embedOptions": {"renderer": "svg", "actions": False}})
