@@ -1,0 +1,101 @@
+"""Charts of the U-statistic and group-size chapters: the static slider chart's Vega expressions against
+grpo_core, its params and named text marks (rendered by Vega itself through vl-convert), and the other
+builders on real data."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from grpo_core.errors import ParameterError
+from grpo_core.groupsize import constants_by_spread, minibatch_mse, optimal_group_size, summarise_study
+from grpo_core.ustat import bandit_moments, monte_carlo_mse
+from widgets import ustat_charts as uc
+
+SPREADS = np.round(np.arange(0.02, 0.305, 0.01), 2)
+
+
+@pytest.fixture(scope="module")
+def grid():
+    return constants_by_spread(SPREADS, mean=0.2)
+
+
+def test_law_expressions_equal_grpo_core(grid):
+    ex = uc.law_expressions()
+    g = 2.0 ** np.arange(1, 12)
+    for row in grid.itertuples():
+        for n in (64, 1024, 4096):
+            feasible = g[g <= n]
+            got = ex["mse"].evaluate(G=feasible, c1=row.c1, c2=row.c2, c3=row.c3, budget=n)
+            ref = minibatch_mse(feasible, row.c1, row.c2, row.c3, budget=n)
+            np.testing.assert_allclose(got, ref, rtol=1e-12)
+        assert float(ex["g_star"].evaluate(c1=row.c1, c3=row.c3)) == pytest.approx(optimal_group_size(row.c1, row.c3))
+
+
+def _svg_texts(chart):
+    import vl_convert as vlc
+
+    svg = vlc.vegalite_to_svg(chart.to_dict())
+    return svg, re.findall(r"<text[^>]*>([^<]*)</text>", svg)
+
+
+@pytest.mark.parametrize("budget, spread", [(1024, 0.1), (64, 0.02), (256, 0.3)])
+def test_vega_runtime_prints_grpo_cores_g_star(grid, budget, spread):
+    """Vega evaluates the slider chart at the initial param values: its G* label is grpo_core's."""
+    chart = uc.group_size_slider_chart(grid, budget=budget, spread=spread)
+    spec = chart.to_dict()
+    assert sorted(p["name"] for p in spec["params"]) == sorted(uc.SLIDER_PARAMS)
+    svg, texts = _svg_texts(chart)
+    assert "g_star_label_marks" in svg
+    row = grid[np.isclose(grid.spread, spread)].iloc[0]
+    gs = optimal_group_size(row.c1, row.c3)
+    label = [t for t in texts if t.startswith("G* = ")]
+    assert label and label[0].startswith(f"G* = {gs:.1f}")
+    if gs > budget:
+        assert "one prompt per step" in label[0]
+    # the feasible points: every power of two that divides the budget, and only those
+    assert spec["layer"][1]["name"] == "feasible_points"
+
+
+def test_slider_chart_refuses_values_off_its_grid(grid):
+    with pytest.raises(ParameterError, match="`budget`"):
+        uc.group_size_slider_chart(grid, budget=1000)
+    with pytest.raises(ParameterError, match="`spread`"):
+        uc.group_size_slider_chart(grid, spread=0.123)
+    with pytest.raises(ParameterError, match="`constants`"):
+        uc.group_size_slider_chart(pd.DataFrame({"spread": [0.1]}))
+
+
+def test_u_statistic_chapter_charts_build_and_render():
+    probs = np.array([0.2] + [0.8 / 7] * 7)
+    rewards = np.array([1.0] + [0.0] * 7)
+    df = monte_carlo_mse(probs, rewards, [2, 4, 8, 16], 2_000)
+    m = bandit_moments(probs, rewards)
+    import vl_convert as vlc
+
+    for chart in (uc.mse_chart(df), uc.gap_chart(df), uc.hoeffding_chart(df, m), uc.bias_variance_chart(m, [2, 4, 8])):
+        assert vlc.vegalite_to_svg(chart.to_dict()).startswith("<svg")
+    # the mse chart plots every estimator, each divided by its own target's squared norm
+    data = uc.mse_chart(df).data
+    assert set(data.estimator) == {"vanilla", "mean", "leave_one_out", "oracle", "std"}
+    np.testing.assert_allclose(data.y, data.relative_mse)
+    with pytest.raises(ParameterError, match="`df`"):
+        uc.mse_chart(pd.DataFrame({"x": [1]}))
+
+
+def test_study_charts_build():
+    df = pd.DataFrame({
+        "budget": 16, "group_size": np.repeat([2, 4, 8], 3), "seed": np.tile(range(3), 3), "step": 5,
+        "reward": [0.5, 0.52, 0.51, 0.6, 0.61, 0.62, 0.58, 0.57, 0.59],
+    })
+    s = summarise_study(df)
+    chart = uc.study_chart(s, g_star=4.5)
+    # the y-axis is the reward relative to the best G: 0 at the best
+    assert chart.to_dict()["facet"]["column"]["field"] == "budget"
+    path = pd.DataFrame({"step": [5], "budget": 16, "g_star": [4.5], "best_g": [4], "tied_low": [4], "tied_high": [8]})
+    assert uc.best_g_path_chart(path).to_dict()["layer"]
+    with pytest.raises(ParameterError, match="`summary`"):
+        uc.study_chart(df.drop(columns="reward"))
