@@ -207,7 +207,7 @@ def check_array(
         bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
         raise ParameterError(name, f"`{name}` must be finite; {bad} NaN or infinite value(s) found")
     if low is not None and arr.size and np.nanmin(arr) < low:
-        raise ParameterError(name, f"`{name}` must be >= {_fmt(low)}; min is {np.nanmin(arr)!r}")
+        raise ParameterError(name, f"`{name}` must be >= {_fmt(low)}; min is {float(np.nanmin(arr))!r}")
     if high is not None and arr.size and np.nanmax(arr) > high:
-        raise ParameterError(name, f"`{name}` must be <= {_fmt(high)}; max is {np.nanmax(arr)!r}")
+        raise ParameterError(name, f"`{name}` must be <= {_fmt(high)}; max is {float(np.nanmax(arr))!r}")
     return arr
