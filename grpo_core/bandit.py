@@ -1232,7 +1232,7 @@ def _fixed_point_symmetric(alg, f, hi, ref, init, max_gap) -> FixedPoint:
     h = 1e-5 * max(1.0, abs(x_star))
     k = -float(big_f(x_star + h) - big_f(x_star - h)) / (2 * h)
     p_star = float(np.exp(log_softmax(theta_star)) @ alg.q)
-    interior = k > 0 and _inside(p_star, alg.q)
+    interior = bool(k > 0 and _inside(p_star, alg.q))
     return FixedPoint(p_star=p_star, theta_star=theta_star, interior=interior, stiffness=k if interior else 0.0,
                       gap=x_star, symmetric=True, direction=direction)
 
@@ -1277,7 +1277,7 @@ def _fixed_point_general(alg, f, init) -> FixedPoint:
     i = int(np.argmax(weights))
     v = vecs[:, i].real
     k = -float(vals[i].real)
-    interior = k > 0 and _inside(p_star, alg.q)
+    interior = bool(k > 0 and _inside(p_star, alg.q))
     return FixedPoint(p_star=p_star, theta_star=th_star, interior=interior, stiffness=k if interior else 0.0, gap=math.nan,
                       symmetric=False, direction=v / np.linalg.norm(v))
 

@@ -1,0 +1,221 @@
+"""``grpo-dynamics bandit``: run GRPO on the softmax bandit, or measure its stability threshold.
+
+Examples::
+
+    grpo-dynamics bandit --eta 0.5 --mu 0.5 --k-ref 4 --group-size 8 --seeds 64 --steps 400
+    grpo-dynamics bandit --eta 0.5 --mu 0.5 --k-ref 4 --mean-field --out run.csv --json
+    grpo-dynamics bandit --sweep k_ref --eta 0.5 --mu 0.5 --lag refresh --json
+    grpo-dynamics bandit --sweep eta --mu 0.9 --k-ref 8 --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "bandit",
+        help="run GRPO on a softmax bandit (final p, spread, p*, K) or measure its critical k_ref / eta",
+        description=(
+            "GRPO on a softmax bandit over A arms with binary (or Bernoulli) rewards: B groups of G samples "
+            "per step, group advantages, a stale score-function or clipped-surrogate gradient, a KL term to "
+            "the reference policy and momentum. Prints the final expected reward (mean and spread over seeds), "
+            "the fixed point p*, the measured stiffness K and the regime. With --sweep, measures the critical "
+            "k_ref (or eta) of the mean-field bandit and prints it next to the oscillator model's continuous "
+            "and exact predictions."
+        ),
+    )
+    p.add_argument("--eta", help="learning rate per optimizer step, > 0 (not with --sweep eta)")
+    p.add_argument("--mu", default="0", help="momentum coefficient in [0, 1) (default 0)")
+    p.add_argument("--k-ref", dest="k_ref", default="1",
+                   help="lag (constant) or refresh interval (refresh), in optimizer steps, integer >= 1 (default 1)")
+    p.add_argument("--group-size", dest="group_size", default="8",
+                   help="G, samples per group, integer >= 1 (>= 2 with leave-one-out or --scale-std); "
+                        "'inf' with --mean-field for the G -> infinity limit (default 8)")
+    p.add_argument("--num-prompts", dest="num_prompts", default="1", help="B, groups per step (default 1)")
+    p.add_argument("--seeds", default="16", help="number of seeds, integer >= 1 (default 16)")
+    p.add_argument("--steps", default="500", help="optimizer steps, integer >= 1 (default 500)")
+    p.add_argument("--lag", default="constant", help="'constant' (gradient k_ref steps old) or 'refresh' "
+                   "(behaviour policy refreshed every k_ref steps); default constant")
+    p.add_argument("--arms", default="2", help="number of arms A >= 2 (default 2)")
+    p.add_argument("--correct", default="1", help="number of correct arms, in [1, arms - 1] (default 1)")
+    p.add_argument("--reward-probs", dest="reward_probs",
+                   help="comma-separated Bernoulli reward probabilities per arm (overrides --arms/--correct)")
+    p.add_argument("--beta", default="1", help="KL weight to the reference policy, >= 0 (default 1; 0 has no "
+                   "interior fixed point: p runs to 1)")
+    p.add_argument("--baseline", default="mean", help="'mean' (GRPO), 'leave_one_out' or 'none' (default mean)")
+    p.add_argument("--scale-std", dest="scale_std", action="store_true",
+                   help="divide advantages by the group std (+1e-4), as GRPO/TRL do by default")
+    p.add_argument("--estimator", default="score", help="'score' (stale score-function gradient, the exact "
+                   "delay model) or 'surrogate' (clipped surrogate with importance ratios); default score")
+    p.add_argument("--momentum", default="heavy_ball",
+                   help="'heavy_ball' (v = mu v + g) or 'ema' (v = mu v + (1 - mu) g); default heavy_ball")
+    p.add_argument("--mean-field", dest="mean_field", action="store_true",
+                   help="exact expected gradient instead of sampling (deterministic; seeds ignored)")
+    p.add_argument("--sweep", choices=("k_ref", "eta"),
+                   help="measure the critical k_ref (at --eta, --mu) or eta (at --mu, --k-ref) in mean field")
+    p.add_argument("--k-max", dest="k_max", default="64", help="largest k_ref tried by --sweep k_ref (default 64)")
+    p.add_argument("--seed", default="0", help="first seed value (seeds are seed, seed+1, ...; default 0)")
+    p.add_argument("--out", help="write the trajectories to this CSV file (columns step, seed, p)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
+    p.add_argument("--progress", action="store_true", help="always show the progress bar (stderr)")
+    p.set_defaults(func=handler)
+
+
+def _spec(args):
+    from grpo_core.bandit import BanditSpec
+    from grpo_core.errors import ParameterError
+    from grpo_core.validation import check_integer
+
+    g = args.group_size
+    if str(g).strip().lower() in ("inf", "infinity"):
+        if not args.mean_field and not args.sweep:
+            raise ParameterError("group_size", "`group_size` 'inf' needs --mean-field (the G -> infinity limit)")
+        g = math.inf
+    common = dict(group_size=g, num_prompts=args.num_prompts, baseline=args.baseline,
+                  scale="group_std" if args.scale_std else "none", estimator=args.estimator, lag=args.lag,
+                  momentum=args.momentum)
+    if args.reward_probs:
+        try:
+            probs = tuple(float(x) for x in args.reward_probs.split(","))
+        except ValueError:
+            raise ParameterError("reward_probs", "`reward_probs` must be comma-separated numbers in [0, 1]; "
+                                 f"got {args.reward_probs!r}") from None
+        return BanditSpec(reward_probs=probs, **common)
+    arms = check_integer("arms", args.arms, low=2)
+    return BanditSpec.binary(arms=arms, correct=args.correct, **common)
+
+
+def _finite(x):
+    return None if x is None or (isinstance(x, float) and not math.isfinite(x)) else x
+
+
+def handler(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from grpo_core import bandit, bandit_stability
+    from grpo_core.errors import ParameterError
+    from grpo_core.hyperparameters import check_beta
+    from grpo_core.validation import check_integer
+
+    spec = _spec(args)
+    beta = check_beta(args.beta)
+    if args.sweep == "k_ref":
+        if args.eta is None:
+            raise ParameterError("eta", "`eta` is required with --sweep k_ref")
+        df = bandit_stability.critical_k_ref(spec, eta=args.eta, mu=args.mu, beta=beta,
+                                             k_max=check_integer("k_max", args.k_max, low=1))
+        row = df.iloc[0]
+        out = {"sweep": "k_ref", "eta": row.eta, "mu": row.mu, "lag": spec.lag, "momentum": spec.momentum,
+               "estimator": spec.estimator, "beta": beta, "curvature": row.curvature, "a": row.a,
+               "measured_critical_k_ref": _finite(row.measured_critical_k_ref),
+               "predicted_continuous": _finite(row.predicted_continuous),
+               "predicted_exact": _finite(row.predicted_exact), "k_max": int(args.k_max),
+               "growth_rates": [float(r) for r in row.growth_rates]}
+        return _emit(args, out, _sweep_report(out, "k_ref"))
+    if args.sweep == "eta":
+        if args.eta is not None:
+            raise ParameterError("eta", "`eta` is the parameter solved for by --sweep eta: do not also give it")
+        res = bandit_stability.critical_a(spec, mu=args.mu, k_ref=args.k_ref, beta=beta)
+        k = res.curvature
+        out = {"sweep": "eta", "mu": float(res.mu[0]), "k_ref": int(res.k_ref[0]), "lag": spec.lag,
+               "momentum": spec.momentum, "estimator": spec.estimator, "beta": beta, "curvature": k,
+               "measured_critical_eta": _finite(float(res.measured[0]) / k),
+               "predicted_continuous": _finite(float(res.predicted_continuous[0]) / k),
+               "predicted_exact": _finite(float(res.predicted_exact[0]) / k),
+               "measured_critical_a": _finite(float(res.measured[0])),
+               "predicted_continuous_a": _finite(float(res.predicted_continuous[0])),
+               "predicted_exact_a": _finite(float(res.predicted_exact[0]))}
+        return _emit(args, out, _sweep_report(out, "eta"))
+
+    if args.eta is None:
+        raise ParameterError("eta", "`eta` is required (a finite number > 0)")
+    seeds = check_integer("seeds", args.seeds, low=1)
+    first = check_integer("seed", args.seed, low=0)
+    run = bandit.simulate(spec, eta=args.eta, mu=args.mu, k_ref=args.k_ref, beta=beta,
+                          steps=args.steps, seeds=np.arange(first, first + seeds), mean_field=args.mean_field,
+                          progress=True if args.progress else None)
+    fp = bandit.fixed_point(spec, beta)
+    final = run.p[0, :, -1]
+    out = {"eta": float(run.eta[0]), "mu": float(run.mu[0]), "k_ref": int(run.k_ref[0]), "beta": beta,
+           "lag": spec.lag, "estimator": spec.estimator, "momentum": spec.momentum, "baseline": spec.baseline,
+           "scale": spec.scale, "group_size": _finite(float(spec.group_size)), "num_prompts": spec.num_prompts,
+           "arms": spec.num_arms, "steps": int(run.steps[-1]), "seeds": 1 if args.mean_field else seeds,
+           "mean_field": bool(args.mean_field), "final_p_mean": float(final.mean()),
+           "final_p_spread": float(final.std(ddof=1)) if final.size > 1 else 0.0,
+           "p_star": fp.p_star, "interior_fixed_point": fp.interior,
+           "curvature": fp.stiffness if fp.interior else None}
+    if fp.interior:
+        out["a"] = float(run.eta[0] * fp.stiffness)
+        pred = bandit_stability.predicted_regimes(spec, eta=run.eta[0], mu=run.mu[0], k_ref=run.k_ref[0],
+                                                  curvature=fp.stiffness)
+        # The regime is read off the deterministic mean-field run with the same settings: the mean of
+        # stochastic seeds blurs the phases of a growing oscillation into what looks like damping.
+        mf = run if args.mean_field else bandit.simulate(
+            spec, eta=run.eta[0], mu=run.mu[0], k_ref=run.k_ref[0], beta=beta, steps=args.steps, mean_field=True)
+        out["regime_measured"] = str(bandit_stability.classify_trajectory(mf.p[0, 0], fp.p_star)[()])
+        out["regime_continuous"] = str(pred.continuous[0])
+        out["regime_exact"] = str(pred.exact[0])
+    if args.out:
+        import pandas as pd
+
+        frame = pd.DataFrame({"step": np.tile(run.steps, run.p.shape[1]),
+                              "seed": np.repeat(run.seeds, run.steps.size),
+                              "p": run.p[0].reshape(-1)})
+        frame.to_csv(args.out, index=False)
+        out["out"] = args.out
+    return _emit(args, out, _run_report(out))
+
+
+def _emit(args, out: dict, report: str) -> int:
+    if args.json:
+        print(json.dumps(out, allow_nan=False))
+    else:
+        print(report)
+    return 0
+
+
+def _fmt(x) -> str:
+    return "inf (none found)" if x is None else f"{x:.4g}"
+
+
+def _run_report(o: dict) -> str:
+    lines = [
+        f"softmax bandit: {o['arms']} arms, G = {'inf' if o['group_size'] is None else int(o['group_size'])}, "
+        f"B = {o['num_prompts']}, baseline {o['baseline']}, scale {o['scale']}, {o['estimator']} gradient, "
+        f"{o['lag']} lag, {o['momentum']} momentum",
+        f"eta = {o['eta']:g}, mu = {o['mu']:g}, k_ref = {o['k_ref']}, beta = {o['beta']:g}, "
+        f"{o['steps']} steps x {o['seeds']} seed(s){' (mean field)' if o['mean_field'] else ''}",
+        f"final p: {o['final_p_mean']:.4f} (spread over seeds {o['final_p_spread']:.4f})",
+    ]
+    if o["interior_fixed_point"]:
+        lines += [
+            f"fixed point p* = {o['p_star']:.4f}, stiffness K = {o['curvature']:.4f}, a = eta K = {o['a']:.4f}",
+            f"regime: measured {o['regime_measured']} (mean-field run); oscillator predicts "
+            f"{o['regime_continuous']} (continuous), "
+            f"{o['regime_exact']} (exact)",
+        ]
+    else:
+        lines.append(f"no interior fixed point: p runs to {o['p_star']:.4g} (increase --beta)")
+    if "out" in o:
+        lines.append(f"trajectories written to {o['out']}")
+    return "\n".join(lines)
+
+
+def _sweep_report(o: dict, what: str) -> str:
+    if what == "k_ref":
+        return "\n".join([
+            f"critical k_ref at eta = {o['eta']:g}, mu = {o['mu']:g} ({o['lag']} lag, {o['estimator']} gradient, "
+            f"{o['momentum']}); K = {o['curvature']:.4f}, a = eta K = {o['a']:.4f}",
+            f"measured (mean-field bandit, smallest unstable k_ref <= {o['k_max']}): {_fmt(o['measured_critical_k_ref'])}",
+            f"predicted: continuous {_fmt(o['predicted_continuous'])}, exact discrete {_fmt(o['predicted_exact'])}",
+        ])
+    return "\n".join([
+        f"critical eta at mu = {o['mu']:g}, k_ref = {o['k_ref']} ({o['lag']} lag, {o['estimator']} gradient, "
+        f"{o['momentum']}); K = {o['curvature']:.4f}",
+        f"measured: eta* = {_fmt(o['measured_critical_eta'])} (a* = eta* K = {_fmt(o['measured_critical_a'])})",
+        f"predicted: continuous {_fmt(o['predicted_continuous'])}, exact discrete {_fmt(o['predicted_exact'])}",
+    ])

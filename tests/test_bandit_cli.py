@@ -1,0 +1,89 @@
+"""`grpo-dynamics bandit`: the run report, the sweep JSON against the oscillator, bad input."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+from scipy.special import expit
+
+from grpo_core import stability
+from grpo_dynamics.cli import main
+
+
+def _json(capsys, *args):
+    assert main(["bandit", *args, "--json"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1
+    return json.loads(out)
+
+
+def test_run_prints_final_p_spread_fixed_point_and_stiffness(capsys, tmp_path):
+    path = tmp_path / "run.csv"
+    d = _json(capsys, "--eta", "0.5", "--mu", "0.3", "--k-ref", "2", "--group-size", "16", "--seeds", "24",
+              "--steps", "300", "--baseline", "leave_one_out", "--out", str(path))
+    p_star = expit(1.0)  # leave-one-out, beta = 1: p* = sigmoid(1) at every G
+    assert d["p_star"] == pytest.approx(p_star, abs=1e-9)
+    assert d["curvature"] == pytest.approx(2 * p_star * (1 - p_star), rel=1e-6)
+    assert abs(d["final_p_mean"] - p_star) < 4 * d["final_p_spread"] / math.sqrt(24) + 0.01
+    assert 0 < d["final_p_spread"] < 0.1
+    assert d["regime_measured"] == d["regime_exact"]
+    frame = pd.read_csv(path)
+    assert list(frame.columns) == ["step", "seed", "p"] and len(frame) == 24 * 301
+
+
+def test_mean_field_run_is_deterministic_and_reaches_p_star(capsys):
+    d = _json(capsys, "--eta", "0.5", "--group-size", "inf", "--mean-field", "--steps", "600")
+    assert d["final_p_mean"] == pytest.approx(expit(1.0), abs=1e-9) and d["final_p_spread"] == 0.0
+
+
+def test_sweep_k_ref_prints_measured_next_to_both_predictions(capsys):
+    for lag in ("constant", "refresh"):
+        d = _json(capsys, "--sweep", "k_ref", "--eta", "0.5", "--mu", "0.5", "--lag", lag, "--k-max", "24")
+        assert {"measured_critical_k_ref", "predicted_continuous", "predicted_exact"} <= d.keys()
+        assert d["measured_critical_k_ref"] == d["predicted_exact"]
+        k = d["curvature"]
+        assert d["predicted_exact"] == stability.critical_value(
+            "k_ref", eta=0.5, mu=0.5, curvature=k, lag=lag, method="exact")
+
+
+def test_sweep_eta_and_the_report(capsys):
+    d = _json(capsys, "--sweep", "eta", "--mu", "0.9", "--k-ref", "8")
+    assert d["measured_critical_a"] == pytest.approx(float(stability.critical_a_exact(0.9, 8)), rel=0.01)
+    assert main(["bandit", "--sweep", "k_ref", "--eta", "0.5", "--mu", "0.5", "--k-max", "12"]) == 0
+    text = capsys.readouterr().out
+    assert "measured" in text and "exact discrete" in text
+
+
+def test_no_kl_anchor_says_so(capsys):
+    d = _json(capsys, "--eta", "0.2", "--beta", "0", "--steps", "50", "--seeds", "2")
+    assert d["interior_fixed_point"] is False and d["curvature"] is None
+
+
+@pytest.mark.parametrize(
+    "args, name",
+    [
+        (["--eta", "0.1", "--arms", "1"], "arms"),
+        (["--eta", "0.1", "--arms", "3", "--correct", "0"], "correct"),
+        (["--eta", "0.1", "--group-size", "0"], "group_size"),
+        (["--eta", "0.1", "--group-size", "1", "--baseline", "leave_one_out"], "group_size"),
+        (["--eta", "0.1", "--group-size", "1", "--scale-std"], "group_size"),
+        (["--eta", "0.1", "--reward-probs", "1.2,0"], "reward_probs"),
+        (["--eta", "0.1", "--reward-probs", "0.5,x"], "reward_probs"),
+        (["--eta", "0"], "eta"),
+        (["--eta", "nan"], "eta"),
+        (["--eta", "0.1", "--mu", "1"], "mu"),
+        (["--eta", "0.1", "--k-ref", "0"], "k_ref"),
+        (["--eta", "0.1", "--steps", "0"], "steps"),
+        (["--eta", "0.1", "--seeds", "0"], "seeds"),
+        (["--eta", "0.1", "--group-size", "inf"], "group_size"),
+        (["--mu", "0.5"], "eta"),
+        (["--sweep", "k_ref", "--eta", "0.5", "--beta", "0"], "beta"),
+    ],
+)
+def test_bad_input_is_one_line_naming_the_parameter(capsys, args, name):
+    assert main(["bandit", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"`{name}`" in err and "Traceback" not in err
