@@ -665,36 +665,53 @@ def _simulate_constant(gain: float, mu: float, d: int, sigma: float, e0: float, 
     return out
 
 
-def _simulate_refresh(gain: np.ndarray, mu: np.ndarray, k: np.ndarray, sigma: np.ndarray, e0: float,
-                      noise: np.ndarray) -> np.ndarray:
-    """Refresh-lag recurrence for all (configuration, seed) pairs at once; loop over time only.
+def _simulate_refresh(gain: float, mu: float, k: int, sigma: float, e0: float, noise: np.ndarray) -> np.ndarray:
+    """Refresh-lag recurrence for all seeds at once, lifted to one cycle (no loop over time).
 
-    gain, mu, k, sigma: (C,); noise: (C, S, T) -> returns (C, S, T+1). The snapshot ``snap`` is the
-    value of ``e`` at the last refresh (every k steps, starting at step 0).
+    Within a cycle starting at ``s = cK`` the snapshot ``e_s`` is fixed, so
+    ``e_{s+j} = A_j e_s + B_j e_{s-1} + N_{c,j}`` with ``(A_j, B_j)`` the deterministic response
+    (``j`` steps of the recurrence from the basis states) and ``N_{c,j}`` the response of the free
+    heavy-ball filter ``[1, -(1+mu), mu]`` to the cycle's noise (one ``lfilter`` over all cycles).
+    The cycle states ``x_c = (e_s, e_{s-1})`` obey ``x_{c+1} = Phi x_c + n_c``; by Cayley-Hamilton
+    each component obeys ``x_{c+2} = tr x_{c+1} - det x_c + n_{c+1} + (Phi - tr I) n_c``, a second
+    ``lfilter``. noise: (S, T) standard normals -> returns (S, T+1).
     """
-    n_conf, n_seeds, n_steps = noise.shape
-    gain, mu, sigma = (np.asarray(x, dtype=float)[:, None] for x in (gain, mu, sigma))
-    k = np.asarray(k)[:, None]
-    w = np.ascontiguousarray(np.moveaxis(noise, -1, 0)) * sigma  # (T, C, S), scaled once
-    out = np.empty((n_steps + 1, n_conf, n_seeds))
-    out[0] = e0
-    e = np.full((n_conf, n_seeds), e0)
-    e_prev = e.copy()
-    snap = e.copy()
-    one_mu = 1.0 + mu
-    buf = np.empty_like(e)
+    from scipy.signal import lfilter, lfiltic
+
+    n_seeds, n_steps = noise.shape
+    n_cyc = -(-(n_steps + 1) // k)  # cycles covering e_0 .. e_T
+    w = np.zeros((n_seeds, n_cyc * k))
+    w[:, :n_steps] = sigma * noise
+    w = w.reshape(n_seeds, n_cyc, k)
+    # deterministic responses A_j, B_j (j = 0..K) from (e_s, e_{s-1}) = (1, 0) and (0, 1)
+    resp = np.empty((k + 1, 2))
+    cur, prev = np.array([1.0, 0.0]), np.array([0.0, 1.0])
+    snap = cur.copy()
+    resp[0] = cur
+    for j in range(k):
+        cur, prev = cur + mu * (cur - prev) - gain * snap, cur
+        resp[j + 1] = cur
+    phi = np.array([resp[k], resp[k - 1]])  # rows: e_{s+K}, e_{s+K-1}
+    # noise response within each cycle: N[..., j] for j = 0..K (N[..., 0] = 0)
+    big_n = np.zeros((n_seeds, n_cyc, k + 1))
     with np.errstate(over="ignore", invalid="ignore"):
-        for step in range(n_steps):
-            np.copyto(snap, e, where=(step % k) == 0)
-            # e_next = (1 + mu) e - mu e_prev - gain snap + w
-            np.multiply(one_mu, e, out=buf)
-            buf -= mu * e_prev
-            buf -= gain * snap
-            buf += w[step]
-            e_prev, e = e, e_prev
-            e[...] = buf
-            out[step + 1] = e
-    return np.moveaxis(out, 0, -1)
+        big_n[..., 1:] = lfilter([1.0], [1.0, -(1.0 + mu), mu], w, axis=-1)
+        drive = np.stack([big_n[..., k], big_n[..., k - 1]], axis=-1)  # n_c, shape (S, C, 2)
+        x = np.empty((n_seeds, n_cyc, 2))
+        x[:, 0] = e0
+        if n_cyc > 1:
+            x[:, 1] = (phi @ np.array([e0, e0])) + drive[:, 0]
+        if n_cyc > 2:
+            tr, det = np.trace(phi), np.linalg.det(phi)
+            ch = drive[:, 1:-1] + drive[:, :-2] @ (phi - tr * np.eye(2)).T  # (S, C-2, 2)
+            den = np.array([1.0, -tr, det])
+            # lfiltic is linear in the past outputs: build the basis once, combine for all seeds
+            z1, z0 = lfiltic([1.0], den, y=[1.0, 0.0]), lfiltic([1.0], den, y=[0.0, 1.0])
+            for comp in range(2):
+                zi = x[:, 1, comp, None] * z1 + x[:, 0, comp, None] * z0
+                x[:, 2:, comp], _ = lfilter([1.0], den, ch[..., comp], axis=-1, zi=zi)
+        e = x[..., :1] * resp[:k, 0] + x[..., 1:] * resp[:k, 1] + big_n[..., :k]
+    return e.reshape(n_seeds, n_cyc * k)[:, : n_steps + 1]
 
 
 def simulate(
@@ -721,12 +738,14 @@ def simulate(
     standard deviation (``noise_scale``; fold the number of prompts per step into it), ``G`` the group
     size. Noise draws are independent across steps (a fresh batch each step).
 
-    Implementation: one array program. Constant lag is a linear IIR filter, run for all seeds at
-    once by :func:`scipy.signal.lfilter` (one call per configuration); the refresh lag is periodic,
-    so it loops over time steps only, vectorised over every (configuration, seed) pair. The noise is
-    drawn as one array of shape ``(n_seeds, n_steps)`` per configuration (``(C, n_seeds, n_steps)``
-    for several), identical to :func:`simulate_reference`, which gives the same numbers with a
-    plain Python loop.
+    Implementation: one array program per configuration, no Python loop over seeds or steps. The
+    constant lag is a linear IIR filter, run for all seeds at once by :func:`scipy.signal.lfilter`.
+    The refresh lag is periodic; lifted to one cycle it becomes linear time-invariant: the noise
+    response inside every cycle is one ``lfilter`` of the free heavy-ball filter, and the states at
+    the cycle starts follow a 2 x 2 linear recursion that Cayley-Hamilton turns into a second
+    ``lfilter``. The noise is drawn as one array of shape ``(n_seeds, n_steps)``
+    (``(C, n_seeds, n_steps)`` for ``C`` configurations); :func:`simulate_reference`, a plain
+    Python loop drawing the same numbers one at a time, gives the same trajectories (to rounding).
 
     Parameters
     ----------
@@ -794,12 +813,9 @@ def simulate(
     for i in const:
         c = confs[i]
         out[i] = _simulate_constant(c.gain, c.mu, c.k_ref, sigma[i], e0, noise[i])
-    if refresh:
-        sel = np.array(refresh)
-        out[sel] = _simulate_refresh(
-            np.array([confs[i].gain for i in refresh]), np.array([confs[i].mu for i in refresh]),
-            np.array([confs[i].k_ref for i in refresh]), sigma[sel], e0, noise[sel],
-        )
+    for i in refresh:
+        c = confs[i]
+        out[i] = _simulate_refresh(c.gain, c.mu, c.k_ref, sigma[i], e0, noise[i])
     if not np.all(np.isfinite(out)):
         import warnings
 
@@ -823,10 +839,11 @@ def simulate_reference(
 ) -> np.ndarray:
     """Plain Python loop over seeds and steps: the readable definition of :func:`simulate`.
 
-    Same recurrence, same noise draws (one ``(n_seeds, n_steps)`` array), same output for one
-    configuration; written as the obvious double loop with an explicit lag history. It is the
-    reference in the equivalence tests and the baseline of the benchmark (``bench/bench_oscillator``);
-    use :func:`simulate` for real work.
+    The obvious simulator: for each seed, for each step, draw the gradient noise and apply the
+    recurrence with an explicit lag history. It draws the noise one number at a time from the same
+    generator, in the same order as :func:`simulate`'s array draw (seed by seed, step by step), so both
+    return the same numbers (or it uses ``noise`` when given). It is the reference of the equivalence
+    tests and the baseline of ``bench/bench_oscillator.py``; use :func:`simulate` for real work.
 
     Parameters
     ----------
@@ -852,12 +869,12 @@ def simulate_reference(
     """
     coeffs = _check_coeffs(coeffs)
     n_steps, n_seeds, noise_scale, group_size, e0 = _check_sim_args(n_steps, n_seeds, noise_scale, group_size, e0)
-    noise = _noise_array(noise, seed, (1, n_seeds, n_steps), noise_scale, squeeze=True)[0]
+    given = None if noise is None else _noise_array(noise, seed, (1, n_seeds, n_steps), noise_scale, squeeze=True)[0]
+    rng = _rng(seed) if given is None and noise_scale > 0 else None
     sigma = _noise_std_per_step(coeffs, noise_scale, group_size)
     g, mu, k_ref, refresh = coeffs.gain, coeffs.mu, coeffs.k_ref, coeffs.lag == "refresh"
     out = np.empty((n_seeds, n_steps + 1))
     for s in range(n_seeds):
-        w = noise[s].tolist()
         hist = [e0]  # hist[j] = e_j for j >= 0; e_j = e0 for j < 0
         e_prev, e, snap = e0, e0, e0
         for k in range(n_steps):
@@ -867,7 +884,13 @@ def simulate_reference(
                 lagged = snap
             else:
                 lagged = hist[k - k_ref] if k >= k_ref else e0
-            e_next = e + mu * (e - e_prev) - g * lagged + sigma * w[k]
+            if given is not None:
+                w = float(given[s, k])
+            elif rng is not None:
+                w = rng.standard_normal()
+            else:
+                w = 0.0
+            e_next = e + mu * (e - e_prev) - g * lagged + sigma * w
             e_prev, e = e, e_next
             hist.append(e)
         out[s] = hist

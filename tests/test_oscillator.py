@@ -382,7 +382,7 @@ def test_vectorised_simulation_equals_the_plain_loop(lag, momentum):
     c = osc.coefficients(0.03, 0.6, 3, 1.2, lag=lag, momentum=momentum)
     kw = dict(noise_scale=0.7, group_size=4, e0=0.5, seed=11)
     np.testing.assert_allclose(osc.simulate(c, 400, 7, **kw), osc.simulate_reference(c, 400, 7, **kw),
-                               rtol=1e-12, atol=1e-14)
+                               rtol=1e-10, atol=1e-12)
 
 
 def test_several_configurations_equal_separate_runs():
@@ -392,9 +392,19 @@ def test_several_configurations_equal_separate_runs():
     noise = np.random.default_rng(3).standard_normal((4, 5, 200))  # the one (C, S, T) draw
     for i, c in enumerate(confs):
         alone = osc.simulate_reference(c, 200, 5, noise_scale=1.0, group_size=8, noise=noise[i])
-        np.testing.assert_allclose(together[i], alone, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(together[i], alone, rtol=1e-10, atol=1e-12)
     # the first configuration of a batch sees the same draws as a single run with that seed
     np.testing.assert_allclose(together[0], osc.simulate(confs[0], 200, 5, noise_scale=1.0, group_size=8, seed=3))
+
+
+@pytest.mark.parametrize("k_ref", [1, 2, 7, 50])
+@pytest.mark.parametrize("n_steps", [1, 6, 7, 8, 120])
+def test_lifted_refresh_simulation_edges(k_ref, n_steps):
+    # cycles longer than the run, runs ending mid-cycle, k_ref = 1 (no lag): all equal the plain loop
+    c = osc.coefficients(0.04, 0.8, k_ref, 1.0, lag="refresh")
+    kw = dict(noise_scale=1.0, group_size=2, e0=-0.3, seed=4)
+    np.testing.assert_allclose(osc.simulate(c, n_steps, 3, **kw), osc.simulate_reference(c, n_steps, 3, **kw),
+                               rtol=1e-10, atol=1e-12)
 
 
 def test_simulation_is_reproducible_and_deterministic_without_noise():
