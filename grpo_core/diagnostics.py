@@ -60,6 +60,7 @@ __all__ = [
     "expected_zero_spread_fraction",
     "group_size_for_zero_spread",
     "oscillation",
+    "zero_spread_series",
     "advantage_degeneration",
     "policy_concentration",
     "dynamic_instability",
@@ -685,6 +686,82 @@ def _is_binary_compatible(values: np.ndarray) -> bool:
     return bool(values.size and np.all((values >= -1e-9) & (values <= 1 + 1e-9)))
 
 
+def zero_spread_series(log: RunLog, *, group_size: int | None = None, binary_reward: bool | None = None,
+                       num_prompts: int | None = None,
+                       thresholds: Thresholds = DEFAULT_THRESHOLDS) -> pd.DataFrame:
+    """The observed zero-spread fraction per step, smoothed, and its binary-reward expectation.
+
+    What :func:`advantage_degeneration` judges and the report's chart draws.
+
+    Parameters
+    ----------
+    log : RunLog
+        Needs ``frac_reward_zero_std``, or ``reward_std`` (whose zeros give a lower bound).
+    group_size : int, optional
+        ``G`` >= 2; with a 0/1-compatible reward, adds the ``expected`` column.
+    binary_reward : bool, optional
+        Whether the reward is 0/1 (default: every reward in [0, 1]).
+    num_prompts : int, optional
+        Prompts per step (1: ``reward_std == 0`` is exact, not a lower bound).
+    thresholds : Thresholds
+        Supplies the smoothing window (5% of the steps, at least ``thresholds.window``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``step`` (int), ``observed`` (fraction per step, in [0, 1]), ``smoothed``
+        (centred rolling mean), ``expected`` (``p^G + (1 - p)^G`` at the logged reward ``p``;
+        NaN when not computable) and ``expected_smoothed`` (its rolling mean over the same window). ``attrs``: ``source`` (which column), ``lower_bound`` (bool),
+        ``window`` (int), ``binary`` (bool or None), ``group_size``.
+
+    Raises
+    ------
+    DataError
+        Neither column, or no finite value.
+    ParameterError
+        Bad ``group_size`` or ``num_prompts``.
+
+    Examples
+    --------
+    >>> from grpo_core.logs import from_records
+    >>> log = from_records([{"step": s, "reward": 0.18, "frac_reward_zero_std": 0.5} for s in range(1, 11)])
+    >>> round(float(zero_spread_series(log, group_size=4)["expected"].iloc[0]), 4)
+    0.4532
+    """
+    th = thresholds
+    if group_size is not None:
+        group_size = check_integer("group_size", group_size, low=2)
+    if num_prompts is not None:
+        num_prompts = check_integer("num_prompts", num_prompts, low=1)
+    if log.has("frac_reward_zero_std"):
+        steps, frac = _quiet_series(log, "frac_reward_zero_std")
+        source, bound = "frac_reward_zero_std", False
+    elif log.has("reward_std"):
+        steps, rs = _quiet_series(log, "reward_std")
+        frac = (np.abs(rs) <= 1e-12).astype(float)
+        source, bound = "reward_std == 0", num_prompts != 1
+    else:
+        raise DataError(f"advantage_degeneration needs frac_reward_zero_std or reward_std, which {log.source} "
+                        "does not have")
+    n = frac.size
+    if n == 0:
+        raise DataError(f"advantage_degeneration: no finite zero-spread values in {log.source}")
+    w = min(max(th.window, int(round(0.05 * n))), n)
+    expected = np.full(n, np.nan)
+    binary = None
+    if log.has("reward"):
+        _, all_r = _quiet_series(log, "reward")
+        binary = binary_reward if binary_reward is not None else _is_binary_compatible(all_r)
+        if binary and group_size is not None:
+            r = log.train["reward"].reindex(steps).to_numpy(dtype=float)
+            ok = np.isfinite(r) & (r >= 0) & (r <= 1)
+            expected[ok] = expected_zero_spread_fraction(r[ok], group_size)
+    out = pd.DataFrame({"step": steps.astype(np.int64), "observed": frac, "smoothed": _smooth(frac, w),
+                        "expected": expected, "expected_smoothed": _smooth(expected, w)})
+    out.attrs.update(source=source, lower_bound=bool(bound), window=int(w), binary=binary, group_size=group_size)
+    return out
+
+
 def advantage_degeneration(log: RunLog, *, group_size: int | None = None, binary_reward: bool | None = None,
                            num_prompts: int | None = None,
                            thresholds: Thresholds = DEFAULT_THRESHOLDS) -> Finding | None:
@@ -743,21 +820,10 @@ def advantage_degeneration(log: RunLog, *, group_size: int | None = None, binary
         group_size = check_integer("group_size", group_size, low=2)
     if num_prompts is not None:
         num_prompts = check_integer("num_prompts", num_prompts, low=1)
-    if log.has("frac_reward_zero_std"):
-        steps, frac = _quiet_series(log, "frac_reward_zero_std")
-        source, bound = "frac_reward_zero_std", False
-    elif log.has("reward_std"):
-        steps, rs = _quiet_series(log, "reward_std")
-        frac = (np.abs(rs) <= 1e-12).astype(float)
-        source, bound = "reward_std == 0", num_prompts != 1
-    else:
-        raise DataError(f"advantage_degeneration needs frac_reward_zero_std or reward_std, which {log.source} "
-                        "does not have")
+    table = zero_spread_series(log, num_prompts=num_prompts, thresholds=th)
+    steps, frac, smooth = (table["step"].to_numpy(), table["observed"].to_numpy(), table["smoothed"].to_numpy())
+    source, bound, w = table.attrs["source"], table.attrs["lower_bound"], table.attrs["window"]
     n = frac.size
-    if n == 0:
-        raise DataError(f"advantage_degeneration: no finite zero-spread values in {log.source}")
-    w = min(max(th.window, int(round(0.05 * n))), n)
-    smooth = _smooth(frac, w)
     need = max(th.min_stretch_steps, int(math.ceil(th.min_stretch_fraction * n)))
     need = min(need, n)
     chosen = None

@@ -1,0 +1,106 @@
+"""``grpo-dynamics diagnose``: name the failure modes in a training log and forecast its plateau.
+
+Examples::
+
+    grpo-dynamics diagnose output/checkpoint-500/trainer_state.json
+    grpo-dynamics diagnose metrics.jsonl --group-size 8 --json
+    grpo-dynamics diagnose run.csv --map step=iter --map reward=acc --report run.html
+
+Exit status: 0 healthy (no warning or critical finding), 1 findings (at least one warning or
+critical finding), 2 the log could not be read or an argument is wrong (one line on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+EXIT_HEALTHY = 0
+EXIT_FINDINGS = 1
+
+
+def _mapping(items: list[str] | None) -> dict[str, str] | None:
+    from grpo_core.errors import ParameterError
+
+    if not items:
+        return None
+    out = {}
+    for item in items:
+        key, sep, col = item.partition("=")
+        if not sep or not key.strip() or not col.strip():
+            raise ParameterError("map", f"`--map` must be KEY=COLUMN (e.g. --map step=iter); got {item!r}")
+        out[key.strip()] = col.strip()
+    return out
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "diagnose",
+        help="name the failure modes in a training log (TRL, notebook CSV, verl, metrics.jsonl) and forecast its plateau",
+        description=(
+            "Read a GRPO training log (TRL trainer_state.json or log_history, a notebook's progress-table CSV, "
+            "verl metrics, grpo-dynamics metrics.jsonl, or any CSV/JSONL with --map), check the four failure "
+            "modes (train-eval decoupling, advantage degeneration, policy concentration, dynamic instability) "
+            "and forecast where the reward will plateau. Exit status: 0 healthy, 1 findings (a warning or "
+            "critical finding), 2 unreadable log or bad argument."
+        ),
+    )
+    p.add_argument("log", help="the log file")
+    p.add_argument("--format", default="auto",
+                   help="log format: auto (default), trl, notebook, verl, grpo_dynamics, generic")
+    p.add_argument("--map", action="append", metavar="KEY=COLUMN",
+                   help="map a normalised name to a column of the file (repeatable), e.g. --map step=iter "
+                        "--map reward=acc")
+    p.add_argument("--group-size", dest="group_size", default=None,
+                   help="completions per prompt G (TRL num_generations), for the 0/1-reward expectation "
+                        "p^G + (1-p)^G of the zero-spread fraction")
+    p.add_argument("--num-prompts", dest="num_prompts", default=None,
+                   help="prompts per step; 1 makes reward_std == 0 the exact zero-spread fraction")
+    p.add_argument("--binary-reward", dest="binary_reward", choices=("auto", "yes", "no"), default="auto",
+                   help="whether the reward is 0/1 (auto: when every reward lies in [0, 1])")
+    p.add_argument("--eval-metric", dest="eval_metric", default=None,
+                   help="eval column to compare with the training reward (default: chosen by name)")
+    p.add_argument("--trl-version", dest="trl_version", default=None,
+                   help="TRL version that wrote the log (decides whether reward_std is the per-group mean "
+                        "(< 0.27) or the batch std)")
+    p.add_argument("--no-forecast", dest="forecast", action="store_false", help="skip the plateau forecast")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object (findings, healthy, forecast, format, ...) instead of the report")
+    p.add_argument("--report", metavar="FILE.html", default=None,
+                   help="also write a self-contained HTML report with the charts")
+    p.set_defaults(func=handler)
+
+
+def handler(args: argparse.Namespace) -> int:
+    import warnings
+
+    from grpo_core.diagnostics import diagnose
+    from grpo_core.logs import read_log
+    from grpo_core.validation import check_integer
+
+    group_size = None if args.group_size is None else check_integer("group_size", args.group_size, low=2)
+    num_prompts = None if args.num_prompts is None else check_integer("num_prompts", args.num_prompts, low=1)
+    binary = {"auto": None, "yes": True, "no": False}[args.binary_reward]
+    quiet = args.json
+    with warnings.catch_warnings():
+        if quiet:
+            # --json prints exactly one JSON object; what reading did is in its "notes".
+            warnings.simplefilter("ignore")
+        log = read_log(args.log, format=args.format, mapping=_mapping(args.map), trl_version=args.trl_version)
+        diagnosis = diagnose(log, group_size=group_size, binary_reward=binary, num_prompts=num_prompts,
+                             eval_metric=args.eval_metric, forecast=args.forecast)
+    if args.report:
+        from grpo_dynamics.report import write_report
+
+        write_report(args.report, log, diagnosis, group_size=group_size, binary_reward=binary,
+                     num_prompts=num_prompts)
+    if args.json:
+        out = diagnosis.to_dict()
+        if args.report:
+            out["report"] = str(args.report)
+        print(json.dumps(out, allow_nan=False))
+    else:
+        print(diagnosis.summary())
+        if args.report:
+            print(f"report: {args.report}")
+    return EXIT_HEALTHY if diagnosis.healthy else EXIT_FINDINGS

@@ -1,0 +1,183 @@
+"""The diagnosis report: one self-contained HTML page (no network access needed to view it).
+
+The page holds the verdict, the findings, the plateau forecast, the modes that could not be
+checked and what reading the log did, then the charts of :mod:`widgets.diagnostics_charts`. The
+Vega, Vega-Lite and Vega-Embed JavaScript is inlined from ``vl-convert-python``'s bundle, so the file
+opens anywhere (an air-gapped cluster, an email attachment) and makes no request.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+__all__ = ["render_report", "write_report"]
+
+_CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 2em auto; max-width: 980px;
+       color: #222; line-height: 1.45; padding: 0 1em; }
+h1 { font-size: 1.5em; margin-bottom: 0.2em; } h2 { font-size: 1.15em; margin-top: 1.6em; }
+.meta { color: #555; font-size: 0.92em; }
+.verdict { display: inline-block; padding: 0.25em 0.7em; border-radius: 4px; font-weight: 600; color: white; }
+.healthy { background: #009E73; } .unhealthy { background: #D55E00; }
+.badge { display: inline-block; min-width: 5.5em; text-align: center; border-radius: 3px; color: white;
+         font-size: 0.85em; padding: 0.05em 0.4em; margin-right: 0.5em; }
+.info { background: #0072B2; } .warning { background: #E69F00; } .critical { background: #D55E00; }
+li { margin: 0.35em 0; } table { border-collapse: collapse; } td, th { padding: 0.15em 0.8em 0.15em 0;
+text-align: left; } .muted { color: #666; font-size: 0.9em; } .chart { margin: 0.6em 0 1.4em 0; }
+code { background: #f4f4f4; padding: 0 0.2em; }
+"""
+
+_TITLES = {
+    "reward": "Reward, with the fitted law and the plateau forecast",
+    "zero_spread": "Groups without reward spread (zero advantages), against the 0/1-reward expectation",
+    "entropy": "Policy entropy",
+    "kl": "KL divergence",
+    "grad_norm": "Gradient norm",
+    "clip": "Clipped tokens",
+}
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return html.escape(str(v))
+
+
+def _script_json(obj: Any) -> str:
+    """JSON safe to place inside a <script> element."""
+    return json.dumps(obj, allow_nan=False).replace("</", "<\\/")
+
+
+def render_report(log, diagnosis, *, group_size: int | None = None, binary_reward: bool | None = None,
+                  num_prompts: int | None = None, title: str | None = None) -> str:
+    """The report page as an HTML string.
+
+    Parameters
+    ----------
+    log : grpo_core.logs.RunLog
+        The log that was diagnosed.
+    diagnosis : grpo_core.diagnostics.Diagnosis
+        Its diagnosis (with the forecast's curves, as :func:`~grpo_core.diagnostics.diagnose`
+        returns it).
+    group_size, binary_reward, num_prompts
+        For the zero-spread chart's expectation (as given to ``diagnose``).
+    title : str, optional
+        Page title (default: the log's file name).
+
+    Returns
+    -------
+    str
+        A complete HTML document with the JavaScript inlined (about 1 MB).
+
+    Raises
+    ------
+    grpo_core.errors.GrpoError
+        From the chart builders, if the log lacks what they draw.
+
+    Examples
+    --------
+    >>> from grpo_core.diagnostics import diagnose, synthetic_log
+    >>> log = synthetic_log("policy_concentration", n_steps=80)
+    >>> page = render_report(log, diagnose(log, n_boot=0))
+    >>> "policy_concentration" in page and "<script src=" not in page
+    True
+    """
+    import vl_convert
+
+    from widgets.diagnostics_charts import diagnosis_charts
+
+    name = title or Path(str(log.source)).name
+    charts = diagnosis_charts(log, diagnosis, group_size=group_size, binary_reward=binary_reward,
+                              num_prompts=num_prompts, width=820)
+    verdict = ('<span class="verdict healthy">healthy</span>' if diagnosis.healthy
+               else '<span class="verdict unhealthy">needs attention</span>')
+    parts = [
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>GRPO diagnosis: {html.escape(name)}</title><style>{_CSS}</style>",
+        f"<script>{vl_convert.javascript_bundle()}</script>", "</head><body>",
+        f"<h1>GRPO training diagnosis: {html.escape(name)}</h1>",
+        f'<p class="meta">{html.escape(str(log.source))} &middot; format <code>{html.escape(log.format)}</code> '
+        f"({html.escape(log.container)}) &middot; steps {diagnosis.steps[0]}&ndash;{diagnosis.steps[1]} "
+        f"({len(log.train)} training rows, {len(log.eval)} eval rows) &middot; reward_std: "
+        f"<code>{html.escape(log.reward_std_kind)}</code></p>",
+        f"<p>{verdict}</p>",
+        "<h2>Findings</h2>",
+    ]
+    if diagnosis.findings:
+        parts.append("<ul>")
+        for f in diagnosis.findings:
+            onset = f", onset at step {f.onset}" if f.onset is not None else ""
+            parts.append(
+                f'<li><span class="badge {html.escape(f.severity)}">{html.escape(f.severity)}</span>'
+                f"<b>{html.escape(f.mode.replace('_', ' '))}</b> (steps {f.steps[0]}&ndash;{f.steps[1]}{onset}): "
+                f"{html.escape(f.message)}</li>")
+        parts.append("</ul>")
+    else:
+        parts.append("<p>No failure mode found in the checks that could be run.</p>")
+    if diagnosis.skipped:
+        parts.append('<p class="muted">Not checked (the log lacks what the check needs):</p><ul class="muted">')
+        parts += [f"<li>{html.escape(m.replace('_', ' '))}: {html.escape(why)}</li>"
+                  for m, why in diagnosis.skipped.items()]
+        parts.append("</ul>")
+    parts.append("<h2>Plateau forecast</h2>")
+    fc = diagnosis.forecast
+    if fc:
+        rows = [("law (lowest AIC)", fc["law"]), ("forecast plateau", fc["plateau"]),
+                (f"{fc['level']:.0%} band ({fc['band_method']})", f"{fc['plateau_low']:.4g} to {fc['plateau_high']:.4g}"),
+                (f"mean of the last {fc['tail']} steps", fc["current"]),
+                ("fraction of the rise made", f"{fc['reached']:.0%}" if fc["reached"] == fc["reached"] else "n/a"),
+                ("steps to 90% of the plateau", fc["t90"]), ("R² (raw / smoothed)", f"{fc['r2']:.3f} / "
+                                                                                  f"{fc['r2_smoothed']:.3f}")]
+        parts.append("<table>" + "".join(f"<tr><th>{html.escape(k)}</th><td>{_fmt(v)}</td></tr>" for k, v in rows)
+                     + "</table>")
+        if fc.get("caveat"):
+            parts.append(f"<p><b>Caveat:</b> {html.escape(fc['caveat'])}.</p>")
+    else:
+        why = next((n for n in diagnosis.notes if n.startswith("no plateau forecast")), "no reward column")
+        parts.append(f"<p>{html.escape(why)}.</p>")
+    osc = diagnosis.oscillation
+    if osc is not None and osc.detected:
+        parts.append(f"<p>Oscillation of the reward: period {osc.period:.1f} steps, amplitude x"
+                     f"{osc.growth_factor:.3g} over the log (damping ratio {osc.damping_ratio:.3g}; "
+                     f"Fisher g-test p = {osc.p_value:.2g}).</p>")
+    parts.append("<h2>Charts</h2>")
+    specs = {}
+    for key, chart in charts.items():
+        div = f"chart_{key}"
+        specs[div] = chart.to_dict()
+        parts.append(f'<h3 class="muted">{html.escape(_TITLES.get(key, key))}</h3><div class="chart" id="{div}"></div>')
+    parts.append("<h2>Reading the log</h2><ul class=\"muted\">")
+    parts += [f"<li>{html.escape(n)}</li>" for n in log.notes] or ["<li>nothing to report</li>"]
+    parts.append("</ul>")
+    parts.append(
+        "<p class=\"muted\">Definitions and thresholds: grpo_core.diagnostics (book chapter \"Reading a "
+        "training log\"). Generated by grpo-dynamics.</p>")
+    parts.append("<script>const SPECS = " + _script_json(specs) + ";\n"
+                 "for (const [id, spec] of Object.entries(SPECS)) {\n"
+                 "  vegaEmbed('#' + id, spec, {actions: false, renderer: 'svg'})"
+                 ".catch(e => { document.getElementById(id).textContent = 'chart error: ' + e; });\n}\n</script>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def write_report(path: str | Path, log, diagnosis, **kwargs) -> Path:
+    """Write :func:`render_report` to ``path`` (UTF-8) and return the path.
+
+    Raises
+    ------
+    grpo_core.errors.DataError
+        If ``path`` is a directory or its folder does not exist.
+    """
+    from grpo_core.errors import DataError
+
+    p = Path(path)
+    if p.is_dir():
+        raise DataError(f"{p}: is a directory; give the report's file name (e.g. report.html)")
+    if not p.parent.exists():
+        raise DataError(f"{p.parent}: no such folder for the report")
+    p.write_text(render_report(log, diagnosis, **kwargs), encoding="utf-8")
+    return p

@@ -1,0 +1,196 @@
+"""`grpo-dynamics diagnose`: JSON output, exit status, every format, bad input, the HTML report."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grpo_core.datasets import real_log_path
+from grpo_dynamics.cli import main
+
+TESTS = Path(__file__).parent
+CASES = TESTS / "data" / "cases"
+LOGS = TESTS / "data" / "logs"
+
+
+def run(capsys, *argv):
+    code = main(["diagnose", *map(str, argv)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+LOG_CASES = {
+    "01-all-groups-zero-spread": "trainer_state.json",
+    "02-zero-loss-but-learning": "trainer_state.json",
+    "03-growing-oscillation": "log.csv",
+    "06-collapse-after-high-lr": "trainer_state.json",
+    "07-entropy-collapse-verl": "metrics.jsonl",
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOG_CASES))
+def test_cases_json_and_exit_status(capsys, name):
+    expected = json.loads((CASES / name / "expected.json").read_text())
+    code, out, err = run(capsys, CASES / name / LOG_CASES[name], "--json", "--no-forecast")
+    data = json.loads(out)  # exactly one JSON object on stdout
+    assert data["healthy"] is expected["healthy"]
+    assert code == (0 if expected["healthy"] else 1)
+    modes = {f["mode"] for f in data["findings"] if f["severity"] != "info"}
+    assert set(expected.get("must_include_modes", [])) <= modes
+    assert not set(expected.get("must_not_include_modes", [])) & {f["mode"] for f in data["findings"]}
+    for f in data["findings"]:
+        assert set(f) >= {"mode", "severity", "steps", "evidence", "message"}
+        assert f["severity"] in ("info", "warning", "critical") and len(f["steps"]) == 2
+    assert data["format"] in ("trl", "verl")
+    assert "forecast" in data and "checked" in data and "skipped" in data
+
+
+def test_forecast_in_json(capsys):
+    code, out, _ = run(capsys, CASES / "02-zero-loss-but-learning" / "trainer_state.json", "--json")
+    fc = json.loads(out)["forecast"]
+    assert code == 0
+    assert fc["plateau_low"] <= fc["plateau"] <= fc["plateau_high"]
+    assert {"law", "r2", "t90", "current", "reliable"} <= set(fc)
+    assert "fitted" not in fc  # the curves are for charts, not the JSON
+
+
+@pytest.mark.parametrize("path,fmt", [
+    (LOGS / "trl_0.14_trainer_state.json", "trl"),
+    (LOGS / "trl_0.19_trainer_state.json", "trl"),
+    (LOGS / "trl_0.23_trainer_state.json", "trl"),
+    (LOGS / "trl_0.29_trainer_state.json", "trl"),
+    (LOGS / "trl_log_history.jsonl", "trl"),
+    (LOGS / "notebook_progress.csv", "notebook"),
+    (LOGS / "verl_metrics.jsonl", "verl"),
+    (LOGS / "verl_metrics.csv", "verl"),
+    (LOGS / "grpo_dynamics_metrics.jsonl", "grpo_dynamics"),
+    (real_log_path("qwen2.5-3b-instruct_gsm8k_unsloth"), "notebook"),
+    (real_log_path("gemma3-1b-it_gsm8k_unsloth"), "notebook"),
+])
+def test_every_format(capsys, path, fmt):
+    code, out, err = run(capsys, path, "--json", "--no-forecast")
+    assert code in (0, 1)
+    data = json.loads(out)
+    assert data["format"] == fmt
+    assert code == (0 if data["healthy"] else 1)
+
+
+def test_generic_with_map(capsys):
+    code, out, _ = run(capsys, LOGS / "generic.tsv", "--json", "--no-forecast",
+                       "--map", "step=iter", "--map", "reward=acc", "--map", "kl=my_kl")
+    assert code in (0, 1) and json.loads(out)["format"] == "generic"
+
+
+def test_text_output_names_the_modes(capsys):
+    code, out, _ = run(capsys, CASES / "07-entropy-collapse-verl" / "metrics.jsonl", "--no-forecast")
+    assert code == 1
+    assert "NOT healthy" in out and "[critical] policy_concentration" in out
+    assert "not checked: advantage_degeneration" in out
+
+
+def test_trl_version_flag(capsys):
+    _, out, _ = run(capsys, LOGS / "trl_0.19_trainer_state.json", "--json", "--no-forecast", "--trl-version", "0.28.0")
+    assert json.loads(out)["reward_std_kind"] == "batch_std"
+
+
+@pytest.mark.parametrize("text,argv,match", [
+    ("", [], "the file is empty"),
+    ('{"log_history": [{"step": 1, "loss"', [], "invalid JSON at line 1"),
+    ("a,b\n1,2\n", [], "unknown log format"),
+    ("iter,acc\n1,0.1\n", ["--map", "reward=acc"], "no step column"),
+    ("step,reward\n1,0.1\n", ["--map", "reward"], "`--map` must be KEY=COLUMN"),
+    ("step,reward\n1,0.1\n", ["--group-size", "1"], "`group_size` must be an integer >= 2"),
+    ("step,reward\n1,0.1\n", ["--format", "wandb"], "`format` must be one of"),
+])
+def test_bad_input_one_line_exit_2(capsys, tmp_path, text, argv, match):
+    path = tmp_path / "log.txt"
+    path.write_text(text)
+    code, out, err = run(capsys, path, *argv)
+    assert code == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("grpo-dynamics diagnose: error:")
+    assert re.search(match, lines[0])
+
+
+def test_missing_file(capsys, tmp_path):
+    code, _, err = run(capsys, tmp_path / "nope.json")
+    assert code == 2 and "no such file" in err
+
+
+def test_warnings_are_one_line_each(capsys, tmp_path):
+    path = tmp_path / "u.csv"
+    path.write_text("step,reward\n3,0.3\n1,0.1\n2,0.2\n")
+    code, out, err = run(capsys, path, "--no-forecast")
+    assert code == 0
+    assert err.strip() == f"warning: {path}: steps were out of order (1 place(s) where the step goes back, train); " \
+                          "sorted them"
+    # --json keeps stdout to one object and stderr quiet; the note is in the JSON
+    code, out, err = run(capsys, path, "--json", "--no-forecast")
+    assert err == "" and any("out of order" in n for n in json.loads(out)["notes"])
+
+
+def test_console_script_no_traceback(tmp_path):
+    exe = shutil.which("grpo-dynamics") or str(Path(sys.executable).parent / "grpo-dynamics")
+    bad = tmp_path / "broken.jsonl"
+    bad.write_text('{"step": 1, "reward": 0.1}\n{"step": 2, "rew\n{"step": 3, "reward": 0.3}\n')
+    proc = subprocess.run([exe, "diagnose", str(bad)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "line 2 is not valid JSON" in proc.stderr
+    proc = subprocess.run([exe, "diagnose", str(CASES / "01-all-groups-zero-spread" / "trainer_state.json"),
+                           "--json", "--no-forecast"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and json.loads(proc.stdout)["healthy"] is False
+
+
+# --------------------------------------------------------------------------------------------
+# The HTML report
+# --------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def report06(tmp_path_factory):
+    path = tmp_path_factory.mktemp("report") / "r06.html"
+    code = main(["diagnose", str(CASES / "06-collapse-after-high-lr" / "trainer_state.json"), "--report", str(path),
+                 "--json"])
+    assert code == 1
+    return path
+
+
+def test_report_is_one_self_contained_page(report06):
+    page = report06.read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+    assert not re.search(r"<script[^>]+src=", page)  # no external script
+    assert not re.search(r"<link[^>]+href=", page)  # no external stylesheet
+    assert "vegaEmbed" in page and len(page) > 500_000  # the Vega bundle is inlined
+    assert "dynamic instability" in page and "onset at step 28" in page
+    specs = json.loads(re.search(r"const SPECS = (\{.*?\});\n", page, re.S).group(1).replace("<\\/", "</"))
+    # reward, zero-spread, KL and grad norm panels (this log has no entropy)
+    assert set(specs) == {"chart_reward", "chart_zero_spread", "chart_kl", "chart_grad_norm"}
+    for key in specs:
+        assert f'id="{key}"' in page
+
+
+@pytest.mark.browser
+def test_report_renders_offline_in_chromium(report06):
+    playwright = pytest.importorskip("playwright.sync_api")
+    if not Path("/usr/bin/chromium").exists():
+        pytest.skip("no Chromium")
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=[
+            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run"])
+        page = browser.new_page()
+        requests, errors = [], []
+        page.on("request", lambda r: requests.append(r.url))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.goto(report06.resolve().as_uri())
+        page.wait_for_function("document.querySelectorAll('.chart svg').length >= 4", timeout=20_000)
+        n_svg = page.locator(".chart svg").count()
+        browser.close()
+    assert n_svg == 4
+    assert [u for u in requests if not u.startswith("file://")] == []
+    assert errors == []

@@ -1,0 +1,348 @@
+"""Altair charts of a diagnosed training log (pure functions returning charts).
+
+Used by the chapter "Reading a training log", the ``grpo-dynamics diagnose --report`` page and the
+log explorer. Every number drawn comes from :mod:`grpo_core.diagnostics` (the forecast, the
+zero-spread series and its binary expectation, the findings' onsets); the builders only draw. Long
+logs are thinned to at most ``max_points`` points per series (bin means) so that pages stay small.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from grpo_core import diagnostics as _diag
+from grpo_core.errors import DataError, ParameterError
+from grpo_core.logs import RunLog
+
+from .laws_charts import LAW_COLORS
+
+__all__ = [
+    "SEVERITY_COLORS",
+    "reward_chart",
+    "zero_spread_chart",
+    "metric_chart",
+    "diagnosis_charts",
+    "diagnosis_dashboard",
+]
+
+#: Colours of the severities (Okabe-Ito): info blue, warning orange, critical vermillion.
+SEVERITY_COLORS = {"info": "#0072B2", "warning": "#E69F00", "critical": "#D55E00"}
+_DATA = "#9a9a9a"
+_LINE = "#333333"
+_EVAL = "#CC79A7"
+
+
+def _check_log(log) -> RunLog:
+    if not isinstance(log, RunLog):
+        raise ParameterError("log", f"`log` must be a grpo_core.logs.RunLog; got {type(log).__name__}")
+    return log
+
+
+def _thin(steps: np.ndarray, values: np.ndarray, max_points: int) -> tuple[np.ndarray, np.ndarray]:
+    n = values.size
+    if n <= max_points:
+        return steps, values
+    k = int(np.ceil(n / max_points))
+    m = (n // k) * k
+    return steps[:m].reshape(-1, k).mean(axis=1), values[:m].reshape(-1, k).mean(axis=1)
+
+
+def _series(log: RunLog, metric: str, max_points: int, split: str = "train") -> pd.DataFrame:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        s, v = log.series(metric, split=split)
+    s, v = _thin(s.astype(float), v, max_points)
+    return pd.DataFrame({"step": s, "value": v, "series": metric})
+
+
+def _onset_rules(diagnosis, height_domain=None) -> list[alt.Chart]:
+    """Vertical dashed rules at the onsets of the diagnosis' findings, coloured by severity."""
+    if diagnosis is None:
+        return []
+    rows = [{"step": f.onset, "finding": f"{f.mode.replace('_', ' ')} ({f.severity})",
+             "severity": f.severity} for f in diagnosis.findings if f.onset is not None]
+    if not rows:
+        return []
+    df = pd.DataFrame(rows)
+    present = [s for s in SEVERITY_COLORS if s in set(df["severity"])]
+    return [alt.Chart(df).mark_rule(strokeDash=[6, 4], strokeWidth=1.5).encode(
+        x="step:Q",
+        color=alt.Color("severity:N", scale=alt.Scale(domain=present, range=[SEVERITY_COLORS[s] for s in present]),
+                        legend=alt.Legend(title="onset of")),
+        tooltip=["finding:N", "step:Q"],
+    )]
+
+
+def reward_chart(log: RunLog, diagnosis=None, *, metric: str = "reward", eval_metric: str | None = None,
+                 width: int = 620, height: int = 260, max_points: int = 1500) -> alt.LayerChart:
+    """The reward per step with its smoothed curve, the fitted law, the forecast plateau and band.
+
+    Parameters
+    ----------
+    log : RunLog
+    diagnosis : Diagnosis, optional
+        From :func:`grpo_core.diagnostics.diagnose`; adds the smoothed curve, the fitted law with
+        its band, the plateau (dashed) with its band (shaded), and the findings' onsets. A forecast
+        marked unreliable (an unstable run) is drawn as the smoothed curve only.
+    metric : str
+        Training column to draw (``"reward"``).
+    eval_metric : str, optional
+        Eval column to overlay (default: the eval ``reward`` if the log has one).
+    width, height : int
+        Size in pixels.
+    max_points : int
+        Most points drawn per series (longer logs are bin-averaged).
+
+    Returns
+    -------
+    altair.LayerChart
+
+    Raises
+    ------
+    ParameterError
+        ``log`` is not a RunLog.
+    DataError
+        The log has no such column.
+
+    Examples
+    --------
+    >>> from grpo_core.diagnostics import diagnose, synthetic_log
+    >>> log = synthetic_log("healthy", n_steps=120)
+    >>> chart = reward_chart(log, diagnose(log, n_boot=0))
+    >>> len(chart.layer) >= 4
+    True
+    """
+    _check_log(log)
+    raw = _series(log, metric, max_points)
+    x = alt.X("step:Q", title="optimizer step")
+    y_title = metric
+    layers = [
+        alt.Chart(raw).mark_line(strokeWidth=0.6, opacity=0.5, color=_DATA).encode(
+            x=x, y=alt.Y("value:Q", title=y_title)),
+        alt.Chart(raw).mark_circle(size=10, opacity=0.5, color=_DATA).encode(
+            x=x, y="value:Q", tooltip=["step:Q", alt.Tooltip("value:Q", format=".4g")]),
+    ]
+    fc = diagnosis.forecast if diagnosis is not None else None
+    if fc is not None and fc.get("metric", "reward") == metric:
+        sm_t, sm = _thin(np.asarray(fc["smoothed_t"], float), np.asarray(fc["smoothed"], float), max_points)
+        smooth = pd.DataFrame({"step": sm_t, "value": sm, "curve": f"rolling mean ({fc['window']} points)"})
+        if fc.get("reliable", True):
+            ft, fv = np.asarray(fc["t"], float), np.asarray(fc["fitted"], float)
+            keep = np.unique(np.linspace(0, ft.size - 1, min(ft.size, max_points)).astype(int))
+            fit = pd.DataFrame({"step": ft[keep], "value": fv[keep], "low": np.asarray(fc["fitted_low"])[keep],
+                                "high": np.asarray(fc["fitted_high"])[keep],
+                                "law": f"{fc['law']} law (R² {fc['r2_smoothed']:.2f} on the smoothed curve)"})
+            color = LAW_COLORS.get(fc["law"], "#0072B2")
+            band = pd.DataFrame({"step": [raw["step"].min(), raw["step"].max()], "low": fc["plateau_low"],
+                                 "high": fc["plateau_high"], "plateau": fc["plateau"]})
+            layers += [
+                alt.Chart(band).mark_area(opacity=0.12, color=color).encode(x=x, y="low:Q", y2="high:Q"),
+                alt.Chart(band).mark_rule(strokeDash=[4, 4], color=color).encode(
+                    y="plateau:Q",
+                    tooltip=[alt.Tooltip("plateau:Q", format=".4g", title="forecast plateau"),
+                             alt.Tooltip("low:Q", format=".4g"), alt.Tooltip("high:Q", format=".4g")]),
+                alt.Chart(fit).mark_area(opacity=0.25, color=color).encode(x=x, y="low:Q", y2="high:Q"),
+                alt.Chart(fit).mark_line(color=color, strokeWidth=2.5).encode(
+                    x=x, y="value:Q", tooltip=["law:N", alt.Tooltip("value:Q", format=".4g")]),
+            ]
+        layers.append(alt.Chart(smooth).mark_line(color=_LINE, strokeWidth=1.5).encode(
+            x=x, y="value:Q", tooltip=["curve:N", "step:Q", alt.Tooltip("value:Q", format=".4g")]))
+    if eval_metric is None and len(log.eval) and log.has("reward", "eval") and metric == "reward":
+        eval_metric = "reward"
+    if eval_metric is not None:
+        ev = _series(log, eval_metric, max_points, split="eval")
+        layers.append(alt.Chart(ev).mark_line(point=True, color=_EVAL, strokeDash=[2, 2]).encode(
+            x=x, y="value:Q", tooltip=["step:Q", alt.Tooltip("value:Q", format=".4g", title=f"eval {eval_metric}")]))
+    layers += _onset_rules(diagnosis)
+    return alt.layer(*layers).properties(width=width, height=height)
+
+
+def zero_spread_chart(log: RunLog, diagnosis=None, *, group_size: int | None = None,
+                      binary_reward: bool | None = None, num_prompts: int | None = None,
+                      width: int = 620, height: int = 200, max_points: int = 1500) -> alt.LayerChart:
+    """Fraction of groups with zero reward spread per step, smoothed, against ``p^G + (1 - p)^G``.
+
+    Draws :func:`grpo_core.diagnostics.zero_spread_series`: the observed fraction (points), its
+    rolling mean (line), the binary-reward expectation at the logged accuracy (dashed, when
+    ``group_size`` is given and the reward can be 0/1), the warning and critical levels (faint
+    rules), and the advantage-degeneration finding's stretch (shaded) if there is one.
+
+    Parameters
+    ----------
+    log : RunLog
+    diagnosis : Diagnosis, optional
+    group_size, binary_reward, num_prompts
+        As :func:`grpo_core.diagnostics.zero_spread_series`.
+    width, height, max_points : int
+
+    Returns
+    -------
+    altair.LayerChart
+
+    Raises
+    ------
+    DataError
+        The log has neither ``frac_reward_zero_std`` nor ``reward_std``.
+
+    Examples
+    --------
+    >>> from grpo_core.diagnostics import synthetic_log
+    >>> chart = zero_spread_chart(synthetic_log("advantage_degeneration", n_steps=100), group_size=2)
+    >>> isinstance(chart, alt.LayerChart)
+    True
+    """
+    _check_log(log)
+    table = _diag.zero_spread_series(log, group_size=group_size, binary_reward=binary_reward,
+                                     num_prompts=num_prompts)
+    label = "observed" + (" (lower bound: reward_std = 0)" if table.attrs["lower_bound"] else
+                          " (reward_std = 0)" if table.attrs["source"] != "frac_reward_zero_std" else "")
+    s, obs = _thin(table["step"].to_numpy(float), table["observed"].to_numpy(), max_points)
+    _, sm = _thin(table["step"].to_numpy(float), table["smoothed"].to_numpy(), max_points)
+    _, ex = _thin(table["step"].to_numpy(float), table["expected_smoothed"].to_numpy(), max_points)
+    x = alt.X("step:Q", title="optimizer step")
+    y = alt.Y("value:Q", title="zero-spread fraction", scale=alt.Scale(domain=[0, 1]))
+    lines = [pd.DataFrame({"step": s, "value": sm, "series": f"rolling mean ({table.attrs['window']} steps)"})]
+    if np.isfinite(ex).any():
+        lines.append(pd.DataFrame({"step": s, "value": ex,
+                                   "series": f"0/1-reward expectation p^G + (1-p)^G, G = {group_size} (rolling mean)"}))
+    line_df = pd.concat(lines, ignore_index=True)
+    domain = list(dict.fromkeys(line_df["series"]))
+    color = alt.Color("series:N", scale=alt.Scale(domain=domain, range=[_LINE, "#0072B2"][: len(domain)]),
+                      legend=alt.Legend(title=None, orient="top", labelLimit=0))
+    th = _diag.DEFAULT_THRESHOLDS
+    levels = pd.DataFrame({"value": [th.zero_spread_warning, th.zero_spread_critical],
+                           "level": ["warning level", "critical level"]})
+    layers = []
+    f = diagnosis.find("advantage_degeneration") if diagnosis is not None else None
+    if f is not None:
+        span = pd.DataFrame({"start": [f.steps[0]], "end": [f.steps[1]], "severity": [f.severity]})
+        layers.append(alt.Chart(span).mark_rect(opacity=0.12, color=SEVERITY_COLORS[f.severity]).encode(
+            x="start:Q", x2="end:Q"))
+    layers += [
+        alt.Chart(pd.DataFrame({"step": s, "value": obs})).mark_circle(size=10, opacity=0.4, color=_DATA).encode(
+            x=x, y=y, tooltip=["step:Q", alt.Tooltip("value:Q", format=".3f", title=label)]),
+        alt.Chart(levels).mark_rule(opacity=0.35, strokeDash=[2, 3]).encode(y="value:Q", tooltip=["level:N"]),
+        alt.Chart(line_df).mark_line(strokeWidth=2).encode(
+            x=x, y=y, color=color,
+            strokeDash=alt.StrokeDash("series:N", scale=alt.Scale(domain=domain, range=[[1, 0], [6, 3]][: len(domain)]),
+                                      legend=None)),
+    ]
+    return alt.layer(*layers).properties(width=width, height=height)
+
+
+def metric_chart(log: RunLog, metrics, diagnosis=None, *, title: str | None = None, log_scale: bool | None = None,
+                 width: int = 620, height: int = 180, max_points: int = 1500) -> alt.LayerChart:
+    """One or more training metrics per step (entropy, KL, gradient norm ...), with findings' onsets.
+
+    Parameters
+    ----------
+    log : RunLog
+    metrics : str or list of str
+        Columns to draw (missing ones are skipped; at least one must exist).
+    diagnosis : Diagnosis, optional
+        Adds the onsets of its findings as dashed rules.
+    title : str, optional
+        y-axis title (default: the metric names).
+    log_scale : bool, optional
+        Logarithmic y axis; by default when every value is positive and they span more than two
+        decades (growing KL and gradient norms).
+    width, height, max_points : int
+
+    Returns
+    -------
+    altair.LayerChart
+
+    Raises
+    ------
+    DataError
+        None of ``metrics`` is in the log.
+
+    Examples
+    --------
+    >>> from grpo_core.diagnostics import synthetic_log
+    >>> chart = metric_chart(synthetic_log("dynamic_instability", n_steps=100), ["grad_norm"])
+    >>> chart.layer[0].encoding.y.scale.type
+    'log'
+    """
+    _check_log(log)
+    names = [metrics] if isinstance(metrics, str) else list(metrics)
+    present = [m for m in names if log.has(m)]
+    if not present:
+        raise DataError(f"none of {names} is in {log.source}")
+    df = pd.concat([_series(log, m, max_points) for m in present], ignore_index=True)
+    if log_scale is None:
+        v = df["value"].to_numpy()
+        log_scale = bool(np.all(v > 0) and v.max() / v.min() > 100)
+    scale = alt.Scale(type="log") if log_scale else alt.Scale(zero=False)
+    y = alt.Y("value:Q", title=title or ", ".join(present), scale=scale)
+    enc = dict(x=alt.X("step:Q", title="optimizer step"), y=y,
+               tooltip=["series:N", "step:Q", alt.Tooltip("value:Q", format=".4g")])
+    if len(present) > 1:
+        enc["color"] = alt.Color("series:N", legend=alt.Legend(title=None, orient="top"))
+        line = alt.Chart(df).mark_line(strokeWidth=1.5).encode(**enc)
+    else:
+        line = alt.Chart(df).mark_line(strokeWidth=1.5, color=_LINE).encode(**enc)
+    return alt.layer(line, *_onset_rules(diagnosis)).properties(width=width, height=height)
+
+
+def diagnosis_charts(log: RunLog, diagnosis=None, *, group_size: int | None = None,
+                     binary_reward: bool | None = None, num_prompts: int | None = None,
+                     width: int = 620, max_points: int = 1500) -> dict[str, alt.LayerChart]:
+    """Every panel the log allows, by name: ``reward``, ``zero_spread``, ``entropy``, ``kl``,
+    ``grad_norm``, ``clip`` (those whose columns exist), in that order.
+
+    Parameters
+    ----------
+    log : RunLog
+    diagnosis : Diagnosis, optional
+    group_size, binary_reward, num_prompts
+        For the zero-spread panel's expectation.
+    width, max_points : int
+
+    Returns
+    -------
+    dict of str to altair.LayerChart
+
+    Raises
+    ------
+    ParameterError
+        ``log`` is not a RunLog.
+
+    Examples
+    --------
+    >>> from grpo_core.diagnostics import synthetic_log
+    >>> sorted(diagnosis_charts(synthetic_log("healthy", n_steps=80)))
+    ['entropy', 'grad_norm', 'kl', 'reward', 'zero_spread']
+    """
+    _check_log(log)
+    out: dict[str, alt.LayerChart] = {}
+    if log.has("reward"):
+        out["reward"] = reward_chart(log, diagnosis, width=width, max_points=max_points)
+    if log.has("frac_reward_zero_std") or log.has("reward_std"):
+        out["zero_spread"] = zero_spread_chart(log, diagnosis, group_size=group_size, binary_reward=binary_reward,
+                                               num_prompts=num_prompts, width=width, max_points=max_points)
+    panels = [("entropy", ["entropy"], "entropy (nats per token)"),
+              ("kl", ["kl", "ppo_kl"], "KL (nats per token)"),
+              ("grad_norm", ["grad_norm"], "gradient norm"),
+              ("clip", ["clip_ratio_region", "clip_ratio_low", "clip_ratio_high"], "clipped fraction of tokens")]
+    for name, metrics, title in panels:
+        if any(log.has(m) for m in metrics):
+            out[name] = metric_chart(log, metrics, diagnosis, title=title, width=width, max_points=max_points)
+    return out
+
+
+def diagnosis_dashboard(log: RunLog, diagnosis=None, **kwargs) -> alt.VConcatChart:
+    """:func:`diagnosis_charts` stacked vertically with independent colour scales.
+
+    Examples
+    --------
+    >>> from grpo_core.diagnostics import synthetic_log
+    >>> isinstance(diagnosis_dashboard(synthetic_log("healthy", n_steps=80)), alt.VConcatChart)
+    True
+    """
+    charts = list(diagnosis_charts(log, diagnosis, **kwargs).values())
+    return alt.vconcat(*charts).resolve_scale(color="independent")
