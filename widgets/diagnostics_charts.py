@@ -265,7 +265,7 @@ def metric_chart(log: RunLog, metrics, diagnosis=None, *, title: str | None = No
     --------
     >>> from grpo_core.diagnostics import synthetic_log
     >>> chart = metric_chart(synthetic_log("dynamic_instability", n_steps=100), ["grad_norm"])
-    >>> chart.layer[0].encoding.y.scale.type
+    >>> chart.to_dict()["layer"][0]["encoding"]["y"]["scale"]["type"]
     'log'
     """
     _check_log(log)
