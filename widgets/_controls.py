@@ -45,8 +45,8 @@ __all__ = [
 #: Longest message (characters) a failing computation may show in a widget.
 MAX_MESSAGE_CHARS = 300
 
-_LABEL_LAYOUT = {"width": "9em"}
-_TEXT_LAYOUT = {"width": "7em"}
+_LABEL_LAYOUT = {"width": "8.5em"}
+_TEXT_LAYOUT = {"width": "6em"}
 _MESSAGE_STYLE = "color:#a94400;font-size:90%"
 
 
@@ -164,7 +164,7 @@ class NumberControl(widgets.VBox):
         self.integer = bool(integer)
         common = {"description": label, "continuous_update": continuous_update, "readout": False,
                   "style": {"description_width": _LABEL_LAYOUT["width"]},
-                  "layout": {"width": "22em"}}
+                  "layout": {"width": "21em"}}
         if tooltip:
             common["tooltip"] = tooltip
         if integer:

@@ -143,7 +143,7 @@ class BanditExplorer(Explorer):
             widgets.HTML("<b>Bandit explorer</b>: GRPO on a two-armed softmax bandit, where the "
                          "mean-field reduction is exact"),
             widgets.HBox([widgets.VBox([*self.controls.values(), self.lag, self.baseline]),
-                          self.readout]),
+                          self.readout], layout={"flex_flow": "row wrap"}),
             widgets.HBox([self.run_button, self.stop_button, self.progress]),
             self.status,
             self.outputs["trajectories"],

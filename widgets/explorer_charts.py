@@ -35,8 +35,6 @@ __all__ = [
     "BANDIT_PATHS_SHOWN",
     "bandit_frames",
     "bandit_view_chart",
-    "group_size_frames",
-    "group_size_view_chart",
     "STATIC_BANDIT_PARAMS",
     "static_bandit_grid",
     "static_bandit_chart",
@@ -476,77 +474,6 @@ def bandit_view_chart(frames: dict[str, pd.DataFrame], *, width: int = 560, heig
     text = alt.Chart(frames["fixed"]).mark_text(align="left", dx=4, dy=-6, color="#555").encode(
         x=alt.value(0), y="p_star:Q", text="label:N")
     return alt.layer(paths, band, curves, rule, text).properties(width=width, height=height)
-
-
-# ----------------------------------------------------------------------------------------------
-# Group-size explorer
-# ----------------------------------------------------------------------------------------------
-
-
-def group_size_frames(view: dict) -> dict[str, pd.DataFrame]:
-    """The data of :func:`group_size_view_chart` from :func:`widgets.group_size_explorer.compute_group_size_view`.
-
-    Returns
-    -------
-    dict
-        ``curves`` (``group_size``, ``num_prompts``, ``estimator``, ``mse``), ``marks`` (rows for
-        the chosen G and the best feasible G: ``group_size``, ``mse``, ``what``) and ``star``
-        (the continuous optimum G* = 1 + sqrt(c3/c1), clipped to the budget, with its label).
-    """
-    curves = view["curves"].copy()
-    curves["estimator"] = curves["estimator"].map({"leave_one_out": "leave-one-out (unbiased)",
-                                                   "mean": "group mean (GRPO)"})
-    marks = pd.DataFrame({
-        "group_size": [view["group_size"], view["best_g"]],
-        "mse": [view["mse_at_g"], view["mse_best"]],
-        "what": [f"your G = {view['group_size']}", f"best feasible G = {view['best_g']}"],
-    })
-    g_star = view["g_star_exact"]
-    star = pd.DataFrame({"g": [min(max(g_star, 2.0), float(view["budget"]))],
-                         "label": ["G* = ∞" if g_star > view["budget"] else f"G* = {g_star:.3g}"]})
-    return {"curves": curves, "marks": marks, "star": star}
-
-
-def group_size_view_chart(frames: dict[str, pd.DataFrame], *, width: int = 520, height: int = 280) -> alt.LayerChart:
-    """MSE of the minibatch gradient against G at a fixed budget, with G* and the chosen G marked.
-
-    Parameters
-    ----------
-    frames : dict
-        From :func:`group_size_frames`.
-    width, height : int
-
-    Returns
-    -------
-    alt.LayerChart
-
-    Raises
-    ------
-    KeyError
-        If ``frames`` lacks ``curves``, ``marks`` or ``star``.
-
-    Examples
-    --------
-    >>> from widgets.group_size_explorer import compute_group_size_view
-    >>> len(group_size_view_chart(group_size_frames(compute_group_size_view(1024, 0.15, 16))).layer)
-    4
-    """
-    x = alt.X("group_size:Q", title="group size G (B = N / G prompts)", scale=alt.Scale(type="log", base=2))
-    curves = alt.Chart(frames["curves"]).mark_line(point=True).encode(
-        x=x, y=alt.Y("mse:Q", title="MSE of the minibatch gradient", scale=alt.Scale(type="log")),
-        color=alt.Color("estimator:N", title="estimator", legend=alt.Legend(orient="bottom")),
-        tooltip=["estimator:N", "group_size:Q", "num_prompts:Q", alt.Tooltip("mse:Q", format=".3g")],
-    )
-    marks = alt.Chart(frames["marks"]).mark_point(size=180, shape="diamond", filled=True).encode(
-        x="group_size:Q", y="mse:Q",
-        fill=alt.Fill("what:N", title=None, scale=alt.Scale(range=["#e7298a", "#1b9e77"]),
-                      legend=alt.Legend(orient="bottom")),
-        tooltip=["what:N", alt.Tooltip("mse:Q", format=".3g")])
-    rule = alt.Chart(frames["star"]).mark_rule(strokeDash=[4, 3], color="#555").encode(x="g:Q")
-    text = alt.Chart(frames["star"]).mark_text(align="left", dx=4, baseline="top", color="#555").encode(
-        x="g:Q", y=alt.value(4), text="label:N")
-    return alt.layer(curves, marks, rule, text).resolve_scale(color="independent").properties(
-        width=width, height=height)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ exact constants c1, c2, c3 (:func:`~grpo_core.groupsize.pool_constants`), the mi
 each estimator against G at a fixed budget N = B G (:func:`~grpo_core.groupsize.minibatch_mse`) and
 the optimum G* (:func:`~grpo_core.groupsize.optimal_group_size`,
 :func:`~grpo_core.groupsize.best_group_size`). The chart is
-:func:`widgets.explorer_charts.group_size_view_chart`.
+:func:`widgets.ustat_charts.explorer_mse_chart`.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import pandas as pd
 
 from grpo_core import groupsize
 
-from . import explorer_charts
-from ._controls import Explorer, LiveChart, NumberControl, readout_table
+from . import ustat_charts
+from ._controls import Explorer, NumberControl, readout_table
 
 __all__ = ["GroupSizeExplorer", "group_size_explorer", "compute_group_size_view"]
 
@@ -120,14 +120,14 @@ class GroupSizeExplorer(Explorer):
             value=correct_sets, description="prompts")
         self.readout = widgets.HTML()
         self._output("mse")
-        self._live = LiveChart(explorer_charts.group_size_view_chart)
         for c in self.controls.values():
             c.observe_value(lambda _: self.update())
         self.correct_sets.observe(lambda _: self.update(), names="value")
         self.children = [
             widgets.HTML("<b>Group-size explorer</b>: the minibatch gradient's error against G at a "
                          "fixed rollout budget"),
-            widgets.HBox([widgets.VBox([*self.controls.values(), self.correct_sets]), self.readout]),
+            widgets.HBox([widgets.VBox([*self.controls.values(), self.correct_sets]), self.readout],
+                         layout={"flex_flow": "row wrap"}),
             self.status,
             self.outputs["mse"],
         ]
@@ -160,7 +160,7 @@ class GroupSizeExplorer(Explorer):
             ("best feasible G (power of 2 | N)", str(view["best_g"])),
             (f"MSE at G = {view['group_size']} / at best", f"{view['ratio']:.3f}×"),
         ])
-        self._live_chart("mse", self._live, explorer_charts.group_size_frames(view))
+        self._chart("mse", ustat_charts.explorer_mse_chart(view))
 
 
 def group_size_explorer(budget: int = 1024, spread: float = 0.15, group_size: int = 16, *,

@@ -187,7 +187,7 @@ class OscillatorExplorer(Explorer):
         right = widgets.VBox([self.regime_html, self.readout])
         self.children = [
             widgets.HTML("<b>Oscillator explorer</b>: the damped-oscillator model of GRPO near its fixed point"),
-            widgets.HBox([left, right]),
+            widgets.HBox([left, right], layout={"flex_flow": "row wrap"}),
             self.status,
             self.outputs["trajectory"],
             self.outputs["phase"],
