@@ -59,8 +59,10 @@ __all__ = [
     "optimal_group_size",
     "best_group_size",
     "sample_pool_groups",
+    "minibatch_mse_monte_carlo",
     "train_fixed_budget",
     "summarise_study",
+    "study_path",
 ]
 
 
@@ -779,6 +781,74 @@ def sample_pool_groups(pool: PromptPool, num_prompts: int, group_size: int, rng:
     return score(arms, probs[x]), z, x
 
 
+def minibatch_mse_monte_carlo(
+    pool: PromptPool,
+    group_size: int,
+    num_prompts: int,
+    num_batches: int,
+    *,
+    estimator: str = "leave_one_out",
+    seed: int = 0,
+    theta=None,
+    chunk_groups: int = 200_000,
+) -> tuple[float, float]:
+    """Monte Carlo MSE of the minibatch gradient E||g_hat - grad J||^2, with its standard error.
+
+    Each batch draws B prompts uniformly from the pool and G completions per prompt and averages
+    the B per-prompt estimates (:func:`grpo_core.ustat.group_gradient`); the target is the exact
+    full gradient grad J = E_x g(x). For checking :func:`minibatch_mse` / :func:`pool_constants`.
+
+    Parameters
+    ----------
+    pool : PromptPool
+    group_size : int, >= 2
+        G.
+    num_prompts : int, >= 1
+        B.
+    num_batches : int, >= 2
+        Independent minibatches.
+    estimator : {"leave_one_out", "mean"}
+    seed : int
+    theta : array_like, shape (A,), optional
+        Shared logits (default 0).
+    chunk_groups : int
+        Groups per vectorised chunk (bounds memory at about 3 * chunk_groups * G * A floats).
+
+    Returns
+    -------
+    (mse, standard_error) : tuple of float
+
+    Raises
+    ------
+    ParameterError
+        Invalid sizes or estimator.
+
+    Examples
+    --------
+    >>> pool = beta_difficulty_pool(32, 4, mean=0.3, spread=0.15)
+    >>> mse, se = minibatch_mse_monte_carlo(pool, 4, 8, 4000)
+    >>> bool(abs(mse - float(pool_constants(pool).mse(4, num_prompts=8))) < 4 * se)
+    True
+    """
+    g = check_integer("group_size", group_size, low=2)
+    b = check_integer("num_prompts", num_prompts, low=1)
+    reps = check_integer("num_batches", num_batches, low=2)
+    check_choice("estimator", estimator, ("leave_one_out", "mean"))
+    chunk = max(1, check_integer("chunk_groups", chunk_groups, low=1) // b)
+    th = None if theta is None else _check_theta(theta, pool.num_arms)
+    t = bandit_traces(pool.probs(th), pool.rewards, bernoulli=pool.bernoulli)
+    target = t.gradient.mean(axis=0)
+    rng = np.random.default_rng(seed)
+    sq = []
+    for start in range(0, reps, chunk):
+        k = min(chunk, reps - start)
+        w, z, _ = sample_pool_groups(pool, k * b, g, rng, theta=th)
+        est = group_gradient(w, z, estimator=estimator).reshape(k, b, -1).mean(axis=1)
+        sq.append(((est - target) ** 2).sum(axis=-1))
+    e = np.concatenate(sq)
+    return float(e.mean()), float(e.std(ddof=1) / np.sqrt(reps))
+
+
 def _draw_rewards(pool: PromptPool, prompts: np.ndarray, arms: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     r = np.take_along_axis(pool.rewards[prompts], arms, axis=-1)
     if pool.bernoulli:
@@ -983,3 +1053,64 @@ def summarise_study(study: pd.DataFrame) -> pd.DataFrame:
     gap = joined["reward_top"] - joined["reward"]
     out["within_se"] = gap <= 2.0 * np.hypot(joined["reward_se"], joined["reward_se_top"])
     return out
+
+
+def study_path(study: pd.DataFrame, pool: PromptPool, *, reference_group_size: int) -> pd.DataFrame:
+    """Predicted G* along training against the study's empirically best G, per budget and checkpoint.
+
+    The constants change as the policy learns. At each checkpoint the exact constants are
+    computed at every seed's logits of the ``reference_group_size`` run and averaged over seeds
+    (the constants are expectations, so they average); G* = 1 + sqrt(c3/c1) follows.
+
+    Parameters
+    ----------
+    study : pandas.DataFrame
+        :func:`train_fixed_budget` output with ``record_theta=True`` (several budgets may be
+        concatenated).
+    pool : PromptPool
+        The pool the study trained on.
+    reference_group_size : int
+        Which run's policies to take the constants from (runs at different G learn at slightly
+        different speeds).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``budget``, ``step``, ``c1``, ``c2``, ``c3``, ``g_star`` (exact), ``best_g`` (highest
+        mean reward), ``tied_low`` and ``tied_high`` (smallest and largest G within two standard
+        errors of the best, see :func:`summarise_study`).
+
+    Raises
+    ------
+    ParameterError
+        No logits recorded, or no run at ``reference_group_size``.
+
+    Examples
+    --------
+    >>> pool = beta_difficulty_pool(32, 4, mean=0.3, spread=0.1)
+    >>> st = train_fixed_budget(pool, 16, [2, 4], num_seeds=2, num_steps=4, checkpoints=[0, 4],
+    ...                         record_theta=True)
+    >>> study_path(st, pool, reference_group_size=4)[["step", "best_g"]].shape
+    (2, 2)
+    """
+    cols = [f"theta_{j}" for j in range(pool.num_arms)]
+    if any(c not in study.columns for c in cols):
+        raise ParameterError("study", "`study` has no logits: run train_fixed_budget(..., record_theta=True)")
+    ref = check_integer("reference_group_size", reference_group_size, low=2)
+    runs = study[study.group_size == ref]
+    if runs.empty:
+        raise ParameterError("reference_group_size", f"`reference_group_size` = {ref} is not in the study")
+    summary = summarise_study(study)
+    rows = []
+    for (n, step), part in runs.groupby(["budget", "step"]):
+        ks = [pool_constants(pool, th) for th in part[cols].to_numpy()]
+        c1, c2, c3 = (float(np.mean([getattr(k, a) for k in ks])) for a in ("c1", "c2", "c3"))
+        here = summary[(summary.budget == n) & (summary.step == step)]
+        tied = here[here.within_se].group_size
+        rows.append({
+            "budget": int(n), "step": int(step), "c1": c1, "c2": c2, "c3": c3,
+            "g_star": optimal_group_size(c1, c3),
+            "best_g": int(here.loc[here.reward.idxmax(), "group_size"]),
+            "tied_low": int(tied.min()), "tied_high": int(tied.max()),
+        })
+    return pd.DataFrame(rows)

@@ -282,3 +282,33 @@ def test_spread_for_a_target_optimum_round_trips():
     assert np.all(np.diff(g) < 0)
     with pytest.raises(ParameterError, match="`g_star`"):
         spread_for_optimal_group_size(1.5)
+
+
+@pytest.mark.parametrize("estimator", ["leave_one_out", "mean"])
+def test_minibatch_monte_carlo_matches_the_law_for_both_baselines(estimator):
+    """The mean baseline's law: ((G-1)/G)^2 times the variance plus the bias ||grad J||^2 / G^2."""
+    from grpo_core.groupsize import minibatch_mse_monte_carlo
+
+    pool = beta_difficulty_pool(64, 6, mean=0.3, spread=0.2)
+    k = pool_constants(pool)
+    for g, b in ((2, 16), (8, 4)):
+        mse, se = minibatch_mse_monte_carlo(pool, g, b, 20_000, estimator=estimator, seed=g)
+        predicted = float(k.mse(g, num_prompts=b, estimator=estimator))
+        assert abs(mse - predicted) < 4 * se, (g, mse, predicted, se)
+        assert mse == pytest.approx(predicted, rel=0.05)
+
+
+def test_study_path_reports_g_star_and_the_best_g():
+    from grpo_core.groupsize import study_path
+
+    pool = beta_difficulty_pool(64, 8, mean=0.2, spread=0.25)
+    st = train_fixed_budget(pool, 64, [2, 4, 64], num_seeds=8, num_steps=40, learning_rate=0.02,
+                            optimizer="adam", checkpoints=[0, 40], record_theta=True)
+    path = study_path(st, pool, reference_group_size=4).set_index("step")
+    # at step 0 every seed sits at theta = 0: the constants are the pool's initial ones
+    assert path.g_star[0] == pytest.approx(pool_constants(pool).g_star_exact, rel=1e-12)
+    assert path.tied_low[40] <= path.best_g[40] <= path.tied_high[40]
+    with pytest.raises(ParameterError, match="`study`"):
+        study_path(st.drop(columns="theta_0"), pool, reference_group_size=4)
+    with pytest.raises(ParameterError, match="`reference_group_size`"):
+        study_path(st, pool, reference_group_size=8)
