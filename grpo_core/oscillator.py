@@ -671,7 +671,7 @@ def _simulate_refresh(gain: float, mu: float, k: int, sigma: float, e0: float, n
     Within a cycle starting at ``s = cK`` the snapshot ``e_s`` is fixed, so
     ``e_{s+j} = A_j e_s + B_j e_{s-1} + N_{c,j}`` with ``(A_j, B_j)`` the deterministic response
     (``j`` steps of the recurrence from the basis states) and ``N_{c,j}`` the response of the free
-    heavy-ball filter ``[1, -(1+mu), mu]`` to the cycle's noise (one ``lfilter`` over all cycles).
+    heavy ball to the cycle's noise (``K`` vector steps over all seeds and cycles at once).
     The cycle states ``x_c = (e_s, e_{s-1})`` obey ``x_{c+1} = Phi x_c + n_c``; by Cayley-Hamilton
     each component obeys ``x_{c+2} = tr x_{c+1} - det x_c + n_{c+1} + (Phi - tr I) n_c``, a second
     ``lfilter``. noise: (S, T) standard normals -> returns (S, T+1).
@@ -680,9 +680,9 @@ def _simulate_refresh(gain: float, mu: float, k: int, sigma: float, e0: float, n
 
     n_seeds, n_steps = noise.shape
     n_cyc = -(-(n_steps + 1) // k)  # cycles covering e_0 .. e_T
-    w = np.zeros((n_seeds, n_cyc * k))
-    w[:, :n_steps] = sigma * noise
-    w = w.reshape(n_seeds, n_cyc, k)
+    padded = np.zeros((n_seeds, n_cyc * k))
+    padded[:, :n_steps] = sigma * noise
+    w = np.ascontiguousarray(padded.reshape(n_seeds, n_cyc, k).transpose(2, 0, 1))  # (K, S, C)
     # deterministic responses A_j, B_j (j = 0..K) from (e_s, e_{s-1}) = (1, 0) and (0, 1)
     resp = np.empty((k + 1, 2))
     cur, prev = np.array([1.0, 0.0]), np.array([0.0, 1.0])
@@ -691,26 +691,35 @@ def _simulate_refresh(gain: float, mu: float, k: int, sigma: float, e0: float, n
     for j in range(k):
         cur, prev = cur + mu * (cur - prev) - gain * snap, cur
         resp[j + 1] = cur
-    phi = np.array([resp[k], resp[k - 1]])  # rows: e_{s+K}, e_{s+K-1}
-    # noise response within each cycle: N[..., j] for j = 0..K (N[..., 0] = 0)
-    big_n = np.zeros((n_seeds, n_cyc, k + 1))
+    (p00, p01), (p10, p11) = resp[k], resp[k - 1]  # one-cycle map: rows e_{s+K}, e_{s+K-1}
+    tr, det = p00 + p11, p00 * p11 - p01 * p10
     with np.errstate(over="ignore", invalid="ignore"):
-        big_n[..., 1:] = lfilter([1.0], [1.0, -(1.0 + mu), mu], w, axis=-1)
-        drive = np.stack([big_n[..., k], big_n[..., k - 1]], axis=-1)  # n_c, shape (S, C, 2)
-        x = np.empty((n_seeds, n_cyc, 2))
-        x[:, 0] = e0
+        # noise response inside every cycle at once (free heavy ball from rest): K vector steps,
+        # each over all (seed, cycle) pairs
+        big_n = np.empty((k + 1, n_seeds, n_cyc))
+        big_n[0] = 0.0
+        big_n[1] = w[0]
+        for j in range(1, k):
+            big_n[j + 1] = (1.0 + mu) * big_n[j] - mu * big_n[j - 1] + w[j]
+        n_k, n_k1 = big_n[k], big_n[k - 1]
+        u = np.empty((n_seeds, n_cyc))  # e at cycle starts
+        v = np.empty((n_seeds, n_cyc))  # e one step before
+        u[:, 0] = v[:, 0] = e0
         if n_cyc > 1:
-            x[:, 1] = (phi @ np.array([e0, e0])) + drive[:, 0]
+            u[:, 1] = (p00 + p01) * e0 + n_k[:, 0]
+            v[:, 1] = (p10 + p11) * e0 + n_k1[:, 0]
         if n_cyc > 2:
-            tr, det = np.trace(phi), np.linalg.det(phi)
-            ch = drive[:, 1:-1] + drive[:, :-2] @ (phi - tr * np.eye(2)).T  # (S, C-2, 2)
             den = np.array([1.0, -tr, det])
             # lfiltic is linear in the past outputs: build the basis once, combine for all seeds
             z1, z0 = lfiltic([1.0], den, y=[1.0, 0.0]), lfiltic([1.0], den, y=[0.0, 1.0])
-            for comp in range(2):
-                zi = x[:, 1, comp, None] * z1 + x[:, 0, comp, None] * z0
-                x[:, 2:, comp], _ = lfilter([1.0], den, ch[..., comp], axis=-1, zi=zi)
-        e = x[..., :1] * resp[:k, 0] + x[..., 1:] * resp[:k, 1] + big_n[..., :k]
+            drive_u = n_k[:, 1:-1] + (p00 - tr) * n_k[:, :-2] + p01 * n_k1[:, :-2]
+            drive_v = n_k1[:, 1:-1] + p10 * n_k[:, :-2] + (p11 - tr) * n_k1[:, :-2]
+            for x, drive in ((u, drive_u), (v, drive_v)):
+                zi = x[:, 1, None] * z1 + x[:, 0, None] * z0
+                x[:, 2:], _ = lfilter([1.0], den, drive, axis=-1, zi=zi)
+        e = np.empty((n_seeds, n_cyc, k))
+        for j in range(k):
+            e[:, :, j] = resp[j, 0] * u + resp[j, 1] * v + big_n[j]
     return e.reshape(n_seeds, n_cyc * k)[:, : n_steps + 1]
 
 
@@ -741,9 +750,9 @@ def simulate(
     Implementation: one array program per configuration, no Python loop over seeds or steps. The
     constant lag is a linear IIR filter, run for all seeds at once by :func:`scipy.signal.lfilter`.
     The refresh lag is periodic; lifted to one cycle it becomes linear time-invariant: the noise
-    response inside every cycle is one ``lfilter`` of the free heavy-ball filter, and the states at
-    the cycle starts follow a 2 x 2 linear recursion that Cayley-Hamilton turns into a second
-    ``lfilter``. The noise is drawn as one array of shape ``(n_seeds, n_steps)``
+    response inside every cycle is computed for all cycles at once (``k_ref`` vector steps), and
+    the states at the cycle starts follow a 2 x 2 linear recursion that Cayley-Hamilton turns into
+    two ``lfilter`` calls. The noise is drawn as one array of shape ``(n_seeds, n_steps)``
     (``(C, n_seeds, n_steps)`` for ``C`` configurations); :func:`simulate_reference`, a plain
     Python loop drawing the same numbers one at a time, gives the same trajectories (to rounding).
 
@@ -875,6 +884,7 @@ def simulate_reference(
     g, mu, k_ref, refresh = coeffs.gain, coeffs.mu, coeffs.k_ref, coeffs.lag == "refresh"
     out = np.empty((n_seeds, n_steps + 1))
     for s in range(n_seeds):
+        row = given[s].tolist() if given is not None else None
         hist = [e0]  # hist[j] = e_j for j >= 0; e_j = e0 for j < 0
         e_prev, e, snap = e0, e0, e0
         for k in range(n_steps):
@@ -884,8 +894,8 @@ def simulate_reference(
                 lagged = snap
             else:
                 lagged = hist[k - k_ref] if k >= k_ref else e0
-            if given is not None:
-                w = float(given[s, k])
+            if row is not None:
+                w = row[k]
             elif rng is not None:
                 w = rng.standard_normal()
             else:
