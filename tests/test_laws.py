@@ -475,9 +475,9 @@ def test_charts_draw_the_results():
     assert "facet" in resid
     fc = laws.forecast(T300, y, law="three_phase", fraction=0.4, n_boot=0)
     fspec = laws_charts.forecast_chart(fc).to_dict()
-    assert len(fspec["layer"]) == 7  # window, band, points, curve, plateau band, plateau, actual
+    assert len(fspec["layer"]) == 9  # window, band, points, curve, plateau band/rule/label, actual rule/label
     full = laws.forecast(T300, y, law="three_phase", fraction=1.0, n_boot=0)
-    assert len(laws_charts.forecast_chart(full).to_dict()["layer"]) == 6  # no continuation
+    assert len(laws_charts.forecast_chart(full).to_dict()["layer"]) == 7  # no continuation
     sweep = laws.forecast_sweep(T300, y, fractions=(0.4, 0.6), laws=("three_phase",), n_boot=0)
     assert len(laws_charts.forecast_sweep_chart(sweep).to_dict()["layer"]) == 3
     with pytest.raises(ParameterError, match="`comparison`"):

@@ -178,7 +178,14 @@ def residuals_chart(
     return (
         alt.layer(*layers, data=data)
         .properties(width=width, height=height)
-        .facet(row=alt.Row("law:N", title=None, sort=[f for f in data["law"].unique()]))
+        .facet(
+            row=alt.Row(
+                "law:N",
+                title=None,
+                sort=list(data["law"].unique()),
+                header=alt.Header(labelAngle=0, labelOrient="top", labelAnchor="start", labelFontWeight="bold"),
+            )
+        )
         .resolve_scale(y="shared")
     )
 
@@ -205,8 +212,9 @@ def forecast_chart(
     -------
     altair.LayerChart
         The shaded fit window; the data (dark inside the window, light after it); the band of the
-        forecast curve and the curve; the forecast plateau as a dashed line with its band; the
-        mean of the last ``fc.tail`` actual points as a solid black segment over those steps.
+        forecast curve and the curve; the forecast plateau as a dashed line with its band and a
+        label; the mean of the last ``fc.tail`` actual points as a solid black segment over those
+        steps, labelled.
 
     Raises
     ------
@@ -268,7 +276,10 @@ def forecast_chart(
     plateau_rule = alt.Chart(plateau).mark_rule(color=color, strokeDash=[6, 4]).encode(
         x="start:Q", x2="end:Q", y="plateau_c:Q", tooltip=["label:N"]
     )
-    layers = [window, band, points, line, plateau_band, plateau_rule]
+    plateau_text = alt.Chart(plateau).mark_text(align="right", dy=-7, color=color, fontSize=11).encode(
+        x="end:Q", y="plateau_c:Q", text="label:N"
+    )
+    layers = [window, band, points, line, plateau_band, plateau_rule, plateau_text]
     if fc.actual_tail_mean is not None:
         tail_t = np.concatenate([fc.fit.t, fc.actual_t])[-fc.tail :]
         actual = pd.DataFrame(
@@ -282,6 +293,11 @@ def forecast_chart(
         layers.append(
             alt.Chart(actual).mark_rule(color="black", strokeWidth=3).encode(
                 x="start:Q", x2="end:Q", y="actual:Q", tooltip=["label:N"]
+            )
+        )
+        layers.append(
+            alt.Chart(actual).mark_text(align="right", dy=12, color="black", fontSize=11).encode(
+                x="end:Q", y="actual:Q", text="label:N"
             )
         )
     return (

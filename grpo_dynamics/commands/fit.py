@@ -1,0 +1,166 @@
+"""``grpo-dynamics fit``: fit the reward-curve laws to one metric of a training log.
+
+Examples::
+
+    grpo-dynamics fit trainer_state.json --metric reward
+    grpo-dynamics fit run.csv --metric "rewards/correctness/mean" --json
+    grpo-dynamics fit run.csv --metric reward --fit-fraction 0.4 --plot fit.html
+
+Every format :func:`grpo_core.logs.read_log` reads is accepted (TRL ``trainer_state.json`` of every
+era, notebook CSV exports, verl dumps, JSONL). The laws, fits and criteria are those of
+:mod:`grpo_core.laws`; the book chapter "Fitting real reward curves" explains them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "fit",
+        help="fit the three-phase, exponential and logistic laws to a metric of a training log",
+        description=(
+            "Read a training log (TRL trainer_state.json, CSV, JSONL, verl), take one metric per step, "
+            "fit the reward-curve laws by least squares and compare them by R^2, AIC and BIC "
+            "(Gaussian likelihood). With --fit-fraction, also forecast the plateau from the first part "
+            "of the curve and compare it with what happened (the mean of the last 50 steps)."
+        ),
+    )
+    p.add_argument("log", metavar="LOG", help="the training log file")
+    p.add_argument("--metric", default="reward",
+                   help="column to fit: a normalised name (reward, kl, entropy, reward/<f>) or the log's own "
+                        "name ('rewards/correctness/mean', 'critic/score/mean'); default reward")
+    p.add_argument("--split", default="train", choices=("train", "eval"),
+                   help="fit the training rows (default) or the evaluation rows")
+    p.add_argument("--format", default="auto",
+                   help="log format: auto (default), trl, notebook, verl, grpo_dynamics, generic")
+    p.add_argument("--laws", default="three_phase,exponential,logistic",
+                   help="comma-separated laws to compare: three_phase, three_phase_onset, exponential, "
+                        "logistic (default: the first, third and fourth)")
+    p.add_argument("--criterion", default="aic", choices=("aic", "aicc", "bic"),
+                   help="how the best law is chosen (default aic; prefer aicc for short logs)")
+    p.add_argument("--smooth", type=int, default=None, metavar="W",
+                   help="fit a centred W-step rolling mean instead of the raw values (criteria and standard "
+                        "errors are then optimistic: the residuals are correlated)")
+    p.add_argument("--fit-fraction", dest="fit_fraction", default=None, metavar="F",
+                   help="also forecast the plateau from the first fraction F in (0, 1] of the points")
+    p.add_argument("--n-boot", dest="n_boot", type=int, default=200,
+                   help="bootstrap refits for the forecast band (0: delta method); default 200")
+    p.add_argument("--level", default="0.9", help="coverage of the forecast band, in (0, 1); default 0.9")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    p.add_argument("--plot", default=None, metavar="FILE",
+                   help="write the fits, residuals (and forecast) to FILE.png or a self-contained FILE.html")
+    p.set_defaults(func=handler)
+
+
+def handler(args: argparse.Namespace) -> int:
+    from grpo_core import laws
+    from grpo_core.errors import ParameterError
+    from grpo_core.logs import read_log
+
+    plot = None
+    if args.plot is not None:
+        plot = Path(args.plot)
+        if plot.suffix.lower() not in (".png", ".html"):
+            raise ParameterError("--plot", f"`--plot` must end in .png or .html; got {args.plot!r}")
+    law_names = [name.strip() for name in args.laws.split(",") if name.strip()]
+    for name in law_names:
+        laws.get_law(name)  # unknown names: one-line error naming `law`
+    log = read_log(args.log, format=args.format)
+    t, y = log.series(args.metric, split=args.split)
+    t = t.astype(float)
+    if args.smooth is not None:
+        t, y = laws.rolling_mean(t, y, args.smooth)
+    comparison = laws.fit_all(t, y, laws=law_names, criterion=args.criterion)
+    fc = None
+    if args.fit_fraction is not None:
+        fc = laws.forecast(
+            t, y, law="best", fraction=args.fit_fraction, n_boot=args.n_boot, level=args.level,
+            seed=args.seed, criterion=args.criterion,
+        )
+    if plot is not None:
+        _save_plot(comparison, fc, plot, args.metric)
+    if args.json:
+        out = {"log": str(args.log), "metric": args.metric, "split": args.split, "smooth": args.smooth}
+        out.update(comparison.to_dict())
+        out["forecast"] = None if fc is None else fc.to_dict()
+        out["plot"] = None if plot is None else str(plot)
+        print(json.dumps(out, allow_nan=False))
+    else:
+        print(_report(comparison, fc, args))
+    return 0
+
+
+def _fmt(x: float, spec: str = ".4g") -> str:
+    return "-" if x is None or not math.isfinite(x) else format(x, spec)
+
+
+def _report(comparison, fc, args) -> str:
+    crit = comparison.criterion
+    delta = comparison.delta()
+    src = f"{args.log} [{args.metric}" + (f", {args.smooth}-step rolling mean" if args.smooth else "") + "]"
+    lines = [
+        f"{src}: {comparison.n} points"
+        + (f" ({comparison.dropped} non-finite dropped)" if comparison.dropped else "")
+        + f"; noise ceiling R^2 ~ {comparison.noise_r2_ceiling:.3f}",
+        "",
+        f"{'law':<18} {'R^2':>7} {'AIC':>10} {'BIC':>10} {'d' + crit.upper():>8} {'plateau':>9} "
+        f"{'+-se':>9} {'t90':>8}",
+    ]
+    for name, r in comparison.results.items():
+        mark = "*" if name == comparison.best else " "
+        flag = "!" if r.notes else " "
+        lines.append(
+            f"{mark}{name:<17} {r.r2:>7.3f} {r.aic:>10.2f} {r.bic:>10.2f} {delta[name]:>8.2f} "
+            f"{_fmt(r.plateau):>9} {_fmt(r.plateau_stderr, '.2g'):>9} {_fmt(r.t90, '.4g'):>8}{flag}"
+        )
+    lines.append("")
+    lines.append(f"best by {crit.upper()}: {comparison.best}  (* best, ! see notes)")
+    for name, r in comparison.results.items():
+        params = ", ".join(f"{k}={v:.4g}" for k, v in r.params.items())
+        lines.append(f"  {name}: {params}")
+        if r.oscillator is not None:
+            q = r.oscillator
+            lines.append(
+                f"    oscillator: damping ratio {_fmt(q['damping_ratio'], '.3g')} ({q['regime']}), "
+                f"M/C {_fmt(q['mass_over_damping'])} steps, K/C {_fmt(q['stiffness_over_damping'])} per step"
+            )
+        for note in r.notes:
+            lines.append(f"    ! {note}")
+    if fc is not None:
+        lines.append("")
+        lines.append(
+            f"forecast from the first {fc.fraction:.0%} ({fc.fit.n} points, to step {fc.t_fit_end:g}) with "
+            f"{fc.law}: plateau {fc.plateau:.4g}, {fc.level:.0%} {fc.band_method} band "
+            f"[{fc.plateau_low:.4g}, {fc.plateau_high:.4g}]; t90 {_fmt(fc.t90)} steps"
+        )
+        if fc.actual_tail_mean is not None:
+            lines.append(
+                f"actual: mean of the last {fc.tail} points {fc.actual_tail_mean:.4g} "
+                f"({'inside' if fc.covered else 'outside'} the band; error {fc.error:+.4g})"
+            )
+        for note in fc.fit.notes:
+            lines.append(f"  ! {note}")
+    return "\n".join(lines)
+
+
+def _save_plot(comparison, fc, path: Path, metric: str) -> None:
+    import altair as alt
+
+    from widgets import laws_charts
+
+    alt.data_transformers.disable_max_rows()
+    charts = [laws_charts.fits_chart(comparison, metric=metric), laws_charts.residuals_chart(comparison)]
+    if fc is not None:
+        charts.append(laws_charts.forecast_chart(fc, metric=metric))
+    chart = alt.vconcat(*charts).resolve_scale(color="independent")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix.lower() == ".html":
+        chart.save(str(path), inline=True)
+    else:
+        chart.save(str(path), scale_factor=1.5)

@@ -1,0 +1,157 @@
+"""`grpo-dynamics fit`: the JSON and the table, the plots, every log format, and refused input."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grpo_core import laws
+from grpo_core.datasets import real_log_path
+from grpo_dynamics.cli import main
+
+QWEN = str(real_log_path("qwen2.5-3b-instruct_gsm8k_unsloth"))
+LOGS = Path(__file__).resolve().parent / "data" / "logs"
+CASES = Path(__file__).resolve().parent / "data" / "cases"
+
+
+def _json(capsys, *args):
+    assert main(["fit", *args, "--json"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1  # one JSON object on one line
+    return json.loads(out)
+
+
+def _fails(capsys, *args) -> str:
+    assert main(["fit", *args]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert captured.out == ""
+    assert len(err) == 1 and err[0].startswith("grpo-dynamics fit: error:"), err
+    return err[0]
+
+
+def test_json_models_and_best_match_the_library(capsys):
+    d = _json(capsys, QWEN, "--metric", "reward")
+    assert set(d["models"]) == {"three_phase", "exponential", "logistic"}
+    for m in d["models"].values():
+        assert {"r2", "aic", "bic", "aicc", "plateau", "params", "stderr", "t90", "notes"} <= set(m)
+    y = _qwen_reward()
+    cmp = laws.fit_all(np.arange(1, 251, dtype=float), y)
+    assert d["best"] == cmp.best == "logistic" and d["criterion"] == "aic" and d["n"] == 250
+    for name, res in cmp.results.items():
+        assert d["models"][name]["r2"] == pytest.approx(res.r2, rel=1e-9)
+        assert d["models"][name]["aic"] == pytest.approx(res.aic, rel=1e-9)
+        assert d["models"][name]["plateau"] == pytest.approx(res.plateau, rel=1e-6)
+    assert d["forecast"] is None and d["plot"] is None
+    assert d["models"]["three_phase"]["oscillator"]["regime"] == "underdamped"
+
+
+def test_json_forecast_and_smoothing(capsys):
+    d = _json(capsys, QWEN, "--fit-fraction", "0.4", "--n-boot", "0", "--smooth", "20")
+    assert d["smooth"] == 20 and d["n"] == 231
+    assert d["models"]["three_phase"]["r2"] >= 0.93
+    fc = d["forecast"]
+    assert fc["fraction"] == 0.4 and fc["band_method"] == "delta" and fc["n_fit"] == 92
+    assert fc["plateau_low"] <= fc["plateau"] <= fc["plateau_high"]
+    assert fc["actual_tail_mean"] == pytest.approx(float(np.mean(laws.rolling_mean(
+        np.arange(1, 251), _qwen_reward(), 20)[1][-50:])))
+
+
+def _qwen_reward():
+    import warnings
+
+    from grpo_core.logs import read_log
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return read_log(QWEN).series("reward")[1]
+
+
+def test_table_report(capsys):
+    assert main(["fit", QWEN, "--fit-fraction", "0.4", "--n-boot", "20"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^\*logistic\s+0\.38\d", out, re.M)
+    assert re.search(r"^ three_phase\s+0\.37\d", out, re.M)
+    assert "best by AIC: logistic" in out
+    assert "oscillator: damping ratio" in out
+    assert "forecast from the first 40% (100 points, to step 100)" in out
+    assert "actual: mean of the last 50 points 1.437" in out
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        LOGS / "trl_0.14_trainer_state.json",
+        LOGS / "trl_0.29_trainer_state.json",
+        LOGS / "verl_metrics.jsonl",
+        LOGS / "notebook_progress.csv",
+        CASES / "06-collapse-after-high-lr" / "trainer_state.json",
+    ],
+    ids=lambda p: p.name if p.parent.name == "logs" else p.parent.name,
+)
+def test_every_log_format_fits(capsys, log):
+    d = _json(capsys, str(log))
+    assert d["n"] >= 5 and d["best"] in d["models"]
+
+
+def test_nan_rows_are_dropped_with_a_one_line_warning(capsys):
+    assert main(["fit", str(LOGS / "trl_0.19_trainer_state.json"), "--json"]) == 0
+    captured = capsys.readouterr()
+    d, err = json.loads(captured.out), captured.err
+    assert d["n"] == 10 and err.count("\n") == 1
+    assert re.search(r"warning: .*dropped 10 NaN of 20 steps", err)
+
+
+def test_original_column_names_and_other_metrics(capsys):
+    d = _json(capsys, QWEN, "--metric", "Training Loss", "--criterion", "bic", "--laws", "exponential,logistic")
+    assert d["criterion"] == "bic" and set(d["models"]) == {"exponential", "logistic"}
+
+
+def test_png_and_self_contained_html(tmp_path, capsys):
+    png = tmp_path / "fit.png"
+    assert main(["fit", QWEN, "--plot", str(png), "--fit-fraction", "0.5", "--n-boot", "0"]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
+    capsys.readouterr()
+    html = tmp_path / "sub" / "fit.html"
+    assert main(["fit", QWEN, "--plot", str(html), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["plot"] == str(html)
+    text = html.read_text()
+    assert "vegaEmbed" in text or "vega-embed" in text
+    assert not re.search(r"<script[^>]+src=", text)  # everything inline, nothing fetched
+    assert "cdn.jsdelivr" not in text and "https://cdn" not in text
+
+
+def test_refused_input(tmp_path, capsys):
+    assert "no column 'nope'" in _fails(capsys, QWEN, "--metric", "nope")
+    assert "available: loss, reward" in _fails(capsys, QWEN, "--metric", "nope")
+    assert "no such file" in _fails(capsys, str(tmp_path / "missing.csv"))
+    short = tmp_path / "short.csv"
+    short.write_text("step,reward\n1,0.1\n2,0.2\n3,0.4\n4,0.5\n")
+    assert "at least 5 usable points" in _fails(capsys, str(short))
+    flat = tmp_path / "flat.csv"
+    flat.write_text("step,reward\n" + "".join(f"{i},0.5\n" for i in range(1, 30)))
+    assert "constant" in _fails(capsys, str(flat))
+    assert "`--plot` must end in .png or .html" in _fails(capsys, QWEN, "--plot", "x.pdf")
+    assert "`fraction`" in _fails(capsys, QWEN, "--fit-fraction", "1.5")
+    assert "`fraction`" in _fails(capsys, QWEN, "--fit-fraction", "nan")
+    assert "`law`" in _fails(capsys, QWEN, "--laws", "three_phase,power")
+    assert "`window`" in _fails(capsys, QWEN, "--smooth", "0")
+    assert "`level`" in _fails(capsys, QWEN, "--fit-fraction", "0.5", "--level", "2")
+
+
+def test_console_script_runs(tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-m", "grpo_dynamics.cli", "fit", QWEN, "--json", "--laws", "exponential"],
+        capture_output=True, text=True, check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["best"] == "exponential"
+    bad = subprocess.run([sys.executable, "-m", "grpo_dynamics.cli", "fit", str(tmp_path / "x.csv")],
+                         capture_output=True, text=True, check=False)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and bad.stderr.count("\n") == 1
