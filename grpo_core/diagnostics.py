@@ -167,6 +167,9 @@ class Thresholds:
 
 
 DEFAULT_THRESHOLDS = Thresholds()
+#: Most points a plateau forecast fits (longer logs are bin-averaged first; 500 bins keep a
+#: 100,000-step log's forecast, bootstrap included, well under a second).
+FORECAST_POINTS = 500
 _GROWTH_METRICS = ("grad_norm", "kl", "ppo_kl", "importance_ratio_max", "clip_ratio_region", "clip_ratio_low",
                    "clip_ratio_high")
 _CORRECTNESS_WORDS = ("correct", "accuracy", "acc", "answer", "exact", "solution", "solved", "pass", "math",
@@ -548,7 +551,7 @@ def oscillation(steps, values, *, min_period: float = 4.0, max_period: float | N
     centred rolling mean (first over a fifth of the curve, then over exactly one period of the
     first estimate, which removes a sinusoid of that period from the trend), and the periodogram
     of the residual is searched for its largest peak between ``min_period`` and ``max_period``
-    (zero-padded 8x for the period's resolution). Fisher's g-test (largest Fourier ordinate over
+    (zero-padded 8x for the period's resolution; 2x above 16,384 points). Fisher's g-test (largest Fourier ordinate over
     their sum, ``P(g > x) ~ m (1 - x)^(m - 1)`` for ``m`` ordinates) says whether the peak stands
     out of noise, and the detrended curve must also correlate with itself one period later
     (autocorrelation >= ``min_autocorrelation``): a single step change (a collapse) puts power at
@@ -601,7 +604,7 @@ def oscillation(steps, values, *, min_period: float = 4.0, max_period: float | N
         raise ParameterError("steps", "`steps` must be strictly increasing")
     min_period = check_real("min_period", min_period, low=2.0)
     p_value = check_real("p_value", p_value, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
-    t, y = _bin(t, y, 4096)
+    t, y = _bin(t, y, 1 << 18)
     stride = float(np.median(np.diff(t)))
     grid = np.arange(t[0], t[-1] + 0.5 * stride, stride)
     yg = np.interp(grid, t, y)
@@ -615,7 +618,7 @@ def oscillation(steps, values, *, min_period: float = 4.0, max_period: float | N
 
     def peak(resid: np.ndarray) -> tuple[float, float, float]:
         r = resid - resid.mean()
-        pad = 8 * n
+        pad = 8 * n if n <= 16384 else 2 * n
         power = np.abs(np.fft.rfft(r, pad)) ** 2
         freqs = np.fft.rfftfreq(pad, d=stride)
         with np.errstate(divide="ignore"):
@@ -936,6 +939,7 @@ def policy_concentration(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESH
     steps, h = _quiet_series(log, "entropy")
     if h.size < 10:
         raise DataError(f"policy_concentration needs at least 10 entropy values; {log.source} has {h.size}")
+    steps, h = _bin(steps.astype(float), h, 4000)
     n = h.size
     hs = _smooth(h, min(_window(n, th), n), "median")
     k0 = int(min(20, max(3, round(0.01 * n))))
@@ -948,12 +952,12 @@ def policy_concentration(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESH
     if ratio_late > th.entropy_warning:
         return None
     below_half = np.flatnonzero(hs <= th.entropy_warning * h0)
-    t_half = int(steps[below_half[0]])
+    t_half = int(round(steps[below_half[0]]))
     below_tenth = np.flatnonzero(hs <= th.entropy_critical * h0)
-    t_tenth = int(steps[below_tenth[0]]) if below_tenth.size else None
+    t_tenth = int(round(steps[below_tenth[0]])) if below_tenth.size else None
     ev: dict[str, Any] = {"entropy_initial": h0, "entropy_late": h_late, "entropy_ratio": ratio_late,
                           "step_entropy_halved": t_half, "step_entropy_tenth": t_tenth,
-                          "steps_to_halve": t_half - int(steps[0])}
+                          "steps_to_halve": t_half - int(round(steps[0]))}
     rising = None
     progress = None
     if log.has("reward"):
@@ -985,10 +989,11 @@ def policy_concentration(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESH
     word = "collapsed" if collapsed else "concentrated"
     msg = (f"The policy {word}: entropy fell from {h0:.3g} to {h_late:.3g} ({ratio_late:.0%} of its initial "
            f"level), below half by step {t_half}, {why}.")
-    return Finding("policy_concentration", severity, (int(steps[0]), int(steps[-1])), t_half, ev, msg)
+    return Finding("policy_concentration", severity, (int(round(steps[0])), int(round(steps[-1]))), t_half, ev, msg)
 
 
 def _growth(steps: np.ndarray, v: np.ndarray, floor: float, th: Thresholds) -> dict[str, Any]:
+    steps, v = _bin(steps.astype(float), v, 4000)
     n = v.size
     q = max(3, n // 4)
     base_raw = float(np.median(v[:q]))
@@ -1005,7 +1010,7 @@ def _growth(steps: np.ndarray, v: np.ndarray, floor: float, th: Thresholds) -> d
         ok = above & (below_after <= 0.1 * remaining)
         idx = np.flatnonzero(ok)
         if idx.size:
-            onset = int(steps[idx[0]])
+            onset = int(round(steps[idx[0]]))
     return {"early": base_raw, "baseline": base, "late": late, "peak": peak, "growth_factor": late / base,
             "peak_factor": peak / base, "onset": onset}
 
@@ -1256,8 +1261,9 @@ def plateau_forecast(log: RunLog, *, metric: str = "reward", window: int = 20, n
     """Forecast where the reward will plateau, with a band.
 
     Every law of :mod:`grpo_core.laws` is fitted to the raw reward curve (long logs are first
-    binned to 1,000 points), the best by AIC forecasts the plateau, and a residual block bootstrap
-    gives the band (:func:`grpo_core.laws.forecast` with ``fraction = 1``). The fit is made on the
+    bin-averaged to :data:`FORECAST_POINTS` points), the best by AIC forecasts the plateau, and a
+    residual block bootstrap gives the band (:func:`grpo_core.laws.forecast` with
+    ``fraction = 1``). The fit is made on the
     raw curve, not a smoothed one, because smoothing correlates the residuals and makes both the
     law comparison and the band overconfident; the centred ``window``-step rolling mean is
     returned for display, with the R^2 of the fitted law against it.
@@ -1311,7 +1317,7 @@ def plateau_forecast(log: RunLog, *, metric: str = "reward", window: int = 20, n
     tail = check_integer("tail", tail, low=1)
     steps, y = _quiet_series(log, metric)
     current = float(np.mean(y[-tail:])) if y.size else float("nan")
-    bt, by = _bin(steps.astype(float), y, 1000)
+    bt, by = _bin(steps.astype(float), y, FORECAST_POINTS)
     if by.size < window + 5:
         raise DataError(f"a plateau forecast needs at least {window + 5} points of {metric}; {log.source} has "
                         f"{by.size}")
@@ -1345,7 +1351,7 @@ _CURVE_KEYS = ("t", "fitted", "fitted_low", "fitted_high", "smoothed_t", "smooth
 
 def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_reward: bool | None = None,
              num_prompts: int | None = None, eval_metric: str | None = None, correctness: list[str] | None = None,
-             thresholds: Thresholds | None = None, forecast: bool = True, n_boot: int = 100) -> Diagnosis:
+             thresholds: Thresholds | None = None, forecast: bool = True, n_boot: int = 50) -> Diagnosis:
     """Check a training log for the four failure modes and forecast its plateau.
 
     Parameters
@@ -1367,7 +1373,9 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
     forecast : bool
         Make the plateau forecast (:func:`plateau_forecast`).
     n_boot : int
-        Bootstrap replicates of the forecast band.
+        Bootstrap replicates of the forecast band. 50 keeps a 100,000-step diagnosis under a
+        second; against 1,000 replicates the ends of the 90% band moved by 4-17% of its width on
+        the logs we measured (the Qwen run, case 02, a constructed healthy log).
 
     Returns
     -------
