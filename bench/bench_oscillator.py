@@ -93,7 +93,7 @@ def main(quick: bool = False) -> list[dict]:
             "per_call_ms": per_call * 1e3, "cached_us": cached * 1e6,
             "grid_100x256_ms": grid * 1e3, "grid_per_point_us": grid / (100 * 256) * 1e6,
             "root_finding_per_point_ms": root_per_point * 1e3,
-            "ratio": root_per_point / (grid / (100 * 256)), "max_rel_diff_vs_root_finding": worst,
+            "speedup_vs_root_finding": root_per_point / (grid / (100 * 256)), "max_rel_diff_vs_root_finding": worst,
         })
     stability._critical_a_scalar.cache_clear()
     kv = _best_of(lambda: (stability._critical_a_scalar.cache_clear(),

@@ -661,7 +661,8 @@ def _simulate_constant(gain: float, mu: float, d: int, sigma: float, e0: float, 
     out = np.empty((n_seeds, n_steps + 1))
     out[:, 0] = e0
     with np.errstate(over="ignore", invalid="ignore"):
-        out[:, 1:], _ = lfilter([1.0], den, sigma * noise, axis=-1, zi=np.tile(zi, (n_seeds, 1)))
+        # the noise scale sits in the numerator: no scaled copy of the noise
+        out[:, 1:], _ = lfilter([sigma], den, noise, axis=-1, zi=np.tile(zi, (n_seeds, 1)))
     return out
 
 
@@ -816,15 +817,9 @@ def simulate(
     n_conf = len(confs)
     noise = _noise_array(noise, seed, (n_conf, n_seeds, n_steps), noise_scale, squeeze=single)
     sigma = np.array([_noise_std_per_step(c, noise_scale, group_size) for c in confs])
-    out = np.empty((n_conf, n_seeds, n_steps + 1))
-    const = [i for i, c in enumerate(confs) if c.lag == "constant"]
-    refresh = [i for i, c in enumerate(confs) if c.lag == "refresh"]
-    for i in const:
-        c = confs[i]
-        out[i] = _simulate_constant(c.gain, c.mu, c.k_ref, sigma[i], e0, noise[i])
-    for i in refresh:
-        c = confs[i]
-        out[i] = _simulate_refresh(c.gain, c.mu, c.k_ref, sigma[i], e0, noise[i])
+    kernels = {"constant": _simulate_constant, "refresh": _simulate_refresh}
+    runs = [kernels[c.lag](c.gain, c.mu, c.k_ref, sigma[i], e0, noise[i]) for i, c in enumerate(confs)]
+    out = runs[0] if single else np.stack(runs)
     if not np.all(np.isfinite(out)):
         import warnings
 
@@ -832,7 +827,7 @@ def simulate(
             "simulate: an unstable configuration overflowed float64; its trajectory holds inf/nan "
             "after the overflow step", RuntimeWarning, stacklevel=2,
         )
-    return out[0] if single else out
+    return out
 
 
 def simulate_reference(
