@@ -44,6 +44,7 @@ __all__ = [
     "clipped_surrogate",
     "SurrogateTerms",
     "kl_k3",
+    "kl_k3_grad",
     "expected_zero_spread_fraction",
 ]
 
@@ -291,6 +292,46 @@ def kl_k3(logp, logp_ref) -> np.ndarray:
     lr = check_array("logp_ref", logp_ref)
     d = lr - lp
     return np.expm1(d) - d
+
+
+def kl_k3_grad(logp, logp_ref) -> np.ndarray:
+    """Derivative of the k3 KL penalty with respect to the log-probability: ``1 - exp(logp_ref - logp)``.
+
+    The per-token loss adds ``beta * k3``; its gradient with respect to the parameters is
+    ``beta * (1 - pi_ref/pi) * grad log pi``. Averaged over tokens sampled from pi this is
+    ``beta * sum_a (pi_a - pi_ref,a) grad log pi_a``: the gradient of ``KL(pi_ref || pi)``, the
+    *reverse* of the divergence k3 estimates (the value is unbiased for ``KL(pi || pi_ref)``, the
+    gradient is not). Positive where the policy puts more mass than the reference (the penalty
+    pushes the token down), negative where less.
+
+    Parameters
+    ----------
+    logp, logp_ref : array_like, shape (...)
+        Log-probabilities (nats) of the sampled tokens under the policy and the reference.
+
+    Returns
+    -------
+    ndarray, shape (...)
+        d k3 / d logp (dimensionless).
+
+    Raises
+    ------
+    ParameterError
+        Non-finite inputs.
+
+    References
+    ----------
+    J. Schulman, "Approximating KL divergence" (2020); our derivation of the expected gradient
+    (book chapter "The GRPO update", section "The KL term"; checked on the softmax bandit).
+
+    Examples
+    --------
+    >>> kl_k3_grad([0.0, -1.0], [0.0, 0.0]).round(4).tolist()
+    [0.0, -1.7183]
+    """
+    lp = check_array("logp", logp)
+    lr = check_array("logp_ref", logp_ref)
+    return -np.expm1(lr - lp)
 
 
 def expected_zero_spread_fraction(p, group_size) -> np.ndarray | float:

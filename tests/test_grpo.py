@@ -141,3 +141,22 @@ def test_group_size_one_is_documented_behaviour():
     # A single completion has nothing to compare with: mean baseline gives 0, vanilla the reward.
     assert group_advantages([[0.7], [0.2]]).tolist() == [[0.0], [0.0]]
     assert group_advantages([[0.7], [0.2]], baseline="none").tolist() == [[0.7], [0.2]]
+
+
+def test_kl_k3_grad_is_the_derivative_of_k3_and_its_on_policy_mean_is_pi_minus_ref():
+    from grpo_core.grpo import kl_k3_grad
+
+    lp = np.array([-0.3, -1.2, -2.5])
+    lr = np.array([-0.5, -1.0, -2.0])
+    h = 1e-6
+    numeric = (kl_k3(lp + h, lr) - kl_k3(lp - h, lr)) / (2 * h)
+    np.testing.assert_allclose(kl_k3_grad(lp, lr), numeric, atol=1e-8)
+    # On-policy expectation over a softmax: sum_a pi_a (1 - ref_a/pi_a)(e_a - pi) = pi - ref.
+    theta = np.array([0.3, -0.2, 0.5])
+    ref = np.array([0.1, 0.4, 0.2])
+    logpi = theta - np.log(np.exp(theta).sum())
+    logref = np.log(ref / ref.sum())
+    pi = np.exp(logpi)
+    weights = pi * kl_k3_grad(logpi, logref)
+    expected_grad = weights - pi * weights.sum()
+    np.testing.assert_allclose(expected_grad, pi - np.exp(logref), atol=1e-14)
