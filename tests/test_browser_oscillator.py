@@ -1,0 +1,60 @@
+"""The oscillator chapter's static slider chart in a real browser: move eta past the stability
+threshold and the regime label and the trajectory change, with no kernel behind the page.
+
+The same chart (:func:`widgets.oscillator_charts.slider_chart`) also sits on the Explorers page, so
+the test runs on both pages that are built.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from conftest import BUILT_HTML
+from vega_page import chart_index, mark_texts, open_page, path_data, set_param, wait_text
+
+from grpo_core import oscillator, stability
+
+pytestmark = [pytest.mark.browser, pytest.mark.book]
+
+PAGES = ["oscillator.html", "explorers.html"]
+
+
+def _label(eta, mu, k_ref, curvature):
+    return oscillator.coefficients(eta, mu, k_ref, curvature).regime_label
+
+
+@pytest.mark.parametrize("page_name", PAGES)
+def test_eta_past_the_threshold_reads_unstable(book_server, probe, page_name):
+    if not (BUILT_HTML / page_name).exists():
+        pytest.skip(f"{page_name} is not in the built book")
+    open_page(probe, f"{book_server}/{page_name}")
+    page = probe.page
+    i = chart_index(page, {"eta", "mu", "k_ref", "curvature"}, mark="regime_label")
+    mu, k_ref, curvature = 0.8, 4, 1.0
+    set_param(page, i, "mu", mu)
+    set_param(page, i, "k_ref", k_ref)
+    set_param(page, i, "curvature", curvature)
+    # Below the continuous threshold (eta K K_ref < 1 - mu: eta < 0.05): stable, oscillatory.
+    set_param(page, i, "eta", 0.045)
+    expected = _label(0.045, mu, k_ref, curvature)
+    assert expected == "underdamped"
+    wait_text(page, i, "regime_label", lambda t: t == expected)
+    before = path_data(page, i, "trajectory")
+    probe.screenshot(f"oscillator-{page_name[:-5]}-stable")
+    # Past the exact threshold of the discrete recurrence (a* = 0.0557 here; the continuous one
+    # is 0.05): unstable in both senses.
+    a_exact = float(stability.critical_a_exact(mu, k_ref, "constant"))
+    eta = math.ceil(1.05 * a_exact / curvature * 1000) / 1000
+    assert eta <= 0.1 and not stability.is_stable_exact(eta * curvature, mu, k_ref, "constant")
+    set_param(page, i, "eta", eta)
+    wait_text(page, i, "regime_label", lambda t: t == "unstable")
+    after = path_data(page, i, "trajectory")
+    assert after and after != before, "the trajectory did not change with eta"
+    zeta = oscillator.coefficients(eta, mu, k_ref, curvature).damping_ratio
+    assert mark_texts(page, i, "zeta_label") == [f"damping ratio ζ = {zeta:.2f}"]
+    threshold = mark_texts(page, i, "threshold_label")[0]
+    assert f"{a_exact / curvature:.4f} (exact" in threshold and f"{(1 - mu) / k_ref / curvature:.4f} (continuous)" in threshold
+    probe.screenshot(f"oscillator-{page_name[:-5]}-unstable")
+    assert probe.console_errors == []
+    assert probe.external_requests == []

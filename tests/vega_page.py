@@ -1,0 +1,97 @@
+"""Helpers for browser tests of Vega-Lite charts on the built book (used with the ``probe`` fixture).
+
+A chart is found by the names of its bound params (vega-embed renders each bound param as an
+``<input name=...>`` or ``<select name=...>`` inside the chart's container). Moving a slider sets
+the input's value and dispatches the ``input`` and ``change`` events a user's drag produces. Text
+marks are read from the SVG (charts built for tests ask vega-embed for the SVG renderer); a
+Vega-Lite mark named ``x`` renders as ``<g class="... x_marks">``.
+"""
+
+from __future__ import annotations
+
+import time
+
+#: Seconds to wait for a chart to render or a label to change.
+TIMEOUT = 20.0
+
+
+def open_page(probe, url: str) -> None:
+    """Load ``url``, wait for the network to settle and every Vega chart to draw."""
+    probe.page.goto(url, wait_until="networkidle")
+    probe.page.wait_for_function(
+        "() => { const e = [...document.querySelectorAll('.vega-embed')];"
+        " return e.length > 0 && e.every(x => x.querySelector('svg, canvas')); }",
+        timeout=TIMEOUT * 1000,
+    )
+
+
+def chart_index(page, params: set[str], mark: str | None = None) -> int:
+    """Index (among ``.vega-embed`` elements) of the first chart whose bound params include
+    ``params`` and, if given, that draws a mark named ``mark``."""
+    charts = page.evaluate(
+        "() => [...document.querySelectorAll('.vega-embed')].map(el => ["
+        "[...el.querySelectorAll('input[name], select[name]')].map(x => x.name),"
+        "[...el.querySelectorAll('g.role-mark')].map(g => g.getAttribute('class'))])"
+    )
+    for i, (names, marks) in enumerate(charts):
+        if set(params) <= set(names) and (mark is None or any(f"{mark}_marks" in m.split() for m in marks)):
+            return i
+    raise AssertionError(f"no chart with params {sorted(params)} and mark {mark!r}; charts have "
+                         f"{[c[0] for c in charts]}")
+
+
+def set_param(page, index: int, name: str, value) -> None:
+    """Move chart ``index``'s bound input ``name`` to ``value`` as a user would."""
+    ok = page.evaluate(
+        """([i, name, value]) => {
+            const el = document.querySelectorAll('.vega-embed')[i].querySelector(`[name="${name}"]`);
+            if (!el) return false;
+            el.value = String(value);
+            el.dispatchEvent(new Event('input', {bubbles: true}));
+            el.dispatchEvent(new Event('change', {bubbles: true}));
+            return true;
+        }""",
+        [index, name, value],
+    )
+    assert ok, f"chart {index} has no input named {name!r}"
+
+
+def mark_texts(page, index: int, mark: str) -> list[str]:
+    """Texts of the Vega-Lite text mark named ``mark`` in chart ``index`` (Vega's typographic
+    minus sign U+2212 read back as ``-``)."""
+    return [t.replace("\u2212", "-") for t in page.evaluate(
+        """([i, mark]) => [...document.querySelectorAll('.vega-embed')[i]
+               .querySelectorAll(`g.${mark}_marks text`)].map(t => t.textContent)""",
+        [index, mark],
+    )]
+
+
+def wait_text(page, index: int, mark: str, predicate, timeout: float = TIMEOUT) -> str:
+    """Wait until a text of mark ``mark`` satisfies ``predicate``; return it (AssertionError if not)."""
+    deadline = time.monotonic() + timeout
+    texts: list[str] = []
+    while time.monotonic() < deadline:
+        texts = mark_texts(page, index, mark)
+        for t in texts:
+            if predicate(t):
+                return t
+        time.sleep(0.05)
+    raise AssertionError(f"mark {mark!r} of chart {index} never matched; last texts {texts}")
+
+
+def path_data(page, index: int, mark: str) -> list[str]:
+    """The SVG path data of the line/area mark named ``mark`` in chart ``index``."""
+    return page.evaluate(
+        """([i, mark]) => [...document.querySelectorAll('.vega-embed')[i]
+               .querySelectorAll(`g.${mark}_marks path`)].map(p => p.getAttribute('d'))""",
+        [index, mark],
+    )
+
+
+def point_positions(page, index: int, mark: str) -> list[str]:
+    """The ``transform`` attributes of the symbols of point mark ``mark`` in chart ``index``."""
+    return page.evaluate(
+        """([i, mark]) => [...document.querySelectorAll('.vega-embed')[i]
+               .querySelectorAll(`g.${mark}_marks path`)].map(p => p.getAttribute('transform'))""",
+        [index, mark],
+    )
