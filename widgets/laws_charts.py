@@ -18,6 +18,7 @@ from grpo_core.errors import ParameterError
 __all__ = [
     "LAW_COLORS",
     "law_color_scale",
+    "law_family_chart",
     "fits_chart",
     "residuals_chart",
     "forecast_chart",
@@ -42,6 +43,72 @@ def law_color_scale(names) -> alt.Scale:
 
 def _curve_grid(t: np.ndarray, points: int = 300) -> np.ndarray:
     return np.union1d(np.linspace(0.0 if t[0] <= 0.05 * t[-1] else t[0], t[-1], points), t)
+
+
+def law_family_chart(
+    law: str,
+    base: dict,
+    vary: str,
+    values,
+    *,
+    t_max: float = 300.0,
+    width: int = 560,
+    height: int = 240,
+) -> alt.Chart:
+    """Curves of one law as one of its parameters varies (the others held at ``base``).
+
+    Parameters
+    ----------
+    law : str
+        A name of :data:`grpo_core.laws.LAWS`.
+    base : dict of str to float
+        Every parameter of the law.
+    vary : str
+        The parameter to vary.
+    values : sequence of float
+        Its values, one curve each.
+    t_max : float, > 0
+        Last step drawn (from 0).
+    width, height : int
+        Size in pixels.
+
+    Returns
+    -------
+    altair.Chart
+        One line per value, coloured by ``"<vary> = <value>"``.
+
+    Raises
+    ------
+    ParameterError
+        Unknown law, ``vary`` not a parameter of the law, a missing parameter in ``base``, or
+        non-finite values.
+
+    Examples
+    --------
+    >>> chart = law_family_chart("three_phase", {"r0": 0, "r_inf": 1, "k": 0.03, "tau": 0}, "tau", [0, 10, 40])
+    >>> type(chart).__name__
+    'Chart'
+    """
+    law_obj = _laws.get_law(law)
+    if vary not in law_obj.param_names:
+        raise ParameterError("vary", f"`vary` must be one of {law_obj.param_names}; got {vary!r}")
+    t = np.linspace(0.0, float(t_max), 301)
+    rows = []
+    for v in values:
+        params = dict(base, **{vary: v})
+        rows.append(pd.DataFrame({"step": t, "R": law_obj(t, params), "curve": f"{vary} = {v:g}"}))
+    data = pd.concat(rows, ignore_index=True)
+    return (
+        alt.Chart(data)
+        .mark_line(strokeWidth=2)
+        .encode(
+            x=alt.X("step:Q", title="optimizer step"),
+            y=alt.Y("R:Q", title="R(t)"),
+            color=alt.Color("curve:N", sort=list(dict.fromkeys(data["curve"])), title=None,
+                            scale=alt.Scale(scheme="viridis")),
+        )
+        .properties(width=width, height=height)
+    )
 
 
 def fits_chart(
