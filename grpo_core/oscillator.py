@@ -57,6 +57,7 @@ from .stability import (
     lag_moments,
     monodromy,
     spectral_radius,
+    threshold_table,
 )
 from .validation import check_array, check_choice, check_integer, check_real
 
@@ -89,6 +90,7 @@ __all__ = [
     "spectral_radius",
     "is_stable_exact",
     "critical_value",
+    "threshold_table",
 ]
 
 #: Regime names (code form).

@@ -50,6 +50,7 @@ __all__ = [
     "spectral_radius",
     "is_stable_exact",
     "critical_value",
+    "threshold_table",
 ]
 
 
@@ -677,3 +678,57 @@ def _smallest_unstable_k_ref(a: float, mu: float, lag: str, momentum: str) -> fl
         else:
             lo = mid
     return hi
+
+
+def threshold_table(
+    mus: Any = (0.0, 0.5, 0.9),
+    k_refs: Any = (1, 2, 4, 8, 16),
+    lag: str = "constant",
+    momentum: str = "heavy_ball",
+):
+    r"""Exact critical ``a = eta K`` in units of the paper's continuous threshold, as a table.
+
+    Entry ``(mu, k_ref)`` is :math:`a^*_{exact}\, K_{ref} / (1 - \mu)` for heavy-ball momentum
+    (:math:`a^*_{exact} K_{ref}` for EMA, whose continuous threshold is ``eta K K_ref < 1``): 1 where
+    the paper's ``eta K K_ref < 1 - mu`` is exact, above 1 where the discrete update tolerates more.
+    With the defaults it is DESIGN section 4's reference table.
+
+    Parameters
+    ----------
+    mus : array_like
+        Momenta in ``[0, 1)`` (rows).
+    k_refs : array_like of int
+        Refresh intervals ``>= 1`` (columns).
+    lag : {"constant", "refresh"}
+    momentum : {"heavy_ball", "ema"}
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index ``mu``, columns ``k_ref``.
+
+    Raises
+    ------
+    ParameterError
+        Out-of-range inputs.
+
+    References
+    ----------
+    DESIGN section 4 (reference values); our derivation (book chapter "From update rule to
+    oscillator").
+
+    Examples
+    --------
+    >>> from grpo_core.stability import threshold_table
+    >>> threshold_table().round(3).loc[0.5].tolist()
+    [1.0, 1.123, 1.247, 1.361, 1.448]
+    """
+    import pandas as pd
+
+    mu = check_mu_array(mus).ravel()
+    k = check_k_ref_array(k_refs).ravel()
+    lag, momentum = check_lag(lag), check_momentum(momentum)
+    a = critical_a_exact(mu[:, None], k[None, :], lag, momentum)
+    scale = (1.0 - mu[:, None]) if momentum == "heavy_ball" else 1.0
+    table = pd.DataFrame(a * k[None, :] / scale, index=pd.Index(mu, name="mu"), columns=pd.Index(k, name="k_ref"))
+    return table

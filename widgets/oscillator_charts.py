@@ -157,8 +157,8 @@ def slider_chart(
     horizon: int = 300,
     eta_max: float = 0.1,
     k_ref_max: int = 16,
-    width: int = 560,
-    height: int = 280,
+    width: int = 480,
+    height: int = 260,
 ) -> alt.LayerChart:
     """The static slider chart: closed-form reward trajectory computed on the page, no kernel.
 
@@ -484,7 +484,8 @@ def noise_bands_data(
     Columns: ``t``, ``group_size``, ``sim_mean``, ``sim_lo``, ``sim_hi`` (over ``n_seeds`` runs of
     :func:`grpo_core.oscillator.simulate`), ``mean`` (exact recurrence), ``lo``, ``hi`` (mean +/- 2 sd
     from :func:`grpo_core.oscillator.variance_trajectory`) and ``stationary_sd`` (the continuous
-    formula's ``sqrt(Var)``). Progress is ``1 - e/e0`` with ``e0 = 1``.
+    formula's ``sqrt(Var)``). Progress is ``1 - e/e0`` with ``e0 = 1``. Each group size gets its own
+    noise draws, from ``numpy.random.default_rng([seed, G])``.
 
     Raises
     ------
@@ -501,7 +502,10 @@ def noise_bands_data(
     """
     frames = []
     for g in group_sizes:
-        paths = osc.simulate(coeffs, n_steps, n_seeds, noise_scale=noise_scale, group_size=g, seed=seed)
+        # independent draws per group size (SeedSequence of (seed, G)), so the ratio of the simulated
+        # spreads is a measurement, not a consequence of reusing the same noise
+        rng = np.random.default_rng([int(seed), int(g)])
+        paths = osc.simulate(coeffs, n_steps, n_seeds, noise_scale=noise_scale, group_size=g, seed=rng)
         prog = 1.0 - paths
         mean = 1.0 - osc.discrete_trajectory(coeffs, n_steps)
         sd = np.sqrt(osc.variance_trajectory(coeffs, n_steps, noise_scale, g))
