@@ -91,7 +91,7 @@ def _check_mc(df: pd.DataFrame) -> None:
 # ----------------------------------------------------------------------------------------------
 
 
-def mse_chart(df: pd.DataFrame, *, relative: bool = True, width: int = 520, height: int = 340) -> alt.LayerChart:
+def mse_chart(df: pd.DataFrame, *, relative: bool = True, width: int = 420, height: int = 320) -> alt.LayerChart:
     """MSE of the five estimators against G, log-log: Monte Carlo points over exact curves.
 
     Parameters
@@ -145,7 +145,7 @@ def mse_chart(df: pd.DataFrame, *, relative: bool = True, width: int = 520, heig
     return alt.layer(lines, bars, points).properties(width=width, height=height)
 
 
-def gap_chart(df: pd.DataFrame, *, width: int = 460, height: int = 300) -> alt.LayerChart:
+def gap_chart(df: pd.DataFrame, *, width: int = 420, height: int = 280) -> alt.LayerChart:
     """The oracle's MSE and the gap E||g_loo - g_oracle||^2 against G, log-log.
 
     The oracle falls as 1/G (slope -1); the gap, the degenerate Hoeffding part, as 1/(G(G-1))
@@ -235,7 +235,7 @@ def hoeffding_chart(df: pd.DataFrame, moments: BanditMoments, *, width: int = 46
     return alt.layer(line, points).properties(width=width, height=height)
 
 
-def bias_variance_chart(moments: BanditMoments, group_sizes, *, width: int = 460, height: int = 300) -> alt.Chart:
+def bias_variance_chart(moments: BanditMoments, group_sizes, *, width: int = 420, height: int = 280) -> alt.Chart:
     """The mean baseline's bias-variance trade-off against the unbiased estimators (exact).
 
     Every curve is divided by the oracle's MSE (so the oracle is the line at 1): the mean
@@ -324,7 +324,7 @@ def group_size_slider_chart(
     budget: int = 1024,
     spread: float | None = None,
     budget_range: tuple[int, int] = (64, 4096),
-    width: int = 520,
+    width: int = 500,
     height: int = 300,
 ) -> alt.LayerChart:
     """The static slider chart: budget and difficulty spread move the predicted MSE and G*.
@@ -451,7 +451,7 @@ def _slider_mse_range(table: pd.DataFrame, lo_n: int, hi_n: int) -> list[float]:
     return [float(10 ** np.floor(np.log10(v.min()))), float(10 ** np.ceil(np.log10(v.max())))]
 
 
-def law_terms_chart(constants: GroupSizeConstants, *, max_group_size: int = 1024, width: int = 460,
+def law_terms_chart(constants: GroupSizeConstants, *, max_group_size: int = 1024, width: int = 420,
                     height: int = 300) -> alt.LayerChart:
     """The three terms of N * MSE = c1 G + c2 + c3/(G-1) against G, their sum and its minimum.
 
@@ -564,8 +564,11 @@ def study_chart(summary: pd.DataFrame, g_star: float | None = None, *, width: in
         column=alt.Column("budget:O", title="rollout budget N per step"))
 
 
-def best_g_path_chart(path: pd.DataFrame, *, width: int = 460, height: int = 260) -> alt.LayerChart:
+def best_g_path_chart(path: pd.DataFrame, *, width: int = 420, height: int = 260) -> alt.LayerChart:
     """Predicted G* along training against the empirically best G at each checkpoint.
+
+    Per budget: the predicted G* (dashed, diamonds), the empirically best G (dots) and the range
+    of G within two standard errors of it (bars).
 
     Parameters
     ----------
@@ -596,15 +599,17 @@ def best_g_path_chart(path: pd.DataFrame, *, width: int = 460, height: int = 260
         raise ParameterError("path", f"`path` must have columns {sorted(need)}")
     d = path.copy()
     d["N"] = "N = " + d["budget"].astype(str)
-    y = alt.Y("g_star:Q", title="group size", scale=alt.Scale(type="log", base=2))
-    pred = alt.Chart(d).mark_line(color="black", strokeDash=[5, 4]).encode(
-        x=alt.X("step:Q", title="optimizer step"), y=y)
-    band = alt.Chart(d).mark_rule(strokeWidth=6, opacity=0.35).encode(
-        x="step:Q", y="tied_low:Q", y2="tied_high:Q", color=alt.Color("N:N", title="empirical best G"),
-        xOffset=alt.XOffset("N:N"))
-    best = alt.Chart(d).mark_point(filled=True, size=60).encode(
-        x="step:Q", y="best_g:Q", color="N:N", xOffset=alt.XOffset("N:N"),
-        tooltip=["budget", "step", "best_g", "tied_low", "tied_high", alt.Tooltip("g_star:Q", format=".1f")])
+    x = alt.X("step:O", title="checkpoint (optimizer step)", axis=alt.Axis(labelAngle=0))
+    y = alt.Y("g_star:Q", title="group size G", scale=alt.Scale(type="log", base=2))
+    color = alt.Color("N:N", title="rollout budget")
+    pred = alt.Chart(d).mark_line(strokeDash=[5, 4], point=alt.OverlayMarkDef(shape="diamond", size=50)).encode(
+        x=x, y=y, color=color, xOffset=alt.XOffset("N:N"),
+        tooltip=["budget", "step", alt.Tooltip("g_star:Q", format=".1f", title="predicted G*")])
+    band = alt.Chart(d).mark_rule(strokeWidth=7, opacity=0.3).encode(
+        x=x, y="tied_low:Q", y2="tied_high:Q", color=color, xOffset=alt.XOffset("N:N"))
+    best = alt.Chart(d).mark_point(filled=True, size=70).encode(
+        x=x, y="best_g:Q", color=color, xOffset=alt.XOffset("N:N"),
+        tooltip=["budget", "step", "best_g", "tied_low", "tied_high"])
     return alt.layer(band, best, pred).properties(width=width, height=height)
 
 
