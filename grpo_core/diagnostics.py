@@ -129,12 +129,25 @@ class Thresholds:
     clip_critical : float
         Clip fractions are bounded by 1, so their critical level is absolute: 0.5 (half the
         tokens clipped: the update is mostly the clip, not the gradient).
+    kl_still_growing : float
+        The KL to the reference policy drifts up whenever the policy learns (without bound when
+        ``beta = 0``), unlike the gradient norm or the clip fractions, which are stationary in a
+        stable run. A KL growth counts as instability only if it is still growing at the end:
+        the last 10% of the log at least 1.5x the level at 65-75% of it (an exponential with the
+        warning factor 10 over the log grows by ~1.8x over that stretch; a saturating drift by
+        little).
     oscillation_p_value : float
         Fisher g-test p-value below which a periodogram peak is an oscillation (0.01).
     oscillation_growth_warning, oscillation_growth_critical : float
         Growth factor of the oscillation's amplitude envelope over the analysed span for a warning
-        (1.5) or critical (3.0) instability; an oscillation that does not grow is reported as info
-        (the underdamped regime, close to the threshold but stable).
+        (1.5) or critical (3.0) instability.
+    sustained_growth, sustained_autocorrelation : float
+        An oscillation that does not decay (growth factor >= 2/3 over the log) and repeats itself
+        (autocorrelation at one period >= 0.5) is a limit cycle, a warning: the linear dynamics is
+        past its threshold and saturation holds the amplitude. A stable oscillator driven by noise
+        has autocorrelation ``exp(-2 pi zeta / sqrt(1 - zeta^2))`` at one period, which reaches 0.5
+        only for a damping ratio ``zeta <= 0.11``, i.e. at the threshold for practical purposes.
+        Any other detected oscillation is info (underdamped, stable).
     window : int
         Default smoothing window in steps for the short logs (5); long logs use 2% of their
         length.
@@ -160,9 +173,12 @@ class Thresholds:
         "clip_ratio_high": 0.02, "importance_ratio_max": 1.0,
     })
     clip_critical: float = 0.5
+    kl_still_growing: float = 1.5
     oscillation_p_value: float = 0.01
     oscillation_growth_warning: float = 1.5
     oscillation_growth_critical: float = 3.0
+    sustained_growth: float = 2.0 / 3.0
+    sustained_autocorrelation: float = 0.5
     window: int = 5
 
 
@@ -1011,8 +1027,10 @@ def _growth(steps: np.ndarray, v: np.ndarray, floor: float, th: Thresholds) -> d
         idx = np.flatnonzero(ok)
         if idx.size:
             onset = int(round(steps[idx[0]]))
+    lo, hi = int(0.65 * n), max(int(0.75 * n), int(0.65 * n) + 1)
+    before_end = max(float(np.median(v[lo:hi])), floor)
     return {"early": base_raw, "baseline": base, "late": late, "peak": peak, "growth_factor": late / base,
-            "peak_factor": peak / base, "onset": onset}
+            "peak_factor": peak / base, "onset": onset, "last_quarter_factor": late / before_end}
 
 
 def dynamic_instability(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS,
@@ -1024,14 +1042,16 @@ def dynamic_instability(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHO
     to a floor (:attr:`Thresholds.floors`) so that a KL that starts at 0 is not "growing" when it
     reaches an ordinary value; the late level is the median of the last 10%. Late over early of
     at least ``growth_warning`` (10) is a warning, ``growth_critical`` (100) critical (clip
-    fractions: absolute level ``clip_critical``). Infinite values (an overflowed gradient norm or
+    fractions: absolute level ``clip_critical``; the KL to the reference must also still be growing
+    over the last quarter, ``kl_still_growing``). Infinite values (an overflowed gradient norm or
     loss) are critical. The onset is the first step from which the smoothed metric stays above
     ``onset_factor`` (3) times its early level. A metric that peaked but came back (peak factor
     >= 100, late < 10) is reported as info (a transient spike).
 
     Oscillation: :func:`oscillation` of the reward; a significant oscillation whose amplitude grew
     by ``oscillation_growth_warning`` (1.5x) over the log is a warning, by
-    ``oscillation_growth_critical`` (3x) critical; a significant one that does not grow is info.
+    ``oscillation_growth_critical`` (3x) critical; one that neither grows nor decays and repeats
+    itself (a limit cycle, :class:`Thresholds`) is a warning; a decaying one is info.
 
     Parameters
     ----------
@@ -1084,7 +1104,13 @@ def dynamic_instability(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHO
         warn = g["growth_factor"] >= th.growth_warning
         rose = f"{m} rose from {g['early']:.3g} to {g['late']:.3g} ({g['growth_factor']:.3g}x"
         rose += " its floored early level)" if g["early"] < g["baseline"] else ")"
-        if crit or warn:
+        if m == "kl" and (crit or warn) and g["last_quarter_factor"] < th.kl_still_growing:
+            # The KL to the reference drifts up as the policy learns (without bound when beta = 0);
+            # only growth that continues to the end of the log is instability.
+            levels.append(("info", g["onset"], "growth",
+                           rose + f", drifting but no longer accelerating (x{g['last_quarter_factor']:.2g} over the "
+                                  "last quarter)"))
+        elif crit or warn:
             levels.append(("critical" if crit else "warning", g["onset"], "growth", rose))
         elif g["peak_factor"] >= th.growth_critical:
             levels.append(("info", g["onset"], "growth", f"{m} spiked {g['peak_factor']:.3g}x and came back"))
@@ -1100,14 +1126,21 @@ def dynamic_instability(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHO
     if osc is not None and osc.detected:
         signals["reward_oscillation"] = osc.to_dict()
         gf = osc.growth_factor
+        sustained = (math.isfinite(gf) and gf >= th.sustained_growth
+                     and osc.autocorrelation >= th.sustained_autocorrelation)
         if math.isfinite(gf) and gf >= th.oscillation_growth_critical:
             sev = "critical"
         elif math.isfinite(gf) and gf >= th.oscillation_growth_warning:
             sev = "warning"
+        elif sustained:
+            sev = "warning"
         else:
             sev = "info"
-        if sev != "info":
+        if sev != "info" and gf >= th.oscillation_growth_warning:
             text = f"the reward oscillates with a period of {osc.period:.1f} steps and a growing amplitude (x{gf:.2g})"
+        elif sev != "info":
+            text = (f"the reward oscillates with a period of {osc.period:.1f} steps at a sustained amplitude of "
+                    f"{osc.amplitude_end:.2g} (a limit cycle: past the stability threshold, held by saturation)")
         else:
             how = "decaying" if math.isfinite(gf) and gf < 1 else "not growing"
             text = f"the reward oscillates with a period of {osc.period:.1f} steps ({how}: damped, near the threshold)"
@@ -1136,7 +1169,7 @@ def dynamic_instability(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHO
                      + (f", from step {onset}" if onset is not None else ""))
     for s_osc, _, k, d in serious:
         if k == "oscillation":
-            parts.append(("Growing oscillation: " if _RANK[s_osc] >= 1 else "Oscillation: ") + d)
+            parts.append(("Unstable oscillation: " if _RANK[s_osc] >= 1 else "Oscillation: ") + d)
     msg = "; ".join(parts)
     if "reward_late" in signals and signals["reward_late"] < signals["reward_before_onset"] - 1e-12:
         msg += f"; the reward fell from {signals['reward_before_onset']:.3g} to {signals['reward_late']:.3g}"

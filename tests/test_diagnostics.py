@@ -250,6 +250,31 @@ def test_dynamic_instability_growth_floor_spike_and_overflow():
     assert dynamic_instability(from_records(recs)).severity == "critical"
 
 
+def test_sustained_oscillation_is_a_limit_cycle_and_a_decaying_one_is_info():
+    rng = np.random.default_rng(3)
+    t = np.arange(1, 401)
+    cycle = 0.6 + 0.15 * np.sin(2 * np.pi * t / 24) + 0.03 * rng.normal(size=t.size)
+    f = dynamic_instability(from_records([{"step": int(s), "reward": float(v)} for s, v in zip(t, cycle)]))
+    assert f.severity == "warning" and "limit cycle" in f.message
+    assert f.evidence["reward_oscillation"]["period"] == pytest.approx(24, rel=0.05)
+    damped = 0.6 + 0.15 * np.exp(-t / 60) * np.sin(2 * np.pi * t / 24) + 0.01 * rng.normal(size=t.size)
+    f = dynamic_instability(from_records([{"step": int(s), "reward": float(v)} for s, v in zip(t, damped)]))
+    assert f is not None and f.severity == "info"
+
+
+def test_kl_drift_without_an_anchor_is_not_instability():
+    # beta = 0: the KL to the reference climbs to ln(10) and levels off (a softmax over 10 arms
+    # becoming deterministic); 40x its floored early level, but not accelerating at the end
+    t = np.arange(1, 401)
+    kl = np.log(10) * (1 - np.exp(-t / 120)) ** 3
+    f = dynamic_instability(from_records([{"step": int(s), "kl": float(v)} for s, v in zip(t, kl)]))
+    assert f is not None and f.severity == "info" and "no longer accelerating" in f.message
+    # the same growth, still exponential at the end, is instability
+    kl = 0.01 * np.exp(t / 60)
+    f = dynamic_instability(from_records([{"step": int(s), "kl": float(v)} for s, v in zip(t, kl)]))
+    assert f.severity == "critical"
+
+
 def test_train_eval_decoupling_falling_eval_is_critical():
     recs = [{"step": s, "reward": 0.2 + 0.006 * s} for s in range(1, 101)]
     recs += [{"step": s, "eval_reward": 0.5 - 0.004 * s} for s in range(10, 101, 10)]
