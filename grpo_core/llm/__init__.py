@@ -1,0 +1,28 @@
+"""GRPO on language models: the experiment behind the book's chapter "GRPO on a language model".
+
+The notebook ``book/experiments/grpo_llm.ipynb`` stays thin; the logic lives here, importable and
+tested:
+
+=====================  ============================================================================
+module                 what it holds
+=====================  ============================================================================
+``config``             :class:`ExperimentConfig`, the presets (``cpu-tiny``, the GSM8K presets),
+                       validation before training (:func:`make_config`, :func:`check_environment`)
+``tasks``              the CPU task (multi-digit arithmetic, exact-match reward), its near/far variants,
+                       the character tokenizer built in code
+``model``              the tiny Qwen2-style model, its supervised warm-up, ``from_pretrained`` loading
+``answers``            final-answer extraction for GSM8K-style text, correctness and format rewards
+``data``               GSM8K and the evaluation benchmarks by hub id (or a local folder in their schema)
+``evaluation``         greedy / sampled accuracy, the periodic evaluation callback
+``experiment``         the steps of one run on TRL's ``GRPOTrainer``, resume, :func:`run_experiment`
+``runs``               run folders (config, provenance, metrics, evals), names, :func:`load_runs`
+``constants``          c1, c2, c3 of the minibatch-MSE law measured on the model (per-sample scores)
+=====================  ============================================================================
+
+Heavy libraries (torch, transformers, TRL, datasets) are imported inside the functions that need
+them, so ``import grpo_core.llm`` is cheap.
+"""
+
+from .config import PRESETS, ExperimentConfig, make_config, parameter_help, preset_names
+
+__all__ = ["ExperimentConfig", "PRESETS", "make_config", "preset_names", "parameter_help"]

@@ -1,0 +1,415 @@
+"""Experiment configurations: one frozen dataclass, named presets, and validation before training.
+
+Every LLM experiment is described by an :class:`ExperimentConfig`. A *preset* is a named config
+with documented defaults; a run is a preset plus overrides (the notebook's parameters, or
+``grpo-dynamics experiment -p KEY VALUE``). :func:`make_config` builds and validates one, and every
+error a user can make (an unknown preset or parameter name, G < 2, a group size that does not
+divide the completions per step, a learning rate <= 0, a model that cannot be loaded, no GPU for a
+GPU preset) is raised before any model is built or any step is trained.
+
+Presets
+-------
+``cpu-tiny``
+    The tiny Qwen2-style model (~0.4 M parameters, built from a config, no download) on two-digit
+    addition with an exact-match reward, after a supervised warm-up on a mixture of arithmetic
+    tasks. Adam, lr 3e-4, G = 8, 32 prompts per step, 300 steps: a few minutes on 2 CPU cores.
+``gsm8k-qwen2.5-0.5b``
+    Colab-sized: Qwen2.5-0.5B-Instruct on GSM8K (``openai/gsm8k``), one GPU (a T4 works in fp16 with
+    ``bf16=False``; an A100/H100 in bf16).
+``gsm8k-qwen2.5-1.5b``
+    Qwen2.5-1.5B-Instruct, the model of the U-statistic paper's G* experiment (one 24 GB+ GPU).
+``gsm8k-r1-distill-qwen-1.5b``, ``gsm8k-nemotron-mini-4b``, ``gsm8k-deepseek-llm-7b-chat``
+    The three models of the damped-oscillator paper (DeepSeek-R1-Distill-Qwen-1.5B,
+    Nemotron-Mini-4B-Instruct, DeepSeek-LLM-7B-Chat). The 7B model needs several GPUs or one
+    80 GB+ GPU (full fine-tuning with Adam keeps ~16 bytes per parameter).
+
+The papers ran G in {4, 16}: every GSM8K preset defaults to G = 4; sweep with
+``grpo-dynamics experiment --preset P --group-sizes 4 16``.
+
+Momentum convention: with ``optimizer="adamw"`` the ``momentum`` is Adam's beta1 (EMA momentum,
+``v = mu v + (1 - mu) g``); with ``optimizer="sgd"`` it is heavy-ball momentum
+(``v = mu v + g``). The oscillator's threshold reads ``eta K K_ref < 1`` for the first and
+``< 1 - mu`` for the second (book chapter "The damped oscillator").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from ..errors import GrpoError, ParameterError
+from ..validation import check_choice, check_integer, check_real
+
+__all__ = [
+    "ExperimentConfig",
+    "PRESETS",
+    "make_config",
+    "preset_names",
+    "parameter_help",
+    "check_environment",
+    "check_model_loadable",
+    "EVAL_SUITE_GSM8K",
+    "TINY_MODEL",
+    "ARITHMETIC_DATASET",
+]
+
+#: ``model`` value of the tiny model built from a config.
+TINY_MODEL = "tiny-qwen2"
+#: ``dataset`` value of the arithmetic task.
+ARITHMETIC_DATASET = "arithmetic"
+#: Default evaluation suite of the GSM8K presets (names in :data:`grpo_core.llm.data.BENCHMARKS`),
+#: nearest to the training distribution first.
+EVAL_SUITE_GSM8K = ("gsm8k", "gsm_plus", "svamp", "asdiv", "gsm_hard", "math500", "amc23", "aime24", "aime25")
+
+
+def _h(text: str, **kw) -> Any:
+    return field(metadata={"help": text}, **kw)
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """All settings of one GRPO experiment (defaults: the ``cpu-tiny`` preset).
+
+    Each attribute's documentation is in its ``metadata["help"]`` (see :func:`parameter_help`).
+    Units: steps are optimizer steps; a "completion" is one sampled answer; a step uses
+    ``num_prompts`` prompts x ``group_size`` completions.
+    """
+
+    preset: str = _h("Name of the preset these settings started from.", default="cpu-tiny")
+    model: str = _h("Hub id or local folder of a causal LM, or 'tiny-qwen2' (built from a config).",
+                    default=TINY_MODEL)
+    model_revision: str = _h("Hub revision of the model ('' = default branch).", default="")
+    dataset: str = _h("Training data: hub id or local folder in GSM8K schema (question/answer), or "
+                      "'arithmetic' (the CPU task).", default=ARITHMETIC_DATASET)
+    dataset_config: str = _h("Dataset configuration name ('main' for GSM8K; '' = none).", default="")
+    train_split: str = _h("Training split.", default="train")
+    group_size: int = _h("G: completions sampled per prompt (TRL num_generations), >= 2.", default=8)
+    num_prompts: int = _h("B: prompts per optimizer step (0: derived from completions_per_step).", default=32)
+    completions_per_step: int = _h("N = B G, the rollout budget per step; when > 0 it fixes N and "
+                                   "num_prompts = N / G (G must divide N).", default=0)
+    learning_rate: float = _h("eta: peak learning rate, > 0.", default=3e-4)
+    lr_scheduler: str = _h("Learning-rate schedule after the warm-up: 'constant' or 'cosine'.",
+                           default="constant")
+    lr_warmup_steps: int = _h("Linear learning-rate warm-up, in optimizer steps.", default=0)
+    optimizer: str = _h("'adamw' (momentum = Adam beta1) or 'sgd' (heavy-ball momentum).", default="adamw")
+    momentum: float = _h("mu: Adam beta1 or SGD momentum, in [0, 1).", default=0.9)
+    adam_beta2: float = _h("Adam beta2, in [0, 1).", default=0.99)
+    weight_decay: float = _h("Decoupled weight decay, >= 0.", default=0.0)
+    max_grad_norm: float = _h("Gradient clipping threshold (0 = none).", default=1.0)
+    steps_per_generation: int = _h("Optimizer steps per generation batch (TRL); the lag of the behaviour "
+                                   "policy is steps_per_generation x num_iterations.", default=1)
+    num_iterations: int = _h("Passes over each generation batch (TRL mu), >= 1.", default=1)
+    beta: float = _h("KL weight to the reference policy (the warm-up / pretrained model), >= 0.",
+                     default=0.0)
+    epsilon: float = _h("Clip range of the importance ratio, > 0.", default=0.2)
+    scale_rewards: str = _h("Advantage scaling: 'group' (std within the group), 'batch' or 'none'.",
+                            default="group")
+    loss_type: str = _h("TRL loss aggregation: 'dapo', 'grpo', 'dr_grpo', 'bnpo'.", default="dapo")
+    temperature: float = _h("Sampling temperature of the completions, > 0.", default=1.0)
+    max_completion_length: int = _h("Longest completion, in tokens.", default=6)
+    max_steps: int = _h("Optimizer steps of GRPO, >= 1.", default=300)
+    eval_every: int = _h("Evaluate the held-out set every N steps (0 = only at start and end).", default=25)
+    eval_samples: int = _h("Problems per evaluation set (0 = all).", default=256)
+    eval_suite: tuple = _h("Benchmarks evaluated at the start and the end (names; first = the held-out "
+                           "training distribution).", default=("add2", "add1", "add3", "sub2"))
+    eval_sampled: int = _h("Sampled completions per evaluation problem for the sampled accuracy (0 = greedy "
+                           "only).", default=4)
+    format_reward: float = _h("Weight of the format reward (a final '#### <number>' line); 0 = off.",
+                              default=0.0)
+    system_prompt: str = _h("System prompt of chat models ('' = none).", default="")
+    seed: int = _h("Seed of everything (data order, sampling, initial weights).", default=0)
+    output_dir: str = _h("Folder of the run ('' = runs/<run name>).", default="")
+    save_every: int = _h("Checkpoint every N steps (for resuming).", default=50)
+    keep_checkpoints: bool = _h("Keep the checkpoints when the run ends (they hold weights).", default=False)
+    resume: bool = _h("Resume from the last checkpoint in output_dir when there is one.", default=True)
+    diagnose_every: int = _h("Print findings and the plateau forecast every N steps (0 = never).", default=50)
+    device: str = _h("'auto', 'cpu' or 'cuda'.", default="auto")
+    requires_gpu: bool = _h("Refuse to start without a CUDA GPU.", default=False)
+    bf16: bool = _h("Train in bfloat16 (GPU only).", default=False)
+    gradient_checkpointing: bool = _h("Recompute activations in the backward pass (saves GPU memory).",
+                                      default=False)
+    use_vllm: bool = _h("Generate with vLLM (GPU, vLLM installed).", default=False)
+    num_threads: int = _h("CPU threads for torch (0 = torch's default).", default=1)
+    # cpu-tiny: the supervised warm-up
+    warmup_steps: int = _h("Supervised warm-up steps before GRPO (tiny model only).", default=900)
+    warmup_batch_size: int = _h("Problems per warm-up step.", default=128)
+    warmup_learning_rate: float = _h("Peak learning rate of the warm-up.", default=2e-3)
+    warmup_cache: str = _h("Folder caching warmed-up models by (settings, seed) ('' = no cache).",
+                           default="")
+    tiny_hidden_size: int = _h("Tiny model: hidden size.", default=128)
+    tiny_layers: int = _h("Tiny model: transformer blocks.", default=2)
+
+    # ---------------------------------------------------------------------------------------
+    @property
+    def lag(self) -> int:
+        """Staleness of the behaviour policy in optimizer steps: steps_per_generation x num_iterations."""
+        return self.steps_per_generation * self.num_iterations
+
+    @property
+    def prompts_per_step(self) -> int:
+        """B: prompts per optimizer step."""
+        if self.completions_per_step:
+            return self.completions_per_step // self.group_size
+        return self.num_prompts
+
+    @property
+    def completions(self) -> int:
+        """N = B G: completions per optimizer step (TRL's per-device batch on one device)."""
+        return self.prompts_per_step * self.group_size
+
+    @property
+    def is_tiny(self) -> bool:
+        """Whether the model is built from a config (no download)."""
+        return self.model == TINY_MODEL
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict, with the derived ``lag``, ``prompts_per_step``, ``completions``."""
+        out = dataclasses.asdict(self)
+        out["eval_suite"] = list(self.eval_suite)
+        out.update(lag=self.lag, prompts_per_step=self.prompts_per_step, completions=self.completions)
+        return out
+
+    def replace(self, **changes) -> ExperimentConfig:
+        """A validated copy with some settings changed (same rules as :func:`make_config`)."""
+        return make_config(self.preset, base=self, **changes)
+
+
+_GSM8K_SYSTEM = ("Solve the math problem step by step. End your answer with a final line of the form "
+                 "'#### <number>'.")
+_GSM8K_COMMON = dict(
+    dataset="openai/gsm8k", dataset_config="main", learning_rate=1e-6, lr_scheduler="constant",
+    lr_warmup_steps=10, momentum=0.9, adam_beta2=0.99, weight_decay=0.0, max_grad_norm=0.2, beta=0.04,
+    epsilon=0.2, group_size=4, num_prompts=16, max_completion_length=512, max_steps=500, eval_every=50,
+    eval_samples=500, eval_suite=EVAL_SUITE_GSM8K, eval_sampled=0, system_prompt=_GSM8K_SYSTEM,
+    save_every=50, diagnose_every=25, device="cuda", requires_gpu=True, bf16=True,
+    gradient_checkpointing=True, num_threads=0, warmup_steps=0,
+)
+
+#: Named presets (see the module docstring).
+PRESETS: dict[str, ExperimentConfig] = {
+    "cpu-tiny": ExperimentConfig(),
+    "gsm8k-qwen2.5-0.5b": ExperimentConfig(preset="gsm8k-qwen2.5-0.5b", model="Qwen/Qwen2.5-0.5B-Instruct",
+                                           **{**_GSM8K_COMMON, "learning_rate": 2e-6, "gradient_checkpointing": False,
+                                              "max_completion_length": 384, "max_steps": 200}),
+    "gsm8k-qwen2.5-1.5b": ExperimentConfig(preset="gsm8k-qwen2.5-1.5b", model="Qwen/Qwen2.5-1.5B-Instruct",
+                                           **_GSM8K_COMMON),
+    "gsm8k-r1-distill-qwen-1.5b": ExperimentConfig(
+        preset="gsm8k-r1-distill-qwen-1.5b", model="deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B",
+        **{**_GSM8K_COMMON, "max_completion_length": 1024, "system_prompt": "",
+           "temperature": 0.6}),
+    "gsm8k-nemotron-mini-4b": ExperimentConfig(preset="gsm8k-nemotron-mini-4b",
+                                               model="nvidia/Nemotron-Mini-4B-Instruct", **_GSM8K_COMMON),
+    "gsm8k-deepseek-llm-7b-chat": ExperimentConfig(
+        preset="gsm8k-deepseek-llm-7b-chat", model="deepseek-ai/deepseek-llm-7b-chat",
+        **{**_GSM8K_COMMON, "num_prompts": 8}),
+}
+
+_CHOICES = {
+    "optimizer": ("adamw", "sgd"),
+    "scale_rewards": ("group", "batch", "none"),
+    "loss_type": ("dapo", "grpo", "dr_grpo", "bnpo"),
+    "lr_scheduler": ("constant", "cosine"),
+    "device": ("auto", "cpu", "cuda"),
+}
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off"}
+
+
+def preset_names() -> list[str]:
+    """Names of the presets, ``cpu-tiny`` first."""
+    return list(PRESETS)
+
+
+def parameter_help() -> dict[str, str]:
+    """Parameter name -> one-line documentation (with the ``cpu-tiny`` default)."""
+    base = PRESETS["cpu-tiny"]
+    return {f.name: f"{f.metadata['help']} (cpu-tiny: {getattr(base, f.name)!r})" for f in fields(ExperimentConfig)}
+
+
+def _coerce(name: str, value: Any, kind: Any) -> Any:
+    """Convert a parameter value (possibly a string from the command line) to its field type."""
+    kind = {"int": int, "float": float, "bool": bool, "str": str, "tuple": tuple}.get(kind, kind)
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+            return value.strip().lower() in _TRUE
+        if isinstance(value, int) and value in (0, 1):
+            return bool(value)
+        raise ParameterError(name, f"`{name}` must be true or false; got {value!r}")
+    if kind is int:
+        return check_integer(name, value)
+    if kind is float:
+        return check_real(name, value)
+    if kind is tuple:
+        if isinstance(value, str):
+            value = [v.strip() for v in value.replace(",", " ").split() if v.strip()]
+        if not isinstance(value, list | tuple):
+            raise ParameterError(name, f"`{name}` must be a list of names; got {value!r}")
+        return tuple(str(v) for v in value)
+    if value is None:
+        return ""
+    return str(value)
+
+
+def make_config(preset: str = "cpu-tiny", base: ExperimentConfig | None = None, **overrides) -> ExperimentConfig:
+    """Build and validate the configuration of one run: a preset plus overrides.
+
+    Parameters
+    ----------
+    preset : str
+        A name in :data:`PRESETS`.
+    base : ExperimentConfig, optional
+        Start from this config instead of the preset's (used by :meth:`ExperimentConfig.replace`).
+    **overrides
+        Parameter values; strings are converted to the parameter's type (``"16"`` -> 16,
+        ``"true"`` -> True, ``"add2 sub2"`` -> a tuple). ``None`` values are ignored (papermill
+        parameters left unset).
+
+    Returns
+    -------
+    ExperimentConfig
+        Frozen and validated.
+
+    Raises
+    ------
+    ParameterError
+        Unknown preset or parameter name (the message lists the valid ones), a value of the wrong
+        type or out of range: ``group_size`` < 2, ``completions_per_step`` not divisible by
+        ``group_size``, ``learning_rate`` <= 0, ``momentum`` outside [0, 1), ``beta`` < 0,
+        ``epsilon`` <= 0, ``max_steps`` < 1, unknown choices (``optimizer``, ``scale_rewards``,
+        ``loss_type``, ``device``), ``bf16`` or ``use_vllm`` on the CPU, an evaluation name that
+        does not exist for the dataset.
+
+    Examples
+    --------
+    >>> cfg = make_config("cpu-tiny", group_size="16", completions_per_step=256)
+    >>> cfg.group_size, cfg.prompts_per_step, cfg.lag
+    (16, 16, 1)
+    >>> make_config("cpu-tiny", group_size=1)
+    Traceback (most recent call last):
+    ...
+    grpo_core.errors.ParameterError: `group_size` must be an integer >= 2; got 1
+    """
+    names = preset_names()
+    if preset not in PRESETS:
+        raise ParameterError("preset", f"`preset` must be one of {', '.join(names)}; got {preset!r}")
+    cfg = base if base is not None else PRESETS[preset]
+    types = {f.name: f.type for f in fields(ExperimentConfig)}
+    unknown = sorted(k for k in overrides if k not in types)
+    if unknown:
+        raise ParameterError(
+            unknown[0], f"unknown parameter(s) {', '.join(repr(u) for u in unknown)}; valid parameters: "
+            + ", ".join(sorted(types))
+        )
+    changes = {k: _coerce(k, v, types[k]) for k, v in overrides.items() if v is not None}
+    if "preset" in changes and changes["preset"] != preset:
+        raise ParameterError("preset", "`preset` cannot be overridden; pick another preset instead")
+    cfg = dataclasses.replace(cfg, **changes)
+    _validate(cfg)
+    return cfg
+
+
+def _validate(cfg: ExperimentConfig) -> None:
+    check_integer("group_size", cfg.group_size, low=2)
+    check_integer("completions_per_step", cfg.completions_per_step, low=0)
+    if cfg.completions_per_step:
+        if cfg.completions_per_step % cfg.group_size:
+            raise ParameterError(
+                "group_size", f"`group_size` (num_generations) must divide `completions_per_step` = "
+                f"{cfg.completions_per_step}; got {cfg.group_size}")
+    else:
+        check_integer("num_prompts", cfg.num_prompts, low=1)
+    check_real("learning_rate", cfg.learning_rate, low=0, low_inclusive=False)
+    check_real("momentum", cfg.momentum, low=0, high=1, high_inclusive=False)
+    check_real("adam_beta2", cfg.adam_beta2, low=0, high=1, high_inclusive=False)
+    check_real("weight_decay", cfg.weight_decay, low=0)
+    check_real("max_grad_norm", cfg.max_grad_norm, low=0)
+    check_integer("steps_per_generation", cfg.steps_per_generation, low=1)
+    check_integer("num_iterations", cfg.num_iterations, low=1)
+    check_real("beta", cfg.beta, low=0)
+    check_real("epsilon", cfg.epsilon, low=0, low_inclusive=False)
+    check_real("temperature", cfg.temperature, low=0, low_inclusive=False)
+    check_integer("max_completion_length", cfg.max_completion_length, low=1)
+    check_integer("max_steps", cfg.max_steps, low=1)
+    check_integer("lr_warmup_steps", cfg.lr_warmup_steps, low=0)
+    check_integer("eval_every", cfg.eval_every, low=0)
+    check_integer("eval_samples", cfg.eval_samples, low=0)
+    check_integer("eval_sampled", cfg.eval_sampled, low=0)
+    check_real("format_reward", cfg.format_reward, low=0)
+    check_integer("seed", cfg.seed, low=0)
+    check_integer("save_every", cfg.save_every, low=1)
+    check_integer("diagnose_every", cfg.diagnose_every, low=0)
+    check_integer("num_threads", cfg.num_threads, low=0)
+    check_integer("warmup_steps", cfg.warmup_steps, low=0)
+    check_integer("warmup_batch_size", cfg.warmup_batch_size, low=1)
+    check_real("warmup_learning_rate", cfg.warmup_learning_rate, low=0, low_inclusive=False)
+    check_integer("tiny_hidden_size", cfg.tiny_hidden_size, low=8)
+    check_integer("tiny_layers", cfg.tiny_layers, low=1)
+    for name, choices in _CHOICES.items():
+        check_choice(name, getattr(cfg, name), choices)
+    if cfg.device == "cpu" and (cfg.bf16 or cfg.use_vllm):
+        bad = "bf16" if cfg.bf16 else "use_vllm"
+        raise ParameterError(bad, f"`{bad}` needs a GPU; set it to false with device='cpu'")
+    if cfg.is_tiny != (cfg.dataset == ARITHMETIC_DATASET):
+        raise ParameterError("dataset", "the tiny model ('tiny-qwen2') goes with dataset='arithmetic' and "
+                             f"pretrained models with a GSM8K-schema dataset; got model={cfg.model!r}, "
+                             f"dataset={cfg.dataset!r}")
+    from .data import BENCHMARKS
+    from .tasks import TASKS
+
+    valid = TASKS if cfg.is_tiny else BENCHMARKS
+    for name in cfg.eval_suite:
+        if name not in valid:
+            raise ParameterError("eval_suite", f"`eval_suite` entries must be among {', '.join(valid)}; got {name!r}")
+    if not math.isfinite(cfg.learning_rate):  # pragma: no cover - check_real refuses it already
+        raise ParameterError("learning_rate", "`learning_rate` must be finite")
+
+
+def check_environment(cfg: ExperimentConfig) -> str:
+    """Check the machine can run ``cfg``; return the device to use (``"cpu"`` or ``"cuda"``).
+
+    Raises
+    ------
+    GrpoError
+        A GPU preset (``requires_gpu``) or ``device='cuda'`` without a CUDA GPU; the message says
+        how to run on the CPU instead (``cpu-tiny``, or ``device=cpu requires_gpu=false`` for a
+        slow smoke test).
+    """
+    import torch
+
+    has_cuda = torch.cuda.is_available()
+    if (cfg.requires_gpu or cfg.device == "cuda") and not has_cuda:
+        raise GrpoError(
+            f"preset {cfg.preset!r} needs a CUDA GPU and none is available here; run it on a GPU machine "
+            "or Colab, use the 'cpu-tiny' preset, or force a (slow) CPU smoke test with "
+            "-p device cpu -p requires_gpu false -p bf16 false"
+        )
+    if cfg.device == "auto":
+        return "cuda" if has_cuda else "cpu"
+    return cfg.device
+
+
+def check_model_loadable(cfg: ExperimentConfig) -> None:
+    """Check that the model's configuration can be loaded (hub id reachable or local folder valid).
+
+    Cheap (reads ``config.json`` only); the tiny model always passes.
+
+    Raises
+    ------
+    GrpoError
+        The model cannot be loaded: names the model and the cause (no such repository or folder,
+        no network, gated model without a token).
+    """
+    if cfg.is_tiny:
+        return
+    from transformers import AutoConfig
+
+    kwargs = {"revision": cfg.model_revision} if cfg.model_revision else {}
+    try:
+        AutoConfig.from_pretrained(cfg.model, **kwargs)
+    except (OSError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise GrpoError(f"model {cfg.model!r} cannot be loaded: {first}") from exc

@@ -1,0 +1,502 @@
+"""One GRPO experiment on a language model, step by step (the notebook calls these in order).
+
+::
+
+    cfg = make_config("cpu-tiny", group_size=16)          # validated settings
+    run = start_run(cfg)                                  # folder, config.json, provenance.json
+    model, tokenizer = build_policy(cfg, run)             # warm-up (tiny) or from_pretrained
+    train_set = build_train_dataset(cfg, tokenizer)
+    evals = build_eval_sets(cfg, tokenizer)
+    evaluate_suite(model, tokenizer, cfg, evals, run, "start")
+    trainer = build_trainer(cfg, run, model, tokenizer, train_set, evals)
+    train(trainer, run)                                   # resumes from the last checkpoint
+    evaluate_suite(trainer.model, tokenizer, cfg, evals, run, "end")
+    finish_run(cfg, run, trainer)                         # summary.json; weights removed
+
+:func:`run_experiment` does all of it (it is what ``python -m grpo_core.llm`` and
+``accelerate launch -m grpo_core.llm`` run). Training is TRL's ``GRPOTrainer``; on several GPUs the
+same code runs under ``accelerate launch`` (only the main process writes files).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import GrpoError
+from .config import ExperimentConfig, check_environment, check_model_loadable
+from .runs import clean_weights, last_checkpoint, prepare_run_dir, provenance, read_json, run_name, write_json
+
+__all__ = [
+    "RunContext",
+    "start_run",
+    "build_policy",
+    "build_train_dataset",
+    "build_eval_sets",
+    "reward_functions",
+    "grpo_args",
+    "evaluate_suite",
+    "build_trainer",
+    "train",
+    "finish_run",
+    "run_experiment",
+    "make_prompt",
+    "DEFAULT_RUNS_DIR",
+]
+
+#: Where runs go when ``output_dir`` is empty.
+DEFAULT_RUNS_DIR = "runs"
+
+
+@dataclass
+class RunContext:
+    """The run being made: its folder, device, name, timers.
+
+    Attributes
+    ----------
+    path : pathlib.Path
+        The run folder.
+    name : str
+        Deterministic run name.
+    device : str
+        ``"cpu"`` or ``"cuda"``.
+    main : bool
+        Whether this process writes files (rank 0).
+    resumed_from : str or None
+        Checkpoint the training resumed from.
+    timings : dict
+        Seconds per phase (``warmup``, ``eval_start``, ``grpo``, ``eval_end``, ...).
+    """
+
+    path: Path
+    name: str
+    device: str
+    main: bool = True
+    resumed_from: str | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    started: float = field(default_factory=time.perf_counter)
+
+
+def _is_main() -> bool:
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def start_run(cfg: ExperimentConfig, *, check_model: bool = True) -> RunContext:
+    """Check the machine and the model, create the run folder, write ``config.json`` and
+    ``provenance.json``.
+
+    Everything that can be checked before training is checked here: the device (a GPU preset
+    without a GPU), the model (its configuration must load), the thread count.
+
+    Parameters
+    ----------
+    cfg : ExperimentConfig
+        Validated settings (:func:`~grpo_core.llm.config.make_config`).
+    check_model : bool
+        Load the model's configuration to check the id or folder (skipped for the tiny model).
+
+    Returns
+    -------
+    RunContext
+
+    Raises
+    ------
+    GrpoError
+        No GPU for a GPU preset; a model that cannot be loaded.
+    """
+    import torch
+
+    device = check_environment(cfg)
+    if check_model:
+        check_model_loadable(cfg)
+    if cfg.num_threads:
+        torch.set_num_threads(cfg.num_threads)
+    name = run_name(cfg)
+    path = Path(cfg.output_dir) if cfg.output_dir else Path(DEFAULT_RUNS_DIR) / name
+    ctx = RunContext(path=path, name=name, device=device, main=_is_main())
+    if ctx.main:
+        prepare_run_dir(path)
+        write_json(path / "config.json", {"run_name": name, **cfg.to_dict()})
+        prov_path = path / "provenance.json"
+        prov = provenance(cfg.seed, device)
+        if prov_path.exists():  # a resumed run keeps the first session's record and adds this one
+            old = read_json(prov_path)
+            prov["sessions"] = old.get("sessions", [{k: v for k, v in old.items() if k != "sessions"}]) + [
+                {"date": prov["date"], "git": prov["git"], "device": prov["device"]}]
+            prov = {**{k: v for k, v in old.items() if k != "sessions"}, "sessions": prov["sessions"]}
+        write_json(prov_path, prov)
+    return ctx
+
+
+# --------------------------------------------------------------------------------------------
+# Model
+def _warmup_key(cfg: ExperimentConfig) -> str:
+    from .tasks import WARMUP_MIX
+
+    spec = {"steps": cfg.warmup_steps, "batch": cfg.warmup_batch_size, "lr": cfg.warmup_learning_rate,
+            "mix": WARMUP_MIX, "hidden": cfg.tiny_hidden_size, "layers": cfg.tiny_layers, "seed": cfg.seed,
+            "version": 1}
+    return hashlib.sha1(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def build_policy(cfg: ExperimentConfig, ctx: RunContext):
+    """The starting policy and its tokenizer.
+
+    Tiny model: built from a config and warmed up (supervised) on the arithmetic mixture, or read
+    from the warm-up cache (same settings and seed: same model); saved to ``<run>/base_model`` and
+    loaded back from there, so that TRL builds its reference policy (``beta > 0``) from exactly
+    these weights, also when the run resumes. Pretrained models: ``from_pretrained``.
+
+    Returns
+    -------
+    (model, tokenizer)
+
+    Raises
+    ------
+    GrpoError
+        The model cannot be loaded.
+    """
+    from transformers import AutoModelForCausalLM
+
+    from .model import TinyModelSpec, build_tiny_model, load_pretrained, warmup
+    from .tasks import build_char_tokenizer
+
+    if not cfg.is_tiny:
+        dtype = "bfloat16" if cfg.bf16 else ("float32" if ctx.device == "cpu" else "auto")
+        return load_pretrained(cfg.model, dtype=dtype, device=ctx.device, revision=cfg.model_revision or None)
+    tokenizer = build_char_tokenizer()
+    base = ctx.path / "base_model"
+    t0 = time.perf_counter()
+    info: dict[str, Any] = {"steps": cfg.warmup_steps, "batch_size": cfg.warmup_batch_size,
+                            "learning_rate": cfg.warmup_learning_rate, "key": _warmup_key(cfg)}
+    if not (base / "config.json").exists():
+        cache = Path(cfg.warmup_cache) / info["key"] if cfg.warmup_cache else None
+        if cache is not None and (cache / "config.json").exists():
+            if ctx.main:
+                shutil.copytree(cache, base, dirs_exist_ok=True)
+            info.update(read_json(cache / "warmup.json"), cached=True)
+        else:
+            spec = TinyModelSpec(hidden_size=cfg.tiny_hidden_size, num_layers=cfg.tiny_layers)
+            model = build_tiny_model(tokenizer, spec, seed=cfg.seed)
+            result = warmup(model, tokenizer, steps=cfg.warmup_steps, batch_size=cfg.warmup_batch_size,
+                            learning_rate=cfg.warmup_learning_rate, seed=cfg.seed)
+            info.update(final_loss=result.final_loss, seconds=result.seconds, cached=False,
+                        loss_every_50=[float(np.mean(result.losses[i:i + 50]))
+                                       for i in range(0, len(result.losses), 50)])
+            if ctx.main:
+                model.save_pretrained(base)
+                tokenizer.save_pretrained(base)
+                if cache is not None:
+                    cache.parent.mkdir(parents=True, exist_ok=True)
+                    tmp = cache.with_name(cache.name + f".tmp{os.getpid()}")
+                    shutil.copytree(base, tmp, dirs_exist_ok=True)
+                    write_json(tmp / "warmup.json", {k: v for k, v in info.items() if k != "cached"})
+                    if cache.exists():  # another run filled the cache meanwhile
+                        shutil.rmtree(tmp)
+                    else:
+                        os.replace(tmp, cache)
+        if ctx.main:
+            write_json(ctx.path / "warmup.json", info)
+    _wait_for(base / "config.json")
+    ctx.timings["warmup"] = time.perf_counter() - t0
+    model = AutoModelForCausalLM.from_pretrained(str(base))
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    return model.to(ctx.device), tokenizer
+
+
+def _wait_for(path: Path, timeout: float = 600.0) -> None:
+    """Other ranks wait for the main process to write a file."""
+    t0 = time.perf_counter()
+    while not path.exists():
+        if time.perf_counter() - t0 > timeout:
+            raise GrpoError(f"timed out waiting for {path} (written by the main process)")
+        time.sleep(0.5)
+
+
+# --------------------------------------------------------------------------------------------
+# Data
+def make_prompt(question: str, cfg: ExperimentConfig, tokenizer) -> Any:
+    """A GSM8K-style prompt: chat messages when the tokenizer has a chat template, else plain text."""
+    if getattr(tokenizer, "chat_template", None):
+        messages = [{"role": "system", "content": cfg.system_prompt}] if cfg.system_prompt else []
+        return messages + [{"role": "user", "content": question}]
+    head = f"{cfg.system_prompt}\n\n" if cfg.system_prompt else ""
+    return f"{head}Question: {question}\nAnswer:"
+
+
+def build_train_dataset(cfg: ExperimentConfig, tokenizer):
+    """The GRPO training prompts as a ``datasets.Dataset`` (``prompt`` + the reward's columns).
+
+    Arithmetic: ``max_steps x prompts_per_step x steps_per_generation`` problems of the training
+    pairs (each drawn once per step on average; seed ``cfg.seed``). GSM8K: the training split, with
+    ``reference`` = the number after ``####``.
+    """
+    from datasets import Dataset
+
+    from .data import load_gsm8k
+    from .tasks import TRAIN_TASK, sample_problems
+
+    if cfg.is_tiny:
+        n = cfg.max_steps * cfg.prompts_per_step * cfg.steps_per_generation + cfg.prompts_per_step
+        probs = sample_problems(TRAIN_TASK, n, seed=cfg.seed + 1, split="train")
+        return Dataset.from_list([{"prompt": p["prompt"], "answer": p["answer"]} for p in probs])
+    items = load_gsm8k(cfg.dataset, cfg.dataset_config, cfg.train_split, revision="")
+    return Dataset.from_list([{"prompt": make_prompt(it["question"], cfg, tokenizer), "reference": it["reference"]}
+                              for it in items])
+
+
+@dataclass
+class EvalSet:
+    """One evaluation set: items (``prompt``, ``reference``), the scorer, generation length."""
+
+    name: str
+    items: list[dict]
+    scorer: Any
+    max_new_tokens: int
+    skipped: int = 0
+
+
+def build_eval_sets(cfg: ExperimentConfig, tokenizer) -> dict[str, EvalSet]:
+    """The evaluation suite, first entry = the held-out training distribution.
+
+    Arithmetic: held-out pairs of each task (``eval_samples`` of them, fixed seed, so every run
+    sees the same problems). GSM8K presets: the benchmarks by hub id (:mod:`grpo_core.llm.data`),
+    the first ``eval_samples`` usable items of each.
+
+    Raises
+    ------
+    GrpoError
+        A benchmark cannot be loaded.
+    """
+    from .data import BENCHMARKS, load_benchmark
+    from .evaluation import make_scorer
+    from .tasks import TASKS, _pairs, max_answer_length, sample_problems
+
+    out: dict[str, EvalSet] = {}
+    for name in cfg.eval_suite:
+        if cfg.is_tiny:
+            available = len(_pairs(TASKS[name], "test"))
+            n = min(cfg.eval_samples or available, available)
+            probs = sample_problems(name, n, seed=12345, split="test", replace=False)
+            items = [{"prompt": p["prompt"], "reference": p["answer"]} for p in probs]
+            out[name] = EvalSet(name, items, make_scorer("exact", tokenizer.eos_token_id),
+                                max_answer_length(name) + 2)
+        else:
+            raw, skipped = load_benchmark(name, limit=cfg.eval_samples)
+            kind = "math" if BENCHMARKS[name].answer_kind == "math" else "number"
+            items = [{"prompt": make_prompt(it["question"], cfg, tokenizer), "reference": it["reference"]}
+                     for it in raw]
+            out[name] = EvalSet(name, items, make_scorer(kind), cfg.max_completion_length, skipped)
+    return out
+
+
+def reward_functions(cfg: ExperimentConfig, tokenizer) -> list:
+    """TRL reward functions: exact match (arithmetic) or correctness (+ format, if weighted)."""
+    from .answers import correctness_reward, format_reward
+    from .tasks import exact_match_reward
+
+    if cfg.is_tiny:
+        return [exact_match_reward(tokenizer.eos_token_id)]
+    funcs = [correctness_reward("reference")]
+    if cfg.format_reward > 0:
+        funcs.append(format_reward(cfg.format_reward))
+    return funcs
+
+
+# --------------------------------------------------------------------------------------------
+# Training
+def grpo_args(cfg: ExperimentConfig, ctx: RunContext):
+    """TRL ``GRPOConfig`` for the settings (the mapping of DESIGN section 8).
+
+    ``per_device_train_batch_size`` = completions per step / number of processes; logging every
+    step; checkpoints every ``save_every`` steps (the last two kept); Adam's beta1 or SGD's
+    momentum = ``momentum``; on the CPU ``bf16`` and gradient checkpointing off.
+
+    Raises
+    ------
+    GrpoError
+        The completions per step do not split evenly over the processes.
+    """
+    from trl import GRPOConfig
+
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if cfg.completions % world:
+        raise GrpoError(f"{cfg.completions} completions per step cannot be split over {world} processes")
+    per_device = cfg.completions // world
+    scheduler = {"constant": "constant_with_warmup" if cfg.lr_warmup_steps else "constant",
+                 "cosine": "cosine"}[cfg.lr_scheduler]
+    kwargs: dict[str, Any] = dict(
+        output_dir=str(ctx.path / "checkpoints"),
+        per_device_train_batch_size=per_device,
+        gradient_accumulation_steps=1,
+        num_generations=cfg.group_size,
+        steps_per_generation=cfg.steps_per_generation,
+        num_iterations=cfg.num_iterations,
+        learning_rate=cfg.learning_rate,
+        lr_scheduler_type=scheduler,
+        warmup_steps=cfg.lr_warmup_steps,
+        weight_decay=cfg.weight_decay,
+        max_grad_norm=cfg.max_grad_norm if cfg.max_grad_norm > 0 else 1e9,
+        beta=cfg.beta,
+        epsilon=cfg.epsilon,
+        scale_rewards=cfg.scale_rewards,
+        loss_type=cfg.loss_type,
+        temperature=cfg.temperature,
+        top_k=0,
+        top_p=1.0,
+        max_completion_length=cfg.max_completion_length,
+        max_steps=cfg.max_steps,
+        logging_steps=1,
+        save_strategy="steps",
+        save_steps=cfg.save_every,
+        save_total_limit=2,
+        bf16=cfg.bf16,
+        gradient_checkpointing=cfg.gradient_checkpointing,
+        use_cpu=ctx.device == "cpu",
+        seed=cfg.seed,
+        data_seed=cfg.seed,
+        report_to=[],
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+        use_vllm=cfg.use_vllm,
+        log_completions=False,
+        remove_unused_columns=False,
+    )
+    if cfg.optimizer == "sgd":
+        kwargs.update(optim="sgd", optim_args=f"momentum={cfg.momentum}")
+    else:
+        kwargs.update(optim="adamw_torch", adam_beta1=cfg.momentum, adam_beta2=cfg.adam_beta2)
+    return GRPOConfig(**kwargs)
+
+
+def evaluate_suite(model, tokenizer, cfg: ExperimentConfig, eval_sets: dict, ctx: RunContext, phase: str,
+                   *, force: bool = False) -> dict[str, dict]:
+    """Evaluate every set of the suite and store the results under ``phase`` in ``evals.json``.
+
+    A resumed run does not repeat the ``start`` evaluation (it is already in the file) unless
+    ``force``. Returns ``{set name: EvalResult.to_dict()}``.
+    """
+    from .evaluation import evaluate
+
+    path = ctx.path / "evals.json"
+    stored = read_json(path) if path.exists() else {}
+    if phase in stored and not force:
+        return stored[phase]
+    t0 = time.perf_counter()
+    results = {}
+    for name, es in eval_sets.items():
+        res = evaluate(model, tokenizer, es.items, es.scorer, name=name, max_new_tokens=es.max_new_tokens,
+                       samples=cfg.eval_sampled, temperature=cfg.temperature, seed=cfg.seed)
+        results[name] = {**res.to_dict(), "skipped": es.skipped}
+    ctx.timings[f"eval_{phase}"] = time.perf_counter() - t0
+    if ctx.main:
+        stored = read_json(path) if path.exists() else {}
+        stored[phase] = results
+        write_json(path, stored)
+    return results
+
+
+def build_trainer(cfg: ExperimentConfig, ctx: RunContext, model, tokenizer, train_set, eval_sets: dict,
+                  *, extra_callbacks: list | None = None, dynamics: bool = True):
+    """TRL ``GRPOTrainer`` with the :class:`~grpo_core.callback.DynamicsCallback` (metrics file,
+    periodic diagnosis) and the periodic held-out evaluation (``eval_every`` > 0)."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+    from trl import GRPOTrainer
+
+    from ..callback import DynamicsCallback
+    from .evaluation import EvalCallback, evaluate
+
+    callbacks = []
+    if dynamics:
+        callbacks.append(DynamicsCallback(ctx.path, every=cfg.diagnose_every, group_size=cfg.group_size,
+                                          num_prompts=cfg.prompts_per_step))
+    eval_cb = None
+    if cfg.eval_every and eval_sets:
+        first = next(iter(eval_sets.values()))
+        eval_cb = EvalCallback(lambda m: evaluate(m, tokenizer, first.items, first.scorer, name=first.name,
+                                                  max_new_tokens=first.max_new_tokens, samples=cfg.eval_sampled,
+                                                  temperature=cfg.temperature, seed=cfg.seed),
+                               every=cfg.eval_every)
+        callbacks.insert(0, eval_cb)
+    callbacks += list(extra_callbacks or [])
+    trainer = GRPOTrainer(model=model, reward_funcs=reward_functions(cfg, tokenizer), args=grpo_args(cfg, ctx),
+                          train_dataset=train_set, processing_class=tokenizer, callbacks=callbacks)
+    for cb in (PrinterCallback, ProgressCallback):
+        trainer.remove_callback(cb)
+    if eval_cb is not None:
+        eval_cb.trainer = trainer
+    return trainer
+
+
+def train(trainer, ctx: RunContext, cfg: ExperimentConfig | None = None):
+    """Train, resuming from the newest complete checkpoint of the run when there is one."""
+    ckpt = last_checkpoint(ctx.path) if (cfg is None or cfg.resume) else None
+    ctx.resumed_from = str(ckpt) if ckpt else None
+    if ckpt:
+        print(f"resuming from {ckpt}")
+    t0 = time.perf_counter()
+    out = trainer.train(resume_from_checkpoint=str(ckpt) if ckpt else None)
+    ctx.timings["grpo"] = ctx.timings.get("grpo", 0.0) + time.perf_counter() - t0
+    return out
+
+
+def finish_run(cfg: ExperimentConfig, ctx: RunContext, trainer=None) -> dict[str, Any]:
+    """Write ``summary.json`` (timings, throughput, headline numbers) and delete the weights
+    unless ``keep_checkpoints``. Returns the summary."""
+    from ..callback import DynamicsCallback
+
+    summary_path = ctx.path / "summary.json"
+    old = read_json(summary_path) if summary_path.exists() else {}
+    timings = {k: round(v, 3) for k, v in ctx.timings.items()}
+    summary: dict[str, Any] = {"run_name": ctx.name, "timings": timings,
+                               "wall_seconds": round(time.perf_counter() - ctx.started, 3),
+                               "resumed_from": ctx.resumed_from}
+    if old.get("wall_seconds") and ctx.resumed_from:
+        summary["wall_seconds_previous_sessions"] = old["wall_seconds"] + old.get("wall_seconds_previous_sessions", 0)
+    if trainer is not None:
+        hist = [h for h in trainer.state.log_history if "reward" in h]
+        steps = [h for h in trainer.state.log_history if "step_time" in h]
+        lengths = np.array([h.get("completions/mean_length", np.nan) for h in hist], dtype=float)
+        grpo = ctx.timings.get("grpo", np.nan)
+        n_steps = len(hist)
+        summary.update(
+            steps=int(trainer.state.global_step),
+            seconds_per_step=grpo / max(n_steps, 1),
+            mean_step_time=float(np.mean([h["step_time"] for h in steps])) if steps else None,
+            completion_tokens_per_second=float(np.nansum(lengths) * cfg.completions / grpo) if grpo else None,
+            start_reward=float(np.mean([h["reward"] for h in hist[:10]])) if hist else None,
+            final_reward=float(np.mean([h["reward"] for h in hist[-50:]])) if hist else None,
+        )
+        for cb in trainer.callback_handler.callbacks:
+            if isinstance(cb, DynamicsCallback):
+                summary["callback_seconds"] = {"write": round(cb.write_seconds, 4),
+                                               "diagnose": round(cb.diagnosis_seconds, 4)}
+            if type(cb).__name__ == "EvalCallback":
+                summary["periodic_eval_seconds"] = round(cb.seconds, 3)
+    if ctx.main:
+        write_json(summary_path, summary)
+        if not cfg.keep_checkpoints:
+            clean_weights(ctx.path)
+    return summary
+
+
+def run_experiment(cfg: ExperimentConfig, *, extra_callbacks: list | None = None) -> dict[str, Any]:
+    """Everything of one run, in order (see the module docstring); returns the summary."""
+    ctx = start_run(cfg)
+    model, tokenizer = build_policy(cfg, ctx)
+    train_set = build_train_dataset(cfg, tokenizer)
+    evals = build_eval_sets(cfg, tokenizer)
+    evaluate_suite(model, tokenizer, cfg, evals, ctx, "start")
+    trainer = build_trainer(cfg, ctx, model, tokenizer, train_set, evals, extra_callbacks=extra_callbacks)
+    train(trainer, ctx, cfg)
+    evaluate_suite(trainer.model, tokenizer, cfg, evals, ctx, "end", force=True)
+    return finish_run(cfg, ctx, trainer)

@@ -1,0 +1,264 @@
+"""Models for the LLM experiments: the tiny Qwen2-style model, its supervised warm-up, hub loading.
+
+On the CPU the experiment uses a small transformer built from a configuration (no download):
+Qwen2 architecture (RoPE, RMSNorm, SwiGLU), 2 layers, hidden size 128, 4 heads, ~0.4 M parameters.
+A short supervised warm-up on the arithmetic task gives GRPO a policy whose *sampled* answers are
+right some of the time, so the group-relative advantage has something to push on; GRPO then mostly
+sharpens the sampling distribution towards what the greedy decoder already knows.
+
+On a GPU the same code loads a pretrained model by hub id (``AutoModelForCausalLM.from_pretrained``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import GrpoError, ParameterError
+from ..validation import check_integer, check_real
+from .tasks import WARMUP_MIX, build_char_tokenizer, sample_mixture
+
+__all__ = [
+    "TinyModelSpec",
+    "build_tiny_model",
+    "warmup",
+    "WarmupResult",
+    "load_pretrained",
+    "count_parameters",
+]
+
+
+@dataclass(frozen=True)
+class TinyModelSpec:
+    """Architecture of the tiny Qwen2-style model (defaults: ~0.4 M parameters).
+
+    Attributes
+    ----------
+    hidden_size : int
+        Width of the residual stream (128).
+    intermediate_size : int
+        Width of the SwiGLU MLP (384).
+    num_layers : int
+        Transformer blocks (2).
+    num_heads : int
+        Attention heads (4); ``hidden_size`` must be a multiple.
+    max_positions : int
+        Longest sequence (32 tokens covers prompt and answer of every arithmetic task).
+    """
+
+    hidden_size: int = 128
+    intermediate_size: int = 384
+    num_layers: int = 2
+    num_heads: int = 4
+    max_positions: int = 32
+
+
+def count_parameters(model) -> int:
+    """Number of trainable parameters of a torch module."""
+    return int(sum(p.numel() for p in model.parameters() if p.requires_grad))
+
+
+def build_tiny_model(tokenizer, spec: TinyModelSpec = TinyModelSpec(), seed: int = 0):
+    """A randomly initialised Qwen2-style causal LM sized for the character tokenizer.
+
+    Parameters
+    ----------
+    tokenizer : PreTrainedTokenizerFast
+        From :func:`~grpo_core.llm.tasks.build_char_tokenizer`; gives the vocabulary size and the
+        special-token ids.
+    spec : TinyModelSpec
+        The architecture.
+    seed : int
+        Seed of the initial weights (``torch.manual_seed``).
+
+    Returns
+    -------
+    transformers.Qwen2ForCausalLM
+        In float32, on the CPU, with tied input and output embeddings.
+
+    Raises
+    ------
+    ParameterError
+        If ``hidden_size`` is not a multiple of ``num_heads``.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, Qwen2Config
+
+    if spec.hidden_size % spec.num_heads:
+        raise ParameterError("hidden_size", f"`hidden_size` must be a multiple of `num_heads` ({spec.num_heads}); got {spec.hidden_size}")
+    config = Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=spec.hidden_size,
+        intermediate_size=spec.intermediate_size,
+        num_hidden_layers=spec.num_layers,
+        num_attention_heads=spec.num_heads,
+        num_key_value_heads=spec.num_heads,
+        max_position_embeddings=spec.max_positions,
+        tie_word_embeddings=True,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.bos_token_id = tokenizer.bos_token_id
+    return model
+
+
+@dataclass(frozen=True)
+class WarmupResult:
+    """What the supervised warm-up did.
+
+    Attributes
+    ----------
+    steps : int
+        Optimizer steps taken.
+    final_loss : float
+        Mean cross-entropy of the last 20 steps (nats per answer token).
+    seconds : float
+        Wall time.
+    losses : tuple of float
+        Loss per step (nats per answer token).
+    """
+
+    steps: int
+    final_loss: float
+    seconds: float
+    losses: tuple[float, ...]
+
+
+def warmup(
+    model,
+    tokenizer,
+    *,
+    mix=WARMUP_MIX,
+    steps: int = 400,
+    batch_size: int = 128,
+    learning_rate: float = 1e-3,
+    seed: int = 0,
+) -> WarmupResult:
+    """Supervised warm-up: next-token cross-entropy on ``prompt + answer + <eos>``, answer tokens only.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        Trained in place (AdamW, cosine decay to 10% of ``learning_rate``, gradient clipping 1.0).
+    tokenizer : PreTrainedTokenizerFast
+        The character tokenizer.
+    mix : sequence of (str, float)
+        Task mixture (training pairs of each), default
+        :data:`~grpo_core.llm.tasks.WARMUP_MIX`.
+    steps : int
+        Optimizer steps, >= 0 (0 leaves the model as it is).
+    batch_size : int
+        Problems per step, >= 1.
+    learning_rate : float
+        Peak learning rate, > 0.
+    seed : int
+        Seed of the problem stream.
+
+    Returns
+    -------
+    WarmupResult
+
+    Raises
+    ------
+    ParameterError
+        Bad ``steps``, ``batch_size`` or ``learning_rate``; unknown task in ``mix``.
+    """
+    import torch
+
+    steps = check_integer("warmup_steps", steps, low=0)
+    batch_size = check_integer("warmup_batch_size", batch_size, low=1)
+    learning_rate = check_real("warmup_learning_rate", learning_rate, low=0, low_inclusive=False)
+    start = time.perf_counter()
+    if steps == 0:
+        return WarmupResult(0, math.nan, 0.0, ())
+    problems = sample_mixture(mix, steps * batch_size, seed=seed + 7919)
+    eos = tokenizer.eos_token
+    texts = [p["prompt"] + p["answer"] + eos for p in problems]
+    prompt_lengths = np.array([len(tokenizer(p["prompt"])["input_ids"]) for p in problems])
+    enc = tokenizer(texts, padding=True, return_tensors="pt", padding_side="right")
+    ids, attn = enc["input_ids"], enc["attention_mask"]
+    labels = ids.clone()
+    positions = torch.arange(ids.shape[1])[None, :]
+    labels[positions < torch.as_tensor(prompt_lengths)[:, None]] = -100
+    labels[attn == 0] = -100
+    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=0.0)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps))
+    )
+    model.train()
+    losses = []
+    for s in range(steps):
+        sl = slice(s * batch_size, (s + 1) * batch_size)
+        out = model(input_ids=ids[sl], attention_mask=attn[sl], labels=labels[sl])
+        optimizer.zero_grad(set_to_none=True)
+        out.loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        losses.append(float(out.loss.detach()))
+    model.eval()
+    return WarmupResult(steps, float(np.mean(losses[-20:])), time.perf_counter() - start, tuple(losses))
+
+
+def load_pretrained(model_id: str, *, dtype: str = "auto", device: str = "cpu", revision: str | None = None,
+                    attn_implementation: str | None = None):
+    """Load a pretrained causal LM and its tokenizer from the hub or a local folder.
+
+    Parameters
+    ----------
+    model_id : str
+        Hub id (``"Qwen/Qwen2.5-0.5B-Instruct"``) or path of a folder written by
+        ``save_pretrained``.
+    dtype : {"auto", "bfloat16", "float16", "float32"}
+        Weights' dtype.
+    device : str
+        ``"cpu"``, ``"cuda"``, ...
+    revision : str, optional
+        Hub revision (commit, tag or branch).
+    attn_implementation : str, optional
+        Passed to ``from_pretrained`` (``"sdpa"``, ``"flash_attention_2"``).
+
+    Returns
+    -------
+    (model, tokenizer)
+        The tokenizer pads on the left and has a pad token (the EOS token when it had none).
+
+    Raises
+    ------
+    GrpoError
+        If the model or tokenizer cannot be loaded (unknown id, no network, missing files); the
+        message names the model and the cause.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    dtypes = {"auto": "auto", "bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+    if dtype not in dtypes:
+        raise ParameterError("dtype", f"`dtype` must be one of {sorted(dtypes)}; got {dtype!r}")
+    kwargs = {"revision": revision} if revision else {}
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(model_id, **kwargs)
+        model = AutoModelForCausalLM.from_pretrained(
+            model_id, dtype=dtypes[dtype], **kwargs,
+            **({"attn_implementation": attn_implementation} if attn_implementation else {}),
+        )
+    except (OSError, ValueError) as exc:
+        raise GrpoError(f"model `{model_id}` cannot be loaded: {str(exc).splitlines()[0]}") from exc
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return model.to(device), tokenizer
+
+
+def build_tiny(seed: int = 0, spec: TinyModelSpec = TinyModelSpec()):
+    """Tokenizer and tiny model for the arithmetic task in one call: ``(model, tokenizer)``."""
+    tokenizer = build_char_tokenizer()
+    return build_tiny_model(tokenizer, spec, seed=seed), tokenizer

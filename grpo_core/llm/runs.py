@@ -1,0 +1,375 @@
+"""Run folders: what every LLM run writes, deterministic names, provenance, and the loader.
+
+A run folder holds
+
+==========================  ================================================================
+``config.json``             the :class:`~grpo_core.llm.config.ExperimentConfig` (with ``lag``,
+                            ``prompts_per_step``, ``completions``) and the run name
+``provenance.json``         package versions, device, threads, seed, git revision, date, command
+``metrics.jsonl``           one normalised line per optimizer step (append-only; written by
+                            :class:`grpo_core.callback.DynamicsCallback`), evaluation lines
+                            with ``"split": "eval"``
+``evals.json``              the evaluation suite at the start and at the end of training
+``warmup.json``             the supervised warm-up (tiny model): steps, loss, time, cache hit
+``diagnosis.json``          the final diagnosis (findings, plateau forecast)
+``summary.json``            wall times and the headline numbers of the run
+``gradient_constants.json`` c1, c2, c3 estimated on the model (only when measured)
+``grpo_llm.ipynb``          the executed notebook (when run through papermill)
+``checkpoints/``            TRL checkpoints for resuming (weights: deleted at the end unless
+                            ``keep_checkpoints``, never committed)
+``base_model/``             the warmed-up starting model (weights; deleted with the checkpoints)
+==========================  ================================================================
+
+:func:`load_run` and :func:`load_runs` read folders back for the book: no training, only files.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import DataError, ParameterError
+
+__all__ = [
+    "RUN_FILES",
+    "run_name",
+    "prepare_run_dir",
+    "write_json",
+    "read_json",
+    "provenance",
+    "git_revision",
+    "last_checkpoint",
+    "clean_weights",
+    "Run",
+    "load_run",
+    "load_runs",
+    "runs_table",
+]
+
+#: Files of a finished run (besides the notebook and the weights folders).
+RUN_FILES = ("config.json", "provenance.json", "metrics.jsonl", "evals.json", "summary.json")
+
+#: Settings that make up the readable part of a run name.
+_NAME_KEYS = ("group_size", "prompts_per_step", "seed")
+#: Settings left out of the name (they do not change the run's outcome).
+_NOT_IN_NAME = {"output_dir", "resume", "keep_checkpoints", "diagnose_every", "num_threads", "warmup_cache",
+                "save_every", "preset", "num_prompts", "completions_per_step", "group_size", "seed"}
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, list | tuple):
+        return "+".join(map(str, value))
+    return re.sub(r"[^A-Za-z0-9.+-]", "-", str(value))
+
+
+def run_name(cfg, *, against=None) -> str:
+    """A deterministic, readable run name: ``{preset}__G{G}-B{B}[__{changes}]__s{seed}``.
+
+    ``changes`` lists the settings that differ from the preset (``lr0.0005-beta0.04``), or a short
+    hash of them when the list would be long. The same settings always give the same name.
+
+    Parameters
+    ----------
+    cfg : ExperimentConfig
+    against : ExperimentConfig, optional
+        What counts as "unchanged" (default: the preset's config).
+
+    Examples
+    --------
+    >>> from grpo_core.llm.config import make_config
+    >>> run_name(make_config("cpu-tiny", group_size=4, seed=2))
+    'cpu-tiny__G4-B32__s2'
+    >>> run_name(make_config("cpu-tiny", learning_rate=5e-4, completions_per_step=128, group_size=16))
+    'cpu-tiny__G16-B8__learning_rate0.0005__s0'
+    """
+    from .config import PRESETS
+
+    base = against if against is not None else PRESETS[cfg.preset]
+    a, b = cfg.to_dict(), base.to_dict()
+    changed = {k: v for k, v in a.items() if k not in _NOT_IN_NAME and k in b and v != b[k]
+               and k not in ("lag", "prompts_per_step", "completions")}
+    parts = [f"{cfg.preset}", f"G{cfg.group_size}-B{cfg.prompts_per_step}"]
+    if changed:
+        text = "-".join(f"{k}{_short(v)}" for k, v in sorted(changed.items()))
+        if len(text) > 48:
+            text = "h" + hashlib.sha1(json.dumps(changed, sort_keys=True, default=str).encode()).hexdigest()[:10]
+        parts.append(text)
+    parts.append(f"s{cfg.seed}")
+    return "__".join(parts)
+
+
+def write_json(path: str | Path, obj: Any) -> Path:
+    """Write ``obj`` as indented JSON atomically (temporary file + rename); NaN/inf become null."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(_clean(obj), indent=1, sort_keys=False) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def _clean(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_clean(v) for v in obj]
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not np.isfinite(obj):
+        return None
+    return obj
+
+
+def read_json(path: str | Path) -> Any:
+    """Read a JSON file; :class:`DataError` naming the file when it is missing or broken."""
+    path = Path(path)
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such file") from None
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+
+
+def git_revision(cwd: str | Path | None = None) -> dict[str, Any]:
+    """The git commit of the code (``{"commit", "dirty"}``; ``None`` values outside a checkout)."""
+    here = Path(cwd) if cwd else Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True,
+                                timeout=10).stdout.strip() or None
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "grpo_core"],
+                                cwd=here.parent if here.name == "llm" else here, capture_output=True, text=True,
+                                timeout=10)
+        dirty = bool(status.stdout.strip()) if commit else None
+    except (OSError, subprocess.SubprocessError):
+        commit, dirty = None, None
+    return {"commit": commit, "dirty": dirty}
+
+
+def provenance(seed: int, device: str, *, extra: dict | None = None) -> dict[str, Any]:
+    """Where and how a run was made: versions, device, threads, seed, git revision, date, command.
+
+    Returns
+    -------
+    dict
+        ``packages`` (name -> version of torch, transformers, trl, datasets, accelerate, numpy,
+        grpo-dynamics, and vllm if installed), ``python``, ``platform``, ``device`` (``cpu`` or the
+        GPU name), ``cuda`` (CUDA version or None), ``cpu_count``, ``torch_threads``, ``seed``,
+        ``git`` (commit, dirty), ``date`` (UTC, ISO 8601), ``argv``, plus ``extra``.
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    import torch
+
+    packages = {}
+    for name in ("torch", "transformers", "trl", "datasets", "accelerate", "numpy", "grpo-dynamics", "vllm",
+                 "papermill"):
+        try:
+            packages[name] = version(name)
+        except PackageNotFoundError:
+            continue
+    gpu = None
+    if device.startswith("cuda") and torch.cuda.is_available():
+        gpu = torch.cuda.get_device_name(0)
+    out = {
+        "packages": packages,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "device": gpu or "cpu",
+        "cuda": torch.version.cuda if gpu else None,
+        "gpu_count": torch.cuda.device_count() if gpu else 0,
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "seed": int(seed),
+        "git": git_revision(),
+        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "argv": [os.path.basename(sys.argv[0])] + sys.argv[1:] if sys.argv else [],
+    }
+    if extra:
+        out.update(extra)
+    return out
+
+
+def prepare_run_dir(folder: str | Path) -> Path:
+    """Create the run folder (and its ``checkpoints/``); returns it."""
+    folder = Path(folder)
+    (folder / "checkpoints").mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def last_checkpoint(folder: str | Path) -> Path | None:
+    """The newest complete TRL checkpoint under ``folder/checkpoints`` (``checkpoint-<step>``), or None.
+
+    A checkpoint counts when it holds ``trainer_state.json`` (written last by the trainer), so a
+    folder left half-written by a kill is skipped.
+    """
+    ckpt = Path(folder) / "checkpoints"
+    if not ckpt.is_dir():
+        return None
+    found = []
+    for p in ckpt.iterdir():
+        m = re.fullmatch(r"checkpoint-(\d+)", p.name)
+        if m and p.is_dir() and (p / "trainer_state.json").exists():
+            found.append((int(m.group(1)), p))
+    return max(found)[1] if found else None
+
+
+def clean_weights(folder: str | Path) -> list[str]:
+    """Delete the weight folders of a finished run (``checkpoints/``, ``base_model/``); returns what
+    was removed. The metrics, configs and notebook stay."""
+    removed = []
+    for name in ("checkpoints", "base_model"):
+        p = Path(folder) / name
+        if p.exists():
+            shutil.rmtree(p)
+            removed.append(name)
+    return removed
+
+
+# ------------------------------------------------------------------------------------------------
+# Loading runs back (the book's loader: files only, no training)
+@dataclass
+class Run:
+    """A finished (or interrupted) run read from its folder.
+
+    Attributes
+    ----------
+    path : pathlib.Path
+    name : str
+    config : dict
+        ``config.json`` (plus ``run_name``).
+    provenance : dict
+    metrics : grpo_core.logs.RunLog
+        ``metrics.jsonl`` read with :func:`grpo_core.logs.read_log`.
+    evals : dict
+        ``evals.json``: ``{"start": {set: result}, "end": {...}}`` (empty if missing).
+    summary : dict
+    diagnosis : dict
+    warmup : dict
+    constants : dict
+        ``gradient_constants.json`` if present.
+    """
+
+    path: Path
+    name: str
+    config: dict
+    provenance: dict
+    metrics: Any
+    evals: dict = field(default_factory=dict)
+    summary: dict = field(default_factory=dict)
+    diagnosis: dict = field(default_factory=dict)
+    warmup: dict = field(default_factory=dict)
+    constants: dict = field(default_factory=dict)
+
+    @property
+    def group_size(self) -> int:
+        """G of the run."""
+        return int(self.config["group_size"])
+
+    @property
+    def seed(self) -> int:
+        """Seed of the run."""
+        return int(self.config["seed"])
+
+    def reward(self) -> tuple[np.ndarray, np.ndarray]:
+        """(steps, mean training reward per step)."""
+        return self.metrics.series("reward")
+
+    def eval_curve(self, metric: str = "accuracy") -> tuple[np.ndarray, np.ndarray]:
+        """(steps, held-out metric) from the evaluation lines, the start evaluation included as step 0."""
+        steps, values = [], []
+        first = (self.config.get("eval_suite") or [None])[0]
+        start = self.evals.get("start", {}).get(first) if first else None
+        key = "accuracy" if metric == "accuracy" else "sampled_accuracy"
+        if start and start.get(key) is not None:
+            steps.append(0)
+            values.append(float(start[key]))
+        if self.metrics.has(metric, split="eval"):
+            s, v = self.metrics.series(metric, split="eval")
+            steps += list(s)
+            values += list(v)
+        return np.asarray(steps, dtype=np.int64), np.asarray(values, dtype=float)
+
+
+def load_run(folder: str | Path) -> Run:
+    """Read one run folder.
+
+    Raises
+    ------
+    DataError
+        The folder has no ``config.json`` or ``metrics.jsonl``, or they cannot be read.
+    """
+    import warnings
+
+    from ..logs import read_log
+
+    folder = Path(folder)
+    if not (folder / "config.json").exists():
+        raise DataError(f"{folder}: not a run folder (no config.json)")
+    config = read_json(folder / "config.json")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        metrics = read_log(folder / "metrics.jsonl", format="grpo_dynamics")
+
+    def opt(name: str) -> dict:
+        p = folder / name
+        return read_json(p) if p.exists() else {}
+
+    return Run(path=folder, name=config.get("run_name", folder.name), config=config,
+               provenance=opt("provenance.json"), metrics=metrics, evals=opt("evals.json"),
+               summary=opt("summary.json"), diagnosis=opt("diagnosis.json"), warmup=opt("warmup.json"),
+               constants=opt("gradient_constants.json"))
+
+
+def load_runs(root: str | Path, *, pattern: str = "*") -> list[Run]:
+    """Every run folder directly under ``root`` whose name matches ``pattern`` (sorted by name).
+
+    Raises
+    ------
+    ParameterError
+        ``root`` is not a folder.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise ParameterError("root", f"`root` must be a folder of run folders; got {str(root)!r}")
+    return [load_run(p) for p in sorted(root.glob(pattern)) if p.is_dir() and (p / "config.json").exists()]
+
+
+def runs_table(runs: list[Run], *, tail: int = 50) -> pd.DataFrame:
+    """One row per run: name, G, B, seed, steps, start/final reward, eval accuracy start/end, wall time.
+
+    ``final_reward`` is the mean training reward of the last ``tail`` steps; ``start_reward`` the mean
+    of the first 10 steps.
+    """
+    rows = []
+    for run in runs:
+        steps, reward = run.reward() if run.metrics.has("reward") else (np.array([]), np.array([]))
+        first = (run.config.get("eval_suite") or [None])[0]
+        start = run.evals.get("start", {}).get(first, {}) if first else {}
+        end = run.evals.get("end", {}).get(first, {}) if first else {}
+        rows.append({
+            "run": run.name, "G": run.group_size, "B": run.config.get("prompts_per_step"), "seed": run.seed,
+            "steps": int(steps[-1]) if steps.size else 0,
+            "start_reward": float(np.mean(reward[:10])) if reward.size else np.nan,
+            "final_reward": float(np.mean(reward[-tail:])) if reward.size else np.nan,
+            "eval_start": start.get("accuracy"), "eval_end": end.get("accuracy"),
+            "eval_sampled_start": start.get("sampled_accuracy"), "eval_sampled_end": end.get("sampled_accuracy"),
+            "minutes": (run.summary.get("wall_seconds") or np.nan) / 60,
+        })
+    return pd.DataFrame(rows)
