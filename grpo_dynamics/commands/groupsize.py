@@ -1,0 +1,133 @@
+"""``grpo-dynamics groupsize``: the optimal group size G* under a fixed rollout budget.
+
+From known constants, or estimated from per-completion score vectors and rewards::
+
+    grpo-dynamics groupsize --c1 0.0034 --c2 0.085 --c3 0.157 --budget 1024
+    grpo-dynamics groupsize --samples groups.npz --budget 1024 --json
+
+The ``.npz`` file holds ``scores`` (P prompts x G completions x D, each completion's
+log-probability gradient or a fixed random projection of it) and ``rewards`` (P x G); G >= 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+from grpo_core.errors import DataError, ParameterError
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "groupsize",
+        help="optimal group size G* and the gradient MSE against G at a fixed rollout budget",
+        description=(
+            "The minibatch gradient's mean squared error with B prompts of G completions is "
+            "(c1 + c2/G + c3/(G(G-1)))/B (leave-one-out advantages). At a fixed budget N = B G it is "
+            "smallest at G* = 1 + sqrt(c3/c1), whatever N. Give the constants, or a file of "
+            "per-completion score vectors and rewards to estimate them (with bootstrap intervals)."
+        ),
+    )
+    p.add_argument("--budget", required=True, help="rollouts (completions) per optimizer step N, integer >= 2")
+    p.add_argument("--c1", help="between-prompt variance of the true gradient, >= 0")
+    p.add_argument("--c2", help="mean oracle (within-prompt) variance, >= 0")
+    p.add_argument("--c3", help="second-order constant E[E||W||^2 Var(Z) + ||g||^2], >= 0")
+    p.add_argument("--samples", help=".npz file with arrays 'scores' (P x G x D) and 'rewards' (P x G), G >= 3")
+    p.add_argument("--bootstrap", default="1000", help="bootstrap resamples for --samples (default 1000; 0: none)")
+    p.add_argument("--confidence", default="0.9", help="level of the bootstrap intervals (default 0.9)")
+    p.add_argument("--seed", default="0", help="seed of the bootstrap (default 0)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
+    p.set_defaults(func=handler)
+
+
+def handler(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from grpo_core import groupsize
+    from grpo_core.validation import check_integer, check_real
+
+    budget = check_integer("budget", args.budget, low=2)
+    given = [args.c1 is not None, args.c2 is not None, args.c3 is not None]
+    if args.samples is not None and any(given):
+        raise ParameterError("samples", "give either `--samples` or `--c1/--c2/--c3`, not both")
+    if args.samples is None and not all(given):
+        raise ParameterError("c1", "give `--c1`, `--c2` and `--c3` (or `--samples FILE.npz` to estimate them)")
+    if args.samples is not None:
+        scores, rewards = _load_samples(args.samples)
+        k = groupsize.estimate_constants(
+            scores, rewards, num_bootstrap=check_integer("bootstrap", args.bootstrap, low=0),
+            confidence=check_real("confidence", args.confidence, low=0.0, high=1.0, low_inclusive=False,
+                                  high_inclusive=False),
+            seed=check_integer("seed", args.seed, low=0),
+        )
+    else:
+        k = groupsize.GroupSizeConstants(
+            c1=check_real("c1", args.c1, low=0.0), c2=check_real("c2", args.c2, low=0.0),
+            c3=check_real("c3", args.c3, low=0.0),
+        )
+    candidates = [2**j for j in range(1, int(math.log2(budget)) + 1) if budget % 2**j == 0]
+    if not candidates:
+        raise ParameterError("budget", f"`budget` must be divisible by 2 (G = 2 at least); got {budget}")
+    best = groupsize.best_group_size(budget, max(k.c1, 0.0), k.c2, max(k.c3, 0.0))
+    g = np.array(candidates, dtype=float)
+    mse = groupsize.minibatch_mse(g, max(k.c1, 0.0), k.c2, max(k.c3, 0.0), budget=budget)
+    table = [
+        {"group_size": int(gi), "num_prompts": budget // int(gi), "mse": float(m), "relative_to_best": float(m / mse.min())}
+        for gi, m in zip(g, mse)
+    ]
+    out = k.as_dict() | {"budget": budget, "best_group_size": best, "table": table}
+    if args.json:
+        print(json.dumps(_finite(out), allow_nan=False))
+    else:
+        print(_report(k, budget, best, table))
+    return 0
+
+
+def _load_samples(path: str):
+    import numpy as np
+
+    try:
+        data = np.load(path, allow_pickle=False)
+    except (ValueError, OSError) as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        raise DataError(f"`samples`: cannot read {path} as a .npz file ({exc})") from None
+    missing = [key for key in ("scores", "rewards") if key not in getattr(data, "files", [])]
+    if missing:
+        raise DataError(f"`samples`: {path} lacks array(s) {missing} (need 'scores' P x G x D and 'rewards' P x G)")
+    return data["scores"], data["rewards"]
+
+
+def _finite(obj):
+    """JSON has no infinity: G* = inf (no between-prompt variance) becomes null."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {key: _finite(v) for key, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def _report(k, budget: int, best: int, table: list[dict]) -> str:
+    def star(x: float) -> str:
+        return "inf (no between-prompt variance: one prompt per step)" if not math.isfinite(x) else f"{x:.2f}"
+
+    source = f" (estimated from {k.num_prompts} prompts x {k.group_size} completions)" if k.num_prompts else ""
+    lines = [f"constants{source}:"]
+    for name in ("c1", "c2", "c3"):
+        value = getattr(k, name)
+        ci = k.intervals.get(name)
+        extra = f"   {100 * k.confidence:.0f}% interval [{ci[0]:.4g}, {ci[1]:.4g}]" if ci else ""
+        lines.append(f"  {name} = {value:.4g}{extra}")
+    ci = k.intervals.get("g_star_exact")
+    extra = f"   {100 * k.confidence:.0f}% interval [{ci[0]:.3g}, {ci[1]:.3g}]" if ci else ""
+    lines.append(f"G* = 1 + sqrt(c3/c1) = {star(k.g_star_exact)}{extra}   (leading order sqrt(c3/c1) = {star(k.g_star)})")
+    lines.append(f"best power of two dividing N = {budget}: G = {best} (B = {budget // best} prompts per step)")
+    lines.append("")
+    lines.append(f"{'G':>6} {'B':>6} {'MSE':>12} {'vs best':>8}")
+    for row in table:
+        mark = "  <- best" if row["group_size"] == best else ""
+        lines.append(f"{row['group_size']:>6} {row['num_prompts']:>6} {row['mse']:>12.4g} {row['relative_to_best']:>7.2f}x{mark}")
+    return "\n".join(lines)

@@ -1,0 +1,86 @@
+"""``grpo-dynamics groupsize``: G* and the MSE table from constants or from a file of samples."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from grpo_core.groupsize import beta_difficulty_pool, optimal_group_size, pool_constants, sample_pool_groups
+from grpo_dynamics.cli import main
+
+
+def test_constants_give_g_star_and_the_table(capsys):
+    assert main(["groupsize", "--c1", "1", "--c2", "5", "--c3", "961", "--budget", "1024", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["g_star_exact"] == pytest.approx(32.0) and out["g_star"] == pytest.approx(31.0)
+    assert out["best_group_size"] == 32
+    rows = {r["group_size"]: r for r in out["table"]}
+    assert sorted(rows) == [2**j for j in range(1, 11)]
+    assert rows[32]["relative_to_best"] == 1.0 and rows[32]["num_prompts"] == 32
+    # the table is the exact law: (c1 + c2/G + c3/(G(G-1))) G / N
+    assert rows[2]["mse"] == pytest.approx((1 + 5 / 2 + 961 / 2) * 2 / 1024)
+
+
+def test_text_report_marks_the_best(capsys):
+    assert main(["groupsize", "--c1", "0.0034", "--c2", "0.085", "--c3", "0.157", "--budget", "256"]) == 0
+    out = capsys.readouterr().out
+    assert "G* = 1 + sqrt(c3/c1) = 7.80" in out
+    assert [line for line in out.splitlines() if "<- best" in line][0].split()[0] == "8"
+
+
+def test_zero_between_prompt_variance_is_json_null(capsys):
+    assert main(["groupsize", "--c1", "0", "--c2", "1", "--c3", "1", "--budget", "64", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["g_star_exact"] is None and out["best_group_size"] == 64
+
+
+def test_samples_file_estimates_the_constants(tmp_path, capsys):
+    pool = beta_difficulty_pool(128, 8, mean=0.3, spread=0.15)
+    w, z, _ = sample_pool_groups(pool, 4000, 8, np.random.default_rng(0))
+    path = tmp_path / "groups.npz"
+    np.savez(path, scores=w, rewards=z)
+    assert main(["groupsize", "--samples", str(path), "--budget", "1024", "--bootstrap", "200", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    exact = pool_constants(pool)
+    assert out["num_prompts"] == 4000 and out["group_size"] == 8
+    assert out["c2"] == pytest.approx(exact.c2, rel=0.05) and out["c3"] == pytest.approx(exact.c3, rel=0.05)
+    lo, hi = out["intervals"]["g_star_exact"]
+    assert lo < out["g_star_exact"] < hi
+    assert out["g_star_exact"] == pytest.approx(optimal_group_size(out["c1"], out["c3"]))
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["--c1", "1", "--c2", "1", "--budget", "64"], "`--c1`, `--c2` and `--c3`"),
+        (["--c1", "-1", "--c2", "1", "--c3", "1", "--budget", "64"], "`c1`"),
+        (["--c1", "1", "--c2", "1", "--c3", "1", "--budget", "63"], "`budget`"),
+        (["--c1", "1", "--c2", "1", "--c3", "1", "--budget", "1"], "`budget`"),
+        (["--c1", "nan", "--c2", "1", "--c3", "1", "--budget", "64"], "`c1`"),
+        (["--samples", "x.npz", "--c1", "1", "--budget", "64"], "`--samples`"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(argv, needle, capsys):
+    assert main(["groupsize", *argv]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_bad_samples_files(tmp_path, capsys):
+    missing = tmp_path / "nothing.npz"
+    assert main(["groupsize", "--samples", str(missing), "--budget", "64"]) == 2
+    assert "file not found" in capsys.readouterr().err
+    wrong = tmp_path / "wrong.npz"
+    np.savez(wrong, rewards=np.zeros((3, 4)))
+    assert main(["groupsize", "--samples", str(wrong), "--budget", "64"]) == 2
+    assert "'scores'" in capsys.readouterr().err
+    small = tmp_path / "small.npz"
+    np.savez(small, scores=np.zeros((3, 2, 4)), rewards=np.zeros((3, 2)))
+    assert main(["groupsize", "--samples", str(small), "--budget", "64"]) == 2
+    assert "`group_size`" in capsys.readouterr().err
+    text = tmp_path / "text.npz"
+    text.write_text("not an archive")
+    assert main(["groupsize", "--samples", str(text), "--budget", "64"]) == 2
+    assert "cannot read" in capsys.readouterr().err
