@@ -50,6 +50,8 @@ __all__ = [
     "k_ref_sweep",
     "predicted_noise",
     "g_sweep",
+    "compare_variants",
+    "smallest_anchoring_beta",
 ]
 
 #: Regime labels of a measured trajectory.
@@ -156,7 +158,7 @@ def _steps_for(k_ref: np.ndarray, mu: np.ndarray) -> int:
     """Length of a growth-rate run: several periods of the slowest critical oscillation."""
     k = float(np.max(k_ref))
     m = float(np.max(mu))
-    return int(min(40000, max(1600, 40 * (k + 2) / math.sqrt(1.0 - m))))
+    return int(min(40000, max(800, 40 * (k + 2) / math.sqrt(1.0 - m))))
 
 
 def growth_rates(
@@ -297,7 +299,7 @@ def critical_a(
     mu: Any,
     k_ref: Any,
     beta: float,
-    points: int = 16,
+    points: int = 12,
     rounds: int = 4,
     a_range: tuple[float, float] = (1e-3, 8.0),
 ) -> CriticalA:
@@ -355,13 +357,18 @@ def critical_a(
     lo = np.full(n_set, math.log(lo_a))
     hi = np.full(n_set, math.log(hi_a))
     measured = np.full(n_set, math.inf)
-    steps = _steps_for(k_c, mu_c)
+    # Settings that need runs of similar length share a batch (lengths rounded up to powers of 2).
+    need = np.array([_steps_for(np.array([k]), np.array([m])) for k, m in zip(k_c, mu_c)])
+    bucket = 2 ** np.ceil(np.log2(need)).astype(int)
     for _ in range(rounds):
         grid = np.linspace(lo, hi, points, axis=-1)  # (n_set, points) in log a (a = eta K)
         a_vals = np.exp(grid)
-        eta = (a_vals / k_stiff).ravel()
-        rates = growth_rates(spec, eta=eta, mu=np.repeat(mu_c, points), k_ref=np.repeat(k_c, points), beta=b,
-                             steps=steps).reshape(n_set, points)
+        rates = np.empty((n_set, points))
+        for steps in np.unique(bucket):
+            sel = np.nonzero(bucket == steps)[0]
+            rates[sel] = growth_rates(
+                spec, eta=(a_vals[sel] / k_stiff).ravel(), mu=np.repeat(mu_c[sel], points),
+                k_ref=np.repeat(k_c[sel], points), beta=b, steps=int(steps)).reshape(sel.size, points)
         unstable = rates > 0
         for i in range(n_set):
             if not unstable[i].any():
@@ -700,7 +707,10 @@ def g_sweep(
         the seed mean, its standard error and the exact finite-G mean-field trajectory;
         ``variance``: DataFrame (``group_size``, ``p_star``, ``variance``, ``variance_se``,
         ``predicted``) with the measured stationary variance of ``p`` (mean over the window of the
-        across-seed variance), a batch-means standard error, and :func:`predicted_noise`.
+        across-seed variance), a batch-means standard error, and :func:`predicted_noise`;
+        ``plateau``: DataFrame (``group_size``, ``p_star``, ``plateau``, ``plateau_se``,
+        ``mean_field_end``): the seeds' time-averaged ``p`` after ``burn_in`` with its standard
+        error, next to the finite-G fixed point and the mean-field run's last value.
 
     Raises
     ------
@@ -712,7 +722,7 @@ def g_sweep(
     burn = steps // 2 if burn_in is None else check_integer("burn_in", burn_in, low=0, high=steps - 1)
     if start not in ("reference", "fixed_point"):
         raise ParameterError("start", f"`start` must be 'reference' or 'fixed_point'; got {start!r}")
-    traj, var = [], []
+    traj, var, plateau = [], [], []
     for g in gs:
         spec = base.replace(group_size=g)
         fp = _interior_fixed_point(spec, beta)
@@ -724,6 +734,10 @@ def g_sweep(
         p = run.p[0]
         traj.append(pd.DataFrame({"group_size": g, "step": run.steps, "mean": p.mean(0),
                                   "sem": p.std(0, ddof=1) / math.sqrt(p.shape[0]), "mean_field": mf.p[0, 0]}))
+        late = p[:, run.steps >= burn].mean(axis=1)  # per-seed time average over the late window
+        plateau.append({"group_size": g, "p_star": fp.p_star, "plateau": float(late.mean()),
+                        "plateau_se": float(late.std(ddof=1) / math.sqrt(late.size)),
+                        "mean_field_end": float(mf.p[0, 0, -1])})
         sel = run.steps >= burn
         v_t = p[:, sel].var(axis=0, ddof=1)
         nb = 8
@@ -734,4 +748,104 @@ def g_sweep(
             pred = predicted_noise(spec, eta=eta, mu=mu, k_ref=k_ref, beta=beta)["variance_exact"]
         var.append({"group_size": g, "p_star": fp.p_star, "variance": float(v_t.mean()),
                     "variance_se": float(means.std(ddof=1) / math.sqrt(nb)), "predicted": pred})
-    return {"trajectories": pd.concat(traj, ignore_index=True), "variance": pd.DataFrame(var)}
+    return {"trajectories": pd.concat(traj, ignore_index=True), "variance": pd.DataFrame(var),
+            "plateau": pd.DataFrame(plateau)}
+
+
+def compare_variants(base: BanditSpec, variants: list[dict], *, steps: int, seeds: int = 0,
+                     record_every: int = 1) -> pd.DataFrame:
+    """Trajectories of several variants of one bandit (mean field, and optionally stochastic).
+
+    Parameters
+    ----------
+    base : BanditSpec
+        The common bandit.
+    variants : list of dict
+        Each with a ``label``, the hyperparameters ``eta``, ``mu`` (default 0), ``k_ref``
+        (default 1), ``beta``, optionally a ``panel`` name and any :class:`BanditSpec` field to
+        change (``scale``, ``estimator``, ``lag``, ``group_size``, ...).
+    steps : int
+    seeds : int
+        If > 0, also the mean over that many stochastic seeds (finite group size only).
+    record_every : int
+
+    Returns
+    -------
+    pandas.DataFrame
+        Long format: ``panel``, ``label``, ``kind`` ("mean field" / "stochastic mean"), ``step``,
+        ``p``, ``kl``, ``clip_ratio``, and the variant's ``p_star`` (NaN without an interior fixed
+        point).
+
+    Raises
+    ------
+    ParameterError
+        Unknown spec fields or bad hyperparameters.
+
+    Examples
+    --------
+    >>> df = compare_variants(BanditSpec.binary(group_size=math.inf),
+    ...                       [{"label": "KL on", "eta": 0.5, "beta": 1.0}, {"label": "KL off", "eta": 0.5, "beta": 0.0}],
+    ...                       steps=50)
+    >>> sorted(df.label.unique().tolist())
+    ['KL off', 'KL on']
+    """
+    hyper = ("label", "panel", "eta", "mu", "k_ref", "beta")
+    frames = []
+    for v in variants:
+        if "label" not in v or "eta" not in v or "beta" not in v:
+            raise ParameterError("variants", "each variant needs a `label`, `eta` and `beta`")
+        changes = {k: val for k, val in v.items() if k not in hyper}
+        try:
+            spec = base.replace(**changes)
+        except TypeError as exc:
+            raise ParameterError("variants", f"unknown bandit setting in variant {v['label']!r}: {exc}") from None
+        kw = dict(eta=v["eta"], mu=v.get("mu", 0.0), k_ref=v.get("k_ref", 1), beta=v["beta"], steps=steps,
+                  record_every=record_every, metrics=True)
+        fp = fixed_point(spec, check_beta(v["beta"]))
+        p_star = fp.p_star if fp.interior else math.nan
+        runs = [("mean field", simulate(spec, mean_field=True, **kw))]
+        if seeds and not spec.group_size_is_infinite:
+            runs.append(("stochastic mean", simulate(spec, seeds=seeds, **kw)))
+        for kind, run in runs:
+            clip = np.full(run.steps.size, np.nan)  # nothing sampled at step 0
+            clip[1:] = run.metrics["clip_ratio"][0, :, 1:].mean(0)
+            frames.append(pd.DataFrame({
+                "panel": v.get("panel", ""), "label": v["label"], "kind": kind, "step": run.steps,
+                "p": run.p[0].mean(0), "kl": run.metrics["kl"][0].mean(0), "clip_ratio": clip, "p_star": p_star}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def smallest_anchoring_beta(spec: BanditSpec, betas) -> float:
+    """Smallest KL weight in ``betas`` that gives the bandit an interior fixed point.
+
+    With std scaling and ``G -> inf`` this is about 1.51 (DESIGN section 5); at finite G the sample
+    std caps the advantages' gain and far smaller weights anchor the policy.
+
+    Parameters
+    ----------
+    spec : BanditSpec
+    betas : array_like
+        Candidate KL weights (>= 0), scanned in increasing order.
+
+    Returns
+    -------
+    float
+        The smallest anchoring value, or ``inf`` if none in ``betas`` anchors.
+
+    Raises
+    ------
+    ParameterError
+        Negative or non-finite ``betas``.
+
+    Examples
+    --------
+    >>> b = smallest_anchoring_beta(BanditSpec.binary(group_size=math.inf, scale="group_std"),
+    ...                             np.arange(1.40, 1.60, 0.01))
+    >>> round(b, 2)
+    1.51
+    """
+    grid = np.sort(check_array("betas", betas, ndim=1, min_size=1, low=0.0))
+    for b in grid:
+        if fixed_point(spec, float(b)).interior:
+            return float(b)
+    return math.inf
