@@ -114,6 +114,14 @@ class Law(abc.ABC):
         The law in LaTeX.
     description : str
         Where the law comes from and what its parameters mean.
+
+    Examples
+    --------
+    >>> law = LAWS["exponential"]
+    >>> law.param_names, law.n_params
+    (('r0', 'r_inf', 'k'), 3)
+    >>> [round(float(v), 4) for v in law([0.0, 10.0], {"r0": 0.0, "r_inf": 1.0, "k": 0.1})]
+    [0.0, 0.6321]
     """
 
     name: str = ""
@@ -361,6 +369,11 @@ def get_law(law: str | Law) -> Law:
     ------
     ParameterError
         If the name is unknown (the message lists the known ones).
+
+    Examples
+    --------
+    >>> get_law("three_phase").param_names
+    ('r0', 'r_inf', 'k', 'tau')
     """
     if isinstance(law, Law):
         return law

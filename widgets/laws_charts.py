@@ -208,6 +208,14 @@ def residuals_chart(
     ------
     ParameterError
         If ``comparison`` is not a FitComparison or ``smooth`` < 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from grpo_core.laws import fit_all
+    >>> t = np.arange(1, 101); y = 1 - np.exp(-t / 30) + np.random.default_rng(0).normal(0, 0.02, 100)
+    >>> type(residuals_chart(fit_all(t, y))).__name__
+    'FacetChart'
     """
     if not isinstance(comparison, _laws.FitComparison):
         raise ParameterError("comparison", "`comparison` must be a FitComparison from grpo_core.laws.fit_all")
@@ -287,6 +295,15 @@ def forecast_chart(
     ------
     ParameterError
         If ``fc`` is not a :class:`~grpo_core.laws.Forecast`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from grpo_core.laws import forecast
+    >>> t = np.arange(1, 201); y = 1 - np.exp(-t / 40) + np.random.default_rng(0).normal(0, 0.02, 200)
+    >>> chart = forecast_chart(forecast(t, y, law="exponential", fraction=0.5, n_boot=0))
+    >>> len(chart.layer)  # window, band, data, curve, plateau band/rule/label, actual rule/label
+    9
     """
     if not isinstance(fc, _laws.Forecast):
         raise ParameterError("fc", "`fc` must be a Forecast from grpo_core.laws.forecast")
@@ -396,6 +413,15 @@ def forecast_sweep_chart(sweep: pd.DataFrame, *, width: int = 620, height: int =
     ------
     ParameterError
         If a column is missing.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from grpo_core.laws import forecast_sweep
+    >>> t = np.arange(1, 201); y = 1 - np.exp(-t / 40) + np.random.default_rng(0).normal(0, 0.02, 200)
+    >>> sweep = forecast_sweep(t, y, fractions=(0.4, 0.6), laws=("exponential",), n_boot=0)
+    >>> len(forecast_sweep_chart(sweep).layer)
+    3
     """
     need = {"fraction", "law", "plateau", "low", "high", "actual"}
     missing = need - set(sweep.columns)
