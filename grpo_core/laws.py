@@ -1001,7 +1001,8 @@ def fit_law(t, y, law: str | Law = "three_phase", *, starts: list | None = None)
     law : str or Law
         ``"three_phase"`` (default), ``"three_phase_onset"``, ``"exponential"`` or ``"logistic"``.
     starts : list of array_like, optional
-        Extra starting points (each shape (p,)) tried before the law's own guesses.
+        Extra starting points (each shape (p,), finite; clipped into the law's bounds) tried
+        before the law's own guesses.
 
     Returns
     -------
@@ -1011,7 +1012,7 @@ def fit_law(t, y, law: str | Law = "three_phase", *, starts: list | None = None)
     ------
     ParameterError
         ``t``/``y`` not 1-D, different lengths, ``t`` not strictly increasing or negative, an
-        unknown law.
+        unknown law, a start of the wrong length or with NaN/inf (``starts``).
     DataError
         Fewer than 5 usable points, or no more points than the law has parameters; a constant curve.
 
@@ -1034,7 +1035,15 @@ def fit_law(t, y, law: str | Law = "three_phase", *, starts: list | None = None)
     """
     law_obj = get_law(law)
     t_arr, y_arr, _ = _prepare(t, y)
-    return _fit_prepared(law_obj, t_arr, y_arr, starts)
+    extra = []
+    for i, start in enumerate(starts or []):
+        x0 = check_array(f"starts[{i}]", start, ndim=1)
+        if x0.size != law_obj.n_params:
+            raise ParameterError(
+                "starts", f"`starts[{i}]` must have {law_obj.n_params} values {law_obj.param_names}; got {x0.size}"
+            )
+        extra.append(x0)
+    return _fit_prepared(law_obj, t_arr, y_arr, extra)
 
 
 def _fit_prepared(law: Law, t: np.ndarray, y: np.ndarray, starts: list | None = None) -> FitResult:

@@ -422,6 +422,12 @@ def test_bad_inputs():
         laws.fit_all(t, y, laws=())
     with pytest.raises(ParameterError, match="`law`"):
         laws.fit_law(t, y, "power")
+    with pytest.raises(ParameterError, match="`starts\\[0\\]` must have 3 values"):
+        laws.fit_law(t, y, "exponential", starts=[[0.0, 1.0]])
+    with pytest.raises(ParameterError, match="`starts\\[0\\]`"):
+        laws.fit_law(t, y, "exponential", starts=[[0.0, np.nan, 0.1]])
+    res = laws.fit_law(t, y, "exponential", starts=[[0.0, 1.0, 0.1]])
+    assert res.r2 > 0.9
 
 
 def test_non_finite_points_are_dropped_with_a_count():
