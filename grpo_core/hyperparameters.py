@@ -55,47 +55,236 @@ def check_eta(eta: Any) -> float:
 
 
 def check_mu(mu: Any) -> float:
-    """Momentum ``mu``: a finite number in ``[0, 1)``. Raises ParameterError otherwise."""
+    """Momentum ``mu`` (heavy ball or Adam's ``beta1``).
+
+    Parameters
+    ----------
+    mu : number, numeric string
+        The value to check; allowed: a finite number in ``[0, 1)``.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ParameterError
+        If the value is not allowed; the message names ``mu`` and the range.
+
+    Examples
+    --------
+    >>> from grpo_core.hyperparameters import check_mu
+    >>> check_mu(0.9)
+    0.9
+    """
     return check_real("mu", mu, low=0.0, high=1.0, high_inclusive=False)
 
 
 def check_k_ref(k_ref: Any) -> int:
-    """Refresh interval ``k_ref``: an integer ``>= 1`` (``4.0`` is accepted, ``2.5`` is not)."""
+    """Refresh interval ``k_ref`` of the behaviour policy, in optimizer steps.
+
+    Parameters
+    ----------
+    k_ref : number, numeric string
+        The value to check; allowed: an integer ``>= 1`` (``4.0`` is accepted, ``2.5`` is not).
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ParameterError
+        If the value is not allowed; the message names ``k_ref`` and the range.
+
+    Examples
+    --------
+    >>> from grpo_core.hyperparameters import check_k_ref
+    >>> check_k_ref(4.0)
+    4
+    """
     return check_integer("k_ref", k_ref, low=1)
 
 
 def check_curvature(curvature: Any) -> float:
-    """Curvature ``K``: a finite number ``> 0``. Raises ParameterError otherwise."""
+    """Curvature ``K`` of the effective potential at the fixed point.
+
+    Parameters
+    ----------
+    curvature : number, numeric string
+        The value to check; allowed: a finite number ``> 0``.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ParameterError
+        If the value is not allowed; the message names ``curvature`` and the range.
+
+    Examples
+    --------
+    >>> from grpo_core.hyperparameters import check_curvature
+    >>> check_curvature(2)
+    2.0
+    """
     return check_real("curvature", curvature, low=0.0, low_inclusive=False)
 
 
 def check_beta(beta: Any) -> float:
-    """KL weight ``beta``: a finite number ``>= 0``. Raises ParameterError otherwise."""
+    """KL weight ``beta`` to the reference policy.
+
+    Parameters
+    ----------
+    beta : number, numeric string
+        The value to check; allowed: a finite number ``>= 0``.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ParameterError
+        If the value is not allowed; the message names ``beta`` and the range.
+
+    Examples
+    --------
+    >>> from grpo_core.hyperparameters import check_beta
+    >>> check_beta(0)
+    0.0
+    """
     return check_real("beta", beta, low=0.0)
 
 
 def check_kl_curvature(kl_curvature: Any) -> float:
-    """Curvature of the KL term along the direction of motion: a finite number ``> 0``."""
+    """Curvature of the KL term along the direction of motion (Fisher information).
+
+    Parameters
+    ----------
+    kl_curvature : number, numeric string
+        The value to check; allowed: a finite number ``> 0``.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ParameterError
+        If the value is not allowed; the message names ``kl_curvature`` and the range.
+
+    Examples
+    --------
+    >>> from grpo_core.hyperparameters import check_kl_curvature
+    >>> check_kl_curvature(1)
+    1.0
+    """
     return check_real("kl_curvature", kl_curvature, low=0.0, low_inclusive=False)
 
 
 def check_group_size(group_size: Any) -> int:
-    """Group size ``G``: an integer ``>= 1``. Raises ParameterError otherwise."""
+    """Group size ``G`` (completions per prompt).
+
+    Parameters
+    ----------
+    group_size : number, numeric string
+        The value to check; allowed: an integer ``>= 1``.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ParameterError
+        If the value is not allowed; the message names ``group_size`` and the range.
+
+    Examples
+    --------
+    >>> from grpo_core.hyperparameters import check_group_size
+    >>> check_group_size(16)
+    16
+    """
     return check_integer("group_size", group_size, low=1)
 
 
 def check_lag(lag: Any) -> str:
-    """Lag model: one of :data:`LAG_MODELS`."""
+    """Lag model of the behaviour policy.
+
+    Parameters
+    ----------
+    lag : number, numeric string
+        The value to check; allowed: one of :data:`LAG_MODELS`.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ParameterError
+        If the value is not allowed; the message names ``lag`` and the range.
+
+    Examples
+    --------
+    >>> from grpo_core.hyperparameters import check_lag
+    >>> check_lag('refresh')
+    'refresh'
+    """
     return check_choice("lag", lag, LAG_MODELS)
 
 
 def check_momentum(momentum: Any) -> str:
-    """Momentum convention: one of :data:`MOMENTUM_STYLES`."""
+    """Momentum convention.
+
+    Parameters
+    ----------
+    momentum : number, numeric string
+        The value to check; allowed: one of :data:`MOMENTUM_STYLES`.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ParameterError
+        If the value is not allowed; the message names ``momentum`` and the range.
+
+    Examples
+    --------
+    >>> from grpo_core.hyperparameters import check_momentum
+    >>> check_momentum('ema')
+    'ema'
+    """
     return check_choice("momentum", momentum, MOMENTUM_STYLES)
 
 
 def check_mu_array(mu: Any) -> np.ndarray:
-    """Array of momenta, each in ``[0, 1)``. Raises ParameterError otherwise."""
+    """Array of momenta.
+
+    Parameters
+    ----------
+    mu : number, numeric string or array_like
+        The value to check; allowed: finite numbers in ``[0, 1)``.
+
+    Returns
+    -------
+    ndarray of float
+
+    Raises
+    ------
+    ParameterError
+        If the value is not allowed; the message names ``mu`` and the range.
+
+    Examples
+    --------
+    >>> from grpo_core.hyperparameters import check_mu_array
+    >>> check_mu_array([0.0, 0.5])
+    array([0. , 0.5])
+    """
     arr = check_array("mu", mu, low=0.0)
     if arr.size and np.max(arr) >= 1.0:
         raise ParameterError("mu", f"`mu` must be a finite number in [0, 1); max is {float(np.max(arr))!r}")
@@ -103,7 +292,28 @@ def check_mu_array(mu: Any) -> np.ndarray:
 
 
 def check_k_ref_array(k_ref: Any) -> np.ndarray:
-    """Array of refresh intervals, each an integer ``>= 1``; returned as int64."""
+    """Array of refresh intervals.
+
+    Parameters
+    ----------
+    k_ref : number, numeric string or array_like
+        The value to check; allowed: integers ``>= 1``.
+
+    Returns
+    -------
+    ndarray of int64
+
+    Raises
+    ------
+    ParameterError
+        If the value is not allowed; the message names ``k_ref`` and the range.
+
+    Examples
+    --------
+    >>> from grpo_core.hyperparameters import check_k_ref_array
+    >>> check_k_ref_array([1, 4.0])
+    array([1, 4])
+    """
     arr = check_array("k_ref", k_ref, low=1.0)
     if arr.size and not np.all(arr == np.round(arr)):
         raise ParameterError("k_ref", "`k_ref` must be an integer >= 1; got non-integer value(s)")
