@@ -129,9 +129,11 @@ class Advice:
             "",
             "Stability thresholds",
             f"  continuous (paper, eta*K*K_ref < {'1 - mu' if self.momentum == 'heavy_ball' else '1'}): "
-            f"critical k_ref = {_g(self.critical_k_ref_continuous)}, critical eta = {_g(self.critical_eta_continuous)}"
+            f"critical k_ref = {_g(self.critical_k_ref_continuous)}, "
+            f"critical eta = {_g(self.critical_k_ref_continuous * self.eta / self.k_ref)}"
             + ("" if self.lag == "constant" else
-               f"\n  continuous, refresh-lag model: critical k_ref = {_g(self.critical_k_ref_continuous_lag_model)}"),
+               f"\n  continuous, refresh-lag model: critical k_ref = {_g(self.critical_k_ref_continuous_lag_model)}, "
+               f"critical eta = {_g(self.critical_eta_continuous)}"),
             f"  exact discrete ({self.lag} lag): critical eta*K = {_g(self.critical_a_exact)} "
             f"(eta = {_g(self.critical_eta_exact)}), first unstable k_ref = {_g(self.critical_k_ref_exact)}",
             f"  exact per-step growth factor = {_g(self.spectral_radius)}  ->  "
