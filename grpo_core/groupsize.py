@@ -115,16 +115,37 @@ class PromptPool:
         return self.offsets.shape[1]
 
     def probs(self, theta=None) -> np.ndarray:
-        """Every prompt's policy, shape (..., P, A), for shared logits theta of shape (..., A)."""
+        """Every prompt's policy pi_x = softmax(theta + offsets[x]).
+
+        Parameters
+        ----------
+        theta : array_like, shape (..., A), optional
+            Shared logits (nats); leading axes (seeds, configurations) are batched. Default 0.
+
+        Returns
+        -------
+        ndarray, shape (..., P, A)
+
+        Raises
+        ------
+        ParameterError
+            ``theta`` of the wrong shape or not finite.
+
+        Examples
+        --------
+        >>> pool = beta_difficulty_pool(4, 3, mean=0.5, spread=0.0)
+        >>> pool.probs().round(3)[0].tolist()
+        [0.5, 0.25, 0.25]
+        """
         th = np.zeros(self.num_arms) if theta is None else _check_theta(theta, self.num_arms)
         return softmax(th[..., None, :] + self.offsets)
 
     def success(self, theta=None) -> np.ndarray:
-        """Each prompt's expected reward p_x(theta), shape (..., P)."""
+        """Each prompt's expected reward p_x(theta) = pi_x . r_x, shape (..., P) (see :meth:`probs`)."""
         return (self.probs(theta) * self.rewards).sum(axis=-1)
 
     def expected_reward(self, theta=None) -> np.ndarray:
-        """J(theta) = E_x p_x(theta), shape (...): the training objective."""
+        """J(theta) = E_x p_x(theta), shape (...): the training objective (see :meth:`probs`)."""
         return self.success(theta).mean(axis=-1)
 
 
@@ -260,14 +281,46 @@ class GroupSizeConstants:
         return optimal_group_size(self.c1, self.c3, exact=True)
 
     def mse(self, group_size, *, budget=None, num_prompts=None, estimator="leave_one_out", exact=True):
-        """:func:`minibatch_mse` with these constants."""
+        """The minibatch MSE law with these constants (:func:`minibatch_mse`).
+
+        Parameters
+        ----------
+        group_size : int or array_like of int, >= 2
+            G.
+        budget, num_prompts : int, optional
+            N (then B = N/G) or B; exactly one.
+        estimator : {"leave_one_out", "mean"}
+            The mean baseline adds the bias ``grad_sq / G^2`` (0 when ``grad_sq`` is unknown).
+        exact : bool
+            Exact 1/(G(G-1)) or leading-order 1/G^2 second-order term.
+
+        Returns
+        -------
+        ndarray shaped like ``group_size``
+
+        Raises
+        ------
+        ParameterError
+            As :func:`minibatch_mse` (negative estimated constants included).
+
+        Examples
+        --------
+        >>> float(GroupSizeConstants(1.0, 2.0, 12.0).mse(4, num_prompts=8))
+        0.3125
+        """
         return minibatch_mse(
             group_size, self.c1, self.c2, self.c3, budget=budget, num_prompts=num_prompts,
             estimator=estimator, exact=exact, grad_sq=0.0 if np.isnan(self.grad_sq) else self.grad_sq,
         )
 
     def as_dict(self) -> dict:
-        """Plain dict (for JSON and tables): constants, both G*, intervals as [lo, hi] lists."""
+        """Plain dict (for JSON and tables): constants, both G*, intervals as [lo, hi] lists.
+
+        Examples
+        --------
+        >>> GroupSizeConstants(1.0, 2.0, 9.0).as_dict()["g_star_exact"]
+        4.0
+        """
         out = {
             "c1": self.c1, "c2": self.c2, "c3": self.c3, "grad_sq": self.grad_sq,
             "g_star": self.g_star, "g_star_exact": self.g_star_exact,
