@@ -687,7 +687,9 @@ def estimate_constants(
     """Unbiased estimates of c1, c2, c3 from P prompts x G samples, with bootstrap intervals.
 
     Works on any model: give each sampled completion's score vector (its log-probability
-    gradient, or a fixed random projection of it) and reward.
+    gradient, or a fixed random projection of it: a Johnson-Lindenstrauss projection to a few
+    thousand coordinates keeps inner products, and so the constants, to within a few percent)
+    and reward.
 
     Per prompt (G >= 3 samples, all U-statistics, so unbiased for every distribution):
 
