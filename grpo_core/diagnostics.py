@@ -110,7 +110,8 @@ class Thresholds:
         z-score of a rise (late minus early mean over its standard error) above which a curve
         is called rising (3.0: about a 1-in-700 chance for noise alone, one-sided).
     flat_z : float
-        z-score below which an eval curve is called flat (1.0).
+        z-score below which an eval curve is called flat (2.0: its rise is not significant at the
+        one-sided 2.3% level; a truly flat eval curve passes 97.7% of the time).
     falling_z : float
         z-score at or below which an eval curve is called falling (-2.0).
     growth_warning, growth_critical : float
@@ -148,6 +149,13 @@ class Thresholds:
         has autocorrelation ``exp(-2 pi zeta / sqrt(1 - zeta^2))`` at one period, which reaches 0.5
         only for a damping ratio ``zeta <= 0.11``, i.e. at the threshold for practical purposes.
         Any other detected oscillation is info (underdamped, stable).
+    swing_ratio, swing_min_periods : float
+        Erratic swings: a significant periodogram peak without a clean repetition, but a median
+        swing amplitude at least 3x the step-to-step noise (:attr:`Oscillation.swing_ratio`)
+        over at least 5 periods (so that one collapse or one knee of the learning curve cannot
+        make the median), is a warning. Stable runs measure 0.6-1.7 (the cases, the real logs,
+        the constructed and bandit logs); the two-arm bandit past its refresh-lag threshold 3-15,
+        where saturation makes its oscillation irregular.
     window : int
         Default smoothing window in steps for the short logs (5); long logs use 2% of their
         length.
@@ -163,7 +171,7 @@ class Thresholds:
     entropy_critical: float = 0.1
     progress_still_rising: float = 0.75
     trend_z: float = 3.0
-    flat_z: float = 1.0
+    flat_z: float = 2.0
     falling_z: float = -2.0
     growth_warning: float = 10.0
     growth_critical: float = 100.0
@@ -179,6 +187,8 @@ class Thresholds:
     oscillation_growth_critical: float = 3.0
     sustained_growth: float = 2.0 / 3.0
     sustained_autocorrelation: float = 0.5
+    swing_ratio: float = 3.0
+    swing_min_periods: float = 5.0
     window: int = 5
 
 
@@ -278,6 +288,11 @@ class Oscillation:
         Amplitude (sqrt(2) x RMS) of the detrended curve in the first and the last period.
     steps : tuple of int
         First and last step analysed.
+    swing_ratio : float
+        Median amplitude of the detrended curve over one-period blocks, over ``sqrt(2)`` times the
+        step-to-step noise (MAD of first differences / sqrt(2)): about 1 when the curve is its
+        trend plus white noise, large when it swings persistently around its trend, periodic or
+        not.
     """
 
     detected: bool
@@ -291,6 +306,7 @@ class Oscillation:
     amplitude_start: float
     amplitude_end: float
     steps: tuple[int, int]
+    swing_ratio: float = float("nan")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict of the attributes."""
@@ -514,19 +530,54 @@ def _noise_sd(values: np.ndarray) -> float:
     return sd
 
 
-def _rise(values: np.ndarray) -> dict[str, float]:
-    """Early and late means (first and last quarter, halves under 8 points) and the rise's z-score."""
+def _rise(values: np.ndarray, early_points: int | None = None) -> dict[str, float]:
+    """Early and late means and the rise's z-score.
+
+    Early: the first 10% of the points (at least 2), so that a curve that rises fast is not
+    already high in its "early" window (or ``early_points``); late: the last 25% (at least 2);
+    halves under 8 points.
+    The standard error uses the step-to-step noise (first differences), which a slow trend does
+    not inflate.
+    """
     n = values.size
-    q = max(1, n // 4) if n >= 8 else max(1, n // 2)
-    early, late = float(np.mean(values[:q])), float(np.mean(values[-q:]))
+    if n >= 8:
+        qe, ql = max(2, int(round(0.1 * n))), max(2, n // 4)
+        if early_points is not None:
+            qe = int(min(max(2, early_points), n - ql))
+    else:
+        qe = ql = max(1, n // 2)
+    early, late = float(np.mean(values[:qe])), float(np.mean(values[-ql:]))
     sd = _noise_sd(values) if n >= 8 else float(np.std(values, ddof=1)) if n >= 3 else float("nan")
-    se = sd * math.sqrt(2.0 / q) if math.isfinite(sd) else float("nan")
+    se = sd * math.sqrt(1.0 / qe + 1.0 / ql) if math.isfinite(sd) else float("nan")
+    q = ql
     gain = late - early
     if not math.isfinite(se) or se <= 0:
         z = math.copysign(float("inf"), gain) if gain != 0 else 0.0
     else:
         z = gain / se
     return {"early": early, "late": late, "gain": gain, "z": z, "points": q}
+
+
+def _trend(steps: np.ndarray, values: np.ndarray) -> dict[str, float]:
+    """Least-squares slope of a curve and its z-score, with early/late means for messages.
+
+    ``z = slope / se(slope)``, ``se`` from the residuals about the line (a curved, saturating
+    rise inflates them, which only makes the test conservative). Every point counts, so one
+    unlucky early eval does not decide whether a curve rose.
+    """
+    t = steps.astype(float)
+    n = values.size
+    rise = _rise(values)
+    if n < 3 or np.ptp(t) == 0:
+        return {**rise, "slope": float("nan"), "z": 0.0}
+    tc = t - t.mean()
+    sxx = float(np.dot(tc, tc))
+    slope = float(np.dot(tc, values - values.mean()) / sxx)
+    resid = values - values.mean() - slope * tc
+    s2 = float(np.dot(resid, resid)) / max(n - 2, 1)
+    se = math.sqrt(s2 / sxx) if s2 > 0 else 0.0
+    z = slope / se if se > 0 else (math.copysign(math.inf, slope) if slope != 0 else 0.0)
+    return {**rise, "slope": slope, "z": z}
 
 
 def _longest_run(mask: np.ndarray, max_gap: int = 0) -> tuple[int, int]:
@@ -674,11 +725,13 @@ def oscillation(steps, values, *, min_period: float = 4.0, max_period: float | N
     block = max(2, lag)
     nb = n // block
     growth_rate = growth_factor = zeta = nan
-    amp_start = amp_end = nan
+    amp_start = amp_end = swing = nan
     if nb >= 1:
         blocks = resid[: nb * block].reshape(nb, block)
         amps = math.sqrt(2.0) * np.sqrt(np.mean((blocks - blocks.mean(axis=1, keepdims=True)) ** 2, axis=1))
         amp_start, amp_end = float(amps[0]), float(amps[-1])
+        noise = _noise_sd(yg)
+        swing = float(np.median(amps) / (math.sqrt(2.0) * noise)) if noise > 0 else float("inf")
         if nb >= 3 and np.all(amps > 0):
             centres = grid[0] + (np.arange(nb) + 0.5) * block * stride
             slope = float(np.polyfit(centres, np.log(amps), 1)[0])
@@ -688,7 +741,7 @@ def oscillation(steps, values, *, min_period: float = 4.0, max_period: float | N
             zeta = float(-slope / math.hypot(slope, omega))
     detected = bool(pv < p_value and math.isfinite(acf) and acf >= min_autocorrelation)
     return Oscillation(detected, float(period), float(pv), float(g), acf, growth_rate, growth_factor,
-                       zeta, amp_start, amp_end, steps_out)
+                       zeta, amp_start, amp_end, steps_out, swing)
 
 
 # ============================================================================================
@@ -979,14 +1032,17 @@ def policy_concentration(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESH
     if log.has("reward"):
         rt, r = _quiet_series(log, "reward")
         if r.size >= 8:
-            rise = _rise(r)
             rsm = _smooth(r, min(_window(r.size, th), r.size))
-            kr = max(3, int(round(0.05 * r.size)))
-            r0, r1 = float(np.median(rsm[:kr])), float(np.median(rsm[-max(3, int(round(0.1 * r.size))):]))
+            kr = int(min(20, max(3, round(0.01 * r.size))))  # as the entropy's initial window
+            k1 = max(3, int(round(0.1 * r.size)))
+            # start: the first raw values (the reward can jump within a few steps)
+            r0, r1 = float(np.median(r[:kr])), float(np.median(rsm[-k1:]))
             at = float(np.interp(t_half, rt, rsm))
             gain = r1 - r0
-            ev.update({"reward_start": r0, "reward_end": r1, "reward_rise_z": rise["z"]})
-            if rise["z"] >= th.trend_z and gain > 0:
+            sd = _noise_sd(r)
+            z = gain / (sd * math.sqrt(1.0 / kr + 1.0 / k1)) if sd > 0 else math.copysign(math.inf, gain)
+            ev.update({"reward_start": r0, "reward_end": r1, "reward_rise_z": z})
+            if z >= th.trend_z and gain > 0:
                 progress = (at - r0) / gain
                 ev["reward_progress_at_halving"] = progress
                 rising = progress < th.progress_still_rising
@@ -1017,13 +1073,14 @@ def _growth(steps: np.ndarray, v: np.ndarray, floor: float, th: Thresholds) -> d
     k = max(3, int(round(0.1 * n)))
     late = float(np.median(v[-k:]))
     sm = _smooth(v, min(max(3, _window(n, th)), n), "median")
-    peak = float(np.max(sm))
+    peak = float(np.max(sm[q:])) if n > q else float(np.max(sm))  # after the baseline window
     above = sm >= th.onset_factor * base
     onset = None
     if above.any():
         below_after = np.cumsum(~above[::-1])[::-1]  # number of steps at or after i below the level
         remaining = n - np.arange(n)
-        ok = above & (below_after <= 0.1 * remaining)
+        # the growth must hold over a real stretch: at least 5 points and 10% of the log
+        ok = above & (below_after <= 0.1 * remaining) & (remaining >= max(5, 0.1 * n))
         idx = np.flatnonzero(ok)
         if idx.size:
             onset = int(round(steps[idx[0]]))
@@ -1051,7 +1108,8 @@ def dynamic_instability(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHO
     Oscillation: :func:`oscillation` of the reward; a significant oscillation whose amplitude grew
     by ``oscillation_growth_warning`` (1.5x) over the log is a warning, by
     ``oscillation_growth_critical`` (3x) critical; one that neither grows nor decays and repeats
-    itself (a limit cycle, :class:`Thresholds`) is a warning; a decaying one is info.
+    itself (a limit cycle, :class:`Thresholds`) is a warning; a decaying one is info. Persistent
+    irregular swings well above the step-to-step noise (``swing_ratio``) are a warning too.
 
     Parameters
     ----------
@@ -1123,6 +1181,15 @@ def dynamic_instability(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHO
                 osc = oscillation(st, r, p_value=th.oscillation_p_value)
             except GrpoError:
                 osc = None
+    swings = (osc is not None and not osc.detected and osc.p_value < th.oscillation_p_value
+              and math.isfinite(osc.swing_ratio) and osc.swing_ratio >= th.swing_ratio
+              and (osc.steps[1] - osc.steps[0]) >= th.swing_min_periods * osc.period)
+    if swings:
+        signals["reward_oscillation"] = osc.to_dict()
+        levels.append(("warning", None, "oscillation",
+                       f"the reward swings around its trend by about {osc.swing_ratio:.2g}x its step-to-step noise "
+                       f"without a clean period (strongest near {osc.period:.0f} steps): the irregular oscillation "
+                       "of a run past its stability threshold"))
     if osc is not None and osc.detected:
         signals["reward_oscillation"] = osc.to_dict()
         gf = osc.growth_factor
@@ -1202,10 +1269,11 @@ def train_eval_decoupling(log: RunLog, *, eval_metric: str | None = None, correc
       ``accuracy``, ``answer``, ``exact``...; or the ``correctness`` list) against the total
       reward, when the log has several reward functions.
 
-    Each curve's rise is its late minus early mean (last and first quarter; halves under 8
-    points) over its standard error (noise from first differences). Decoupled: the training
-    reward rises (z >= ``trend_z``) and the measure is flat (z < ``flat_z``): warning; or the
-    measure falls (z <= ``falling_z``) while the reward rises: critical (reward hacking proper).
+    Each curve's rise is the z-score of its least-squares slope over the steps they share (every
+    point counts; the messages quote the means of the first 10% and the last 25%). Decoupled: the
+    training reward rises (z >= ``trend_z``) and the measure does not (z < ``flat_z``): warning;
+    or the measure falls (z <= ``falling_z``) while the reward rises: critical (reward hacking
+    proper).
 
     Parameters
     ----------
@@ -1264,8 +1332,11 @@ def train_eval_decoupling(log: RunLog, *, eval_metric: str | None = None, correc
         sel = (rt >= lo) & (rt <= hi)
         if sel.sum() < 8:
             continue
-        train_rise = _rise(r[sel])
-        meas_rise = _rise(v_m[(t_m >= lo) & (t_m <= hi)])
+        msel = (t_m >= lo) & (t_m <= hi)
+        if msel.sum() < 3:
+            continue
+        train_rise = _trend(rt[sel], r[sel])
+        meas_rise = _trend(t_m[msel], v_m[msel])
         ev = {"measure": label, "train_reward": train_rise, "measure_rise": meas_rise,
               "steps": [int(lo), int(hi)]}
         if train_rise["z"] >= th.trend_z and meas_rise["z"] <= th.falling_z:
@@ -1467,7 +1538,8 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
     fc = None
     if forecast and log.has("reward"):
         rt, r = _quiet_series(log, "reward")
-        rise_z = _rise(r)["z"] if r.size >= 8 else 0.0
+        # from the very start (a reward can rise within a few steps) to the last quarter
+        rise_z = _rise(r, early_points=int(min(20, max(3, round(0.01 * r.size)))))["z"] if r.size >= 8 else 0.0
         if abs(rise_z) < th.trend_z:
             notes.append(f"no plateau forecast: the reward has not moved significantly (rise z = {rise_z:.2g} < "
                          f"{th.trend_z:g}); there is no learning curve to extrapolate")
