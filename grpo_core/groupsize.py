@@ -687,8 +687,8 @@ def estimate_constants(
     """Unbiased estimates of c1, c2, c3 from P prompts x G samples, with bootstrap intervals.
 
     Works on any model: give each sampled completion's score vector (its log-probability
-    gradient, or a fixed random projection of it: a Johnson-Lindenstrauss projection to a few
-    thousand coordinates keeps inner products, and so the constants, to within a few percent)
+    gradient, or a fixed Gaussian random projection of it to k coordinates, which keeps squared
+    norms, and so each constant, up to a relative error of order sqrt(2/k): Johnson-Lindenstrauss)
     and reward.
 
     Per prompt (G >= 3 samples, all U-statistics, so unbiased for every distribution):
