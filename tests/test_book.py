@@ -16,11 +16,11 @@ import jupytext
 import pytest
 import yaml
 
-from conftest import ROOT
+from conftest import BUILT_HTML, ROOT
 
 pytestmark = pytest.mark.book
 
-HTML = ROOT / "_build" / "html"
+HTML = BUILT_HTML
 BOOK = ROOT / "book"
 CDN_HOSTS = (
     "cdn.jsdelivr.net", "unpkg.com", "cdnjs.cloudflare.com", "code.jquery.com", "fonts.googleapis.com",
@@ -129,7 +129,7 @@ def test_widget_state_pages_use_local_widget_manager(built):
 def test_no_cell_error_outputs_in_cache(built):
     # The executed notebooks myst-nb writes next to the HTML (``_build/html/_sources`` has the
     # sources only); errors would also fail the build itself (nb_execution_raise_on_error).
-    for nb_path in (ROOT / "_build" / "jupyter_execute").rglob("*.ipynb"):
+    for nb_path in (HTML.parent / "jupyter_execute").rglob("*.ipynb"):
         nb = json.loads(nb_path.read_text())
         for cell in nb.get("cells", []):
             for out in cell.get("outputs", []):
