@@ -153,7 +153,7 @@ class Thresholds:
         Erratic swings: a significant periodogram peak without a clean repetition, but a median
         swing amplitude at least 3x the step-to-step noise (:attr:`Oscillation.swing_ratio`)
         over at least 5 periods (so that one collapse or one knee of the learning curve cannot
-        make the median), is a warning. Stable runs measure 0.6-1.7 (the cases, the real logs,
+        make the median), is a warning. Stable runs measure 0.5-1.7 (the cases, the real logs,
         the constructed and bandit logs); the two-arm bandit past its refresh-lag threshold 3-15,
         where saturation makes its oscillation irregular.
     window : int

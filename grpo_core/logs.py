@@ -133,6 +133,8 @@ __all__ = [
     "REWARD_STD_KINDS",
     "NORMALISED_COLUMNS",
     "parse_version",
+    "example_log_path",
+    "list_example_logs",
 ]
 
 #: Formats :func:`read_log` understands (``"auto"`` detects one of them).
@@ -1193,3 +1195,56 @@ def _reward_std_kind(train: pd.DataFrame, raw_columns, fmt: str, versions: set[s
     _note(notes, "could not tell whether reward_std is the mean per-group std (TRL < 0.27) or the batch std "
                  "(>= 0.27); pass trl_version= or reward_std_kind= to say", warn=False)
     return "unknown", era
+
+
+# ============================================================================================
+# Example logs shipped with the package
+# ============================================================================================
+
+def list_example_logs() -> list[str]:
+    """Names of the example logs in ``grpo_core/data/example_logs`` (sorted; see its README).
+
+    Examples
+    --------
+    >>> list_example_logs()[0]
+    '01-all-groups-zero-spread.json'
+    """
+    from importlib import resources
+
+    folder = Path(str(resources.files("grpo_core.data").joinpath("example_logs")))
+    return sorted(p.name for p in folder.iterdir() if p.suffix in {".json", ".jsonl", ".csv"})
+
+
+def example_log_path(name: str) -> Path:
+    """Path of one example log shipped with the package (constructed logs of the user cases).
+
+    Parameters
+    ----------
+    name : str
+        A name from :func:`list_example_logs`, with or without its extension, or just its number
+        (``"03"``).
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    ParameterError
+        No example log has that name (the message lists them).
+
+    Examples
+    --------
+    >>> example_log_path("03").name
+    '03-growing-oscillation.csv'
+    """
+    from importlib import resources
+
+    from .errors import ParameterError
+
+    folder = Path(str(resources.files("grpo_core.data").joinpath("example_logs")))
+    names = list_example_logs()
+    for candidate in names:
+        if name in (candidate, candidate.rsplit(".", 1)[0], candidate.split("-", 1)[0]):
+            return folder / candidate
+    raise ParameterError("name", f"`name` must be one of {names}; got {name!r}")

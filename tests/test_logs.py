@@ -450,3 +450,17 @@ def test_series_unknown_column_lists_the_available_ones():
     s1 = log.series("rewards/accuracy_reward/mean")
     s2 = log.series("reward/accuracy_reward")
     assert np.array_equal(s1[1], s2[1])
+
+
+def test_example_logs_are_the_case_inputs():
+    """The shipped example logs (used by the book) are byte-identical to the cases' inputs."""
+    from grpo_core.logs import example_log_path, list_example_logs
+
+    pairs = {"01": "01-all-groups-zero-spread/trainer_state.json", "02": "02-zero-loss-but-learning/trainer_state.json",
+             "03": "03-growing-oscillation/log.csv", "06": "06-collapse-after-high-lr/trainer_state.json",
+             "07": "07-entropy-collapse-verl/metrics.jsonl"}
+    assert len(list_example_logs()) == len(pairs)
+    for key, case in pairs.items():
+        assert example_log_path(key).read_bytes() == (CASES / case).read_bytes()
+    with pytest.raises(ParameterError, match="`name` must be one of"):
+        example_log_path("99")
