@@ -384,6 +384,13 @@ class Diagnosis:
             "notes": self.notes,
         })
 
+    def table(self) -> pd.DataFrame:
+        """The findings as a table: ``mode``, ``severity``, ``first``, ``last``, ``onset``, ``message``
+        (most severe first; empty with these columns when nothing was found)."""
+        cols = ["mode", "severity", "first", "last", "onset", "message"]
+        return pd.DataFrame([{"mode": f.mode, "severity": f.severity, "first": f.steps[0], "last": f.steps[1],
+                              "onset": f.onset, "message": f.message} for f in self.findings], columns=cols)
+
     def summary(self) -> str:
         """A few lines for a console: verdict, each finding, the forecast."""
         head = "healthy" if self.healthy else "NOT healthy"
@@ -1181,37 +1188,36 @@ def dynamic_instability(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHO
                 osc = oscillation(st, r, p_value=th.oscillation_p_value)
             except GrpoError:
                 osc = None
-    swings = (osc is not None and not osc.detected and osc.p_value < th.oscillation_p_value
-              and math.isfinite(osc.swing_ratio) and osc.swing_ratio >= th.swing_ratio
-              and (osc.steps[1] - osc.steps[0]) >= th.swing_min_periods * osc.period)
-    if swings:
-        signals["reward_oscillation"] = osc.to_dict()
-        levels.append(("warning", None, "oscillation",
-                       f"the reward swings around its trend by about {osc.swing_ratio:.2g}x its step-to-step noise "
-                       f"without a clean period (strongest near {osc.period:.0f} steps): the irregular oscillation "
-                       "of a run past its stability threshold"))
+    osc_level = None
     if osc is not None and osc.detected:
-        signals["reward_oscillation"] = osc.to_dict()
         gf = osc.growth_factor
         sustained = (math.isfinite(gf) and gf >= th.sustained_growth
                      and osc.autocorrelation >= th.sustained_autocorrelation)
         if math.isfinite(gf) and gf >= th.oscillation_growth_critical:
-            sev = "critical"
+            osc_level = ("critical", f"the reward oscillates with a period of {osc.period:.1f} steps and a growing "
+                                     f"amplitude (x{gf:.2g})")
         elif math.isfinite(gf) and gf >= th.oscillation_growth_warning:
-            sev = "warning"
+            osc_level = ("warning", f"the reward oscillates with a period of {osc.period:.1f} steps and a growing "
+                                    f"amplitude (x{gf:.2g})")
         elif sustained:
-            sev = "warning"
-        else:
-            sev = "info"
-        if sev != "info" and gf >= th.oscillation_growth_warning:
-            text = f"the reward oscillates with a period of {osc.period:.1f} steps and a growing amplitude (x{gf:.2g})"
-        elif sev != "info":
-            text = (f"the reward oscillates with a period of {osc.period:.1f} steps at a sustained amplitude of "
-                    f"{osc.amplitude_end:.2g} (a limit cycle: past the stability threshold, held by saturation)")
+            osc_level = ("warning", f"the reward oscillates with a period of {osc.period:.1f} steps at a sustained "
+                                    f"amplitude of {osc.amplitude_end:.2g} (a limit cycle: past the stability "
+                                    "threshold, held by saturation)")
         else:
             how = "decaying" if math.isfinite(gf) and gf < 1 else "not growing"
-            text = f"the reward oscillates with a period of {osc.period:.1f} steps ({how}: damped, near the threshold)"
-        levels.append((sev, None, "oscillation", text))
+            osc_level = ("info", f"the reward oscillates with a period of {osc.period:.1f} steps ({how}: damped, "
+                                 "near the threshold)")
+    swings = (osc is not None and (osc_level is None or osc_level[0] == "info")
+              and osc.p_value < th.oscillation_p_value
+              and math.isfinite(osc.swing_ratio) and osc.swing_ratio >= th.swing_ratio
+              and (osc.steps[1] - osc.steps[0]) >= th.swing_min_periods * osc.period)
+    if swings:
+        osc_level = ("warning", f"the reward swings around its trend by about {osc.swing_ratio:.2g}x its "
+                                f"step-to-step noise without a clean period (strongest near {osc.period:.0f} steps): "
+                                "the irregular oscillation of a run past its stability threshold")
+    if osc_level is not None:
+        signals["reward_oscillation"] = osc.to_dict()
+        levels.append((osc_level[0], None, "oscillation", osc_level[1]))
     if not levels:
         return None
     worst = max(_RANK[s] for s, _, _, _ in levels)

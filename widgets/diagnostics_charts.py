@@ -25,6 +25,8 @@ __all__ = [
     "metric_chart",
     "diagnosis_charts",
     "diagnosis_dashboard",
+    "zero_spread_expectation_chart",
+    "instability_sweep_chart",
 ]
 
 #: Colours of the severities (Okabe-Ito): info blue, warning orange, critical vermillion.
@@ -346,3 +348,114 @@ def diagnosis_dashboard(log: RunLog, diagnosis=None, **kwargs) -> alt.VConcatCha
     """
     charts = list(diagnosis_charts(log, diagnosis, **kwargs).values())
     return alt.vconcat(*charts).resolve_scale(color="independent")
+
+
+def zero_spread_expectation_chart(group_sizes=(2, 4, 8, 16), *, mark_p: float | None = None,
+                                  width: int = 520, height: int = 260) -> alt.LayerChart:
+    """Expected fraction of zero-spread groups ``p^G + (1 - p)^G`` against the accuracy ``p``.
+
+    One line per group size (:func:`grpo_core.diagnostics.expected_zero_spread_fraction`), the
+    warning and critical levels of advantage degeneration as faint rules, and, with ``mark_p``,
+    the values at that accuracy as labelled points.
+
+    Parameters
+    ----------
+    group_sizes : sequence of int >= 1
+    mark_p : float in [0, 1], optional
+    width, height : int
+
+    Returns
+    -------
+    altair.LayerChart
+
+    Raises
+    ------
+    ParameterError
+        Bad group sizes or ``mark_p``.
+
+    Examples
+    --------
+    >>> chart = zero_spread_expectation_chart(mark_p=0.18)
+    >>> len(chart.layer)
+    4
+    """
+    p = np.linspace(0.0, 1.0, 201)
+    gs = [int(g) for g in group_sizes]
+    df = pd.concat([pd.DataFrame({"p": p, "fraction": _diag.expected_zero_spread_fraction(p, g), "G": f"G = {g}"})
+                    for g in gs], ignore_index=True)
+    order = [f"G = {g}" for g in gs]
+    color = alt.Color("G:N", sort=order, legend=alt.Legend(title="group size"))
+    th = _diag.DEFAULT_THRESHOLDS
+    levels = pd.DataFrame({"fraction": [th.zero_spread_warning, th.zero_spread_critical],
+                           "level": ["warning level", "critical level"]})
+    layers = [
+        alt.Chart(levels).mark_rule(opacity=0.4, strokeDash=[2, 3]).encode(y="fraction:Q", tooltip=["level:N"]),
+        alt.Chart(df).mark_line(strokeWidth=2).encode(
+            x=alt.X("p:Q", title="accuracy p (0/1 reward)"),
+            y=alt.Y("fraction:Q", title="expected zero-spread fraction", scale=alt.Scale(domain=[0, 1])),
+            color=color, tooltip=["G:N", alt.Tooltip("p:Q", format=".2f"), alt.Tooltip("fraction:Q", format=".3f")]),
+    ]
+    if mark_p is not None:
+        from grpo_core.validation import check_real
+
+        mp = check_real("mark_p", mark_p, low=0.0, high=1.0)
+        pts = pd.DataFrame({"p": mp, "fraction": _diag.expected_zero_spread_fraction(mp, np.array(gs)),
+                            "G": order})
+        pts["label"] = pts["fraction"].map(lambda v: f"{v:.3f}")
+        layers += [
+            alt.Chart(pts).mark_point(filled=True, size=60).encode(x="p:Q", y="fraction:Q", color=color,
+                                                                   tooltip=["G:N", "label:N"]),
+            alt.Chart(pts).mark_text(align="left", dx=7, dy=-6).encode(x="p:Q", y="fraction:Q", text="label:N",
+                                                                       color=color),
+        ]
+    return alt.layer(*layers).properties(width=width, height=height)
+
+
+def instability_sweep_chart(table: pd.DataFrame, *, threshold: float | None = None, width: int = 520,
+                            height: int = 220) -> alt.LayerChart:
+    """Share of runs flagged unstable against the refresh interval, with the predicted threshold.
+
+    Parameters
+    ----------
+    table : DataFrame
+        From :func:`grpo_core.bandit_logs.instability_sweep` (``k_ref``, ``flagged``, ``p_range``).
+    threshold : float, optional
+        Predicted critical ``k_ref`` (a vertical dashed rule).
+    width, height : int
+
+    Returns
+    -------
+    altair.LayerChart
+        Bars: fraction of seeds with a warning or critical dynamic-instability finding; line: the
+        mean range of the exact expected reward over the second half of the runs (right axis).
+
+    Raises
+    ------
+    DataError
+        ``table`` lacks the columns.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> t = pd.DataFrame({"k_ref": [2, 2, 12, 12], "flagged": [False, False, True, True], "p_range": [.03, .03, .3, .3]})
+    >>> len(instability_sweep_chart(t, threshold=10.2).layer)
+    2
+    """
+    need = {"k_ref", "flagged", "p_range"}
+    if not need <= set(table.columns):
+        raise DataError(f"`table` needs columns {sorted(need)}; got {list(table.columns)}")
+    agg = table.groupby("k_ref").agg(flagged=("flagged", "mean"), p_range=("p_range", "mean"),
+                                     runs=("flagged", "size")).reset_index()
+    x = alt.X("k_ref:Q", title="refresh interval K_ref (steps)")
+    bars = alt.Chart(agg).mark_bar(color=SEVERITY_COLORS["warning"], opacity=0.8, size=14).encode(
+        x=x, y=alt.Y("flagged:Q", title="share of runs flagged unstable", scale=alt.Scale(domain=[0, 1])),
+        tooltip=["k_ref:Q", alt.Tooltip("flagged:Q", format=".0%"), "runs:Q"])
+    line = alt.Chart(agg).mark_line(point=True, color=_LINE).encode(
+        x=x, y=alt.Y("p_range:Q", title="range of p over the second half", scale=alt.Scale(domain=[0, 1])),
+        tooltip=["k_ref:Q", alt.Tooltip("p_range:Q", format=".3f")])
+    left = [bars]
+    if threshold is not None:
+        rule = pd.DataFrame({"k_ref": [float(threshold)], "what": ["predicted threshold"]})
+        left.append(alt.Chart(rule).mark_rule(strokeDash=[6, 4], color=SEVERITY_COLORS["critical"]).encode(
+            x="k_ref:Q", tooltip=["what:N", alt.Tooltip("k_ref:Q", format=".1f")]))
+    return alt.layer(alt.layer(*left), line).resolve_scale(y="independent").properties(width=width, height=height)
