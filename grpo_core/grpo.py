@@ -331,7 +331,7 @@ def kl_k3_grad(logp, logp_ref) -> np.ndarray:
     """
     lp = check_array("logp", logp)
     lr = check_array("logp_ref", logp_ref)
-    return -np.expm1(lr - lp)
+    return 0.0 - np.expm1(lr - lp)  # 0.0 - x: no negative zero where logp == logp_ref
 
 
 def expected_zero_spread_fraction(p, group_size) -> np.ndarray | float:

@@ -45,7 +45,7 @@ def clip_objective_data(ratios=None, clip_settings: Sequence[tuple[str, float, f
     Examples
     --------
     >>> df = clip_objective_data([0.5, 1.0, 1.5])
-    >>> df[(df.advantage == "A = +1") & (df.clip == "epsilon = 0.2")].objective.tolist()
+    >>> df[(df["advantage"] == "A = +1") & (df["clip"] == "epsilon = 0.2")]["objective"].round(6).tolist()
     [0.5, 1.0, 1.2]
     """
     r = np.linspace(0.5, 1.6, 221) if ratios is None else check_array("ratios", ratios, ndim=1, min_size=1)
