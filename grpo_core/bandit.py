@@ -727,9 +727,15 @@ class BanditRun:
     theta : ndarray, shape (C, S, A)
         Final logits.
     metrics : dict of str to ndarray, shape (C, S, T'), or empty
-        With ``metrics=True``: TRL-style per-step logs (``reward``, ``reward_std``,
-        ``frac_reward_zero_std``, ``kl``, ``entropy``, ``grad_norm``, ``clip_ratio``); the sampled
-        ones are NaN at step 0 (nothing sampled yet); in mean field, expectations.
+        With ``metrics=True``: TRL-style per-step logs, each recorded at the step that used them:
+        ``reward`` (mean sampled reward of the step's B*G samples, drawn from the behaviour
+        policy), ``reward_std`` (std, ddof = 1, of those B*G rewards: TRL >= 0.27's batch std),
+        ``frac_reward_zero_std`` (fraction of the B groups with no reward spread), ``clip_ratio``
+        (fraction of samples whose ratio was clipped, TRL's ``clip_ratio/region_mean``; 0 for the
+        score estimator), ``grad_norm`` (Euclidean norm of the ascent direction g), and the exact
+        ``kl`` (KL(pi || pi_ref), nats) and ``entropy`` (nats) of the policy after the step. The
+        sampled ones are NaN at step 0 (nothing sampled yet). In mean field they are expectations
+        (``reward_std = sqrt(p_b (1 - p_b))``, ``frac_reward_zero_std = p_b^G + (1 - p_b)^G``).
     """
 
     spec: BanditSpec

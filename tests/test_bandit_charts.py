@@ -1,0 +1,57 @@
+"""Chart builders of the bandit and GRPO-update chapters (widgets.bandit_charts, widgets.grpo_charts)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from grpo_core import ParameterError
+from grpo_core import bandit_stability as bs
+from grpo_core.bandit import BanditSpec
+from widgets import bandit_charts, grpo_charts
+from widgets.oscillator_charts import phase_diagram_data
+
+
+def test_clip_objective_data_is_the_clipped_surrogate():
+    df = grpo_charts.clip_objective_data([0.5, 1.0, 1.25, 1.5])
+    pos = df[(df["advantage"] == "A = +1") & (df["clip"] == "epsilon = 0.2")]
+    np.testing.assert_allclose(pos["objective"], [0.5, 1.0, 1.2, 1.2])
+    np.testing.assert_allclose(pos["weight"], [0.5, 1.0, 0.0, 0.0])  # clipped: no gradient
+    high = df[(df["advantage"] == "A = +1") & (df["clip"] == "clip-higher: 0.2 / 0.28")]
+    np.testing.assert_allclose(high["weight"], [0.5, 1.0, 1.25, 0.0])  # 1.25 < 1.28: still free
+    neg = df[(df["advantage"] == "A = -1") & (df["clip"] == "epsilon = 0.2")]
+    np.testing.assert_allclose(neg["weight"], [0.0, -1.0, -1.25, -1.5])  # clipped below 0.8
+    assert "vconcat" in grpo_charts.clip_objective_chart(df).to_dict()
+    with pytest.raises(ParameterError, match="ratios"):
+        grpo_charts.clip_objective_data([0.0, 1.0])
+
+
+def test_bandit_chart_builders_render_specs():
+    sweep = bs.k_ref_sweep(BanditSpec.binary(group_size=math.inf), eta=0.25, mu=0.3, beta=1.0, k_refs=[1, 12], steps=60)
+    spec = bandit_charts.k_ref_sweep_chart(sweep["trajectories"], sweep["regimes"], sweep["p_star"]).to_dict()
+    assert spec["facet"]["field"] == "panel"
+    table = bs.threshold_table([dict(mu=0.0, k_ref=2, lag="constant"), dict(mu=0.0, k_ref=2, lag="refresh")])
+    chart = bandit_charts.threshold_chart(table, phase_diagram_data(mus=(0.0,), k_refs=[1, 2, 4])).to_dict()
+    assert len(chart["hconcat"]) == 2
+    flows = pd.DataFrame({"label": "a", "p": [0.5, 0.7, 0.9], "F": [0.5, 0.0, -0.3]})
+    assert bandit_charts.flow_chart(flows).to_dict()["layer"]
+    g = pd.DataFrame({"baseline": "loo", "group_size": [2, 2, 4, 4], "step": [0, 1, 0, 1], "mean": [0.5, 0.6, 0.5, 0.6]})
+    assert bandit_charts.g_invariance_chart(g).to_dict()["facet"]["column"]["field"] == "baseline"
+    v = pd.DataFrame({"baseline": "loo", "group_size": [2, 4], "variance": [1e-3, 4e-4], "variance_se": [1e-5, 1e-5],
+                      "predicted": [1e-3, 4e-4]})
+    assert len(bandit_charts.variance_chart(v).to_dict()["layer"]) == 3
+    comp = bs.compare_variants(BanditSpec.binary(group_size=math.inf),
+                               [{"panel": "x", "label": "on", "eta": 0.5, "beta": 1.0}], steps=10)
+    assert bandit_charts.variants_chart(comp, y="kl").to_dict()["facet"]["column"]["field"] == "panel"
+
+
+def test_bandit_chart_builders_refuse_missing_columns():
+    with pytest.raises(ParameterError, match="flows"):
+        bandit_charts.flow_chart(pd.DataFrame({"p": [0.5]}))
+    with pytest.raises(ParameterError, match="variance"):
+        bandit_charts.variance_chart(pd.DataFrame({"group_size": [2]}))
+    with pytest.raises(ParameterError, match="frame"):
+        bandit_charts.variants_chart(pd.DataFrame({"panel": ["x"]}))
