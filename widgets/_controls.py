@@ -414,11 +414,17 @@ class LiveChart:
         self._key: Any = object()
         self._spec: dict | None = None
         self._names: dict[str, str] | None = None
+        self._last: dict[str, tuple[Any, list]] = {}
         self.rebuilds = 0
 
     def spec(self, frames: dict, key: Any = ()) -> dict:
         """The Vega-Lite spec (a dict) of ``build(frames)``, patched when possible."""
-        records = {name: frame_records(df) for name, df in frames.items()}
+        records = {}
+        for name, df in frames.items():
+            last = self._last.get(name)
+            # The same frame object as last time (a cached frame): reuse its records.
+            records[name] = last[1] if last is not None and last[0] is df else frame_records(df)
+        self._last = {name: (df, records[name]) for name, df in frames.items()}
         if key == self._key and self._names is not None and self._spec is not None:
             shared: dict[str, list] = {}
             ok = True

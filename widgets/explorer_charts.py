@@ -11,6 +11,7 @@ by the params): the book's counterparts of the live explorers.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 import altair as alt
 import numpy as np
@@ -183,13 +184,19 @@ def phase_frames(a: float, k_ref: int, mu: float, label: str, *, lag: str = "con
     ParameterError
         Invalid ``mu``, ``lag`` or ``momentum``.
     """
-    lag = check_lag(lag)
-    momentum = check_momentum(momentum)
-    df = oscillator_charts.phase_diagram_data(mus=(mu,), k_refs=PHASE_K_REFS, momentum=momentum)
-    df["current"] = df["lag"] == lag
+    df = _phase_boundaries(float(mu), check_lag(lag), check_momentum(momentum))
     point = pd.DataFrame({"k_ref": [k_ref], "a": [min(max(a, 1e-3), 4.0)], "label": [label],
                           "title": [f"current point (μ = {mu:.2f})"]})
     return {"boundaries": df, "point": point}
+
+
+@lru_cache(maxsize=256)
+def _phase_boundaries(mu: float, lag: str, momentum: str) -> pd.DataFrame:
+    """Boundaries at one ``mu`` (cached: a slider move that keeps ``mu`` reuses the same frame,
+    which :class:`widgets._controls.LiveChart` then does not even re-serialise). Read-only."""
+    df = oscillator_charts.phase_diagram_data(mus=(mu,), k_refs=PHASE_K_REFS, momentum=momentum)
+    df["current"] = df["lag"] == lag
+    return df
 
 
 def phase_point_chart(frames: dict[str, pd.DataFrame], *, width: int = 360,
