@@ -203,7 +203,7 @@ class LogExplorer(Explorer):
         self.forecast = None
         for key in ("forecast_plateau", "forecast_low", "forecast_high", "actual_plateau"):
             self.values.pop(key, None)
-        self.outputs["forecast"].clear_output()
+        self.outputs["forecast"].outputs = ()
         t, y = self._series()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
