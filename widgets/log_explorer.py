@@ -172,6 +172,8 @@ class LogExplorer(Explorer):
 
         self.comparison = None
         self.table.value = ""
+        self.outputs["fits"].outputs = ()
+        self.specs.pop("fits", None)
         t, y = self._series()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -204,6 +206,7 @@ class LogExplorer(Explorer):
         for key in ("forecast_plateau", "forecast_low", "forecast_high", "actual_plateau"):
             self.values.pop(key, None)
         self.outputs["forecast"].outputs = ()
+        self.specs.pop("forecast", None)
         t, y = self._series()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
