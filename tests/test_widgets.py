@@ -349,3 +349,29 @@ def test_group_size_explorer_g_that_does_not_divide_the_budget():
     assert ex.status.text == "" and ex.values["group_size"] == 32
     ex.controls["spread"].text.value = "0.9"  # beyond the slider: clamped with a message
     assert ex.controls["spread"].value == 0.45 and "clamped" in ex.controls["spread"].message.value
+
+
+# --- where the explorers run ----------------------------------------------------------------
+
+
+def test_explorers_use_only_core_ipywidgets():
+    """Colab needs ``output.enable_custom_widget_manager()`` only for third-party widget modules;
+    every model of every explorer comes from the core modules, which Colab, VS Code, JupyterLab and
+    Notebook 7 (and the book's HTML manager) ship."""
+    import ipywidgets
+
+    from widgets.explorers import bandit_explorer, group_size_explorer, log_explorer, oscillator_explorer
+
+    core = {"@jupyter-widgets/controls", "@jupyter-widgets/base", "@jupyter-widgets/output"}
+    explorers = [oscillator_explorer(steps=30), bandit_explorer(seeds=4, steps=30), group_size_explorer(),
+                 log_explorer("gemma3-1b-it_gsm8k_unsloth")]
+    for ex in explorers:
+        seen, todo = [], [ex]
+        while todo:
+            w = todo.pop()
+            seen.append(w)
+            todo.extend(getattr(w, "children", ()))
+        assert len(seen) > 10
+        modules = {w._model_module for w in seen} | {w._view_module for w in seen if w._view_module}
+        assert modules <= core, f"{type(ex).__name__} uses {modules - core}"
+        assert all(isinstance(w, ipywidgets.Widget) for w in seen)
