@@ -244,8 +244,8 @@ def _scenarios() -> dict[str, Scenario]:
     return {
         "healthy": Scenario(
             "healthy", "two arms, KL-anchored, refresh interval 4",
-            "The KL term holds an interior fixed point p* = 0.73 and a K_ref of 4 is well inside the stability "
-            "threshold of the refresh lag (a* = 2 / K_ref).",
+            "The KL term holds an interior fixed point p*, and K_ref = 4 is well inside the stability threshold "
+            "of the refresh lag (eta K K_ref < 2 at mu = 0).",
             two_arm, eta=0.5, k_ref=4, beta=1.0, steps=600, eval_reward_probs=(1.0, 0.0)),
         "dynamic_instability": Scenario(
             "dynamic_instability", "the same run with the refresh interval past the threshold (K_ref = 12)",

@@ -1,7 +1,7 @@
 """Name what is going wrong in a GRPO training log: four failure modes, oscillation, forecast.
 
 :func:`diagnose` takes a :class:`~grpo_core.logs.RunLog` (or a path) and checks four failure
-modes, each with an operational definition and documented thresholds (DESIGN section 7; the
+modes, each with an operational definition and documented thresholds (the
 definitions and thresholds are ours, justified below and in the book chapter "Reading a
 training log"):
 
@@ -29,7 +29,7 @@ reported as fine.
 
 References
 ----------
-Our operational definitions (book chapter "Reading a training log"); DESIGN section 7.
+Our operational definitions (book chapter "Reading a training log").
 Fisher (1929), "Tests of significance in harmonic analysis" (the g-test of a periodogram peak).
 Cui et al. (2025), "The Entropy Mechanism of Reinforcement Learning for Reasoning Language
 Models" (entropy collapse while performance saturates).
@@ -443,7 +443,7 @@ def expected_zero_spread_fraction(p, group_size):
 
     References
     ----------
-    DESIGN section 7 (binary-reward expectation); our derivation, book chapter "Reading a
+    The binary-reward expectation used across the GRPO literature; book chapter "Reading a
     training log".
 
     Examples
@@ -514,6 +514,15 @@ def _quiet_series(log: RunLog, metric: str, split: str = "train") -> tuple[np.nd
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return log.series(metric, split=split)
+
+
+def _pct(x: float) -> str:
+    """A fraction as a percentage for messages: '43%', '<1%', '0.5%'."""
+    if x <= 0:
+        return "0%"
+    if x < 0.01:
+        return "<1%"
+    return f"{x:.0%}"
 
 
 def _window(n: int, th: Thresholds) -> int:
@@ -1066,7 +1075,7 @@ def policy_concentration(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESH
         severity = "warning" if collapsed else "info"
         why = f"after the reward had made {progress:.0%} of its gain (sharpening of a learned policy)"
     word = "collapsed" if collapsed else "concentrated"
-    msg = (f"The policy {word}: entropy fell from {h0:.3g} to {h_late:.3g} ({ratio_late:.0%} of its initial "
+    msg = (f"The policy {word}: entropy fell from {h0:.3g} to {h_late:.3g} ({_pct(ratio_late)} of its initial "
            f"level), below half by step {t_half}, {why}.")
     return Finding("policy_concentration", severity, (int(round(steps[0])), int(round(steps[-1]))), t_half, ev, msg)
 
@@ -1348,11 +1357,13 @@ def train_eval_decoupling(log: RunLog, *, eval_metric: str | None = None, correc
         if train_rise["z"] >= th.trend_z and meas_rise["z"] <= th.falling_z:
             findings.append(("critical", ev, (
                 f"The training reward rose from {train_rise['early']:.3g} to {train_rise['late']:.3g} while the "
-                f"{label} fell from {meas_rise['early']:.3g} to {meas_rise['late']:.3g} (reward hacking)")))
+                f"{label} fell from {meas_rise['early']:.3g} to {meas_rise['late']:.3g} (slope z = "
+                f"{meas_rise['z']:.2g}; reward hacking)")))
         elif train_rise["z"] >= th.trend_z and meas_rise["z"] < th.flat_z:
             findings.append(("warning", ev, (
                 f"The training reward rose from {train_rise['early']:.3g} to {train_rise['late']:.3g} while the "
-                f"{label} stayed flat ({meas_rise['early']:.3g} -> {meas_rise['late']:.3g})")))
+                f"{label} did not rise significantly ({meas_rise['early']:.3g} -> {meas_rise['late']:.3g}, "
+                f"slope z = {meas_rise['z']:.2g})")))
     if not findings:
         return None
     findings.sort(key=lambda x: -_RANK[x[0]])
@@ -1555,7 +1566,7 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
                     warnings.simplefilter("ignore")
                     fc = plateau_forecast(log, n_boot=n_boot)
                 fc["reliable"] = True
-                if any(f.mode == "dynamic_instability" and f.severity == "critical" for f in findings):
+                if any(f.mode == "dynamic_instability" and f.severity in ("warning", "critical") for f in findings):
                     fc["reliable"] = False
                     fc["caveat"] = "the run is unstable: a plateau law does not describe it"
             except GrpoError as exc:

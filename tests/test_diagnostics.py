@@ -34,7 +34,7 @@ CASES = Path(__file__).parent / "data" / "cases"
 
 
 # --------------------------------------------------------------------------------------------
-# The binary-reward expectation (DESIGN section 7; case 04)
+# The binary-reward expectation (book chapter "Reading a training log"; case 04)
 # --------------------------------------------------------------------------------------------
 
 def test_case04_expected_zero_spread_fraction():
