@@ -28,10 +28,12 @@ every ``k_ref`` steps and each optimizer step draws a fresh minibatch from it (T
 ``steps_per_generation = k_ref``), so the lag cycles 0, 1, ..., k_ref - 1.
 
 The KL term is either the exact gradient of ``KL(pi || pi_ref)`` for the softmax,
-``pi * (log pi - log pi_ref - KL)`` (``kl_estimator="exact"``, deterministic), or the gradient of
-TRL's per-sample k3 estimator ``exp(l_ref - l) - (l_ref - l) - 1`` on the sampled arms
-(``kl_estimator="k3"``), whose on-policy expectation is ``pi - pi_ref``: the gradient of the
-*reverse* divergence ``KL(pi_ref || pi)``, not of ``KL(pi || pi_ref)``.
+``pi * (log pi - log pi_ref - KL)`` (``kl_estimator="exact"``, deterministic; the expectation of
+TRL >= 1.10's default ratio-corrected k3, ``use_bias_correction_kl=True``), or the gradient of the
+plain per-sample k3 estimator ``exp(l_ref - l) - (l_ref - l) - 1`` on the sampled arms
+(``kl_estimator="k3"``; TRL < 1.10), whose on-policy expectation is ``pi - pi_ref``: the gradient
+of ``KL(pi_ref || pi)`` (arguments swapped), not of ``KL(pi || pi_ref)``. See
+:func:`grpo_core.grpo.kl_k3_grad`.
 
 Exact expectations (our derivation, book chapter "The bandit", section "Mean field")
 -----------------------------------------------------------------------------------
@@ -158,7 +160,8 @@ class BanditSpec:
     momentum : {"heavy_ball", "ema"}
         ``v = mu v + g`` or ``v = mu v + (1 - mu) g``; then ``theta += eta v``.
     kl_estimator : {"exact", "k3"}
-        Exact gradient of KL(pi || pi_ref), or the gradient of TRL's sampled k3 estimator.
+        Exact gradient of KL(pi || pi_ref) (the mean of TRL >= 1.10's ratio-corrected k3), or the
+        gradient of the plain sampled k3 estimator (TRL < 1.10).
     eps_low, eps_high : float
         Clip range of the surrogate: ``rho`` is clipped to ``[1 - eps_low, 1 + eps_high]``
         (TRL ``epsilon`` = 0.2 and ``epsilon_high``, default ``eps_low``; DAPO's clip-higher uses

@@ -294,25 +294,32 @@ def kl_k3(logp, logp_ref) -> np.ndarray:
     return np.expm1(d) - d
 
 
-def kl_k3_grad(logp, logp_ref) -> np.ndarray:
-    """Derivative of the k3 KL penalty with respect to the log-probability: ``1 - exp(logp_ref - logp)``.
+def kl_k3_grad(logp, logp_ref, logp_old=None) -> np.ndarray:
+    """Gradient weight of the k3 KL penalty on ``log pi``: how much ``beta * k3`` pushes each token.
 
-    The per-token loss adds ``beta * k3``; its gradient with respect to the parameters is
-    ``beta * (1 - pi_ref/pi) * grad log pi``. Averaged over tokens sampled from pi this is
-    ``beta * sum_a (pi_a - pi_ref,a) grad log pi_a``: the gradient of ``KL(pi_ref || pi)``, the
-    *reverse* of the divergence k3 estimates (the value is unbiased for ``KL(pi || pi_ref)``, the
-    gradient is not). Positive where the policy puts more mass than the reference (the penalty
-    pushes the token down), negative where less.
+    TRL adds ``beta * k3`` to each token's loss. Two versions:
+
+    * plain k3 (TRL < 1.10, or ``use_bias_correction_kl=False``): the weight is
+      ``d k3 / d logp = 1 - pi_ref / pi``. Averaged over tokens sampled from pi it gives
+      ``sum_a (pi_a - pi_ref,a) grad log pi_a``, the gradient of ``KL(pi_ref || pi)`` (arguments
+      swapped): k3's *value* is unbiased for ``KL(pi || pi_ref)``, its gradient is not.
+    * ratio-corrected k3 (``logp_old`` given; TRL >= 1.10's default ``use_bias_correction_kl=True``):
+      the penalty is ``rho * k3`` with the differentiable ratio ``rho = pi / pi_old``, and the weight
+      is ``rho (k3 + 1 - pi_ref / pi)``. On-policy (``rho = 1``) that is ``log pi - log pi_ref``,
+      whose average over tokens from pi is the exact gradient of ``KL(pi || pi_ref)``.
 
     Parameters
     ----------
     logp, logp_ref : array_like, shape (...)
         Log-probabilities (nats) of the sampled tokens under the policy and the reference.
+    logp_old : array_like, shape (...), optional
+        Under the behaviour policy that sampled them: selects the ratio-corrected version.
 
     Returns
     -------
     ndarray, shape (...)
-        d k3 / d logp (dimensionless).
+        The weight on ``grad log pi`` (dimensionless); positive pushes the token's probability down
+        when the penalty is minimised.
 
     Raises
     ------
@@ -321,17 +328,24 @@ def kl_k3_grad(logp, logp_ref) -> np.ndarray:
 
     References
     ----------
-    J. Schulman, "Approximating KL divergence" (2020); our derivation of the expected gradient
-    (book chapter "The GRPO update", section "The KL term"; checked on the softmax bandit).
+    J. Schulman, "Approximating KL divergence" (2020); TRL ``GRPOConfig.use_bias_correction_kl``
+    (DeepSeek-V3.2 report). The expected gradients are our derivation (book chapter "The GRPO
+    update", section "The KL term"), checked on a softmax policy in the tests.
 
     Examples
     --------
     >>> kl_k3_grad([0.0, -1.0], [0.0, 0.0]).round(4).tolist()
     [0.0, -1.7183]
+    >>> kl_k3_grad([0.0, -1.0], [0.0, 0.0], logp_old=[0.0, -1.0]).round(4).tolist()  # = logp - logp_ref
+    [0.0, -1.0]
     """
     lp = check_array("logp", logp)
     lr = check_array("logp_ref", logp_ref)
-    return 0.0 - np.expm1(lr - lp)  # 0.0 - x: no negative zero where logp == logp_ref
+    plain = 0.0 - np.expm1(lr - lp)  # 0.0 - x: no negative zero where logp == logp_ref
+    if logp_old is None:
+        return plain
+    lo = check_array("logp_old", logp_old)
+    return np.exp(lp - lo) * (kl_k3(lp, lr) + plain)
 
 
 def expected_zero_spread_fraction(p, group_size) -> np.ndarray | float:

@@ -187,7 +187,7 @@ def test_importance_ratio_removes_the_lag_from_the_expected_gradient():
                                atol=1e-15)
 
 
-def test_k3_kl_gradient_is_the_reverse_kl_gradient_on_policy():
+def test_plain_k3_kl_gradient_is_the_swapped_kl_gradient_on_policy():
     spec = BanditSpec(reward_probs=(1.0, 0.0, 0.0), group_size=INF, kl_estimator="k3", ref_logits=(0.2, 0.0, -0.3))
     th = np.array([0.5, -0.4, 0.1])
     pi = np.exp(th) / np.exp(th).sum()

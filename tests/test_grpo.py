@@ -160,3 +160,23 @@ def test_kl_k3_grad_is_the_derivative_of_k3_and_its_on_policy_mean_is_pi_minus_r
     weights = pi * kl_k3_grad(logpi, logref)
     expected_grad = weights - pi * weights.sum()
     np.testing.assert_allclose(expected_grad, pi - np.exp(logref), atol=1e-14)
+
+
+def test_ratio_corrected_k3_gradient_is_the_exact_kl_gradient_on_policy():
+    from grpo_core.grpo import kl_k3_grad
+
+    lp = np.array([-0.3, -1.2, -2.5])
+    lr = np.array([-0.5, -1.0, -2.0])
+    lo = np.array([-0.4, -1.1, -2.2])
+    h = 1e-6
+    # d/dlogp [rho k3] with rho = exp(logp - logp_old)
+    f = lambda x: np.exp(x - lo) * kl_k3(x, lr)  # noqa: E731
+    np.testing.assert_allclose(kl_k3_grad(lp, lr, logp_old=lo), (f(lp + h) - f(lp - h)) / (2 * h), atol=1e-8)
+    np.testing.assert_allclose(kl_k3_grad(lp, lr, logp_old=lp), lp - lr, atol=1e-14)
+    theta = np.array([0.3, -0.2, 0.5])
+    logpi = theta - np.log(np.exp(theta).sum())
+    logref = np.log(np.array([0.1, 0.4, 0.2]) / 0.7)
+    pi = np.exp(logpi)
+    w = pi * kl_k3_grad(logpi, logref, logp_old=logpi)
+    kl = float(np.sum(pi * (logpi - logref)))
+    np.testing.assert_allclose(w - pi * w.sum(), pi * (logpi - logref - kl), atol=1e-14)  # grad KL(pi || ref)
