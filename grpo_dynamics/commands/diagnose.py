@@ -15,22 +15,10 @@ from __future__ import annotations
 import argparse
 import json
 
+from ._logargs import add_log_arguments, read_log_from_args
+
 EXIT_HEALTHY = 0
 EXIT_FINDINGS = 1
-
-
-def _mapping(items: list[str] | None) -> dict[str, str] | None:
-    from grpo_core.errors import ParameterError
-
-    if not items:
-        return None
-    out = {}
-    for item in items:
-        key, sep, col = item.partition("=")
-        if not sep or not key.strip() or not col.strip():
-            raise ParameterError("map", f"`--map` must be KEY=COLUMN (e.g. --map step=iter); got {item!r}")
-        out[key.strip()] = col.strip()
-    return out
 
 
 def register(subparsers) -> None:
@@ -46,11 +34,7 @@ def register(subparsers) -> None:
         ),
     )
     p.add_argument("log", help="the log file")
-    p.add_argument("--format", default="auto",
-                   help="log format: auto (default), trl, notebook, verl, grpo_dynamics, generic")
-    p.add_argument("--map", action="append", metavar="KEY=COLUMN",
-                   help="map a normalised name to a column of the file (repeatable), e.g. --map step=iter "
-                        "--map reward=acc")
+    add_log_arguments(p)
     p.add_argument("--group-size", dest="group_size", default=None,
                    help="completions per prompt G (TRL num_generations), for the 0/1-reward expectation "
                         "p^G + (1-p)^G of the zero-spread fraction")
@@ -60,9 +44,6 @@ def register(subparsers) -> None:
                    help="whether the reward is 0/1 (auto: when every reward lies in [0, 1])")
     p.add_argument("--eval-metric", dest="eval_metric", default=None,
                    help="eval column to compare with the training reward (default: chosen by name)")
-    p.add_argument("--trl-version", dest="trl_version", default=None,
-                   help="TRL version that wrote the log (decides whether reward_std is the per-group mean "
-                        "(< 0.27) or the batch std)")
     p.add_argument("--no-forecast", dest="forecast", action="store_false", help="skip the plateau forecast")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object (findings, healthy, forecast, format, ...) instead of the report")
@@ -75,7 +56,6 @@ def handler(args: argparse.Namespace) -> int:
     import warnings
 
     from grpo_core.diagnostics import diagnose
-    from grpo_core.logs import read_log
     from grpo_core.validation import check_integer
 
     group_size = None if args.group_size is None else check_integer("group_size", args.group_size, low=2)
@@ -86,7 +66,7 @@ def handler(args: argparse.Namespace) -> int:
         if quiet:
             # --json prints exactly one JSON object; what reading did is in its "notes".
             warnings.simplefilter("ignore")
-        log = read_log(args.log, format=args.format, mapping=_mapping(args.map), trl_version=args.trl_version)
+        log = read_log_from_args(args)
         diagnosis = diagnose(log, group_size=group_size, binary_reward=binary, num_prompts=num_prompts,
                              eval_metric=args.eval_metric, forecast=args.forecast)
     if args.report:

@@ -18,6 +18,8 @@ import json
 import math
 from pathlib import Path
 
+from ._logargs import add_log_arguments, read_log_from_args
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -36,8 +38,7 @@ def register(subparsers) -> None:
                         "name ('rewards/correctness/mean', 'critic/score/mean'); default reward")
     p.add_argument("--split", default="train", choices=("train", "eval"),
                    help="fit the training rows (default) or the evaluation rows")
-    p.add_argument("--format", default="auto",
-                   help="log format: auto (default), trl, notebook, verl, grpo_dynamics, generic")
+    add_log_arguments(p)
     p.add_argument("--laws", default="three_phase,exponential,logistic",
                    help="comma-separated laws to compare: three_phase, three_phase_onset, exponential, "
                         "logistic (default: the first, third and fourth)")
@@ -61,7 +62,6 @@ def register(subparsers) -> None:
 def handler(args: argparse.Namespace) -> int:
     from grpo_core import laws
     from grpo_core.errors import ParameterError
-    from grpo_core.logs import read_log
 
     plot = None
     if args.plot is not None:
@@ -71,7 +71,7 @@ def handler(args: argparse.Namespace) -> int:
     law_names = [name.strip() for name in args.laws.split(",") if name.strip()]
     for name in law_names:
         laws.get_law(name)  # unknown names: one-line error naming `law`
-    log = read_log(args.log, format=args.format)
+    log = read_log_from_args(args)
     t, y = log.series(args.metric, split=args.split)
     t = t.astype(float)
     if args.smooth is not None:

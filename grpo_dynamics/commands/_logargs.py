@@ -1,0 +1,45 @@
+"""Options shared by every command that reads a training log (``fit``, ``diagnose``)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_log_arguments(p: argparse.ArgumentParser) -> None:
+    """``--format``, ``--map KEY=COLUMN`` (repeatable) and ``--trl-version``."""
+    p.add_argument("--format", default="auto",
+                   help="log format: auto (default), trl, notebook, verl, grpo_dynamics, generic")
+    p.add_argument("--map", action="append", metavar="KEY=COLUMN",
+                   help="map a normalised name to a column of the file (repeatable), e.g. --map step=iter "
+                        "--map reward=acc")
+    p.add_argument("--trl-version", dest="trl_version", default=None,
+                   help="TRL version that wrote the log (decides whether reward_std is the per-group mean "
+                        "(< 0.27) or the batch std)")
+
+
+def mapping(items: list[str] | None) -> dict[str, str] | None:
+    """``["step=iter", "reward=acc"]`` -> ``{"step": "iter", "reward": "acc"}``.
+
+    Raises
+    ------
+    ParameterError
+        An item is not of the form KEY=COLUMN.
+    """
+    from grpo_core.errors import ParameterError
+
+    if not items:
+        return None
+    out = {}
+    for item in items:
+        key, sep, col = item.partition("=")
+        if not sep or not key.strip() or not col.strip():
+            raise ParameterError("map", f"`--map` must be KEY=COLUMN (e.g. --map step=iter); got {item!r}")
+        out[key.strip()] = col.strip()
+    return out
+
+
+def read_log_from_args(args: argparse.Namespace):
+    """Read ``args.log`` with the shared options; returns a :class:`grpo_core.logs.RunLog`."""
+    from grpo_core.logs import read_log
+
+    return read_log(args.log, format=args.format, mapping=mapping(args.map), trl_version=args.trl_version)
