@@ -114,6 +114,8 @@ class ExperimentConfig:
     eval_samples: int = _h("Problems per evaluation set (0 = all).", default=256)
     eval_suite: tuple = _h("Benchmarks evaluated at the start and the end (names; first = the held-out "
                            "training distribution).", default=("add2", "add1", "add3", "sub2"))
+    benchmark_dir: str = _h("Folder of local copies of the benchmarks, one sub-folder per name in the hub "
+                            "layout ('' = load them from the hub).", default="")
     eval_sampled: int = _h("Sampled completions per evaluation problem for the sampled accuracy (0 = greedy "
                            "only).", default=4)
     format_reward: float = _h("Weight of the format reward (a final '#### <number>' line); 0 = off.",
@@ -173,7 +175,7 @@ class ExperimentConfig:
 
     def replace(self, **changes) -> ExperimentConfig:
         """A validated copy with some settings changed (same rules as :func:`make_config`)."""
-        return make_config(self.preset, base=self, **changes)
+        return make_config(self.preset, self, **changes)
 
 
 _GSM8K_SYSTEM = ("Solve the math problem step by step. End your answer with a final line of the form "
@@ -254,7 +256,7 @@ def _coerce(name: str, value: Any, kind: Any) -> Any:
     return str(value)
 
 
-def make_config(preset: str = "cpu-tiny", base: ExperimentConfig | None = None, **overrides) -> ExperimentConfig:
+def make_config(preset: str = "cpu-tiny", base: ExperimentConfig | None = None, /, **overrides) -> ExperimentConfig:
     """Build and validate the configuration of one run: a preset plus overrides.
 
     Parameters

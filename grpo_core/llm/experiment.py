@@ -20,6 +20,7 @@ same code runs under ``accelerate launch`` (only the main process writes files).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -291,7 +292,8 @@ def build_eval_sets(cfg: ExperimentConfig, tokenizer) -> dict[str, EvalSet]:
             out[name] = EvalSet(name, items, make_scorer("exact", tokenizer.eos_token_id),
                                 max_answer_length(name) + 2)
         else:
-            raw, skipped = load_benchmark(name, limit=cfg.eval_samples)
+            local = str(Path(cfg.benchmark_dir) / name) if cfg.benchmark_dir else ""
+            raw, skipped = load_benchmark(name, path=local, limit=cfg.eval_samples)
             kind = "math" if BENCHMARKS[name].answer_kind == "math" else "number"
             items = [{"prompt": make_prompt(it["question"], cfg, tokenizer), "reference": it["reference"]}
                      for it in raw]
@@ -360,7 +362,6 @@ def grpo_args(cfg: ExperimentConfig, ctx: RunContext):
         save_steps=cfg.save_every,
         save_total_limit=2,
         bf16=cfg.bf16,
-        gradient_checkpointing=cfg.gradient_checkpointing,
         use_cpu=ctx.device == "cpu",
         seed=cfg.seed,
         data_seed=cfg.seed,
@@ -371,6 +372,10 @@ def grpo_args(cfg: ExperimentConfig, ctx: RunContext):
         log_completions=False,
         remove_unused_columns=False,
     )
+    # transformers 5 renamed gradient checkpointing (the old name still works, with a warning)
+    names = {f.name for f in dataclasses.fields(GRPOConfig)}
+    kwargs["activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"] = (
+        cfg.gradient_checkpointing)
     if cfg.optimizer == "sgd":
         kwargs.update(optim="sgd", optim_args=f"momentum={cfg.momentum}")
     else:

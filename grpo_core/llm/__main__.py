@@ -1,0 +1,42 @@
+"""Run one experiment as a script: ``python -m grpo_core.llm --preset P [-p KEY VALUE ...]``.
+
+The same steps as the notebook (:func:`grpo_core.llm.experiment.run_experiment`), for launchers
+that need a script, above all ``accelerate launch`` on several GPUs::
+
+    accelerate launch -m grpo_core.llm --preset gsm8k-qwen2.5-1.5b -p group_size 16 -p output_dir runs/g16
+
+Only the main process writes the run folder. Exit status 0 on success, 2 on a user error (printed
+as one line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..errors import GrpoError
+from .config import make_config, preset_names
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the arguments, validate, run; returns the exit status."""
+    parser = argparse.ArgumentParser(prog="python -m grpo_core.llm", description=__doc__.splitlines()[0])
+    parser.add_argument("--preset", default="cpu-tiny", help=f"one of {', '.join(preset_names())}")
+    parser.add_argument("-p", "--param", nargs=2, action="append", default=[], metavar=("KEY", "VALUE"),
+                        help="override one setting (repeatable), e.g. -p group_size 16")
+    args = parser.parse_args(argv)
+    try:
+        cfg = make_config(args.preset, **dict(args.param))
+        from .experiment import run_experiment
+
+        summary = run_experiment(cfg)
+    except GrpoError as exc:
+        print(f"python -m grpo_core.llm: error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps({k: v for k, v in summary.items() if k != "timings"}, default=str))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

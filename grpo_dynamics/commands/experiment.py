@@ -1,0 +1,191 @@
+"""``grpo-dynamics experiment``: run the LLM experiment notebook through papermill, one run per setting.
+
+Every combination of ``--seeds`` and ``--group-sizes`` is one run of
+``book/experiments/grpo_llm.ipynb`` with the preset's settings plus the ``-p KEY VALUE`` overrides.
+All settings are validated before the first run starts. Each run gets a deterministic name
+(``cpu-tiny__G16-B32__s2``) and its own folder under ``--out`` holding the executed notebook,
+``config.json``, ``provenance.json``, ``metrics.jsonl``, ``evals.json`` and ``summary.json``. A run
+whose folder already holds a finished run is skipped (``--force`` reruns it); an interrupted one
+resumes from its last checkpoint. A summary table is printed at the end (``--json``: one JSON
+object).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from grpo_core.errors import GrpoError
+
+NOTEBOOK = Path(__file__).resolve().parents[2] / "book" / "experiments" / "grpo_llm.ipynb"
+
+
+def register(subparsers) -> None:
+    """Add the ``experiment`` sub-command."""
+    p = subparsers.add_parser(
+        "experiment",
+        help="run the GRPO language-model experiment (papermill), one run per seed x group size",
+        description=__doc__.split("\n\n")[1].replace("\n", " "),
+    )
+    p.add_argument("--preset", default="cpu-tiny", help="preset name (default cpu-tiny); see --list-presets")
+    p.add_argument("-p", "--param", nargs=2, action="append", default=[], metavar=("KEY", "VALUE"),
+                   help="override one setting (repeatable), e.g. -p learning_rate 5e-4 -p max_steps 200")
+    p.add_argument("--seeds", nargs="+", type=int, default=None, help="seeds, one run each (default: the preset's)")
+    p.add_argument("--group-sizes", nargs="+", type=int, default=None,
+                   help="group sizes G, one run each (default: the preset's)")
+    p.add_argument("--out", default="runs", help="folder of the run folders (default ./runs)")
+    p.add_argument("--notebook", default=None, help=f"the notebook to execute (default {NOTEBOOK.name} of this checkout)")
+    p.add_argument("--force", action="store_true", help="rerun runs that already finished")
+    p.add_argument("--dry-run", action="store_true", help="validate and list the runs without running them")
+    p.add_argument("--timeout", type=int, default=None, help="seconds a notebook cell may run (default: no limit)")
+    p.add_argument("--list-presets", action="store_true", help="list the presets and their parameters, then exit")
+    p.add_argument("--json", action="store_true", help="print one JSON object (the runs and their results)")
+    p.set_defaults(func=handler)
+
+
+def _plan(args) -> list:
+    from grpo_core.llm.config import make_config
+    from grpo_core.llm.runs import run_name
+
+    overrides = dict(args.param)
+    if "output_dir" in overrides:
+        raise GrpoError("set the folder of the runs with --out, not -p output_dir (each run gets its own folder)")
+    for key, flag in (("seed", "seeds"), ("group_size", "group_sizes")):
+        if key in overrides and getattr(args, flag) is not None:
+            raise GrpoError(f"give {key} either with -p {key} or with --{flag.replace('_', '-')}, not both")
+    base = make_config(args.preset, **overrides)
+    if base.is_tiny and "warmup_cache" not in overrides:
+        overrides["warmup_cache"] = str(Path(args.out).resolve() / ".warmup-cache")
+    seeds = args.seeds if args.seeds is not None else [base.seed]
+    sizes = args.group_sizes if args.group_sizes is not None else [base.group_size]
+    plan = []
+    for g in sizes:
+        for s in seeds:
+            cfg = make_config(args.preset, **{**overrides, "seed": s, "group_size": g})
+            name = run_name(cfg)
+            folder = Path(args.out).resolve() / name
+            cfg = make_config(args.preset, **{**overrides, "seed": s, "group_size": g, "output_dir": str(folder)})
+            plan.append((name, folder, cfg, {**overrides, "seed": s, "group_size": g, "output_dir": str(folder)}))
+    names = [p[0] for p in plan]
+    if len(set(names)) != len(names):
+        raise GrpoError("two runs would share a name (repeated seeds or group sizes?)")
+    return plan
+
+
+def _finished(folder: Path, cfg) -> bool:
+    summary = folder / "summary.json"
+    if not summary.exists():
+        return False
+    try:
+        return int(json.loads(summary.read_text()).get("steps", -1)) >= cfg.max_steps
+    except (ValueError, json.JSONDecodeError):
+        return False
+
+
+def handler(args) -> int:
+    """Validate every setting, run the notebook once per setting, print the summary table."""
+    from grpo_core.llm.config import PRESETS, parameter_help
+
+    if args.list_presets:
+        for name, cfg in PRESETS.items():
+            print(f"{name}: model={cfg.model} dataset={cfg.dataset} G={cfg.group_size} B={cfg.prompts_per_step} "
+                  f"lr={cfg.learning_rate:g} steps={cfg.max_steps} gpu={'yes' if cfg.requires_gpu else 'no'}")
+        print("\nparameters (-p KEY VALUE):")
+        for key, text in parameter_help().items():
+            print(f"  {key}: {text}")
+        return 0
+    plan = _plan(args)  # raises ParameterError before anything runs
+    notebook = Path(args.notebook) if args.notebook else NOTEBOOK
+    if not notebook.exists():
+        raise GrpoError(f"notebook not found: {notebook} (pass --notebook PATH; it lives in book/experiments/ of "
+                        "a checkout of the repository)")
+    from grpo_core.llm.config import check_environment
+
+    check_environment(plan[0][2])  # a GPU preset without a GPU fails here, not in the first notebook
+    results = []
+    total = len(plan)
+    for i, (name, folder, cfg, params) in enumerate(plan, 1):
+        if args.dry_run:
+            print(f"[{i}/{total}] {name} (dry run)", file=sys.stderr)
+            results.append({"run": name, "status": "planned", "folder": str(folder)})
+            continue
+        if _finished(folder, cfg) and not args.force:
+            print(f"[{i}/{total}] {name}: already finished, skipped (--force reruns)", file=sys.stderr)
+            results.append({"run": name, "status": "skipped", "folder": str(folder)})
+            continue
+        if args.force and folder.exists():
+            for f in ("summary.json", "evals.json", "metrics.jsonl", "diagnosis.json", "gradient_constants.json"):
+                (folder / f).unlink(missing_ok=True)
+        folder.mkdir(parents=True, exist_ok=True)
+        print(f"[{i}/{total}] {name} ...", file=sys.stderr, flush=True)
+        t0 = time.perf_counter()
+        status = _execute(notebook, folder, args.preset, params, args.timeout)
+        seconds = time.perf_counter() - t0
+        print(f"[{i}/{total}] {name}: {status} in {seconds:.0f} s", file=sys.stderr, flush=True)
+        results.append({"run": name, "status": status, "folder": str(folder), "seconds": round(seconds, 1)})
+    table = _summary(results)
+    if args.json:
+        print(json.dumps({"preset": args.preset, "runs": table}, default=str))
+    else:
+        _print_table(table)
+    return 0 if all(r["status"] in ("ok", "skipped", "planned") for r in results) else 1
+
+
+def _execute(notebook: Path, folder: Path, preset: str, params: dict, timeout: int | None) -> str:
+    import papermill as pm
+
+    named = ("model", "dataset", "group_size", "learning_rate", "momentum", "steps_per_generation", "num_iterations",
+             "beta", "epsilon", "max_steps", "eval_every", "seed", "output_dir", "measure_constants")
+    parameters = {"preset": preset, "overrides": {}}
+    for key, value in params.items():
+        if key in named:
+            parameters[key] = value
+        else:
+            parameters["overrides"][key] = value
+    if "measure_constants" in parameters:
+        parameters["measure_constants"] = str(parameters["measure_constants"]).lower() in ("1", "true", "yes", "on")
+        parameters["overrides"].pop("measure_constants", None)
+    try:
+        pm.execute_notebook(str(notebook), str(folder / notebook.name), parameters=parameters, cwd=str(folder),
+                            progress_bar=False, log_output=False, execution_timeout=timeout, kernel_name="python3")
+    except pm.PapermillExecutionError as exc:
+        print(f"    failed: {exc.ename}: {str(exc.evalue).splitlines()[0] if exc.evalue else ''}", file=sys.stderr)
+        return "failed"
+    return "ok"
+
+
+def _summary(results: list[dict]) -> list[dict]:
+    from grpo_core.llm.runs import load_run, runs_table
+
+    rows = []
+    for r in results:
+        folder = Path(r["folder"])
+        row = dict(r)
+        if r["status"] in ("ok", "skipped") and (folder / "config.json").exists():
+            try:
+                t = runs_table([load_run(folder)]).iloc[0].to_dict()
+                row.update({k: t[k] for k in ("G", "B", "seed", "steps", "start_reward", "final_reward", "eval_start",
+                                              "eval_end", "minutes")})
+            except GrpoError as exc:
+                row["note"] = str(exc)
+        rows.append(row)
+    return rows
+
+
+def _print_table(rows: list[dict]) -> None:
+    cols = ["run", "status", "G", "B", "seed", "steps", "start_reward", "final_reward", "eval_start", "eval_end",
+            "minutes"]
+    cols = [c for c in cols if any(c in r for r in rows)]
+
+    def fmt(v):
+        if isinstance(v, float):
+            return f"{v:.3f}"
+        return "" if v is None else str(v)
+
+    widths = {c: max(len(c), *(len(fmt(r.get(c))) for r in rows)) for c in cols}
+    print("  ".join(c.ljust(widths[c]) for c in cols))
+    for r in rows:
+        print("  ".join(fmt(r.get(c)).ljust(widths[c]) for c in cols))
+

@@ -1,0 +1,113 @@
+"""Settings of the LLM experiment: presets, overrides, and every bad input refused before training."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from grpo_core.errors import GrpoError, ParameterError
+from grpo_core.llm.config import (
+    PRESETS,
+    ExperimentConfig,
+    check_environment,
+    check_model_loadable,
+    make_config,
+    parameter_help,
+)
+from grpo_core.llm.runs import run_name
+
+
+def test_presets_exist_and_validate():
+    assert list(PRESETS)[0] == "cpu-tiny"
+    for name in ("gsm8k-qwen2.5-0.5b", "gsm8k-r1-distill-qwen-1.5b", "gsm8k-nemotron-mini-4b",
+                 "gsm8k-deepseek-llm-7b-chat"):
+        cfg = make_config(name)
+        assert cfg.requires_gpu and cfg.dataset == "openai/gsm8k" and cfg.dataset_config == "main"
+        assert cfg.group_size == 4 and cfg.bf16
+        assert cfg.eval_suite[0] == "gsm8k" and "aime25" in cfg.eval_suite
+    assert make_config("gsm8k-r1-distill-qwen-1.5b").model == "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B"
+    tiny = make_config("cpu-tiny")
+    assert not tiny.bf16 and not tiny.gradient_checkpointing and tiny.is_tiny and not tiny.requires_gpu
+    assert 1e-4 <= tiny.learning_rate <= 1e-3
+
+
+def test_configs_are_frozen_and_documented():
+    cfg = make_config("cpu-tiny")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.group_size = 3
+    helps = parameter_help()
+    assert set(helps) == {f.name for f in dataclasses.fields(ExperimentConfig)}
+    assert all(len(text) > 20 for text in helps.values())
+
+
+def test_string_overrides_are_converted():
+    cfg = make_config("cpu-tiny", group_size="16", learning_rate="5e-4", keep_checkpoints="true",
+                      eval_suite="add2, sub2", steps_per_generation="2", num_iterations="2")
+    assert (cfg.group_size, cfg.learning_rate, cfg.keep_checkpoints) == (16, 5e-4, True)
+    assert cfg.eval_suite == ("add2", "sub2")
+    assert cfg.lag == 4
+    assert make_config("cpu-tiny", group_size=None).group_size == PRESETS["cpu-tiny"].group_size
+
+
+def test_budget_derives_prompts():
+    cfg = make_config("cpu-tiny", completions_per_step=256, group_size=32)
+    assert (cfg.prompts_per_step, cfg.completions) == (8, 256)
+    cfg = make_config("cpu-tiny", num_prompts=16, group_size=4)
+    assert (cfg.prompts_per_step, cfg.completions) == (16, 64)
+
+
+@pytest.mark.parametrize("preset,overrides,parameter,message", [
+    ("nope", {}, "preset", "must be one of cpu-tiny"),
+    ("cpu-tiny", {"lr": 1e-3}, "lr", "unknown parameter"),
+    ("cpu-tiny", {"group_size": 1}, "group_size", "integer >= 2"),
+    ("cpu-tiny", {"group_size": 3, "completions_per_step": 256}, "group_size", "must divide `completions_per_step`"),
+    ("cpu-tiny", {"learning_rate": 0}, "learning_rate", r"> 0"),
+    ("cpu-tiny", {"learning_rate": -1e-4}, "learning_rate", r"> 0"),
+    ("cpu-tiny", {"learning_rate": "fast"}, "learning_rate", "finite number"),
+    ("cpu-tiny", {"momentum": 1.0}, "momentum", r"\[0, 1\)"),
+    ("cpu-tiny", {"beta": -0.1}, "beta", ">= 0"),
+    ("cpu-tiny", {"epsilon": 0}, "epsilon", "> 0"),
+    ("cpu-tiny", {"max_steps": 0}, "max_steps", ">= 1"),
+    ("cpu-tiny", {"steps_per_generation": 0}, "steps_per_generation", ">= 1"),
+    ("cpu-tiny", {"optimizer": "lion"}, "optimizer", "'adamw', 'sgd'"),
+    ("cpu-tiny", {"keep_checkpoints": "maybe"}, "keep_checkpoints", "true or false"),
+    ("cpu-tiny", {"device": "cpu", "bf16": True}, "bf16", "needs a GPU"),
+    ("cpu-tiny", {"eval_suite": ["add2", "gsm8k"]}, "eval_suite", "must be among"),
+    ("cpu-tiny", {"model": "Qwen/Qwen2.5-0.5B-Instruct"}, "dataset", "tiny model"),
+    ("cpu-tiny", {"preset": "gsm8k-qwen2.5-0.5b"}, "preset", "cannot be overridden"),
+])
+def test_bad_settings_are_refused(preset, overrides, parameter, message):
+    with pytest.raises(ParameterError, match=message) as info:
+        make_config(preset, **overrides)
+    assert info.value.parameter == parameter
+
+
+def test_gpu_preset_without_gpu_is_a_clear_error(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(GrpoError, match="needs a CUDA GPU"):
+        check_environment(make_config("gsm8k-qwen2.5-0.5b"))
+    assert check_environment(make_config("cpu-tiny")) == "cpu"
+    forced = make_config("gsm8k-qwen2.5-0.5b", device="cpu", requires_gpu=False, bf16=False)
+    assert check_environment(forced) == "cpu"
+
+
+def test_model_that_cannot_be_loaded(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    cfg = make_config("gsm8k-qwen2.5-0.5b", model=str(tmp_path / "no-such-model"))
+    with pytest.raises(GrpoError, match="cannot be loaded"):
+        check_model_loadable(cfg)
+    check_model_loadable(make_config("cpu-tiny"))  # nothing to load
+
+
+def test_run_names_are_deterministic_and_distinct():
+    a = make_config("cpu-tiny", group_size=4, seed=1)
+    assert run_name(a) == run_name(make_config("cpu-tiny", group_size="4", seed="1")) == "cpu-tiny__G4-B32__s1"
+    b = make_config("cpu-tiny", group_size=4, seed=1, learning_rate=1e-4)
+    assert run_name(b) == "cpu-tiny__G4-B32__learning_rate0.0001__s1"
+    # settings that do not change the outcome stay out of the name
+    assert run_name(make_config("cpu-tiny", group_size=4, seed=1, output_dir="/x", warmup_cache="/c")) == run_name(a)
+    many = make_config("cpu-tiny", learning_rate=1e-4, beta=0.1, epsilon=0.3, momentum=0.5, weight_decay=0.01)
+    assert run_name(many).startswith("cpu-tiny__G8-B32__h") and len(run_name(many)) < 50
