@@ -11,7 +11,7 @@ import math
 
 import pytest
 from conftest import BUILT_HTML
-from vega_page import chart_index, mark_texts, open_page, point_positions, set_param, wait_text
+from vega_page import chart_index, mark_texts, open_page, point_positions, scroll_to, set_param, wait_text
 
 from grpo_core import oscillator, stability
 
@@ -54,6 +54,7 @@ def test_saved_explorers_render_with_their_charts(explorers):
     page.wait_for_selector("mjx-container", timeout=20_000)
     assert page.evaluate("typeof window.MathJax.typesetPromise") == "function"
     assert page.evaluate("typeof window.MathJax.Hub.Queue") == "function"
+    page.evaluate("document.querySelector('.widget-output .vega-embed').scrollIntoView({block: 'center'})")
     explorers.screenshot("explorers-page")
 
 
@@ -81,6 +82,7 @@ def test_static_phase_chart_labels_the_current_point(explorers, eta, curvature, 
     assert label == f"η·K = {eta * curvature:#.3g}, K_ref = {k_ref} (exact threshold {a_exact:#.3g})"
     if (eta, curvature, k_ref) != (0.02, 1.0, 4):
         assert point_positions(page, i, "phase_point") != before
+    scroll_to(page, i)
     explorers.screenshot(f"explorers-phase-{expected.split()[0]}")
 
 
@@ -96,6 +98,7 @@ def test_static_bandit_chart_follows_k_ref(explorers):
         set_param(page, i, "k_ref", k)
         wait_text(page, i, "bandit_regime_label", lambda t, k=k: t == labels.loc[k, "text"])
     assert "unstable" in labels.loc[first_unstable, "text"]
+    scroll_to(page, i)
     explorers.screenshot("explorers-bandit-unstable")
 
 
@@ -106,6 +109,7 @@ def test_static_forecast_chart_follows_the_fit_window(explorers):
         set_param(page, i, "fraction", pct)
         text = wait_text(page, i, "forecast_label", lambda t, p=pct: t.startswith(f"fit on the first {p}%"))
         assert "plateau" in text and "actual" in text
+    scroll_to(page, i)
     explorers.screenshot("explorers-forecast")
 
 

@@ -11,7 +11,7 @@ import math
 
 import pytest
 from conftest import BUILT_HTML
-from vega_page import chart_index, mark_texts, open_page, path_data, set_param, wait_text
+from vega_page import chart_index, mark_texts, open_page, path_data, scroll_to, set_param, wait_text
 
 from grpo_core import oscillator, stability
 
@@ -41,6 +41,7 @@ def test_eta_past_the_threshold_reads_unstable(book_server, probe, page_name):
     assert expected == "underdamped"
     wait_text(page, i, "regime_label", lambda t: t == expected)
     before = path_data(page, i, "trajectory")
+    scroll_to(page, i)
     probe.screenshot(f"oscillator-{page_name[:-5]}-stable")
     # Past the exact threshold of the discrete recurrence (a* = 0.0557 here; the continuous one
     # is 0.05): unstable in both senses.
@@ -55,6 +56,7 @@ def test_eta_past_the_threshold_reads_unstable(book_server, probe, page_name):
     assert mark_texts(page, i, "zeta_label") == [f"damping ratio ζ = {zeta:.2f}"]
     threshold = mark_texts(page, i, "threshold_label")[0]
     assert f"{a_exact / curvature:.4f} (exact" in threshold and f"{(1 - mu) / k_ref / curvature:.4f} (continuous)" in threshold
+    scroll_to(page, i)
     probe.screenshot(f"oscillator-{page_name[:-5]}-unstable")
     assert probe.console_errors == []
     assert probe.external_requests == []

@@ -95,3 +95,8 @@ def point_positions(page, index: int, mark: str) -> list[str]:
                .querySelectorAll(`g.${mark}_marks path`)].map(p => p.getAttribute('transform'))""",
         [index, mark],
     )
+
+
+def scroll_to(page, index: int) -> None:
+    """Scroll chart ``index`` into the middle of the viewport (for screenshots)."""
+    page.evaluate("i => document.querySelectorAll('.vega-embed')[i].scrollIntoView({block: 'center'})", index)
