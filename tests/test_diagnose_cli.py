@@ -175,22 +175,12 @@ def test_report_is_one_self_contained_page(report06):
 
 
 @pytest.mark.browser
-def test_report_renders_offline_in_chromium(report06):
-    playwright = pytest.importorskip("playwright.sync_api")
-    if not Path("/usr/bin/chromium").exists():
-        pytest.skip("no Chromium")
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=[
-            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--no-first-run"])
-        page = browser.new_page()
-        requests, errors = [], []
-        page.on("request", lambda r: requests.append(r.url))
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.goto(report06.resolve().as_uri())
-        page.wait_for_function("document.querySelectorAll('.chart svg').length >= 4", timeout=20_000)
-        n_svg = page.locator(".chart svg").count()
-        browser.close()
-    assert n_svg == 4
-    assert [u for u in requests if not u.startswith("file://")] == []
-    assert errors == []
+def test_report_renders_offline_in_chromium(report06, probe):
+    # `probe` (tests/conftest.py): the shared Chromium, console errors and off-machine requests recorded.
+    page = probe.page
+    page.goto(report06.resolve().as_uri())
+    page.wait_for_function("document.querySelectorAll('.chart svg').length >= 4", timeout=20_000)
+    assert page.locator(".chart svg").count() == 4
+    probe.screenshot("diagnose-report")
+    assert probe.external_requests == []
+    assert probe.console_errors == []

@@ -12,7 +12,6 @@ import jupytext
 import nbformat
 import pytest
 import yaml
-
 from conftest import ROOT
 
 BOOK = ROOT / "book"
