@@ -252,27 +252,34 @@ class DynamicsCallback(_Base):
         if self._file is not None:
             self._file.close()
             self._file = None
-        diagnosis = self.diagnose_now(print_it=False, n_boot=max(self.n_boot, 100))
+        diagnosis = self.diagnose_now(print_it=False, n_boot=max(self.n_boot, 100), min_steps=2)
         if diagnosis is not None:
             (self.output_dir / DIAGNOSIS_FILE).write_text(json.dumps(diagnosis.to_dict(), indent=1))
         return control
 
     # -- diagnosis ------------------------------------------------------------------------------
-    def diagnose_now(self, *, print_it: bool = True, n_boot: int | None = None):
+    def diagnose_now(self, *, print_it: bool = True, n_boot: int | None = None, min_steps: int | None = None):
         """Diagnose the records so far; returns the :class:`~grpo_core.diagnostics.Diagnosis`
-        (or ``None`` with fewer than ``min_steps`` training lines)."""
+        (or ``None`` with fewer than ``min_steps`` training lines, default :attr:`min_steps`, or
+        when the log cannot be diagnosed; the reason is printed)."""
         from .diagnostics import diagnose
+        from .errors import GrpoError
 
         train = [r for r in self.records if r.get("split") == "train" and r.get("reward") is not None]
-        if len(train) < self.min_steps:
+        if len(train) < (self.min_steps if min_steps is None else min_steps):
             return None
         t0 = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            log = from_records(self.records, format="grpo_dynamics", source=str(self.path))
-            diagnosis = diagnose(log, group_size=self.group_size, num_prompts=self.num_prompts,
-                                 binary_reward=self.binary_reward, eval_metric=self.eval_metric,
-                                 n_boot=self.n_boot if n_boot is None else n_boot)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                log = from_records(self.records, format="grpo_dynamics", source=str(self.path))
+                diagnosis = diagnose(log, group_size=self.group_size, num_prompts=self.num_prompts,
+                                     binary_reward=self.binary_reward, eval_metric=self.eval_metric,
+                                     n_boot=self.n_boot if n_boot is None else n_boot)
+        except GrpoError as exc:
+            self._print(f"[dynamics] no diagnosis at step {train[-1].get('step')}: {exc}")
+            self.diagnosis_seconds += time.perf_counter() - t0
+            return None
         self.last_diagnosis = diagnosis
         self.diagnosis_seconds += time.perf_counter() - t0
         if print_it:

@@ -130,8 +130,8 @@ def start_run(cfg: ExperimentConfig, *, check_model: bool = True) -> RunContext:
         prov = provenance(cfg.seed, device)
         if prov_path.exists():  # a resumed run keeps the first session's record and adds this one
             old = read_json(prov_path)
-            prov["sessions"] = old.get("sessions", [{k: v for k, v in old.items() if k != "sessions"}]) + [
-                {"date": prov["date"], "git": prov["git"], "device": prov["device"]}]
+            brief = ("date", "git", "device", "argv")
+            prov["sessions"] = old.get("sessions", [{k: old.get(k) for k in brief}]) + [{k: prov.get(k) for k in brief}]
             prov = {**{k: v for k, v in old.items() if k != "sessions"}, "sessions": prov["sessions"]}
         write_json(prov_path, prov)
     return ctx

@@ -1,0 +1,167 @@
+"""One cpu-tiny run through the library: files written, interrupt and resume with continuous steps,
+the arithmetic task and its tokenizer, the run loader, and the c1/c2/c3 measurement on the model."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from grpo_core.callback import DISCARDED_FILE
+from grpo_core.errors import ParameterError
+from grpo_core.llm.config import make_config
+from grpo_core.llm.tasks import (
+    TASKS,
+    TRANSFER_TASKS,
+    _pairs,
+    build_char_tokenizer,
+    exact_match_reward,
+    max_answer_length,
+    sample_mixture,
+    sample_problems,
+)
+
+
+def _small(tmp_path, **kw):
+    settings = dict(warmup_steps=5, warmup_batch_size=16, tiny_hidden_size=32, tiny_layers=1, max_steps=8,
+                    group_size=4, num_prompts=4, eval_samples=8, eval_every=3, eval_sampled=2, save_every=2,
+                    diagnose_every=0, num_threads=1, output_dir=str(tmp_path / "run"),
+                    warmup_cache=str(tmp_path / "cache"))
+    settings.update(kw)
+    return make_config("cpu-tiny", **settings)
+
+
+# --- the task -------------------------------------------------------------------------------
+def test_tokenizer_round_trip_and_special_tokens():
+    tok = build_char_tokenizer()
+    assert len(tok) == 17
+    ids = tok("47+38=")["input_ids"]
+    assert ids[0] == tok.bos_token_id and len(ids) == 7
+    assert tok.decode(tok("85")["input_ids"] + [tok.eos_token_id], skip_special_tokens=True) == "85"
+    batch = tok(["1+2=", "10+20="], padding=True)["input_ids"]
+    assert batch[0][:2] == [tok.pad_token_id] * 2  # left padding
+    with pytest.raises(ParameterError, match="distinct"):
+        build_char_tokenizer("aa")
+
+
+def test_task_splits_are_disjoint_and_not_tied_to_the_answer():
+    for name, task in TASKS.items():
+        train, test, everything = _pairs(task, "train"), _pairs(task, "test"), _pairs(task, "all")
+        assert len(train) + len(test) == len(everything)
+        assert not set(map(tuple, train)) & set(map(tuple, test))
+        assert 0.07 < len(test) / len(everything) < 0.13, name
+        last_digits = {abs(task.answer(int(a), int(b))) % 10 for a, b in test}
+        assert last_digits == set(range(10)), name  # every final digit occurs among held-out answers
+    assert all((a < 10) or (b < 10) for a, b in _pairs(TASKS["add1"]))
+    assert all(a >= b for a, b in _pairs(TASKS["sub2"]))
+    assert max_answer_length("add2") == 3 and max_answer_length("add3") == 4
+    assert TRANSFER_TASKS[0] == "add2" and [TASKS[t].distance for t in TRANSFER_TASKS] == [0, 1, 2, 3]
+
+
+def test_problems_and_mixture():
+    probs = sample_problems("add2", 50, seed=3, split="test", replace=False)
+    assert len({p["prompt"] for p in probs}) == 50
+    assert all(int(p["answer"]) == p["a"] + p["b"] for p in probs)
+    assert sample_problems("add2", 5, seed=3) == sample_problems("add2", 5, seed=3)
+    mix = sample_mixture((("add2", 0.5), ("sub2", 0.25), ("add3", 0.25)), 40, seed=0)
+    assert len(mix) == 40 and sum("-" in p["prompt"] for p in mix) == 10
+    with pytest.raises(ParameterError, match="without replacement"):
+        sample_problems("add1", 10_000, seed=0, split="test", replace=False)
+    with pytest.raises(ParameterError, match="`mix`"):
+        sample_mixture((("add2", 0.0),), 4, seed=0)
+
+
+def test_exact_match_needs_the_end_of_sequence():
+    f = exact_match_reward(eos_token_id=2)
+    assert f.__name__ == "exact_match"
+    out = f(completions=["85", "85", " 85 ", "8"], completion_ids=[[12, 9, 2], [12, 9], [12, 9, 2], [12, 2]],
+            answer=["85"] * 4)
+    assert out == [1.0, 0.0, 1.0, 0.0]
+
+
+# --- one run, interrupted and resumed ---------------------------------------------------------
+@pytest.mark.slow
+def test_interrupt_and_resume_gives_continuous_steps(tmp_path):
+    from transformers import TrainerCallback
+
+    from grpo_core.llm.experiment import run_experiment
+    from grpo_core.llm.runs import load_run, runs_table
+
+    class Kill(TrainerCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if state.global_step == 5 and "loss" in (logs or {}):
+                raise KeyboardInterrupt("simulated kill after step 5 (last checkpoint: step 4)")
+
+    cfg = _small(tmp_path)
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(cfg, extra_callbacks=[Kill()])
+    run = tmp_path / "run"
+    first = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in first if r["split"] == "train"] == [1, 2, 3, 4, 5]
+    assert (run / "checkpoints" / "checkpoint-4").exists() and not (run / "summary.json").exists()
+
+    summary = run_experiment(cfg)
+    assert summary["resumed_from"].endswith("checkpoint-4") and summary["steps"] == 8
+    lines = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    train = [r["step"] for r in lines if r["split"] == "train"]
+    assert train == list(range(1, 9))  # no missing, no duplicated step
+    assert [r["step"] for r in lines if r["split"] == "eval"] == [3, 6]
+    assert [json.loads(x)["step"] for x in (run / DISCARDED_FILE).read_text().splitlines()] == [5]
+    # the files of a run, and no weights left behind
+    for name in ("config.json", "provenance.json", "evals.json", "summary.json", "warmup.json", "diagnosis.json"):
+        assert (run / name).exists(), name
+    assert not (run / "checkpoints").exists() and not (run / "base_model").exists()
+    prov = json.loads((run / "provenance.json").read_text())
+    assert {"torch", "transformers", "trl"} <= set(prov["packages"]) and prov["seed"] == cfg.seed
+    assert prov["device"] == "cpu" and prov["date"].endswith("Z")
+    assert len(prov["sessions"]) == 2  # the first session and the resumed one
+    evals = json.loads((run / "evals.json").read_text())
+    assert set(evals["start"]) == set(evals["end"]) == set(TRANSFER_TASKS)
+    assert json.loads((run / "warmup.json").read_text())["cached"] is False
+
+    loaded = load_run(run)
+    assert loaded.group_size == 4 and list(loaded.reward()[0]) == list(range(1, 9))
+    steps, acc = loaded.eval_curve()
+    assert list(steps) == [0, 3, 6] and np.all((acc >= 0) & (acc <= 1))
+    table = runs_table([loaded])
+    assert table.loc[0, "G"] == 4 and table.loc[0, "steps"] == 8
+
+
+@pytest.mark.slow
+def test_warmup_cache_is_shared_by_runs_of_the_same_seed(tmp_path):
+    from grpo_core.llm.experiment import build_policy, start_run
+
+    a = start_run(_small(tmp_path, output_dir=str(tmp_path / "a")))
+    model_a, _ = build_policy(_small(tmp_path, output_dir=str(tmp_path / "a")), a)
+    cfg_b = _small(tmp_path, output_dir=str(tmp_path / "b"), group_size=8)
+    b = start_run(cfg_b)
+    model_b, _ = build_policy(cfg_b, b)
+    assert json.loads((tmp_path / "b" / "warmup.json").read_text())["cached"] is True
+    for pa, pb in zip(model_a.parameters(), model_b.parameters()):
+        assert np.array_equal(pa.detach().numpy(), pb.detach().numpy())
+
+
+@pytest.mark.slow
+def test_gradient_constants_on_the_tiny_model(tmp_path):
+    from grpo_core.llm.constants import CountSketch, measure_constants
+    from grpo_core.llm.experiment import build_eval_sets, build_policy, start_run
+
+    cfg = _small(tmp_path, warmup_steps=60, eval_samples=24)
+    ctx = start_run(cfg)
+    model, tok = build_policy(cfg, ctx)
+    es = build_eval_sets(cfg, tok)["add2"]
+    out = measure_constants(model, tok, [i["prompt"] for i in es.items], [i["reference"] for i in es.items], es.scorer,
+                            samples_per_prompt=4, max_new_tokens=es.max_new_tokens, sketch_dim=1024, num_bootstrap=50)
+    assert out["num_prompts"] == 24 and out["group_size"] == 4 and out["num_parameters"] > 10_000
+    assert out["c2"] >= 0 and out["c3"] >= 0 and 0 <= out["mean_reward"] <= 1
+    assert set(out["intervals"]) >= {"c1", "c2", "c3", "g_star_exact"}
+    # the sketch keeps inner products on average (unbiased)
+    import torch
+
+    gen = torch.Generator().manual_seed(0)
+    u = torch.randn(5000, generator=gen, dtype=torch.float64)
+    v = u + 0.5 * torch.randn(5000, generator=gen, dtype=torch.float64)
+    ratios = [float(CountSketch(5000, 256, seed=s)(u) @ CountSketch(5000, 256, seed=s)(v)) / float(u @ v)
+              for s in range(40)]
+    assert abs(np.mean(ratios) - 1) < 0.05
