@@ -118,6 +118,10 @@ class ExperimentConfig:
                             "layout ('' = load them from the hub).", default="")
     eval_sampled: int = _h("Sampled completions per evaluation problem for the sampled accuracy (0 = greedy "
                            "only).", default=4)
+    measure_constants: bool = _h("Estimate c1, c2, c3 of the gradient-MSE law on the model at the start and the "
+                                 "end (gradient_constants.json).", default=False)
+    constants_samples: int = _h("Sampled completions per prompt for the constants (>= 3); the prompts are the "
+                                "first evaluation set's.", default=16)
     format_reward: float = _h("Weight of the format reward (a final '#### <number>' line); 0 = off.",
                               default=0.0)
     system_prompt: str = _h("System prompt of chat models ('' = none).", default="")
@@ -340,6 +344,7 @@ def _validate(cfg: ExperimentConfig) -> None:
     check_integer("eval_every", cfg.eval_every, low=0)
     check_integer("eval_samples", cfg.eval_samples, low=0)
     check_integer("eval_sampled", cfg.eval_sampled, low=0)
+    check_integer("constants_samples", cfg.constants_samples, low=3)
     check_real("format_reward", cfg.format_reward, low=0)
     check_integer("seed", cfg.seed, low=0)
     check_integer("save_every", cfg.save_every, low=1)

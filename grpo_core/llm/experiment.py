@@ -8,6 +8,7 @@
     train_set = build_train_dataset(cfg, tokenizer)
     evals = build_eval_sets(cfg, tokenizer)
     evaluate_suite(model, tokenizer, cfg, evals, run, "start")
+    measure_gradient_constants(model, tokenizer, cfg, evals, run, "start")   # if cfg.measure_constants
     trainer = build_trainer(cfg, run, model, tokenizer, train_set, evals)
     train(trainer, run)                                   # resumes from the last checkpoint
     evaluate_suite(trainer.model, tokenizer, cfg, evals, run, "end")
@@ -45,6 +46,7 @@ __all__ = [
     "reward_functions",
     "grpo_args",
     "evaluate_suite",
+    "measure_gradient_constants",
     "build_trainer",
     "train",
     "finish_run",
@@ -410,6 +412,43 @@ def evaluate_suite(model, tokenizer, cfg: ExperimentConfig, eval_sets: dict, ctx
     return results
 
 
+def measure_gradient_constants(model, tokenizer, cfg: ExperimentConfig, eval_sets: dict, ctx: RunContext,
+                               phase: str) -> dict:
+    """c1, c2, c3 and G* on the model now (:func:`grpo_core.llm.constants.measure_constants`), on the
+    first evaluation set's prompts with ``constants_samples`` completions each; stored under ``phase``
+    in ``gradient_constants.json``. The start value of a tiny model is cached with its warm-up (same
+    weights, same numbers)."""
+    from .constants import measure_constants
+
+    first = next(iter(eval_sets.values()))
+    settings = {"prompts": len(first.items), "samples": cfg.constants_samples, "temperature": cfg.temperature,
+                "sketch_dim": 8192, "seed": cfg.seed}
+    cache = None
+    if phase == "start" and cfg.is_tiny and cfg.warmup_cache:
+        cache = Path(cfg.warmup_cache) / _warmup_key(cfg) / "gradient_constants_start.json"
+    result = None
+    if cache is not None and cache.exists():
+        stored = read_json(cache)
+        if stored.get("settings") == settings:
+            result = {**stored["constants"], "cached": True}
+    t0 = time.perf_counter()
+    if result is None:
+        result = measure_constants(model, tokenizer, [i["prompt"] for i in first.items],
+                                   [i["reference"] for i in first.items], first.scorer,
+                                   samples_per_prompt=cfg.constants_samples, max_new_tokens=first.max_new_tokens,
+                                   temperature=cfg.temperature, sketch_dim=settings["sketch_dim"], seed=cfg.seed)
+        if cache is not None and ctx.main:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            write_json(cache, {"settings": settings, "constants": result})
+    ctx.timings[f"constants_{phase}"] = time.perf_counter() - t0
+    if ctx.main:
+        path = ctx.path / "gradient_constants.json"
+        stored = read_json(path) if path.exists() else {}
+        stored[phase] = {**result, "eval_set": first.name}
+        write_json(path, stored)
+    return result
+
+
 def build_trainer(cfg: ExperimentConfig, ctx: RunContext, model, tokenizer, train_set, eval_sets: dict,
                   *, extra_callbacks: list | None = None, dynamics: bool = True):
     """TRL ``GRPOTrainer`` with the :class:`~grpo_core.callback.DynamicsCallback` (metrics file,
@@ -501,7 +540,11 @@ def run_experiment(cfg: ExperimentConfig, *, extra_callbacks: list | None = None
     train_set = build_train_dataset(cfg, tokenizer)
     evals = build_eval_sets(cfg, tokenizer)
     evaluate_suite(model, tokenizer, cfg, evals, ctx, "start")
+    if cfg.measure_constants:
+        measure_gradient_constants(model, tokenizer, cfg, evals, ctx, "start")
     trainer = build_trainer(cfg, ctx, model, tokenizer, train_set, evals, extra_callbacks=extra_callbacks)
     train(trainer, ctx, cfg)
     evaluate_suite(trainer.model, tokenizer, cfg, evals, ctx, "end", force=True)
+    if cfg.measure_constants:
+        measure_gradient_constants(trainer.model, tokenizer, cfg, evals, ctx, "end")
     return finish_run(cfg, ctx, trainer)

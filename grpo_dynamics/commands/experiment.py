@@ -144,9 +144,6 @@ def _execute(notebook: Path, folder: Path, preset: str, params: dict, timeout: i
             parameters[key] = value
         else:
             parameters["overrides"][key] = value
-    if "measure_constants" in parameters:
-        parameters["measure_constants"] = str(parameters["measure_constants"]).lower() in ("1", "true", "yes", "on")
-        parameters["overrides"].pop("measure_constants", None)
     try:
         pm.execute_notebook(str(notebook), str(folder / notebook.name), parameters=parameters, cwd=str(folder),
                             progress_bar=False, log_output=False, execution_timeout=timeout, kernel_name="python3")
