@@ -12,7 +12,9 @@ Presets
 ``cpu-tiny``
     The tiny Qwen2-style model (~0.4 M parameters, built from a config, no download) on two-digit
     addition with an exact-match reward, after a supervised warm-up on a mixture of arithmetic
-    tasks. Adam, lr 3e-4, G = 8, 32 prompts per step, 300 steps: a few minutes on 2 CPU cores.
+    tasks (500 steps at lr 1e-3). GRPO: Adam, lr 3e-4 after a 20-step linear warm-up, G = 8, 32
+    prompts per step, 400 steps; the training reward rises from the warm-up level (~0.5) towards
+    ~0.9. A few minutes on one CPU core.
 ``gsm8k-qwen2.5-0.5b``
     Colab-sized: Qwen2.5-0.5B-Instruct on GSM8K (``openai/gsm8k``), one GPU (a T4 works in fp16 with
     ``bf16=False``; an A100/H100 in bf16).
@@ -92,7 +94,8 @@ class ExperimentConfig:
     learning_rate: float = _h("eta: peak learning rate, > 0.", default=3e-4)
     lr_scheduler: str = _h("Learning-rate schedule after the warm-up: 'constant' or 'cosine'.",
                            default="constant")
-    lr_warmup_steps: int = _h("Linear learning-rate warm-up, in optimizer steps.", default=0)
+    lr_warmup_steps: int = _h("Linear learning-rate warm-up, in optimizer steps (Adam's first steps are "
+                              "large: without it the tiny model's reward first drops).", default=20)
     optimizer: str = _h("'adamw' (momentum = Adam beta1) or 'sgd' (heavy-ball momentum).", default="adamw")
     momentum: float = _h("mu: Adam beta1 or SGD momentum, in [0, 1).", default=0.9)
     adam_beta2: float = _h("Adam beta2, in [0, 1).", default=0.99)
@@ -109,7 +112,7 @@ class ExperimentConfig:
     loss_type: str = _h("TRL loss aggregation: 'dapo', 'grpo', 'dr_grpo', 'bnpo'.", default="dapo")
     temperature: float = _h("Sampling temperature of the completions, > 0.", default=1.0)
     max_completion_length: int = _h("Longest completion, in tokens.", default=6)
-    max_steps: int = _h("Optimizer steps of GRPO, >= 1.", default=300)
+    max_steps: int = _h("Optimizer steps of GRPO, >= 1.", default=400)
     eval_every: int = _h("Evaluate the held-out set every N steps (0 = only at start and end).", default=25)
     eval_samples: int = _h("Problems per evaluation set (0 = all).", default=256)
     eval_suite: tuple = _h("Benchmarks evaluated at the start and the end (names; first = the held-out "
@@ -139,9 +142,9 @@ class ExperimentConfig:
     use_vllm: bool = _h("Generate with vLLM (GPU, vLLM installed).", default=False)
     num_threads: int = _h("CPU threads for torch (0 = torch's default).", default=1)
     # cpu-tiny: the supervised warm-up
-    warmup_steps: int = _h("Supervised warm-up steps before GRPO (tiny model only).", default=900)
+    warmup_steps: int = _h("Supervised warm-up steps before GRPO (tiny model only).", default=500)
     warmup_batch_size: int = _h("Problems per warm-up step.", default=128)
-    warmup_learning_rate: float = _h("Peak learning rate of the warm-up.", default=2e-3)
+    warmup_learning_rate: float = _h("Learning rate of the warm-up (constant).", default=1e-3)
     warmup_cache: str = _h("Folder caching warmed-up models by (settings, seed) ('' = no cache).",
                            default="")
     tiny_hidden_size: int = _h("Tiny model: hidden size.", default=128)

@@ -125,7 +125,8 @@ def generate_completions(model, tokenizer, prompts: Sequence[Any], *, max_new_to
     batch_size : int
         Prompts per generate call.
     seed : int
-        ``torch.manual_seed`` before sampling.
+        Seed of the sampling; the global torch random state is saved and restored around the
+        call, so evaluating during training does not change the training's own rollouts.
 
     Returns
     -------
@@ -144,6 +145,10 @@ def generate_completions(model, tokenizer, prompts: Sequence[Any], *, max_new_to
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
+    # Sample with our own seed without touching the caller's random stream (this runs in the
+    # middle of training: resetting the global RNG there would replay the same rollouts).
+    rng_guard = torch.random.fork_rng(devices=[device.index or 0] if device.type == "cuda" else [])
+    rng_guard.__enter__()
     if do_sample:
         torch.manual_seed(seed)
     gen_kwargs = dict(max_new_tokens=max_new_tokens, do_sample=do_sample, num_return_sequences=num_return_sequences,
@@ -171,6 +176,7 @@ def generate_completions(model, tokenizer, prompts: Sequence[Any], *, max_new_to
                 ids_out.append(row)
                 texts.append(tokenizer.decode(row, skip_special_tokens=True))
     finally:
+        rng_guard.__exit__(None, None, None)
         if was_training:
             model.train()
     return texts, ids_out

@@ -146,7 +146,7 @@ def _warmup_key(cfg: ExperimentConfig) -> str:
 
     spec = {"steps": cfg.warmup_steps, "batch": cfg.warmup_batch_size, "lr": cfg.warmup_learning_rate,
             "mix": WARMUP_MIX, "hidden": cfg.tiny_hidden_size, "layers": cfg.tiny_layers, "seed": cfg.seed,
-            "version": 1}
+            "version": 2}
     return hashlib.sha1(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -1,0 +1,326 @@
+"""Analysis of committed LLM runs for the book: fits, trajectories across G, transfer, budget sweep.
+
+Everything here reads run folders (:func:`grpo_core.llm.runs.load_runs`) and computes; nothing
+trains. The chapter "GRPO on a language model" calls these functions and draws their tables with
+``widgets.llm_charts``.
+
+Definitions used throughout (state them next to every number):
+
+* *curve*: the mean training reward per optimizer step (the fraction of the step's completions
+  that were exactly right), as TRL logs it;
+* *warm-up level*: the mean reward of the first 10 steps; *final level*: the mean of the last 50;
+* *smoothed curve*: the centred 20-step rolling mean (:func:`grpo_core.laws.rolling_mean`);
+* *transfer*: the change of an evaluation set's accuracy from the start to the end of GRPO
+  (greedy, and sampled at the training temperature), held-out problems only.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..errors import DataError, ParameterError
+from ..validation import check_integer
+from .runs import Run
+
+__all__ = [
+    "curve_fits",
+    "mean_trajectories",
+    "transfer_table",
+    "diagnose_runs",
+    "budget_sweep_table",
+    "constants_table",
+    "provenance_table",
+    "final_level",
+]
+
+
+def final_level(run: Run, tail: int = 50) -> float:
+    """Mean training reward of the last ``tail`` steps of a run."""
+    _, r = run.reward()
+    return float(np.mean(r[-tail:])) if r.size else float("nan")
+
+
+def curve_fits(runs: Sequence[Run], *, laws=("three_phase", "exponential", "logistic"), window: int = 20,
+               smoothed: bool = True) -> pd.DataFrame:
+    """Fit every law to every run's reward curve.
+
+    Parameters
+    ----------
+    runs : sequence of Run
+    laws : sequence of str
+        Law names of :mod:`grpo_core.laws`.
+    window : int
+        Rolling-mean window (steps) of the smoothed curve, >= 1.
+    smoothed : bool
+        Fit the smoothed curve (as the paper reports its R^2) and report the R^2 against the raw
+        curve as well; ``False`` fits the raw curve.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per run and law: ``run``, ``G``, ``seed``, ``law``, ``r2`` (against what was fitted),
+        ``r2_raw`` (the same fitted curve against the raw per-step rewards), ``plateau``,
+        ``plateau_se``, ``t90`` (steps to 90% of the rise), ``start`` (fitted R_0), ``aic``, ``best``
+        (whether the law has the lowest AIC for that run), and for the three-phase law ``k`` (per
+        step) and ``tau`` (steps).
+
+    Raises
+    ------
+    DataError
+        A run without a reward curve long enough to fit.
+    """
+    from .. import laws as _laws
+
+    window = check_integer("window", window, low=1)
+    rows = []
+    for run in runs:
+        t, y = run.reward()
+        if t.size < window + 8:
+            raise DataError(f"run {run.name}: {t.size} reward points, too few to fit (need {window + 8})")
+        ts, ys = _laws.rolling_mean(t, y, window) if smoothed else (t, y)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            comparison = _laws.fit_all(ts.astype(float), ys, laws=laws)
+        for name, fit in comparison.results.items():
+            pred = fit.predict(t.astype(float))
+            tss = float(np.sum((y - y.mean()) ** 2))
+            rows.append({
+                "run": run.name, "G": run.group_size, "seed": run.seed, "law": name, "r2": fit.r2,
+                "r2_raw": 1.0 - float(np.sum((y - pred) ** 2)) / tss if tss > 0 else np.nan,
+                "plateau": fit.plateau, "plateau_se": fit.plateau_stderr, "t90": fit.t90,
+                "start": float(fit.params.get("r0", fit.fitted[0])), "aic": fit.aic,
+                "best": name == comparison.best,
+                "k": fit.params.get("k", np.nan), "tau": fit.params.get("tau", np.nan),
+            })
+    return pd.DataFrame(rows)
+
+
+def mean_trajectories(runs: Sequence[Run], *, by: str = "G", window: int = 10) -> pd.DataFrame:
+    """Mean reward trajectory across seeds for each group size, with the spread between seeds.
+
+    Parameters
+    ----------
+    runs : sequence of Run
+        Runs of the same length; grouped by ``by``.
+    by : {"G", "B"}
+        Group by group size or prompts per step.
+    window : int
+        Each seed's curve is first smoothed by a centred rolling mean of this many steps (1 = raw),
+        so that the spread is the between-seed spread of the trajectories, not per-step sampling
+        noise.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``step``, ``G`` (or ``B``), ``mean``, ``sd`` (between seeds, ddof=1), ``lo``, ``hi``
+        (mean -/+ sd), ``n`` (seeds), ``raw_sd`` (between-seed sd of the unsmoothed per-step reward).
+
+    Raises
+    ------
+    ParameterError
+        Unknown ``by``, bad ``window``.
+    DataError
+        No runs.
+    """
+    if by not in ("G", "B"):
+        raise ParameterError("by", f"`by` must be 'G' or 'B'; got {by!r}")
+    window = check_integer("window", window, low=1)
+    if not runs:
+        raise DataError("no runs to average")
+    frames = []
+    for run in runs:
+        t, y = run.reward()
+        smooth = pd.Series(y).rolling(window, center=True, min_periods=1).mean().to_numpy()
+        key = run.group_size if by == "G" else int(run.config.get("prompts_per_step", 0))
+        frames.append(pd.DataFrame({"step": t, by: key, "seed": run.seed, "y": smooth, "raw": y}))
+    data = pd.concat(frames, ignore_index=True)
+    grouped = data.groupby([by, "step"])
+    out = grouped["y"].agg(["mean", "std", "count"]).rename(columns={"std": "sd", "count": "n"}).reset_index()
+    out["raw_sd"] = grouped["raw"].std().to_numpy()
+    out["lo"], out["hi"] = out["mean"] - out["sd"], out["mean"] + out["sd"]
+    return out[["step", by, "mean", "sd", "lo", "hi", "n", "raw_sd"]]
+
+
+def transfer_table(runs: Sequence[Run], *, distances: dict | None = None) -> pd.DataFrame:
+    """Start and end accuracy of every evaluation set, averaged over runs, and the change.
+
+    Parameters
+    ----------
+    runs : sequence of Run
+        Runs with ``evals.json`` (start and end).
+    distances : dict of str to int, optional
+        Distance rank of each set from the training distribution (default: the arithmetic tasks'
+        and the benchmarks' own ranks).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per set, nearest first: ``set``, ``distance``, ``n_runs``, ``start``, ``end``,
+        ``change`` (greedy accuracy, mean over runs), ``change_se`` (standard error over runs),
+        ``sampled_start``, ``sampled_end``, ``sampled_change``, ``sampled_change_se``.
+
+    Raises
+    ------
+    DataError
+        No run has start and end evaluations.
+    """
+    from .data import BENCHMARKS
+    from .tasks import TASKS
+
+    ranks = {**{k: v.distance for k, v in TASKS.items()}, **{k: v.distance for k, v in BENCHMARKS.items()}}
+    ranks.update(distances or {})
+    rows = []
+    for run in runs:
+        start, end = run.evals.get("start", {}), run.evals.get("end", {})
+        for name in start:
+            if name in end:
+                rows.append({"set": name, "run": run.name, "start": start[name]["accuracy"],
+                             "end": end[name]["accuracy"],
+                             "sampled_start": start[name].get("sampled_accuracy"),
+                             "sampled_end": end[name].get("sampled_accuracy")})
+    if not rows:
+        raise DataError("no run has evaluations at both the start and the end")
+    data = pd.DataFrame(rows).astype({"sampled_start": float, "sampled_end": float})
+    data["change"] = data["end"] - data["start"]
+    data["sampled_change"] = data["sampled_end"] - data["sampled_start"]
+    g = data.groupby("set")
+    out = g[["start", "end", "change", "sampled_start", "sampled_end", "sampled_change"]].mean()
+    out["n_runs"] = g.size()
+    se = g[["change", "sampled_change"]].std(ddof=1) / np.sqrt(out["n_runs"].to_numpy()[:, None])
+    out["change_se"], out["sampled_change_se"] = se["change"], se["sampled_change"]
+    out["distance"] = [ranks.get(s, np.nan) for s in out.index]
+    out = out.reset_index().sort_values(["distance", "set"])
+    return out[["set", "distance", "n_runs", "start", "end", "change", "change_se", "sampled_start", "sampled_end",
+                "sampled_change", "sampled_change_se"]].reset_index(drop=True)
+
+
+def diagnose_runs(runs: Sequence[Run], *, n_boot: int = 100) -> tuple[pd.DataFrame, dict]:
+    """Run :func:`grpo_core.diagnostics.diagnose` on every run's metrics.
+
+    Returns
+    -------
+    table : pandas.DataFrame
+        One row per run: ``run``, ``G``, ``seed``, ``healthy``, ``modes`` (warning or critical),
+        ``findings`` (every finding as ``mode:severity``), ``plateau``, ``plateau_low``,
+        ``plateau_high`` (forecast), ``current`` (mean of the last 50 steps), ``law``.
+    diagnoses : dict of str to Diagnosis
+        By run name, for charts.
+    """
+    from ..diagnostics import diagnose
+
+    rows, out = [], {}
+    for run in runs:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            d = diagnose(run.metrics, group_size=run.group_size, num_prompts=int(run.config.get("prompts_per_step", 0))
+                         or None, n_boot=n_boot)
+        out[run.name] = d
+        fc = d.forecast or {}
+        rows.append({"run": run.name, "G": run.group_size, "seed": run.seed, "healthy": d.healthy,
+                     "modes": ", ".join(d.modes) or "-",
+                     "findings": ", ".join(f"{f.mode}:{f.severity}" for f in d.findings) or "-",
+                     "plateau": fc.get("plateau", np.nan), "plateau_low": fc.get("plateau_low", np.nan),
+                     "plateau_high": fc.get("plateau_high", np.nan), "current": fc.get("current", np.nan),
+                     "law": fc.get("law", "")})
+    return pd.DataFrame(rows), out
+
+
+def budget_sweep_table(runs: Sequence[Run], *, tail: int = 50) -> pd.DataFrame:
+    """The fixed-budget sweep: final reward and held-out accuracy per group size, over seeds.
+
+    Parameters
+    ----------
+    runs : sequence of Run
+        Runs with the same ``completions`` per step and different G (and seeds).
+    tail : int
+        Steps averaged for each run's final training reward.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per G, increasing: ``G``, ``B``, ``N`` (completions per step), ``n`` (seeds),
+        ``final_reward`` (mean over seeds of each run's last-``tail``-step mean), ``final_reward_se``,
+        ``auc`` (mean reward over the whole run: the learning speed), ``auc_se``,
+        ``eval_end`` (held-out sampled accuracy at the end, or greedy when not sampled),
+        ``eval_end_se``.
+
+    Raises
+    ------
+    DataError
+        The runs do not share one budget N.
+    """
+    rows = []
+    budgets = {int(r.config.get("completions", 0)) for r in runs}
+    if len(budgets) != 1:
+        raise DataError(f"the runs of a fixed-budget sweep share one budget; got completions per step {sorted(budgets)}")
+    for run in runs:
+        _, r = run.reward()
+        first = (run.config.get("eval_suite") or [None])[0]
+        end = run.evals.get("end", {}).get(first, {})
+        eval_end = end.get("sampled_accuracy")
+        if eval_end is None:
+            eval_end = end.get("accuracy", np.nan)
+        rows.append({"G": run.group_size, "B": int(run.config.get("prompts_per_step", 0)),
+                     "N": budgets.copy().pop(), "seed": run.seed,
+                     "final_reward": float(np.mean(r[-tail:])), "auc": float(np.mean(r)),
+                     "eval_end": float(eval_end)})
+    data = pd.DataFrame(rows)
+    g = data.groupby("G")
+    out = g[["B", "N"]].first()
+    out["n"] = g.size()
+    for col in ("final_reward", "auc", "eval_end"):
+        out[col] = g[col].mean()
+        out[f"{col}_se"] = g[col].std(ddof=1) / np.sqrt(out["n"])
+    return out.reset_index()
+
+
+def constants_table(runs: Sequence[Run], phase: str = "start") -> pd.DataFrame:
+    """c1, c2, c3 and G* measured on the model (``gradient_constants.json``), one row per run
+    that has them, plus a final row ``pooled`` with the means over distinct seeds.
+
+    Columns: ``run``, ``seed``, ``c1``, ``c2``, ``c3``, ``g_star``, ``g_star_exact``,
+    ``g_star_lo``, ``g_star_hi`` (bootstrap interval of the exact G*), ``mean_reward``.
+    """
+    rows, seen = [], set()
+    for run in runs:
+        c = run.constants.get(phase)
+        if not c or (phase == "start" and run.seed in seen):  # the start model is shared by a seed's runs
+            continue
+        seen.add(run.seed)
+        lo, hi = (c.get("intervals", {}).get("g_star_exact") or [np.nan, np.nan])
+        rows.append({"run": run.name, "seed": run.seed, "c1": c["c1"], "c2": c["c2"], "c3": c["c3"],
+                     "g_star": c["g_star"], "g_star_exact": c["g_star_exact"],
+                     "g_star_lo": lo if lo is not None else np.inf, "g_star_hi": hi if hi is not None else np.inf,
+                     "mean_reward": c.get("mean_reward", np.nan)})
+    table = pd.DataFrame(rows)
+    if len(table):
+        c1, c3 = table["c1"].mean(), table["c3"].mean()
+        pooled = {"run": "pooled (means)", "seed": -1, "c1": c1, "c2": table["c2"].mean(), "c3": c3,
+                  "g_star": np.sqrt(c3 / c1) if c1 > 0 else np.inf,
+                  "g_star_exact": 1 + np.sqrt(c3 / c1) if c1 > 0 else np.inf,
+                  "g_star_lo": np.nan, "g_star_hi": np.nan, "mean_reward": table["mean_reward"].mean()}
+        table = pd.concat([table, pd.DataFrame([pooled])], ignore_index=True)
+    return table
+
+
+def provenance_table(runs: Sequence[Run]) -> pd.DataFrame:
+    """Where the runs were made: one row per distinct (device, packages, commit), with the run count
+    and the date range."""
+    rows = []
+    for run in runs:
+        p = run.provenance
+        pk = p.get("packages", {})
+        rows.append({"device": p.get("device"), "cpu_count": p.get("cpu_count"), "threads": p.get("torch_threads"),
+                     "torch": pk.get("torch"), "transformers": pk.get("transformers"), "trl": pk.get("trl"),
+                     "commit": (p.get("git", {}) or {}).get("commit", "")[:10] if p.get("git") else "",
+                     "date": p.get("date", "")})
+    data = pd.DataFrame(rows)
+    if data.empty:
+        return data
+    keys = ["device", "cpu_count", "threads", "torch", "transformers", "trl", "commit"]
+    g = data.groupby(keys, dropna=False)["date"]
+    return pd.DataFrame({"runs": g.size(), "first": g.min(), "last": g.max()}).reset_index()
