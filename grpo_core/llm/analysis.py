@@ -28,6 +28,7 @@ from .runs import Run
 
 __all__ = [
     "curve_fits",
+    "fitted_curves",
     "mean_trajectories",
     "transfer_table",
     "diagnose_runs",
@@ -97,6 +98,31 @@ def curve_fits(runs: Sequence[Run], *, laws=("three_phase", "exponential", "logi
                 "k": fit.params.get("k", np.nan), "tau": fit.params.get("tau", np.nan),
             })
     return pd.DataFrame(rows)
+
+
+def fitted_curves(runs: Sequence[Run], *, law: str = "three_phase", window: int = 20) -> pd.DataFrame:
+    """Each run's smoothed reward curve and one law fitted to it, as a long table for small multiples.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``run``, ``G``, ``seed``, ``step``, ``smoothed`` (centred ``window``-step rolling mean),
+        ``fitted`` (the law fitted to the smoothed curve), ``r2`` and ``label``
+        (``"G=4, seed 0: R² 0.97"``); runs ordered by G then seed.
+    """
+    from .. import laws as _laws
+
+    frames = []
+    for run in sorted(runs, key=lambda r: (r.group_size, r.seed)):
+        t, y = run.reward()
+        ts, ys = _laws.rolling_mean(t, y, window)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fit = _laws.fit_law(ts.astype(float), ys, law)
+        frames.append(pd.DataFrame({"run": run.name, "G": run.group_size, "seed": run.seed, "step": ts,
+                                    "smoothed": ys, "fitted": fit.fitted, "r2": fit.r2,
+                                    "label": f"G={run.group_size}, seed {run.seed}: R² {fit.r2:.3f}"}))
+    return pd.concat(frames, ignore_index=True)
 
 
 def mean_trajectories(runs: Sequence[Run], *, by: str = "G", window: int = 10) -> pd.DataFrame:

@@ -1,0 +1,145 @@
+"""The book's analysis of committed LLM runs, on run folders written here with known curves."""
+
+from __future__ import annotations
+
+import json
+
+import altair as alt
+import numpy as np
+import pandas as pd
+import pytest
+
+from grpo_core.errors import DataError, ParameterError
+from grpo_core.llm import analysis
+from grpo_core.llm.runs import load_run, load_runs, runs_table
+from widgets import llm_charts
+
+
+def _write_run(root, name, *, G, seed, curve, evals=None, constants=None, completions=None):
+    folder = root / name
+    folder.mkdir(parents=True)
+    cfg = {"run_name": name, "preset": "cpu-tiny", "group_size": G, "seed": seed, "prompts_per_step": 32,
+           "completions": completions or 32 * G, "eval_suite": ["add2", "sub2"]}
+    (folder / "config.json").write_text(json.dumps(cfg))
+    lines = [{"step": i + 1, "reward": float(r), "frac_reward_zero_std": 0.3, "entropy": 0.4, "grad_norm": 1.0,
+              "split": "train", "trl_version": "1.16.0"} for i, r in enumerate(curve)]
+    (folder / "metrics.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    if evals:
+        (folder / "evals.json").write_text(json.dumps(evals))
+    if constants:
+        (folder / "gradient_constants.json").write_text(json.dumps(constants))
+    (folder / "provenance.json").write_text(json.dumps({"device": "cpu", "packages": {"torch": "2", "trl": "1"},
+                                                        "git": {"commit": "abc"}, "date": "2026-01-01T00:00:00Z"}))
+    return folder
+
+
+def _curve(t, r0, r_inf, k, noise, rng):
+    return r_inf - (r_inf - r0) * np.exp(-k * t) + rng.normal(0, noise, t.size)
+
+
+@pytest.fixture
+def runs(tmp_path):
+    rng = np.random.default_rng(0)
+    t = np.arange(1, 301)
+    ev = lambda a, b: {"start": {"add2": {"accuracy": a, "sampled_accuracy": a - 0.2},  # noqa: E731
+                                 "sub2": {"accuracy": 0.6, "sampled_accuracy": 0.4}},
+                       "end": {"add2": {"accuracy": b, "sampled_accuracy": b - 0.05},
+                               "sub2": {"accuracy": 0.3, "sampled_accuracy": 0.2}}}
+    for g, noise in ((4, 0.06), (16, 0.03)):
+        for s in range(3):
+            _write_run(tmp_path, f"cpu-tiny__G{g}-B32__s{s}", G=g, seed=s,
+                       curve=_curve(t, 0.5, 0.9, 0.02, noise, rng), evals=ev(0.7, 0.95))
+    return load_runs(tmp_path)
+
+
+def test_loader_and_table(runs):
+    assert len(runs) == 6 and {r.group_size for r in runs} == {4, 16}
+    table = runs_table(runs)
+    assert list(table["G"]) == [16, 16, 16, 4, 4, 4]  # sorted by name
+    assert np.allclose(table["final_reward"], 0.9, atol=0.03)
+    with pytest.raises(ParameterError, match="`root`"):
+        load_runs("/no/such/folder")
+    with pytest.raises(DataError, match="not a run folder"):
+        load_run(runs[0].path.parent)
+
+
+def test_fits_recover_the_plateau_and_report_r2(runs):
+    fits = analysis.curve_fits(runs)
+    assert set(fits["law"]) == {"three_phase", "exponential", "logistic"}
+    three = fits[fits["law"] == "three_phase"]
+    assert np.allclose(three["plateau"], 0.9, atol=0.03)
+    assert (three["r2"] > 0.95).all()                       # the smoothed curve
+    assert (three["r2_raw"] < three["r2"]).all()            # raw per-step rewards carry the noise
+    assert fits.groupby("run")["best"].sum().eq(1).all()    # one best law per run
+
+
+def test_trajectories_spread_scales_with_noise(runs):
+    traj = analysis.mean_trajectories(runs, window=1)
+    assert set(traj["G"]) == {4, 16} and (traj["n"] == 3).all()
+    sd4 = traj[traj.G == 4]["raw_sd"].mean()
+    sd16 = traj[traj.G == 16]["raw_sd"].mean()
+    assert 1.4 < sd4 / sd16 < 2.8          # the curves were written with noise 0.06 and 0.03
+    late = traj[traj.step > 250].groupby("G")["mean"].mean()
+    assert abs(late[4] - late[16]) < 0.02  # same mean path
+    with pytest.raises(ParameterError):
+        analysis.mean_trajectories(runs, by="seed")
+    chart = llm_charts.trajectories_chart(traj)
+    assert isinstance(chart, alt.LayerChart)
+    assert isinstance(llm_charts.spread_chart(traj), alt.Chart)
+
+
+def test_transfer_table(runs):
+    tab = analysis.transfer_table(runs)
+    assert list(tab["set"]) == ["add2", "sub2"]  # nearest first
+    add2 = tab.set_index("set").loc["add2"]
+    assert add2["change"] == pytest.approx(0.25) and add2["n_runs"] == 6 and add2["change_se"] == pytest.approx(0)
+    assert tab.set_index("set").loc["sub2", "sampled_change"] == pytest.approx(-0.2)
+    assert isinstance(llm_charts.transfer_chart(tab, sampled=True), alt.LayerChart)
+
+
+def test_diagnose_runs(runs):
+    table, diagnoses = analysis.diagnose_runs(runs, n_boot=0)
+    assert len(table) == 6 and set(diagnoses) == {r.name for r in runs}
+    assert np.allclose(table["plateau"], 0.9, atol=0.05)
+
+
+def test_budget_sweep_and_constants(tmp_path):
+    rng = np.random.default_rng(1)
+    t = np.arange(1, 201)
+    plateaus = {2: 0.8, 4: 0.85, 8: 0.83}
+    for g, p in plateaus.items():
+        for s in range(2):
+            const = {"start": {"c1": 2.0, "c2": 5.0, "c3": 50.0, "g_star": 5.0, "g_star_exact": 6.0,
+                               "intervals": {"g_star_exact": [4.0, None]}, "mean_reward": 0.5}}
+            _write_run(tmp_path, f"run_G{g}_s{s}", G=g, seed=s, curve=_curve(t, 0.5, p, 0.05, 0.01, rng),
+                       completions=128, constants=const,
+                       evals={"start": {"add2": {"accuracy": 0.5, "sampled_accuracy": 0.4}},
+                              "end": {"add2": {"accuracy": p, "sampled_accuracy": p - 0.1}}})
+    runs = load_runs(tmp_path)
+    sweep = analysis.budget_sweep_table(runs)
+    assert list(sweep["G"]) == [2, 4, 8] and (sweep["N"] == 128).all() and (sweep["n"] == 2).all()
+    assert sweep.loc[sweep["final_reward"].idxmax(), "G"] == 4
+    assert sweep.set_index("G").loc[4, "eval_end"] == pytest.approx(0.75)
+    consts = analysis.constants_table(runs)
+    assert list(consts["seed"]) == [0, 1, -1]  # one row per seed (the start model is shared) + pooled
+    pooled = consts.iloc[-1]
+    assert pooled["g_star_exact"] == pytest.approx(1 + np.sqrt(50.0 / 2.0))
+    assert np.isinf(consts.iloc[0]["g_star_hi"])
+    chart = llm_charts.budget_chart(sweep, g_star=pooled["g_star_exact"], g_star_interval=(4.0, np.inf))
+    assert isinstance(chart, alt.LayerChart)
+    # runs of different budgets are not one sweep
+    _write_run(tmp_path, "other", G=4, seed=0, curve=_curve(t, 0.5, 0.8, 0.05, 0.01, rng), completions=256)
+    with pytest.raises(DataError, match="share one budget"):
+        analysis.budget_sweep_table(load_runs(tmp_path))
+
+
+def test_provenance_table(runs):
+    prov = analysis.provenance_table(runs)
+    assert len(prov) == 1 and prov.loc[0, "runs"] == 6 and prov.loc[0, "device"] == "cpu"
+
+
+def test_fits_grid_and_badge(runs):
+    curves = pd.DataFrame({"run": ["a"] * 3, "step": [1, 2, 3], "smoothed": [0.1, 0.2, 0.3], "fitted": [0.1, 0.2, 0.3]})
+    assert isinstance(llm_charts.fits_grid_chart(curves), alt.FacetChart)
+    with pytest.raises(ParameterError, match="lacks column"):
+        llm_charts.fits_grid_chart(curves.drop(columns="fitted"))
