@@ -169,7 +169,7 @@ def sample_problems(
     Examples
     --------
     >>> [p["prompt"] + p["answer"] for p in sample_problems("sub2", 2, seed=0)]
-    ['83-54=29', '91-33=58']
+    ['93-10=83', '81-65=16']
     """
     if isinstance(task, str):
         task = TASKS[check_choice("task", task, TASKS)]
