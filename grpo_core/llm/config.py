@@ -13,7 +13,7 @@ Presets
     The tiny Qwen2-style model (~0.4 M parameters, built from a config, no download) on two-digit
     addition with an exact-match reward, after a supervised warm-up on a mixture of arithmetic
     tasks (650 steps at lr 1e-3). GRPO: Adam, lr 3e-4 after a 20-step linear warm-up, G = 8, 32
-    prompts per step, 400 steps; the training reward rises from the warm-up level (~0.5) towards
+    prompts per step, 500 steps; the training reward rises from the warm-up level (~0.5) towards
     ~0.9. A few minutes on one CPU core.
 ``gsm8k-qwen2.5-0.5b``
     Colab-sized: Qwen2.5-0.5B-Instruct on GSM8K (``openai/gsm8k``), one GPU (a T4 works in fp16 with
@@ -112,7 +112,7 @@ class ExperimentConfig:
     loss_type: str = _h("TRL loss aggregation: 'dapo', 'grpo', 'dr_grpo', 'bnpo'.", default="dapo")
     temperature: float = _h("Sampling temperature of the completions, > 0.", default=1.0)
     max_completion_length: int = _h("Longest completion, in tokens.", default=6)
-    max_steps: int = _h("Optimizer steps of GRPO, >= 1.", default=400)
+    max_steps: int = _h("Optimizer steps of GRPO, >= 1.", default=500)
     eval_every: int = _h("Evaluate the held-out set every N steps (0 = only at start and end).", default=25)
     eval_samples: int = _h("Problems per evaluation set (0 = all).", default=256)
     eval_suite: tuple = _h("Benchmarks evaluated at the start and the end (names; first = the held-out "
@@ -145,6 +145,8 @@ class ExperimentConfig:
     warmup_steps: int = _h("Supervised warm-up steps before GRPO (tiny model only).", default=650)
     warmup_batch_size: int = _h("Problems per warm-up step.", default=128)
     warmup_learning_rate: float = _h("Learning rate of the warm-up (constant).", default=1e-3)
+    warmup_anneal: float = _h("Fraction of the warm-up over which its rate decays linearly to 10% at the end.",
+                              default=0.3)
     warmup_cache: str = _h("Folder caching warmed-up models by (settings, seed) ('' = no cache).",
                            default="")
     tiny_hidden_size: int = _h("Tiny model: hidden size.", default=128)
@@ -356,6 +358,7 @@ def _validate(cfg: ExperimentConfig) -> None:
     check_integer("warmup_steps", cfg.warmup_steps, low=0)
     check_integer("warmup_batch_size", cfg.warmup_batch_size, low=1)
     check_real("warmup_learning_rate", cfg.warmup_learning_rate, low=0, low_inclusive=False)
+    check_real("warmup_anneal", cfg.warmup_anneal, low=0, high=1)
     check_integer("tiny_hidden_size", cfg.tiny_hidden_size, low=8)
     check_integer("tiny_layers", cfg.tiny_layers, low=1)
     for name, choices in _CHOICES.items():

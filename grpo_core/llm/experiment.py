@@ -145,6 +145,7 @@ def _warmup_key(cfg: ExperimentConfig) -> str:
     from .tasks import WARMUP_MIX
 
     spec = {"steps": cfg.warmup_steps, "batch": cfg.warmup_batch_size, "lr": cfg.warmup_learning_rate,
+            "anneal": cfg.warmup_anneal,
             "mix": WARMUP_MIX, "hidden": cfg.tiny_hidden_size, "layers": cfg.tiny_layers, "seed": cfg.seed,
             "version": 2}
     return hashlib.sha1(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
@@ -179,7 +180,8 @@ def build_policy(cfg: ExperimentConfig, ctx: RunContext):
     base = ctx.path / "base_model"
     t0 = time.perf_counter()
     info: dict[str, Any] = {"steps": cfg.warmup_steps, "batch_size": cfg.warmup_batch_size,
-                            "learning_rate": cfg.warmup_learning_rate, "key": _warmup_key(cfg)}
+                            "learning_rate": cfg.warmup_learning_rate, "anneal": cfg.warmup_anneal,
+                            "key": _warmup_key(cfg)}
     if not (base / "config.json").exists():
         cache = Path(cfg.warmup_cache) / info["key"] if cfg.warmup_cache else None
         if cache is not None and (cache / "config.json").exists():
@@ -190,7 +192,7 @@ def build_policy(cfg: ExperimentConfig, ctx: RunContext):
             spec = TinyModelSpec(hidden_size=cfg.tiny_hidden_size, num_layers=cfg.tiny_layers)
             model = build_tiny_model(tokenizer, spec, seed=cfg.seed)
             result = warmup(model, tokenizer, steps=cfg.warmup_steps, batch_size=cfg.warmup_batch_size,
-                            learning_rate=cfg.warmup_learning_rate, seed=cfg.seed)
+                            learning_rate=cfg.warmup_learning_rate, anneal=cfg.warmup_anneal, seed=cfg.seed)
             info.update(final_loss=result.final_loss, seconds=result.seconds, cached=False,
                         loss_every_50=[float(np.mean(result.losses[i:i + 50]))
                                        for i in range(0, len(result.losses), 50)])
