@@ -87,6 +87,13 @@ def make_scorer(kind: str, eos_token_id: int | None = None) -> Callable[[str, li
     ------
     ParameterError
         Unknown ``kind``, or ``exact`` without ``eos_token_id``.
+
+    Examples
+    --------
+    >>> make_scorer("exact", eos_token_id=2)("85", [12, 9, 2], "85"), make_scorer("number")("so #### 1,080", [], 1080.0)
+    (1.0, 1.0)
+    >>> make_scorer("math")(r"\\boxed{\\frac{1}{2}}", [], "0.5")
+    1.0
     """
     if kind == "exact":
         if eos_token_id is None:
@@ -215,6 +222,15 @@ def evaluate(model, tokenizer, items: Sequence[dict], scorer, *, name: str = "ev
     ------
     ParameterError
         No items, or an item without ``prompt``/``reference``.
+
+    Examples
+    --------
+    >>> from grpo_core.llm.model import build_tiny
+    >>> model, tok = build_tiny(seed=0)                 # untrained: it cannot add yet
+    >>> items = [{"prompt": "12+30=", "reference": "42"}, {"prompt": "11+11=", "reference": "22"}]
+    >>> res = evaluate(model, tok, items, make_scorer("exact", tok.eos_token_id), max_new_tokens=4, samples=2)
+    >>> res.n, res.accuracy, res.samples
+    (2, 0.0, 2)
     """
     if not items:
         raise ParameterError("items", "`items` must hold at least one problem")

@@ -230,7 +230,18 @@ def _wait_for(path: Path, timeout: float = 600.0) -> None:
 # --------------------------------------------------------------------------------------------
 # Data
 def make_prompt(question: str, cfg: ExperimentConfig, tokenizer) -> Any:
-    """A GSM8K-style prompt: chat messages when the tokenizer has a chat template, else plain text."""
+    """A GSM8K-style prompt: chat messages when the tokenizer has a chat template, else plain text.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> from grpo_core.llm.config import make_config
+    >>> cfg = make_config("gsm8k-qwen2.5-0.5b", system_prompt="Be brief.")
+    >>> make_prompt("1+1?", cfg, SimpleNamespace(chat_template=None))
+    'Be brief.\\n\\nQuestion: 1+1?\\nAnswer:'
+    >>> make_prompt("1+1?", cfg, SimpleNamespace(chat_template="{{...}}"))[-1]
+    {'role': 'user', 'content': '1+1?'}
+    """
     if getattr(tokenizer, "chat_template", None):
         messages = [{"role": "system", "content": cfg.system_prompt}] if cfg.system_prompt else []
         return messages + [{"role": "user", "content": question}]
@@ -331,6 +342,15 @@ def grpo_args(cfg: ExperimentConfig, ctx: RunContext):
     ------
     GrpoError
         The completions per step do not split evenly over the processes.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from grpo_core.llm.config import make_config
+    >>> cfg = make_config("cpu-tiny", group_size=16, completions_per_step=256, optimizer="sgd", momentum=0.9)
+    >>> args = grpo_args(cfg, RunContext(path=Path(tempfile.mkdtemp()), name="x", device="cpu"))
+    >>> args.per_device_train_batch_size, args.num_generations, args.optim_args, args.bf16
+    (256, 16, 'momentum=0.9', False)
     """
     from trl import GRPOConfig
 

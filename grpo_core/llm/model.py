@@ -83,6 +83,12 @@ def build_tiny_model(tokenizer, spec: TinyModelSpec = TinyModelSpec(), seed: int
     ------
     ParameterError
         If ``hidden_size`` is not a multiple of ``num_heads``.
+
+    Examples
+    --------
+    >>> from grpo_core.llm.tasks import build_char_tokenizer
+    >>> count_parameters(build_tiny_model(build_char_tokenizer()))
+    429568
     """
     import torch
     from transformers import AutoModelForCausalLM, Qwen2Config
@@ -174,6 +180,13 @@ def warmup(
     ------
     ParameterError
         Bad ``steps``, ``batch_size`` or ``learning_rate``; unknown task in ``mix``.
+
+    Examples
+    --------
+    >>> model, tok = build_tiny(seed=0)
+    >>> result = warmup(model, tok, steps=3, batch_size=8)
+    >>> result.steps, len(result.losses), bool(result.losses[0] > 2.0)   # ln(17) = 2.83 at random
+    (3, 3, True)
     """
     import torch
 

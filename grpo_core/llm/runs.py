@@ -117,7 +117,15 @@ def run_name(cfg, *, against=None) -> str:
 
 
 def write_json(path: str | Path, obj: Any) -> Path:
-    """Write ``obj`` as indented JSON atomically (temporary file + rename); NaN/inf become null."""
+    """Write ``obj`` as indented JSON atomically (temporary file + rename); NaN/inf become null.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> p = write_json(Path(tempfile.mkdtemp()) / "x.json", {"a": float("nan"), "b": np.float32(0.5)})
+    >>> read_json(p)
+    {'a': None, 'b': 0.5}
+    """
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(_clean(obj), indent=1, sort_keys=False) + "\n")
@@ -219,6 +227,17 @@ def last_checkpoint(folder: str | Path) -> Path | None:
 
     A checkpoint counts when it holds ``trainer_state.json`` (written last by the trainer), so a
     folder left half-written by a kill is skipped.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> run = Path(tempfile.mkdtemp())
+    >>> for step, complete in ((2, True), (10, True), (12, False)):
+    ...     (run / "checkpoints" / f"checkpoint-{step}").mkdir(parents=True)
+    ...     if complete:
+    ...         _ = (run / "checkpoints" / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
+    >>> last_checkpoint(run).name
+    'checkpoint-10'
     """
     ckpt = Path(folder) / "checkpoints"
     if not ckpt.is_dir():
