@@ -71,3 +71,23 @@ def test_cpu_tiny_through_papermill(tmp_path):
     # a second call finds the run finished and skips it
     again = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert again.returncode == 0 and json.loads(again.stdout)["runs"][0]["status"] == "skipped"
+
+
+@pytest.mark.slow
+def test_same_code_under_accelerate_launch(tmp_path):
+    """``accelerate launch -m grpo_core.llm`` runs the same steps as the notebook (one CPU process)."""
+    cmd = [str(ROOT / ".venv" / "bin" / "accelerate"), "launch", "--cpu", "--num_processes", "1", "--num_machines", "1",
+           "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "grpo_core.llm", "--preset", "cpu-tiny",
+           "-p", "max_steps", "3", "-p", "warmup_steps", "5", "-p", "num_prompts", "4", "-p", "group_size", "4",
+           "-p", "eval_samples", "8", "-p", "eval_every", "0", "-p", "tiny_hidden_size", "32", "-p", "tiny_layers", "1",
+           "-p", "diagnose_every", "0", "-p", "output_dir", str(tmp_path / "run")]
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    summary = json.loads(out.stdout.strip().splitlines()[-1])
+    assert summary["steps"] == 3
+    steps = [json.loads(x)["step"] for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
+             if json.loads(x)["split"] == "train"]
+    assert steps == [1, 2, 3]
+    bad = subprocess.run([sys.executable, "-m", "grpo_core.llm", "-p", "group_size", "1"], capture_output=True,
+                         text=True, cwd=ROOT)
+    assert bad.returncode == 2 and "`group_size` must be an integer >= 2" in bad.stderr

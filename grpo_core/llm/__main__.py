@@ -26,6 +26,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-p", "--param", nargs=2, action="append", default=[], metavar=("KEY", "VALUE"),
                         help="override one setting (repeatable), e.g. -p group_size 16")
     args = parser.parse_args(argv)
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
     try:
         cfg = make_config(args.preset, **dict(args.param))
         from .experiment import run_experiment
