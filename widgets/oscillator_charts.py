@@ -322,7 +322,7 @@ def regime_trajectories_chart(
     Returns
     -------
     alt.FacetChart
-        One panel per regime.
+        One panel per regime, two panels per row (fits the book's content column).
 
     Raises
     ------
@@ -332,7 +332,7 @@ def regime_trajectories_chart(
     Examples
     --------
     >>> from widgets.oscillator_charts import regime_trajectories_chart
-    >>> regime_trajectories_chart(n_steps=20).to_dict()["facet"]["column"]["field"]
+    >>> regime_trajectories_chart(n_steps=20).to_dict()["facet"]["field"]
     'regime'
     """
     n_steps = check_integer("n_steps", n_steps, low=1)
@@ -355,8 +355,9 @@ def regime_trajectories_chart(
         x=alt.X("t:Q", title="step"), y=y, color=color).transform_filter("datum.model == 'closed form (continuous)'")
     dots = alt.Chart().mark_circle(size=10, clip=True).encode(x="t:Q", y=y, color=color).transform_filter(
         "datum.model == 'exact recurrence'")
-    return alt.layer(lines, dots, data=df).properties(width=190, height=170).facet(
-        column=alt.Column("regime:N", sort=order, title=None, header=alt.Header(labelFontSize=11)),
+    return alt.layer(lines, dots, data=df).properties(width=260, height=150).facet(
+        facet=alt.Facet("regime:N", sort=order, title=None, header=alt.Header(labelFontSize=11)),
+        columns=2,
     )
 
 
@@ -424,14 +425,16 @@ def phase_diagram_chart(
     """
     df = phase_diagram_data(mus, k_refs, momentum)
     return alt.Chart(df).mark_line(strokeWidth=2).encode(
-        x=alt.X("k_ref:Q", title="K_ref (steps)", scale=alt.Scale(type="log")),
+        x=alt.X("k_ref:Q", title="K_ref (steps)", scale=alt.Scale(type="log"),
+                axis=alt.Axis(values=[1, 2, 4, 8, 16, 32, 64])),
         y=alt.Y("a_star:Q", title="critical η·K (unstable above)", scale=alt.Scale(type="log")),
-        color=alt.Color("lag:N", title="lag model"),
+        color=alt.Color("lag:N", title="lag model", legend=alt.Legend(orient="bottom")),
         strokeDash=alt.StrokeDash("method:N", title="threshold",
-                                  scale=alt.Scale(domain=["exact", "continuous"], range=[[1, 0], [6, 3]])),
+                                  scale=alt.Scale(domain=["exact", "continuous"], range=[[1, 0], [6, 3]]),
+                                  legend=alt.Legend(orient="bottom")),
         detail="boundary:N",
         tooltip=["boundary:N", "mu:Q", "k_ref:Q", alt.Tooltip("a_star:Q", format=".4g")],
-    ).properties(width=220, height=220).facet(column=alt.Column("mu:Q", title="momentum μ"))
+    ).properties(width=180, height=200).facet(column=alt.Column("mu:Q", title="momentum μ"))
 
 
 def threshold_ratio_chart(

@@ -8,10 +8,13 @@ CDN for anything. In Jupyter, Colab or VS Code nothing changes: Altair keeps its
 from __future__ import annotations
 
 import os
+import textwrap
 
 import altair as alt
 
-__all__ = ["setup_book", "in_book_build", "vendor_base_url"]
+from grpo_core.validation import check_integer
+
+__all__ = ["setup_book", "in_book_build", "vendor_base_url", "wrap_report"]
 
 
 def in_book_build() -> bool:
@@ -38,3 +41,50 @@ def setup_book(page_depth: int = 0) -> None:
     alt.data_transformers.disable_max_rows()
     if in_book_build():
         alt.renderers.enable("html", base_url=vendor_base_url(page_depth))
+
+
+def wrap_report(text: str, width: int = 78) -> str:
+    """Wrap a multi-line text report to ``width`` columns, keeping each line's indentation.
+
+    Reports such as :meth:`grpo_core.advice.Advice.summary` or a diagnosis's ``summary()`` are
+    laid out for a terminal; on a book page a code output shows about 78 monospace characters
+    before it scrolls sideways. Each line longer than ``width`` is broken at spaces; its
+    continuation lines get the line's own indentation plus four spaces. Blank lines and short
+    lines are kept as they are, and no word is split.
+
+    Parameters
+    ----------
+    text : str
+        The report, lines separated by ``"\\n"``.
+    width : int, >= 20
+        Maximum line length in characters (a single word longer than that stays whole).
+
+    Returns
+    -------
+    str
+        The wrapped report.
+
+    Raises
+    ------
+    ParameterError
+        ``width`` not an integer >= 20.
+
+    Examples
+    --------
+    >>> print(wrap_report("Stability\\n  exact threshold 0.0265, first unstable k_ref = 12", width=30))
+    Stability
+      exact threshold 0.0265,
+          first unstable k_ref =
+          12
+    """
+    width = check_integer("width", width, low=20)
+    out = []
+    for line in text.splitlines():
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = line[: len(line) - len(line.lstrip())]
+        out.append(textwrap.fill(line.strip(), width, initial_indent=indent,
+                                 subsequent_indent=indent + "    ", break_long_words=False,
+                                 break_on_hyphens=False))
+    return "\n".join(out)
