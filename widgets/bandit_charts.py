@@ -81,8 +81,8 @@ def flow_chart(flows: pd.DataFrame, *, width: int = 560, height: int = 260) -> a
     return (zero + lines).properties(width=width, height=height)
 
 
-def k_ref_sweep_chart(trajectories: pd.DataFrame, regimes: pd.DataFrame, p_star: float, *, columns: int = 3,
-                      width: int = 200, height: int = 150) -> alt.FacetChart:
+def k_ref_sweep_chart(trajectories: pd.DataFrame, regimes: pd.DataFrame, p_star: float, *, columns: int = 2,
+                      width: int = 260, height: int = 150) -> alt.FacetChart:
     """Reward trajectories across ``K_ref`` at fixed ``eta``, ``mu``: one panel per ``K_ref``.
 
     Parameters
@@ -119,14 +119,18 @@ def k_ref_sweep_chart(trajectories: pd.DataFrame, regimes: pd.DataFrame, p_star:
     lines = base.mark_line().encode(
         x=alt.X("step:Q", title="optimizer step"),
         y=alt.Y("p:Q", title="expected reward p", scale=alt.Scale(zero=False)),
-        color=alt.Color("regime:N", title="measured regime",
+        color=alt.Color("regime:N", title="measured regime", legend=alt.Legend(orient="bottom"),
                         scale=alt.Scale(domain=list(_REGIME_COLORS), range=list(_REGIME_COLORS.values()))),
-        strokeDash=alt.StrokeDash("kind:N", title=None),
+        strokeDash=alt.StrokeDash("kind:N", title=None, legend=alt.Legend(orient="bottom")),
         detail="kind:N",
     )
     rule = base.mark_rule(color="gray", strokeDash=[2, 2]).encode(y="mean(p_star):Q")
     return alt.layer(lines, rule).properties(width=width, height=height).facet(
-        facet=alt.Facet("panel:N", title=None, sort=order, header=alt.Header(labelLimit=width + 140, labelFontSize=10)),
+        # Two header lines (the measured regime, then the predictions) so that a panel's label is no
+        # wider than the panel and the grid fits a page's content column.
+        facet=alt.Facet("panel:N", title=None, sort=order, header=alt.Header(
+            labelExpr="[split(datum.value, ' (')[0], '(' + split(datum.value, ' (')[1]]",
+            labelLimit=width + 40, labelFontSize=10)),
         columns=columns,
     )
 
@@ -274,7 +278,7 @@ def variants_chart(frame: pd.DataFrame, *, width: int = 240, height: int = 190, 
         x=alt.X("step:Q", title="optimizer step"),
         y=alt.Y(f"{y}:Q", title=titles.get(y, y)),
         color=alt.Color("label:N", title=None, legend=alt.Legend(orient="bottom", columns=3, labelLimit=300)),
-        strokeDash=alt.StrokeDash("kind:N", title=None),
+        strokeDash=alt.StrokeDash("kind:N", title=None, legend=alt.Legend(orient="bottom")),
         detail="kind:N",
         tooltip=["label:N", "kind:N", "step:Q", alt.Tooltip(f"{y}:Q", format=".4f")],
     ).properties(width=width, height=height).facet(
