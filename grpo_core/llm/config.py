@@ -12,7 +12,7 @@ Presets
 ``cpu-tiny``
     The tiny Qwen2-style model (~0.4 M parameters, built from a config, no download) on two-digit
     addition with an exact-match reward, after a supervised warm-up on a mixture of arithmetic
-    tasks (650 steps at lr 1e-3). GRPO: Adam, lr 3e-4 after a 20-step linear warm-up, G = 8, 32
+    tasks (800 steps at lr 1e-3). GRPO: Adam, lr 3e-4 after a 20-step linear warm-up, G = 8, 32
     prompts per step, 500 steps; the training reward rises from the warm-up level (~0.5) towards
     ~0.9. A few minutes on one CPU core.
 ``gsm8k-qwen2.5-0.5b``
@@ -142,7 +142,7 @@ class ExperimentConfig:
     use_vllm: bool = _h("Generate with vLLM (GPU, vLLM installed).", default=False)
     num_threads: int = _h("CPU threads for torch (0 = torch's default).", default=1)
     # cpu-tiny: the supervised warm-up
-    warmup_steps: int = _h("Supervised warm-up steps before GRPO (tiny model only).", default=650)
+    warmup_steps: int = _h("Supervised warm-up steps before GRPO (tiny model only).", default=800)
     warmup_batch_size: int = _h("Problems per warm-up step.", default=128)
     warmup_learning_rate: float = _h("Learning rate of the warm-up (constant).", default=1e-3)
     warmup_anneal: float = _h("Fraction of the warm-up over which its rate decays linearly to 10% at the end.",
