@@ -120,6 +120,9 @@ def test_budget_sweep_and_constants(tmp_path):
     assert list(sweep["G"]) == [2, 4, 8] and (sweep["N"] == 128).all() and (sweep["n"] == 2).all()
     assert sweep.loc[sweep["final_reward"].idxmax(), "G"] == 4
     assert sweep.set_index("G").loc[4, "eval_end"] == pytest.approx(0.75)
+    # paired: each run against its seed's mean over G, so the paired values average to 0 over G
+    assert sweep["auc_paired"].mean() == pytest.approx(0.0, abs=1e-12)
+    assert sweep.loc[sweep["final_reward_paired"].idxmax(), "G"] == 4
     consts = analysis.constants_table(runs)
     assert list(consts["seed"]) == [0, 1, -1]  # one row per seed (the start model is shared) + pooled
     pooled = consts.iloc[-1]

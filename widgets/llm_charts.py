@@ -155,7 +155,8 @@ def budget_chart(sweep: pd.DataFrame, *, g_star: float | None = None, g_star_int
     g_star_interval : (float, float), optional
         Its interval (clipped to the plotted range; an infinite end runs to the edge).
     metric : str
-        ``"final_reward"``, ``"auc"`` or ``"eval_end"``.
+        ``"final_reward"``, ``"auc"``, ``"eval_end"``, or the paired ``"auc_paired"`` /
+        ``"final_reward_paired"``.
 
     Examples
     --------
@@ -168,7 +169,9 @@ def budget_chart(sweep: pd.DataFrame, *, g_star: float | None = None, g_star_int
     gmin, gmax = float(data["G"].min()) / 1.5, float(data["G"].max()) * 1.5
     x = alt.X("G:Q", scale=alt.Scale(type="log", base=2, domain=[gmin, gmax]), title="group size G (log scale)")
     titles = {"final_reward": "final training reward", "auc": "mean reward over the run",
-              "eval_end": "held-out accuracy at the end"}
+              "eval_end": "held-out accuracy at the end",
+              "auc_paired": "mean reward over the run, vs the seed's mean",
+              "final_reward_paired": "final reward, vs the seed's mean"}
     layers = []
     if g_star_interval is not None:
         lo, hi = (float(v) if v is not None and np.isfinite(v) else np.nan for v in g_star_interval)

@@ -272,7 +272,9 @@ def budget_sweep_table(runs: Sequence[Run], *, tail: int = 50) -> pd.DataFrame:
         ``final_reward`` (mean over seeds of each run's last-``tail``-step mean), ``final_reward_se``,
         ``auc`` (mean reward over the whole run: the learning speed), ``auc_se``,
         ``eval_end`` (held-out sampled accuracy at the end, or greedy when not sampled),
-        ``eval_end_se``.
+        ``eval_end_se``, and the paired ``auc_paired`` and ``final_reward_paired`` (each run minus
+        the mean of its seed over all G, then averaged over seeds: the seeds' different starting
+        levels cancel) with their ``_se``.
 
     Raises
     ------
@@ -295,10 +297,14 @@ def budget_sweep_table(runs: Sequence[Run], *, tail: int = 50) -> pd.DataFrame:
                      "final_reward": float(np.mean(r[-tail:])), "auc": float(np.mean(r)),
                      "eval_end": float(eval_end)})
     data = pd.DataFrame(rows)
+    # paired version: each run against the mean of its seed over every G (seeds start from very
+    # different warm-up levels; the comparison between G is within a seed)
+    for col in ("final_reward", "auc"):
+        data[f"{col}_paired"] = data[col] - data.groupby("seed")[col].transform("mean")
     g = data.groupby("G")
     out = g[["B", "N"]].first()
     out["n"] = g.size()
-    for col in ("final_reward", "auc", "eval_end"):
+    for col in ("final_reward", "auc", "eval_end", "final_reward_paired", "auc_paired"):
         out[col] = g[col].mean()
         out[f"{col}_se"] = g[col].std(ddof=1) / np.sqrt(out["n"])
     return out.reset_index()
