@@ -224,15 +224,31 @@ def transfer_table(runs: Sequence[Run], *, distances: dict | None = None) -> pd.
                 "sampled_change", "sampled_change_se"]].reset_index(drop=True)
 
 
-def diagnose_runs(runs: Sequence[Run], *, n_boot: int = 100) -> tuple[pd.DataFrame, dict]:
+def diagnose_runs(runs: Sequence[Run], *, n_boot: int = 100, eval_metric: str | None = "sampled_accuracy",
+                  max_reward: float | None = 1.0) -> tuple[pd.DataFrame, dict]:
     """Run :func:`grpo_core.diagnostics.diagnose` on every run's metrics.
+
+    Parameters
+    ----------
+    runs : sequence of Run
+    n_boot : int
+        Bootstrap replicates of the forecast band.
+    eval_metric : str or None
+        Held-out column compared with the training reward for train-eval decoupling. The default,
+        the sampled accuracy, measures on held-out problems what the training reward measures on
+        training problems; the greedy accuracy can stay flat while GRPO sharpens sampling. A run
+        without that column falls back to ``diagnose``'s own choice.
+    max_reward : float or None
+        The largest reward possible (1 for a 0/1 reward): a forecast plateau beyond it means the
+        law is extrapolating a curve that has not begun to bend, noted in ``forecast_note``.
 
     Returns
     -------
     table : pandas.DataFrame
         One row per run: ``run``, ``G``, ``seed``, ``healthy``, ``modes`` (warning or critical),
         ``findings`` (every finding as ``mode:severity``), ``plateau``, ``plateau_low``,
-        ``plateau_high`` (forecast), ``current`` (mean of the last 50 steps), ``law``.
+        ``plateau_high`` (forecast), ``current`` (mean of the last 50 steps), ``law``,
+        ``forecast_note``.
     diagnoses : dict of str to Diagnosis
         By run name, for charts.
     """
@@ -240,18 +256,26 @@ def diagnose_runs(runs: Sequence[Run], *, n_boot: int = 100) -> tuple[pd.DataFra
 
     rows, out = [], {}
     for run in runs:
+        metric = eval_metric if (eval_metric and run.metrics.has(eval_metric, split="eval")) else None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             d = diagnose(run.metrics, group_size=run.group_size, num_prompts=int(run.config.get("prompts_per_step", 0))
-                         or None, n_boot=n_boot)
+                         or None, n_boot=n_boot, eval_metric=metric)
         out[run.name] = d
         fc = d.forecast or {}
+        note = ""
+        if not fc:
+            note = "no forecast"
+        elif max_reward is not None and fc.get("plateau", 0) > max_reward:
+            note = "still rising: the fitted plateau lies beyond the largest possible reward"
+        elif max_reward is not None and fc.get("plateau_high", 0) > max_reward:
+            note = "band reaches beyond the largest possible reward"
         rows.append({"run": run.name, "G": run.group_size, "seed": run.seed, "healthy": d.healthy,
                      "modes": ", ".join(d.modes) or "-",
                      "findings": ", ".join(f"{f.mode}:{f.severity}" for f in d.findings) or "-",
                      "plateau": fc.get("plateau", np.nan), "plateau_low": fc.get("plateau_low", np.nan),
                      "plateau_high": fc.get("plateau_high", np.nan), "current": fc.get("current", np.nan),
-                     "law": fc.get("law", "")})
+                     "law": fc.get("law", ""), "forecast_note": note})
     return pd.DataFrame(rows), out
 
 

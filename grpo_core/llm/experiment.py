@@ -483,8 +483,11 @@ def build_trainer(cfg: ExperimentConfig, ctx: RunContext, model, tokenizer, trai
 
     callbacks = []
     if dynamics:
+        # the held-out counterpart of the training reward (mean reward of sampled completions) is
+        # the sampled accuracy; the greedy one can stay flat while sampling sharpens
+        eval_metric = "sampled_accuracy" if (cfg.eval_every and cfg.eval_sampled) else None
         callbacks.append(DynamicsCallback(ctx.path, every=cfg.diagnose_every, group_size=cfg.group_size,
-                                          num_prompts=cfg.prompts_per_step))
+                                          num_prompts=cfg.prompts_per_step, eval_metric=eval_metric))
     eval_cb = None
     if cfg.eval_every and eval_sets:
         first = next(iter(eval_sets.values()))
