@@ -84,8 +84,8 @@ def test_trajectories_spread_scales_with_noise(runs):
     with pytest.raises(ParameterError):
         analysis.mean_trajectories(runs, by="seed")
     chart = llm_charts.trajectories_chart(traj)
-    assert isinstance(chart, alt.LayerChart)
-    assert isinstance(llm_charts.spread_chart(traj), alt.Chart)
+    assert isinstance(chart, alt.LayerChart) and chart.to_dict()["layer"]
+    assert isinstance(llm_charts.spread_chart(traj), alt.Chart) and llm_charts.spread_chart(traj).to_dict()
 
 
 def test_transfer_table(runs):
@@ -95,6 +95,7 @@ def test_transfer_table(runs):
     assert add2["change"] == pytest.approx(0.25) and add2["n_runs"] == 6 and add2["change_se"] == pytest.approx(0)
     assert tab.set_index("set").loc["sub2", "sampled_change"] == pytest.approx(-0.2)
     assert isinstance(llm_charts.transfer_chart(tab, sampled=True), alt.LayerChart)
+    assert len(llm_charts.transfer_chart(tab).to_dict()["layer"]) == 3
 
 
 def test_diagnose_runs(runs):
@@ -130,6 +131,8 @@ def test_budget_sweep_and_constants(tmp_path):
     assert np.isinf(consts.iloc[0]["g_star_hi"])
     chart = llm_charts.budget_chart(sweep, g_star=pooled["g_star_exact"], g_star_interval=(4.0, np.inf))
     assert isinstance(chart, alt.LayerChart)
+    spec = chart.to_dict()  # a valid Vega-Lite spec: the rule sits at the predicted G*
+    assert [{"g": pytest.approx(pooled["g_star_exact"])}] in list(spec["datasets"].values())
     # runs of different budgets are not one sweep
     _write_run(tmp_path, "other", G=4, seed=0, curve=_curve(t, 0.5, 0.8, 0.05, 0.01, rng), completions=256)
     with pytest.raises(DataError, match="share one budget"):
@@ -143,6 +146,30 @@ def test_provenance_table(runs):
 
 def test_fits_grid_and_badge(runs):
     curves = pd.DataFrame({"run": ["a"] * 3, "step": [1, 2, 3], "smoothed": [0.1, 0.2, 0.3], "fitted": [0.1, 0.2, 0.3]})
-    assert isinstance(llm_charts.fits_grid_chart(curves), alt.FacetChart)
+    assert isinstance(llm_charts.fits_grid_chart(curves), alt.FacetChart) and llm_charts.fits_grid_chart(curves).to_dict()
+    url = llm_charts.colab_url("book/experiments/grpo_llm.ipynb")
+    assert url.startswith("https://colab.research.google.com/github/") and url.endswith("/book/experiments/grpo_llm.ipynb")
+    assert llm_charts.colab_badge("book/x.ipynb").startswith("[**Open in Colab**](https://colab.research.google.com/")
+    with pytest.raises(ParameterError, match="ipynb"):
+        llm_charts.colab_url("book/llm.md")
     with pytest.raises(ParameterError, match="lacks column"):
         llm_charts.fits_grid_chart(curves.drop(columns="fitted"))
+
+
+def test_step_noise_matches_the_binomial_floor(tmp_path):
+    rng = np.random.default_rng(3)
+    n, p = 128, 0.7
+    curve = rng.binomial(n, p, 600) / n   # a flat policy: only sampling noise
+    _write_run(tmp_path, "flat", G=4, seed=0, curve=curve, completions=n)
+    row = analysis.step_noise(load_runs(tmp_path)).iloc[0]
+    assert row["binomial_sd"] == pytest.approx(np.sqrt(p * (1 - p) / n), rel=0.02)
+    assert row["ratio"] == pytest.approx(1.0, abs=0.08)
+
+
+def test_paired_differences(runs):
+    paired = analysis.paired_differences(runs, a=4, b=16)
+    assert list(paired["seed"]) == [0, 1, 2]
+    assert np.allclose(paired["difference"], paired["final_G16"] - paired["final_G4"])
+    assert (paired["difference"].abs() < 0.05).all()  # the same law with different noise
+    with pytest.raises(DataError, match="no seed"):
+        analysis.paired_differences(runs, a=4, b=8)

@@ -167,7 +167,8 @@ def budget_chart(sweep: pd.DataFrame, *, g_star: float | None = None, g_star_int
     _need(sweep, ["G", metric, f"{metric}_se"], "sweep")
     data = sweep.assign(lo=sweep[metric] - sweep[f"{metric}_se"], hi=sweep[metric] + sweep[f"{metric}_se"])
     gmin, gmax = float(data["G"].min()) / 1.5, float(data["G"].max()) * 1.5
-    x = alt.X("G:Q", scale=alt.Scale(type="log", base=2, domain=[gmin, gmax]), title="group size G (log scale)")
+    xscale = alt.Scale(type="log", base=2, domain=[gmin, gmax])
+    x = alt.X("G:Q", scale=xscale, title="group size G (log scale)")
     titles = {"final_reward": "final training reward", "auc": "mean reward over the run",
               "eval_end": "held-out accuracy at the end",
               "auc_paired": "mean reward over the run, vs the seed's mean",
@@ -179,7 +180,7 @@ def budget_chart(sweep: pd.DataFrame, *, g_star: float | None = None, g_star_int
         hi = gmax if not np.isfinite(hi) else min(hi, gmax)
         if hi > lo:
             layers.append(alt.Chart(pd.DataFrame({"lo": [lo], "hi": [hi]})).mark_rect(opacity=0.12, color="#1f77b4")
-                          .encode(x=alt.X("lo:Q", scale=x.scale), x2="hi:Q"))
+                          .encode(x=alt.X("lo:Q", scale=xscale), x2="hi:Q"))
     err = alt.Chart(data).mark_errorbar().encode(x=x, y=alt.Y("lo:Q", title=titles.get(metric, metric),
                                                                  scale=alt.Scale(zero=False)), y2="hi:Q")
     pts = alt.Chart(data).mark_line(point=True).encode(
@@ -187,7 +188,7 @@ def budget_chart(sweep: pd.DataFrame, *, g_star: float | None = None, g_star_int
     layers += [err, pts]
     if g_star is not None and np.isfinite(g_star):
         layers.append(alt.Chart(pd.DataFrame({"g": [min(max(float(g_star), gmin), gmax)]}))
-                      .mark_rule(strokeDash=[6, 4], color="#1f77b4").encode(x=alt.X("g:Q", scale=x.scale)))
+                      .mark_rule(strokeDash=[6, 4], color="#1f77b4").encode(x=alt.X("g:Q", scale=xscale)))
     return alt.layer(*layers).properties(width=width, height=height)
 
 

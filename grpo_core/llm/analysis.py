@@ -30,6 +30,8 @@ __all__ = [
     "curve_fits",
     "fitted_curves",
     "mean_trajectories",
+    "step_noise",
+    "paired_differences",
     "transfer_table",
     "diagnose_runs",
     "budget_sweep_table",
@@ -169,6 +171,72 @@ def mean_trajectories(runs: Sequence[Run], *, by: str = "G", window: int = 10) -
     out["raw_sd"] = grouped["raw"].std().to_numpy()
     out["lo"], out["hi"] = out["mean"] - out["sd"], out["mean"] + out["sd"]
     return out[["step", by, "mean", "sd", "lo", "hi", "n", "raw_sd"]]
+
+
+def step_noise(runs: Sequence[Run], *, window: int = 21) -> pd.DataFrame:
+    """Per-step fluctuation of each run's reward around its own trend, against the binomial floor.
+
+    The per-step reward is a mean over the step's N completions, so it fluctuates around the
+    policy's expected reward even when the policy does not move: for independent 0/1 outcomes
+    with success rate p the standard deviation is ``sqrt(p (1 - p) / N)`` (the *binomial floor*;
+    completions of one prompt are correlated, which raises it). The measured fluctuation is the
+    standard deviation of ``reward - centred rolling mean``.
+
+    Parameters
+    ----------
+    runs : sequence of Run
+    window : int
+        Rolling-mean window of the trend, odd is best, >= 3.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``run``, ``G``, ``seed``, ``N`` (completions per step), ``noise_sd``, ``binomial_sd`` (the
+        floor at the run's mean reward), ``ratio`` (= noise_sd / binomial_sd).
+    """
+    window = check_integer("window", window, low=3)
+    rows = []
+    for run in runs:
+        _, y = run.reward()
+        trend = pd.Series(y).rolling(window, center=True).mean().to_numpy()
+        resid = (y - trend)[np.isfinite(trend)]
+        n = int(run.config.get("completions", 0) or run.group_size * int(run.config.get("prompts_per_step", 1)))
+        p = float(np.mean(y))
+        # the residual of a centred mean of `window` points keeps (1 - 1/window) of the variance
+        noise = float(np.std(resid, ddof=1) / np.sqrt(1.0 - 1.0 / window))
+        floor = float(np.sqrt(p * (1 - p) / n)) if n else float("nan")
+        rows.append({"run": run.name, "G": run.group_size, "seed": run.seed, "N": n, "noise_sd": noise,
+                     "binomial_sd": floor, "ratio": noise / floor if floor > 0 else float("nan")})
+    return pd.DataFrame(rows)
+
+
+def paired_differences(runs: Sequence[Run], *, a: int, b: int, tail: int = 50) -> pd.DataFrame:
+    """Run-by-run comparison of two group sizes that share seeds (and so starting models).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per shared seed: ``seed``, ``start`` (mean reward of the first 10 steps of the G = a
+        run), ``final_a``, ``final_b`` (means of the last ``tail`` steps), ``difference``
+        (``final_b - final_a``), ``auc_difference`` (difference of the whole-run means).
+
+    Raises
+    ------
+    DataError
+        No seed has runs at both group sizes.
+    """
+    by = {(r.group_size, r.seed): r for r in runs}
+    seeds = sorted(s for (g, s) in by if g == a and (b, s) in by)
+    if not seeds:
+        raise DataError(f"no seed has runs at both G = {a} and G = {b}")
+    rows = []
+    for s in seeds:
+        ya, yb = by[(a, s)].reward()[1], by[(b, s)].reward()[1]
+        rows.append({"seed": s, "start": float(np.mean(ya[:10])), f"final_G{a}": float(np.mean(ya[-tail:])),
+                     f"final_G{b}": float(np.mean(yb[-tail:])),
+                     "difference": float(np.mean(yb[-tail:]) - np.mean(ya[-tail:])),
+                     "auc_difference": float(np.mean(yb) - np.mean(ya))})
+    return pd.DataFrame(rows)
 
 
 def transfer_table(runs: Sequence[Run], *, distances: dict | None = None) -> pd.DataFrame:
