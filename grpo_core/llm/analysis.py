@@ -406,7 +406,8 @@ def constants_table(runs: Sequence[Run], phase: str = "start") -> pd.DataFrame:
     """c1, c2, c3 and G* measured on the model (``gradient_constants.json``), one row per run
     that has them, plus a final row ``pooled`` with the means over distinct seeds.
 
-    Columns: ``run``, ``seed``, ``c1``, ``c2``, ``c3``, ``g_star``, ``g_star_exact``,
+    Columns: ``run``, ``G`` (of the run; the start model does not depend on it), ``seed``, ``c1``,
+    ``c2``, ``c3``, ``g_star``, ``g_star_exact``,
     ``g_star_lo``, ``g_star_hi`` (bootstrap interval of the exact G*), ``mean_reward``.
     """
     rows, seen = [], set()
@@ -416,14 +417,14 @@ def constants_table(runs: Sequence[Run], phase: str = "start") -> pd.DataFrame:
             continue
         seen.add(run.seed)
         lo, hi = (c.get("intervals", {}).get("g_star_exact") or [np.nan, np.nan])
-        rows.append({"run": run.name, "seed": run.seed, "c1": c["c1"], "c2": c["c2"], "c3": c["c3"],
+        rows.append({"run": run.name, "G": run.group_size, "seed": run.seed, "c1": c["c1"], "c2": c["c2"], "c3": c["c3"],
                      "g_star": c["g_star"], "g_star_exact": c["g_star_exact"],
                      "g_star_lo": lo if lo is not None else np.inf, "g_star_hi": hi if hi is not None else np.inf,
                      "mean_reward": c.get("mean_reward", np.nan)})
     table = pd.DataFrame(rows)
     if len(table):
         c1, c3 = table["c1"].mean(), table["c3"].mean()
-        pooled = {"run": "pooled (means)", "seed": -1, "c1": c1, "c2": table["c2"].mean(), "c3": c3,
+        pooled = {"run": "pooled (means)", "G": -1, "seed": -1, "c1": c1, "c2": table["c2"].mean(), "c3": c3,
                   "g_star": np.sqrt(c3 / c1) if c1 > 0 else np.inf,
                   "g_star_exact": 1 + np.sqrt(c3 / c1) if c1 > 0 else np.inf,
                   "g_star_lo": np.nan, "g_star_hi": np.nan, "mean_reward": table["mean_reward"].mean()}
@@ -432,19 +433,23 @@ def constants_table(runs: Sequence[Run], phase: str = "start") -> pd.DataFrame:
 
 
 def provenance_table(runs: Sequence[Run]) -> pd.DataFrame:
-    """Where the runs were made: one row per distinct (device, packages, commit), with the run count
-    and the date range."""
+    """Where the runs were made: one row per distinct (device, threads, package versions), with the
+    number of runs, the code revisions they ran (short commit hashes, ``+`` when the working tree had
+    uncommitted changes to ``grpo_core``) and the date range (UTC)."""
     rows = []
     for run in runs:
         p = run.provenance
         pk = p.get("packages", {})
+        git = p.get("git") or {}
+        commit = (git.get("commit") or "")[:8] + ("+" if git.get("dirty") else "")
         rows.append({"device": p.get("device"), "cpu_count": p.get("cpu_count"), "threads": p.get("torch_threads"),
                      "torch": pk.get("torch"), "transformers": pk.get("transformers"), "trl": pk.get("trl"),
-                     "commit": (p.get("git", {}) or {}).get("commit", "")[:10] if p.get("git") else "",
-                     "date": p.get("date", "")})
+                     "commit": commit, "date": p.get("date", "")})
     data = pd.DataFrame(rows)
     if data.empty:
         return data
-    keys = ["device", "cpu_count", "threads", "torch", "transformers", "trl", "commit"]
-    g = data.groupby(keys, dropna=False)["date"]
-    return pd.DataFrame({"runs": g.size(), "first": g.min(), "last": g.max()}).reset_index()
+    keys = ["device", "cpu_count", "threads", "torch", "transformers", "trl"]
+    g = data.groupby(keys, dropna=False)
+    out = pd.DataFrame({"runs": g.size(), "commits": g["commit"].agg(lambda c: ", ".join(sorted(set(c)))),
+                        "first": g["date"].min(), "last": g["date"].max()})
+    return out.reset_index()
