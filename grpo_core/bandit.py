@@ -1114,7 +1114,7 @@ def fixed_point(spec: BanditSpec, beta: float, *, max_gap: float = 60.0) -> Fixe
     Stiffness: ``K = -F'(x*)`` (central difference); in general the eigenvalue of the flow's
     Jacobian whose eigenvector carries ``p``.
 
-    Closed forms (two arms, uniform reference, DESIGN section 5): mean baseline, ``G -> inf``:
+    Closed forms (two arms, uniform reference; book chapter "The bandit: where the mean field is exact"): mean baseline, ``G -> inf``:
     ``p* = sigmoid(1/beta)``, ``K = 2 beta p* (1 - p*)``; finite G: ``p* = sigmoid((G-1)/(G beta))``.
 
     Parameters
@@ -1173,7 +1173,7 @@ def reduced_flow(spec: BanditSpec, beta: float, gaps) -> np.ndarray:
     ``x`` is the logit gap between a correct (high-reward) and a wrong arm; the logits are
     ``theta = theta_ref + x 1_H``. ``F(x)`` is the rate of change of the gap per unit learning rate
     under the on-policy expected gradient (the spec's group size, baseline, scaling and KL
-    estimator). Two arms, uniform reference (DESIGN section 5): mean baseline, G -> inf:
+    estimator). Two arms, uniform reference (book chapter "The bandit: where the mean field is exact"): mean baseline, G -> inf:
     ``F = 2 p (1 - p)(1 - beta x)``; std scaling: ``F = 2 sqrt(p (1 - p)) - 2 beta p (1 - p) x``.
 
     Parameters

@@ -818,7 +818,7 @@ def compare_variants(base: BanditSpec, variants: list[dict], *, steps: int, seed
 def smallest_anchoring_beta(spec: BanditSpec, betas) -> float:
     """Smallest KL weight in ``betas`` that gives the bandit an interior fixed point.
 
-    With std scaling and ``G -> inf`` this is about 1.51 (DESIGN section 5); at finite G the sample
+    With std scaling and ``G -> inf`` this is about 1.51 (book chapter "The bandit: where the mean field is exact"); at finite G the sample
     std caps the advantages' gain and far smaller weights anchor the policy.
 
     Parameters

@@ -2,7 +2,7 @@
 
 One checker per hyperparameter, so every public function refuses the same bad values with the
 same message (``"`mu` must be a finite number in [0, 1); got 1.0"``), plus the names of the lag
-models and momentum conventions. Notation of DESIGN section 3.
+models and momentum conventions. Notation as in the book (chapter "From update rule to oscillator").
 """
 
 from __future__ import annotations

@@ -416,7 +416,7 @@ def oscillator_quantities(k: float, tau: float) -> dict[str, Any]:
 
     References
     ----------
-    Our derivation, book chapter "From update rule to oscillator" (DESIGN section 4).
+    Our derivation, book chapter "From update rule to oscillator".
 
     Examples
     --------

@@ -213,7 +213,7 @@ def relaxation(t: Any, mass: Any, damping: Any, stiffness: Any) -> np.ndarray:
 
     Notes
     -----
-    The general solution from rest is the DESIGN formula
+    The general solution from rest is
     :math:`e_0 (l_+ e^{l_- t} - l_- e^{l_+ t}) / (l_+ - l_-)` with
     :math:`l_\pm = (-C \pm \sqrt{C^2 - 4MK}) / (2M)`. Written that way it loses all precision near
     critical damping (``l_+ ~ l_-``) and overflows for ``M -> 0``; the forms above are exact
@@ -298,7 +298,7 @@ def reward_curve(t: Any, r0: Any, r_inf: Any, mass: Any, damping: Any, stiffness
 
     References
     ----------
-    DESIGN section 4 (the reward law); our derivation, book chapter "From update rule to
+    The reward law: our derivation, book chapter "From update rule to
     oscillator".
 
     Examples
@@ -367,7 +367,7 @@ class OscillatorCoefficients:
         Total stiffness per unit step size, ``curvature + beta * kl_curvature``.
     a : float
         ``eta * stiffness_per_eta``: restoring strength per step before momentum scaling
-        (the ``a`` of DESIGN section 4 and of :func:`critical_a_exact`).
+        (the ``a`` of the book's oscillator chapter and of :func:`critical_a_exact`).
     gain : float
         Per-step restoring gain of the recurrence: ``a`` (heavy ball) or ``(1 - mu) a`` (EMA).
     noise_gain : float
@@ -438,7 +438,7 @@ def coefficients(
     fixed point ``p*`` (``e = p - p*``). The expected gradient pulls ``e`` back with strength
     :math:`a = \eta K` per step, where ``K`` is the stiffness of the effective potential. With
     heavy-ball momentum (``v = mu v + g``; ``theta -= eta v``) and a gradient that is ``d`` steps
-    old (DESIGN section 4):
+    old:
 
     .. math:: e_{k+1} - e_k - \mu (e_k - e_{k-1}) = -g\, e_{k-d} + \text{noise},
               \qquad g = a \ \text{(heavy ball)},\quad g = (1 - \mu) a \ \text{(EMA)}.
@@ -453,7 +453,7 @@ def coefficients(
     .. math:: M = \frac{1 + \mu + g\,\overline{d^2}}{2}, \qquad C = 1 - \mu - g\,\bar d, \qquad K_{eff} = g.
 
     * ``lag="constant"``: ``d = k_ref`` always (:math:`\bar d = K_{ref}`, :math:`\overline{d^2} = K_{ref}^2`):
-      DESIGN's ``M = (1 + mu + a d^2)/2``, ``C = 1 - mu - a d``, ``K_eff = a``.
+      ``M = (1 + mu + a d^2)/2``, ``C = 1 - mu - a d``, ``K_eff = a``.
     * ``lag="refresh"`` (our derivation): the behaviour policy is refreshed every ``k_ref`` steps,
       so the lag cycles ``0, 1, ..., k_ref - 1``. Averaging the expansion over one cycle replaces
       ``d`` and ``d^2`` by their cycle means, :math:`\bar d = (K_{ref}-1)/2` and
@@ -474,7 +474,7 @@ def coefficients(
     the same coordinates in which ``curvature`` should then be expressed. ``beta = 0`` means
     ``curvature`` alone. Example of a fixed point held by the KL term only: the softmax bandit
     with the plain mean baseline has no reward curvature at ``p*`` and a total stiffness
-    ``K = 2 beta p* (1 - p*)`` (DESIGN section 5) -- pass that measured ``K`` as ``curvature``
+    ``K = 2 beta p* (1 - p*)`` (book chapter "The bandit: where the mean field is exact") -- pass that measured ``K`` as ``curvature``
     with ``beta=0``.
 
     Parameters
@@ -518,7 +518,7 @@ def coefficients(
     References
     ----------
     Damped-oscillator paper (stated results: ``M e'' + C e' + K_eff e = sqrt(D/G) xi``, instability at
-    ``K eta K_ref > 1 - mu``); DESIGN section 4. The Taylor coefficients, the refresh-lag averaging,
+    ``K eta K_ref > 1 - mu``). The Taylor coefficients, the refresh-lag averaging,
     the EMA convention and the KL stiffness are our derivation (book chapter "From update rule to
     oscillator").
 
@@ -596,7 +596,7 @@ def closed_form_trajectory(coeffs: OscillatorCoefficients, t: Any, e0: float = 1
 
     References
     ----------
-    DESIGN section 4; our derivation.
+    Our derivation, book chapter "From update rule to oscillator".
 
     Examples
     --------
@@ -799,7 +799,7 @@ def simulate(
 
     References
     ----------
-    DESIGN section 4 (recurrence, noise ``s^2/G``); book chapter "From update rule to oscillator".
+    Recurrence with per-step noise ``s^2/G``: book chapter "From update rule to oscillator".
 
     Examples
     --------
@@ -942,7 +942,7 @@ def stationary_variance(coeffs: OscillatorCoefficients, noise_scale: float, grou
 
     With per-step noise variance :math:`\sigma^2 = c^2 \eta^2 s^2 / G` (``c`` the noise gain: 1 for heavy
     ball, ``1 - mu`` for EMA), the stationary variance of :math:`M e'' + C e' + K e = \sigma \xi` is
-    :math:`\sigma^2/(2 C K)`; for heavy ball this is DESIGN's
+    :math:`\sigma^2/(2 C K)`; for heavy ball this is the formula
 
     .. math:: \mathrm{Var}(e) \approx \frac{\eta^2 s^2}{2\, G\, a\, C}:
 
@@ -972,7 +972,7 @@ def stationary_variance(coeffs: OscillatorCoefficients, noise_scale: float, grou
 
     References
     ----------
-    Damped-oscillator paper (stated: fluctuation proportional to 1/G); DESIGN section 4.
+    Damped-oscillator paper (stated: fluctuation proportional to 1/G); book chapter "From update rule to oscillator".
 
     Examples
     --------

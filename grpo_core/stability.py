@@ -321,7 +321,7 @@ def spectral_radius(
 
     References
     ----------
-    DESIGN section 4 (characteristic polynomial); the monodromy form is our derivation.
+    Our derivation (book chapter "From update rule to oscillator"): the characteristic polynomial and the monodromy form.
 
     Examples
     --------
@@ -362,7 +362,7 @@ def critical_a_exact(mu: Any, k_ref: Any, lag: str = "constant", momentum: str =
     .. math:: g^* = 2 \sin(\theta_1 / 2)\, |e^{i\theta_1} - \mu|.
 
     ``mu = 0``: :math:`\theta_1 = \pi/(2d+1)` and :math:`a^* = 2\sin(\pi/(2(2d+1)))`; ``d = 1``:
-    :math:`a^* = 1 - \mu` (DESIGN section 4).
+    :math:`a^* = 1 - \mu`.
 
     **Refresh lag.** The one-cycle map :func:`monodromy` is 2 x 2 with trace ``T0 - g T1`` and
     determinant ``D0 + g D1``, both affine in ``g``. By the Jury conditions it is stable iff
@@ -395,13 +395,13 @@ def critical_a_exact(mu: Any, k_ref: Any, lag: str = "constant", momentum: str =
     Notes
     -----
     Both closed forms are cross-checked in the tests against root finding (``brentq`` on
-    :func:`spectral_radius` minus 1, bracketed by a dense scan from ``a = 0``), and the DESIGN
+    :func:`spectral_radius` minus 1, bracketed by a dense scan from ``a = 0``), and the reference
     table of ``a* d / (1 - mu)`` is reproduced to 3 decimals. Results are memoised per scalar
     ``(mu, k_ref, lag, momentum)``.
 
     References
     ----------
-    DESIGN section 4 (characteristic polynomial, reference values). The phase-condition solution
+    Characteristic polynomial and reference values: our derivation. The phase-condition solution
     and the refresh-lag monodromy thresholds are our derivation (book chapter "From update rule to
     oscillator").
 
@@ -691,7 +691,7 @@ def threshold_table(
     Entry ``(mu, k_ref)`` is :math:`a^*_{exact}\, K_{ref} / (1 - \mu)` for heavy-ball momentum
     (:math:`a^*_{exact} K_{ref}` for EMA, whose continuous threshold is ``eta K K_ref < 1``): 1 where
     the paper's ``eta K K_ref < 1 - mu`` is exact, above 1 where the discrete update tolerates more.
-    With the defaults it is DESIGN section 4's reference table.
+    With the defaults it is the reference table of the book chapter "From update rule to oscillator".
 
     Parameters
     ----------
@@ -714,7 +714,7 @@ def threshold_table(
 
     References
     ----------
-    DESIGN section 4 (reference values); our derivation (book chapter "From update rule to
+    Reference values and our derivation (book chapter "From update rule to
     oscillator").
 
     Examples

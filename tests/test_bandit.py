@@ -1,7 +1,7 @@
 """The softmax bandit (grpo_core.bandit) and its comparison with the oscillator (grpo_core.bandit_stability).
 
-Equation references are to the book chapter "The bandit: where the mean field is exact" and to
-DESIGN sections 4-5.
+Equation references are to the book chapters "The bandit: where the mean field is exact" and
+"From update rule to oscillator".
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ INF = math.inf
 
 
 # ---------------------------------------------------------------------------------------------
-# Fixed points and stiffness (DESIGN section 5)
+# Fixed points and stiffness (bandit chapter, closed forms for two arms)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -304,7 +304,7 @@ def test_metrics_match_their_expectations():
 
 
 # ---------------------------------------------------------------------------------------------
-# Thresholds against the oscillator (DESIGN section 4)
+# Thresholds against the oscillator (oscillator chapter)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -322,7 +322,7 @@ def test_threshold_table_follows_the_exact_prediction_for_both_lags():
                 dict(mu=0.0, k_ref=16, lag="constant"), dict(mu=0.9, k_ref=4, lag="constant", momentum="ema")]
     df = threshold_table(settings, beta=1.0)
     np.testing.assert_allclose(df.measured_over_exact, 1.0, atol=0.01)
-    # mu = 0, refresh: a* = 2/K_ref exactly (DESIGN section 4).
+    # mu = 0, refresh: a* = 2/K_ref exactly.
     assert df.measured[0] == pytest.approx(1.0, rel=0.01)
     # The continuous model misses where it should: constant lag, mu = 0, d = 16: ratio 1.523.
     assert df.measured_over_continuous[2] == pytest.approx(1.523, abs=0.01)

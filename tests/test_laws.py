@@ -28,7 +28,7 @@ def noisy(law: str, params, t=T300, sd=0.03, seed=0):
 
 
 def test_three_phase_is_the_oscillator_step_response():
-    # R = R_inf - (R_inf - R_0) * relaxation(t; M = tau, C = 1, K = k)   (DESIGN section 4)
+    # R = R_inf - (R_inf - R_0) * relaxation(t; M = tau, C = 1, K = k)   (oscillator chapter)
     t = np.linspace(0, 200, 401)
     for k, tau in [(0.05, 2.0), (0.05, 5.0), (0.05, 40.0)]:  # over-, critically, underdamped
         got = laws.LAWS["three_phase"](t, [0.2, 1.1, k, tau])

@@ -1,6 +1,6 @@
 """The oscillator model (grpo_core.oscillator) and its exact stability (grpo_core.stability).
 
-Equation references are to DESIGN section 4 and to the book chapter "From update rule to
+Equation references are to the book chapter "From update rule to
 oscillator" (book/oscillator.md).
 """
 
@@ -186,18 +186,18 @@ def test_critically_damped_eta_is_zeta_one():
 # Exact thresholds
 # ---------------------------------------------------------------------------------------------
 
-DESIGN_TABLE = {  # a* d / (1 - mu), DESIGN section 4
+REFERENCE_TABLE = {  # a* d / (1 - mu): the reference table of the oscillator chapter
     0.0: [1.000, 1.236, 1.389, 1.476, 1.523],
     0.5: [1.000, 1.123, 1.247, 1.361, 1.448],
     0.9: [1.000, 1.025, 1.060, 1.115, 1.198],
 }
 
 
-@pytest.mark.parametrize("mu", sorted(DESIGN_TABLE))
+@pytest.mark.parametrize("mu", sorted(REFERENCE_TABLE))
 def test_design_table_to_three_decimals(mu):
     d = np.array([1, 2, 4, 8, 16])
     ratio = stability.critical_a_exact(mu, d) * d / (1 - mu)
-    np.testing.assert_array_equal(np.round(ratio, 3), DESIGN_TABLE[mu])
+    np.testing.assert_array_equal(np.round(ratio, 3), REFERENCE_TABLE[mu])
 
 
 def test_d_equals_one_threshold_is_one_minus_mu():
@@ -269,7 +269,7 @@ def test_exact_threshold_decreases_with_k_ref(lag, momentum):
 
 
 def test_exact_constant_lag_is_more_permissive_than_the_paper():
-    # for d >= 2 the exact threshold is above the continuous one (DESIGN: "higher")
+    # for d >= 2 the exact threshold is above the continuous one
     mu = np.linspace(0, 0.99, 40)[:, None]
     d = np.arange(2, 65)[None, :]
     assert np.all(stability.critical_a_exact(mu, d) > stability.critical_a_continuous(mu, d))

@@ -10,7 +10,7 @@ numbers come from :mod:`grpo_core.oscillator` and :mod:`grpo_core.stability`.
   ``zeta_label`` and ``threshold_label``.
 * :func:`phase_diagram_chart` -- critical ``eta*K`` against ``K_ref`` for several ``mu``: the
   continuous and the exact boundaries of both lag models drawn together.
-* :func:`threshold_ratio_chart` -- exact over continuous threshold (DESIGN's table as a chart).
+* :func:`threshold_ratio_chart` -- exact over continuous threshold (the reference table as a chart).
 * :func:`regime_trajectories_chart` -- one trajectory per regime, closed form and exact recurrence.
 * :func:`noise_bands_chart` -- mean and +/- 2 sd bands for several group sizes, simulated and exact.
 """
