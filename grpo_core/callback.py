@@ -31,8 +31,8 @@ callback.
 
 References
 ----------
-DESIGN sections 7 and 8 (the failure modes and the TRL keys); book chapters "Reading a training
-log" and "GRPO on a language model".
+Book chapters "Reading a training log" (the failure modes and the TRL log keys) and "GRPO on a
+language model".
 """
 
 from __future__ import annotations

@@ -332,7 +332,7 @@ def reward_functions(cfg: ExperimentConfig, tokenizer) -> list:
 # --------------------------------------------------------------------------------------------
 # Training
 def grpo_args(cfg: ExperimentConfig, ctx: RunContext):
-    """TRL ``GRPOConfig`` for the settings (the mapping of DESIGN section 8).
+    """TRL ``GRPOConfig`` for the settings (learning rate, momentum, lag, G, beta, epsilon mapped to TRL options).
 
     ``per_device_train_batch_size`` = completions per step / number of processes; logging every
     step; checkpoints every ``save_every`` steps (the last two kept); Adam's beta1 or SGD's
