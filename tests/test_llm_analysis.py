@@ -156,6 +156,13 @@ def test_fits_grid_and_badge(runs):
         llm_charts.fits_grid_chart(curves.drop(columns="fitted"))
 
 
+def test_fits_grid_panels_by_group_size_then_seed(runs):
+    # The run folders load as G16 before G4 (by name); the panels must read G = 4 first.
+    order = llm_charts.fits_grid_chart(analysis.fitted_curves(runs)).to_dict()["facet"]["sort"]
+    assert [label.split(":")[0] for label in order] == [
+        f"G={g}, seed {s}" for g in (4, 16) for s in range(3)]
+
+
 def test_step_noise_matches_the_binomial_floor(tmp_path):
     rng = np.random.default_rng(3)
     n, p = 128, 0.7

@@ -71,16 +71,31 @@ def fits_grid_chart(curves: pd.DataFrame, *, columns: int = 3, width: int = 170,
         title, e.g. ``"G=4 seed 0, R² 0.97"``).
     columns : int
         Facets per row.
+
+    Returns
+    -------
+    altair.FacetChart
+        One panel per run, in the order the runs first appear in ``curves`` (for
+        :func:`grpo_core.llm.analysis.fitted_curves`: by G, then seed), not alphabetically.
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"run": ["b"] * 2 + ["a"] * 2, "step": [1, 2, 1, 2],
+    ...                    "smoothed": [0.5, 0.6, 0.4, 0.5], "fitted": [0.5, 0.6, 0.4, 0.5],
+    ...                    "label": ["G=4"] * 2 + ["G=16"] * 2})
+    >>> fits_grid_chart(df).to_dict()["facet"]["sort"]
+    ['G=4', 'G=16']
     """
     _need(curves, ["run", "step", "smoothed", "fitted"], "curves")
     data = curves.copy()
     if "label" not in data:
         data["label"] = data["run"]
+    order = list(dict.fromkeys(data["label"]))
     base = alt.Chart().encode(x=alt.X("step:Q", title="step"))
     pts = base.mark_line(color="#999999").encode(y=alt.Y("smoothed:Q", title="reward", scale=alt.Scale(zero=False)))
     fit = base.mark_line(color="#d62728", strokeWidth=2).encode(y="fitted:Q")
     return alt.layer(pts, fit, data=data).properties(width=width, height=height).facet(
-        facet=alt.Facet("label:N", title=None), columns=columns)
+        facet=alt.Facet("label:N", title=None, sort=order), columns=columns)
 
 
 def spread_chart(traj: pd.DataFrame, *, by: str = "G", column: str = "raw_sd", width: int = 560,
