@@ -8,11 +8,29 @@ against the usual numpy/scipy convention keeps working.
 
 from __future__ import annotations
 
+import re
+
 __all__ = ["GrpoError", "ParameterError", "DataError"]
+
+# NumPy >= 2 writes scalars as ``np.float64(0.5)``; a message shows the plain value ``0.5``.
+_NUMPY_SCALAR = re.compile(r"\bnp\.(?:float|int|uint|complex|bool|str)_?\d*\(([^()]*)\)")
+
+
+def _plain(message: str) -> str:
+    return _NUMPY_SCALAR.sub(r"\1", message)
 
 
 class GrpoError(Exception):
-    """Base class of every error caused by the caller's input."""
+    """Base class of every error caused by the caller's input.
+
+    A message that quotes a NumPy scalar (``np.float64(0.5)``, as ``repr`` writes it under NumPy 2)
+    shows the plain value (``0.5``).
+    """
+
+    def __init__(self, *args: object) -> None:
+        if args and isinstance(args[0], str):
+            args = (_plain(args[0]),) + args[1:]
+        super().__init__(*args)
 
 
 class ParameterError(GrpoError, ValueError):

@@ -146,7 +146,11 @@ def check_choice(name: str, value: Any, choices: Iterable[str]) -> str:
         If it is not, listing the allowed values.
     """
     options: Sequence[str] = tuple(choices)
-    if value not in options:
+    try:  # an array compares element-wise: not a choice (and never a numpy truth-value error)
+        known = not isinstance(value, np.ndarray) and bool(value in options)
+    except (TypeError, ValueError):
+        known = False
+    if not known:
         allowed = ", ".join(repr(c) for c in options)
         raise ParameterError(name, f"`{name}` must be one of {allowed}; got {value!r}")
     return value
