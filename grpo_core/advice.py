@@ -14,6 +14,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from .oscillator import (
+    _MAX_DISCRETE_STEPS,
     REGIME_LABELS,
     coefficients,
     settling_time,
@@ -116,15 +117,15 @@ class Advice:
         """Multi-line human-readable report (what ``grpo-dynamics advise`` prints)."""
         mom = "heavy-ball" if self.momentum == "heavy_ball" else "EMA (Adam-style)"
         lines = [
-            f"eta={_g(self.eta)}  mu={_g(self.mu)}  k_ref={self.k_ref}  curvature={_g(self.curvature)}  "
-            f"beta={_g(self.beta)}   [{self.lag} lag, {mom} momentum]",
+            f"eta={_given(self.eta)}  mu={_given(self.mu)}  k_ref={self.k_ref}  curvature={_given(self.curvature)}  "
+            f"beta={_given(self.beta)}   [{self.lag} lag, {mom} momentum]",
             f"  a = eta*K = {_g(self.a)} per step",
             "",
             "Continuous model  M e'' + C e' + K e = noise",
             f"  mass M = {_g(self.mass)}   damping C = {_g(self.damping)}   stiffness K = {_g(self.stiffness)}",
             f"  damping ratio zeta = {_g(self.damping_ratio)}  ->  {REGIME_LABELS[self.regime]}",
             f"  time to 90% of the plateau: {_steps(self.time_to_90)} (closed form), "
-            f"{_steps(self.time_to_90_discrete)} (exact recurrence)",
+            f"{_discrete_steps(self.time_to_90_discrete, self.stable_exact)} (exact recurrence)",
             f"  settles within 10% after {_steps(self.settling_time)}",
             "",
             "Stability thresholds",
@@ -136,7 +137,7 @@ class Advice:
                f"critical eta = {_g(self.critical_eta_continuous)}"),
             f"  exact discrete ({self.lag} lag): critical eta*K = {_g(self.critical_a_exact)} "
             f"(eta = {_g(self.critical_eta_exact)}), first unstable k_ref = {_g(self.critical_k_ref_exact)}",
-            f"  exact per-step growth factor = {_g(self.spectral_radius)}  ->  "
+            f"  exact per-step growth factor = {_factor(self.spectral_radius)}  ->  "
             f"{'stable' if self.stable_exact else 'UNSTABLE'}",
             "",
             "Recommendation",
@@ -154,7 +155,28 @@ def _g(x: float) -> str:
 
 
 def _steps(x: float) -> str:
-    return "never (no plateau)" if math.isinf(x) else f"{x:.1f} steps"
+    if math.isinf(x):
+        return "never (no plateau)"
+    return f"{x:.1f} steps" if x < 1e6 else f"{x:.4g} steps"
+
+
+def _discrete_steps(x: float, stable: bool) -> str:
+    # time_to_fraction(method="discrete") is inf both when unstable and past its simulated horizon
+    if math.isinf(x) and stable:
+        return f"more than {_MAX_DISCRETE_STEPS:,} steps"
+    return _steps(x)
+
+
+def _given(x: float) -> str:
+    """A value the user typed, shown with all its digits (mu = 0.999999 must not print as 1)."""
+    return _g(x) if isinstance(x, int) or math.isinf(x) else f"{x:.12g}"
+
+
+def _factor(x: float) -> str:
+    """A growth factor; one within 5e-4 of 1 is written ``1 + 3.4e-06`` (``.4g`` would print 1)."""
+    if math.isfinite(x) and x != 1.0 and abs(x - 1.0) < 5e-4:
+        return f"1 {'+' if x > 1 else '-'} {abs(x - 1.0):.3g}"
+    return _g(x)
 
 
 def advise(
@@ -244,7 +266,7 @@ def _recommend(v: dict[str, Any]) -> str:
     lines = []
     if not v["stable_exact"]:
         lines.append(
-            f"UNSTABLE: deviations grow by a factor {v['spectral_radius']:.4g} per step. Lower eta below "
+            f"UNSTABLE: deviations grow by a factor {_factor(v['spectral_radius'])} per step. Lower eta below "
             f"{_g(eta_x)} (exact threshold at this mu and k_ref)"
             + (f" or k_ref to {k_stable} or less" if k_stable not in ("0", "any") else "")
             + ", or lower mu."

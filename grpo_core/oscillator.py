@@ -504,8 +504,8 @@ def coefficients(
     ------
     ParameterError
         ``eta <= 0``, ``mu`` outside ``[0, 1)``, ``k_ref`` not an integer ``>= 1``,
-        ``curvature <= 0``, ``beta < 0``, ``kl_curvature <= 0``, any NaN/inf, or an unknown
-        ``lag``/``momentum``.
+        ``curvature <= 0``, ``beta < 0``, ``kl_curvature <= 0``, any NaN/inf, an unknown
+        ``lag``/``momentum``, or a gain ``a = eta K`` that overflows or underflows float64.
 
     Notes
     -----
@@ -542,11 +542,15 @@ def coefficients(
     k_total = curvature + beta * kl_curvature
     a = eta * k_total
     gain = float(_gain(a, mu, momentum))
+    if not (math.isfinite(a) and gain > 0.0):
+        raise ParameterError(
+            "eta", f"`eta` * (`curvature` + `beta` * `kl_curvature`), the gain a = eta K per step, must be a finite "
+            f"number > 0 in floating point; got {eta:g} * {k_total:g} = {a:g}")
     noise_gain = 1.0 if momentum == "heavy_ball" else 1.0 - mu
     d_mean, d_sq = (float(x) for x in lag_moments(k_ref, lag))
     mass = (1.0 + mu + gain * d_sq) / 2.0
     damping = 1.0 - mu - gain * d_mean
-    zeta = damping / (2.0 * math.sqrt(mass * gain))
+    zeta = damping / (2.0 * math.sqrt(mass) * math.sqrt(gain))  # two roots: mass * gain may overflow
     regime = str(classify_regime(zeta, damping))
     return OscillatorCoefficients(
         eta=eta, mu=mu, k_ref=k_ref, curvature=curvature, beta=beta, kl_curvature=kl_curvature,

@@ -41,6 +41,7 @@ from .validation import check_array, check_choice
 
 __all__ = [
     "LAG_MODELS",
+    "MAX_CONSTANT_LAG_K_REF",
     "MOMENTUM_STYLES",
     "lag_moments",
     "critical_a_continuous",
@@ -262,6 +263,11 @@ def monodromy(a: Any, mu: Any, k_ref: Any, momentum: str = "heavy_ball") -> np.n
     return out
 
 
+#: Largest ``k_ref`` for which :func:`spectral_radius` solves the constant-lag eigenproblem (a dense
+#: ``(k_ref + 1)``-square companion matrix: about 1.5 s at 1024; 2048 takes 7 s, 10^5 would need 75 GiB).
+MAX_CONSTANT_LAG_K_REF = 1024
+
+
 def _constant_lag_radius(g: np.ndarray, mu: np.ndarray, k: np.ndarray) -> np.ndarray:
     """Largest root modulus of z^{d-1}(z-1)(z-mu) + g (d >= 1), by companion matrices."""
     out = np.empty(g.shape)
@@ -311,12 +317,14 @@ def spectral_radius(
     Raises
     ------
     ParameterError
-        Out-of-range inputs.
+        Out-of-range inputs; with ``lag="constant"``, ``k_ref`` above
+        :data:`MAX_CONSTANT_LAG_K_REF` (1024).
 
     Notes
     -----
     Cost: the constant-lag version solves a degree ``k_ref + 1`` eigenproblem per point (grouped
-    by ``k_ref``); the refresh version is closed-form. For thresholds use :func:`critical_a_exact`,
+    by ``k_ref``), so ``k_ref`` is limited to :data:`MAX_CONSTANT_LAG_K_REF`; the refresh version is
+    closed-form. For thresholds use :func:`critical_a_exact`,
     which does not need a scan.
 
     References
@@ -336,6 +344,10 @@ def spectral_radius(
     a, mu, k = np.broadcast_arrays(a, mu, k)
     g = np.asarray(_gain(a, mu, momentum), dtype=float)
     if lag == "constant":
+        if k.size and int(k.max()) > MAX_CONSTANT_LAG_K_REF:
+            raise ParameterError(
+                "k_ref", f"`k_ref` must be an integer in [1, {MAX_CONSTANT_LAG_K_REF}] for the constant-lag growth "
+                f"factor (a degree k_ref + 1 eigenproblem); got {int(k.max())}")
         return _constant_lag_radius(g.ravel(), mu.ravel(), k.ravel()).reshape(a.shape)
     phi = monodromy(a, mu, k, momentum)
     tr = phi[..., 0, 0] + phi[..., 1, 1]

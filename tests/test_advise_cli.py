@@ -89,3 +89,45 @@ def test_other_bad_options(capsys, args, name):
     code = main(["advise", "--eta", "0.01", "--mu", "0.5", "--k-ref", "2", "--curvature", "1", *args])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and f"`{name}`" in err
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--k-ref", "1000000000"], "`k_ref` must be an integer in [1, 1024]"),  # was a 7 EiB allocation
+    (["--k-ref", "1025"], "`k_ref` must be an integer in [1, 1024]"),
+    (["--eta", "1e300", "--curvature", "1e300"], "`eta` * (`curvature`"),  # a = eta K overflows
+    (["--eta", "1e-300", "--curvature", "1e-300"], "`eta` * (`curvature`"),  # a = eta K underflows to 0
+])
+def test_extreme_values_are_refused_in_one_line(capsys, args, fragment):
+    base = {"--eta": "1e-6", "--mu": "0.9", "--k-ref": "4", "--curvature": "2e4"}
+    base.update(dict(zip(args[::2], args[1::2])))
+    assert main(["advise", *[x for kv in base.items() for x in kv]]) == 2
+    err = capsys.readouterr().err
+    assert fragment in err and err.count("\n") == 1
+
+
+def test_extreme_but_valid_values_are_reported_readably(capsys):
+    # a huge eta: the damping ratio is computed without overflowing (it was printed as -0)
+    d = _run_json(capsys, "--eta", "1e300", "--mu", "0.9", "--k-ref", "4", "--curvature", "2e4")
+    a = 2e304
+    mass, damping = (1 + 0.9 + a * 16) / 2, 1 - 0.9 - a * 4
+    assert d["damping_ratio"] == pytest.approx(damping / (2 * math.sqrt(mass) * math.sqrt(a)))
+    assert d["damping_ratio"] == pytest.approx(-1 / math.sqrt(2), rel=1e-6)
+    # the report echoes the user's values with their digits, writes huge times compactly, a growth
+    # factor next to 1 with its distance to 1, and a stable recurrence past the simulated horizon
+    # is not called "no plateau"
+    assert main(["advise", "--eta", "1e-300", "--mu", "0.999999", "--k-ref", "4", "--curvature", "2e4"]) == 0
+    out = capsys.readouterr().out
+    assert "mu=0.999999 " in out
+    assert "1.151e+290 steps (closed form)" in out and "more than 10,000,000 steps (exact recurrence)" in out
+    assert max(len(line) for line in out.splitlines()) < 200
+    assert main(["advise", "--eta", "1e-6", "--mu", "0.9", "--k-ref", "100000", "--curvature", "2e4",
+                 "--lag", "refresh"]) == 0
+    out = capsys.readouterr().out
+    assert "growth factor = 1 + " in out and "by a factor 1 + " in out
+
+
+def test_help_shows_percent_signs_once(capsys):
+    with pytest.raises(SystemExit):
+        main(["advise", "--help"])
+    out = capsys.readouterr().out
+    assert "90% of the reward plateau" in out.replace("\n", " ") and "%%" not in out

@@ -18,7 +18,7 @@ def register(subparsers) -> None:
         help="regime, damping ratio, time to 90%% of the plateau and both stability thresholds",
         description=(
             "Apply the damped-oscillator model of GRPO to one hyperparameter setting: the regime and "
-            "damping ratio of the continuous model, the time to 90%% of the reward plateau, the "
+            "damping ratio of the continuous model, the time to 90% of the reward plateau, the "
             "continuous (paper) threshold eta*K*K_ref < 1 - mu and the exact threshold of the discrete "
             "update, and a recommendation (largest stable eta and k_ref, critically damped eta). "
             "Values are read as given: eta is the step size, K the curvature of the effective "
@@ -28,7 +28,8 @@ def register(subparsers) -> None:
     p.add_argument("--eta", required=True, help="step size (learning rate), > 0")
     p.add_argument("--mu", required=True, help="momentum coefficient in [0, 1) (Adam's beta1 with --momentum ema)")
     p.add_argument("--k-ref", dest="k_ref", required=True,
-                   help="refresh interval of the behaviour policy, in optimizer steps (integer >= 1)")
+                   help="refresh interval of the behaviour policy, in optimizer steps (integer >= 1; at most "
+                        "1024 with --lag constant, whose growth factor is a degree k_ref + 1 eigenproblem)")
     p.add_argument("--curvature", required=True, help="curvature K of the effective potential, > 0")
     p.add_argument("--beta", default="0", help="KL weight to the reference policy, >= 0 (default 0)")
     p.add_argument("--kl-curvature", dest="kl_curvature", default="1",
