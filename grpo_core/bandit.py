@@ -126,6 +126,11 @@ _EDGE = 1e-6
 PROGRESS_THRESHOLD = 2e8
 #: Bytes of uniforms drawn per block of steps (per-seed streams are drawn in blocks).
 _BLOCK_BYTES = 1 << 24
+#: Memory a :func:`simulate` call may plan for (recorded trajectories, state, per-step samples);
+#: a larger request is refused up front instead of failing in numpy or swapping.
+MAX_MEMORY_BYTES = 4 << 30
+#: Most seeds in one :func:`simulate` call (each has its own random generator).
+MAX_SEEDS = 1_000_000
 
 
 # ----------------------------------------------------------------------------------------------
@@ -799,9 +804,11 @@ def _check_logits(name: str, value, num_arms: int, ndim: int | None = None) -> n
 
 def _seed_values(seeds: Any) -> np.ndarray:
     if np.ndim(seeds) == 0:
-        s = check_integer("seeds", seeds, low=1)
+        s = check_integer("seeds", seeds, low=1, high=MAX_SEEDS)
         return np.arange(s, dtype=np.int64)
     arr = check_array("seeds", seeds, ndim=1, min_size=1, low=0.0)
+    if arr.size > MAX_SEEDS:
+        raise ParameterError("seeds", f"`seeds` may hold at most {MAX_SEEDS} values; got {arr.size}")
     if not np.all(arr == np.round(arr)):
         raise ParameterError("seeds", "`seeds` must be a count >= 1 or a sequence of non-negative integers")
     return arr.astype(np.int64)
@@ -832,6 +839,19 @@ class _UniformStreams:
         out = self.buf[self.pos]
         self.pos += 1
         return out
+
+
+def _check_memory(n_conf: int, n_seeds: int, n_steps: int, every: int, arms: int, depth: int, per_step: int,
+                  metrics: bool) -> None:
+    """Refuse a run whose arrays would exceed :data:`MAX_MEMORY_BYTES` (8-byte floats)."""
+    n_rec = n_steps // every + 2
+    runs = n_conf * n_seeds
+    need = 8 * runs * (n_rec * (8 if metrics else 1) + arms * (depth + 8) + 3 * per_step * arms)
+    if need > MAX_MEMORY_BYTES:
+        gib, limit = need / 2**30, MAX_MEMORY_BYTES / 2**30
+        raise ParameterError(
+            "steps", f"`steps` ({n_steps}) x `seeds` ({n_seeds}) x configurations ({n_conf}) needs about {gib:.3g} GiB "
+            f"(limit {limit:g} GiB): lower `steps` or `seeds`, or record every n-th step (`record_every`)")
 
 
 def simulate(
@@ -896,8 +916,9 @@ def simulate(
     ------
     ParameterError
         A parameter outside its range (``eta`` <= 0, ``mu`` outside [0, 1), ``k_ref`` < 1,
-        ``beta`` < 0, ``steps`` < 1, ``seeds`` < 1), lengths that do not broadcast, or an infinite
-        ``group_size`` in a stochastic run.
+        ``beta`` < 0, ``steps`` < 1, ``seeds`` < 1 or above :data:`MAX_SEEDS`), lengths that do not
+        broadcast, an infinite ``group_size`` in a stochastic run, or a run whose arrays would need
+        more than :data:`MAX_MEMORY_BYTES` (4 GiB).
 
     Notes
     -----
@@ -936,6 +957,8 @@ def simulate(
         seed_vals = _seed_values(seeds)
     n_seeds = seed_vals.size
     a = alg.num_arms
+    _check_memory(n_conf, n_seeds, n_steps, every, a, int(k_c.max()) if spec.lag == "constant" else 1,
+                  0 if mean_field else spec.num_prompts * int(spec.group_size), metrics)
     if theta0 is None:
         th0 = np.broadcast_to(np.asarray(spec.init_logits), (n_conf, a))
     else:

@@ -94,7 +94,8 @@ def classify_trajectory(p, p_star, *, rtol: float = 1e-3) -> np.ndarray:
     Raises
     ------
     ParameterError
-        Fewer than 8 steps, non-finite values, ``rtol`` out of range.
+        Fewer than 8 steps, a non-finite ``p_star``, ``rtol`` out of range. A trajectory holding
+        NaN or inf (a run that overflowed float64) is *divergent*, not an error.
 
     Examples
     --------
@@ -102,9 +103,12 @@ def classify_trajectory(p, p_star, *, rtol: float = 1e-3) -> np.ndarray:
     >>> classify_trajectory([0.5 + 0.2 * (1 - 0.9**t), 0.7 - 0.2 * 0.95**t * np.cos(0.3 * t)], 0.7).tolist()
     ['monotone', 'oscillatory']
     """
-    arr = check_array("p", p, min_size=8)
+    arr = check_array("p", p, min_size=8, finite=False)
     tol = check_real("rtol", rtol, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
     ps = check_array("p_star", p_star)
+    # a run that overflowed float64 (NaN/inf after the overflow step) grew without bound: divergent
+    overflowed = ~np.all(np.isfinite(arr), axis=-1)
+    arr = np.where(np.isfinite(arr), arr, 0.0)
     e = arr - np.asarray(ps)[..., None]
     n = e.shape[-1]
     e0 = np.abs(e[..., 0])
@@ -112,7 +116,7 @@ def classify_trajectory(p, p_star, *, rtol: float = 1e-3) -> np.ndarray:
     scale = np.where(scale > 0, scale, 1.0)
     mid = np.abs(e[..., n // 4 : n // 2]).max(axis=-1)
     late = np.abs(e[..., 3 * n // 4 :]).max(axis=-1)
-    divergent = (late >= 0.9 * mid) & (late > tol * scale)
+    divergent = ((late >= 0.9 * mid) & (late > tol * scale)) | overflowed
     big = np.abs(e) > tol * scale[..., None]
     sgn = np.where(big, np.sign(e), 0.0)
     # Sign changes between consecutive significant samples (ignoring the small ones in between).

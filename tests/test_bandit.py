@@ -379,6 +379,27 @@ def test_classify_trajectory():
     limit_cycle = p_star + 0.1 * np.sin(0.3 * t)
     out = classify_trajectory(np.stack([mono, osc, div, limit_cycle]), p_star)
     assert out.tolist() == ["monotone", "oscillatory", "divergent", "divergent"]
+    # a trajectory that overflowed float64 (NaN/inf after some step) is divergent, not an error
+    overflowed = mono.copy()
+    overflowed[300:] = np.nan
+    overflowed[299] = np.inf
+    out = classify_trajectory(np.stack([mono, overflowed]), p_star)
+    assert out.tolist() == ["monotone", "divergent"]
+    with pytest.raises(ParameterError, match="p_star"):
+        classify_trajectory(mono, np.nan)
+
+
+def test_simulate_refuses_a_run_too_large_for_memory_up_front():
+    spec = BanditSpec.binary(group_size=8)
+    with pytest.raises(ParameterError, match="`steps`.*GiB"):
+        simulate(spec, eta=0.1, beta=1.0, steps=10**12)
+    with pytest.raises(ParameterError, match="`seeds`"):
+        simulate(spec, eta=0.1, beta=1.0, steps=10, seeds=10**8)
+    with pytest.raises(ParameterError, match="`seeds`"):
+        simulate(spec, eta=0.1, beta=1.0, steps=10, seeds=np.arange(2_000_000))
+    # recording only every n-th step keeps a long run small
+    run = simulate(spec, eta=0.1, beta=1.0, steps=20_000, seeds=1, mean_field=True, record_every=10_000)
+    assert run.p.shape == (1, 1, 3)
 
 
 # ---------------------------------------------------------------------------------------------

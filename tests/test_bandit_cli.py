@@ -78,6 +78,8 @@ def test_no_kl_anchor_says_so(capsys):
         (["--eta", "0.1", "--k-ref", "0"], "k_ref"),
         (["--eta", "0.1", "--steps", "0"], "steps"),
         (["--eta", "0.1", "--seeds", "0"], "seeds"),
+        (["--eta", "0.1", "--steps", "1e12"], "steps"),  # was a 7 TiB allocation and a traceback
+        (["--eta", "0.1", "--seeds", "100000000"], "seeds"),  # was 10^8 generators: a hang
         (["--eta", "0.1", "--group-size", "inf"], "group_size"),
         (["--mu", "0.5"], "eta"),
         (["--sweep", "k_ref", "--eta", "0.5", "--beta", "0"], "beta"),
@@ -87,3 +89,26 @@ def test_bad_input_is_one_line_naming_the_parameter(capsys, args, name):
     assert main(["bandit", *args]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"`{name}`" in err and "Traceback" not in err
+
+
+def test_an_unstable_eta_is_reported_as_divergent_not_as_an_error(capsys):
+    # eta = 1e300 overflows float64 in the mean-field run and the exact recurrence; that is the
+    # answer (divergent), not a "`p` must be finite" error
+    d = _json(capsys, "--eta", "1e300", "--steps", "50", "--seeds", "2")
+    assert d["regime_measured"] == "divergent" and d["regime_exact"] == "divergent"
+    assert d["regime_continuous"] == "divergent"
+    assert main(["bandit", "--eta", "1e300", "--steps", "50", "--mean-field"]) == 0
+    out = capsys.readouterr().out
+    assert "a = eta K = 4.153e+299" in out and "divergent" in out
+
+
+def test_report_of_a_run_whose_seeds_all_overflowed():
+    from grpo_dynamics.commands.bandit import _run_report
+
+    o = {"arms": 2, "group_size": 8.0, "num_prompts": 1, "baseline": "mean", "scale": "none", "estimator": "score",
+         "lag": "constant", "momentum": "heavy_ball", "eta": 10.0, "mu": 0.9, "k_ref": 8, "beta": 1.0, "steps": 100,
+         "seeds": 2, "mean_field": False, "final_p_mean": None, "final_p_spread": None, "overflowed_seeds": 2,
+         "interior_fixed_point": False, "p_star": 1.0}
+    assert "the run diverged" in _run_report(o)
+    o.update(final_p_mean=0.7, final_p_spread=0.0, overflowed_seeds=1)
+    assert "0.7000" in _run_report(o) and "1 more seed(s) overflowed" in _run_report(o)

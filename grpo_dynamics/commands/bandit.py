@@ -133,19 +133,22 @@ def handler(args: argparse.Namespace) -> int:
 
     if args.eta is None:
         raise ParameterError("eta", "`eta` is required (a finite number > 0)")
-    seeds = check_integer("seeds", args.seeds, low=1)
+    seeds = check_integer("seeds", args.seeds, low=1, high=bandit.MAX_SEEDS)
     first = check_integer("seed", args.seed, low=0)
     run = bandit.simulate(spec, eta=args.eta, mu=args.mu, k_ref=args.k_ref, beta=beta,
                           steps=args.steps, seeds=np.arange(first, first + seeds), mean_field=args.mean_field,
                           progress=True if args.progress else None)
     fp = bandit.fixed_point(spec, beta)
     final = run.p[0, :, -1]
+    overflowed = int(np.count_nonzero(~np.all(np.isfinite(run.p[0]), axis=-1)))
+    final = final[np.isfinite(final)]  # seeds that overflowed float64 are counted, not averaged
     out = {"eta": float(run.eta[0]), "mu": float(run.mu[0]), "k_ref": int(run.k_ref[0]), "beta": beta,
            "lag": spec.lag, "estimator": spec.estimator, "momentum": spec.momentum, "baseline": spec.baseline,
            "scale": spec.scale, "group_size": _finite(float(spec.group_size)), "num_prompts": spec.num_prompts,
            "arms": spec.num_arms, "steps": int(run.steps[-1]), "seeds": 1 if args.mean_field else seeds,
-           "mean_field": bool(args.mean_field), "final_p_mean": float(final.mean()),
-           "final_p_spread": float(final.std(ddof=1)) if final.size > 1 else 0.0,
+           "mean_field": bool(args.mean_field), "final_p_mean": float(final.mean()) if final.size else None,
+           "final_p_spread": float(final.std(ddof=1)) if final.size > 1 else (0.0 if final.size else None),
+           "overflowed_seeds": overflowed,
            "p_star": fp.p_star, "interior_fixed_point": fp.interior,
            "curvature": fp.stiffness if fp.interior else None}
     if fp.interior:
@@ -189,11 +192,15 @@ def _run_report(o: dict) -> str:
         f"{o['lag']} lag, {o['momentum']} momentum",
         f"eta = {o['eta']:g}, mu = {o['mu']:g}, k_ref = {o['k_ref']}, beta = {o['beta']:g}, "
         f"{o['steps']} steps x {o['seeds']} seed(s){' (mean field)' if o['mean_field'] else ''}",
-        f"final p: {o['final_p_mean']:.4f} (spread over seeds {o['final_p_spread']:.4f})",
     ]
+    if o["final_p_mean"] is not None:
+        lines.append(f"final p: {o['final_p_mean']:.4f} (spread over seeds {o['final_p_spread']:.4f})"
+                     + (f"; {o['overflowed_seeds']} more seed(s) overflowed" if o["overflowed_seeds"] else ""))
+    else:
+        lines.append("final p: none, the run diverged (every seed overflowed float64: unstable)")
     if o["interior_fixed_point"]:
         lines += [
-            f"fixed point p* = {o['p_star']:.4f}, stiffness K = {o['curvature']:.4f}, a = eta K = {o['a']:.4f}",
+            f"fixed point p* = {o['p_star']:.4f}, stiffness K = {o['curvature']:.4g}, a = eta K = {o['a']:.4g}",
             f"regime: measured {o['regime_measured']} (mean-field run); oscillator predicts "
             f"{o['regime_continuous']} (continuous), "
             f"{o['regime_exact']} (exact)",
