@@ -63,7 +63,11 @@ __all__ = [
     "train_fixed_budget",
     "summarise_study",
     "study_path",
+    "MAX_BUDGET",
 ]
+
+#: Largest rollout budget N accepted: 2**53, the largest integer a float64 holds exactly.
+MAX_BUDGET = 2**53
 
 
 # --------------------------------------------------------------------------------------------
@@ -618,8 +622,9 @@ def best_group_size(budget: int, c1: float, c2: float, c3: float, *, candidates=
 
     Parameters
     ----------
-    budget : int, >= 2
-        N.
+    budget : int, in [2, 2**53]
+        N, rollouts (completions) per optimizer step; at most 2**53, the largest integer a float
+        holds exactly.
     c1, c2, c3 : float, >= 0
         The constants.
     candidates : sequence of int, optional
@@ -642,7 +647,7 @@ def best_group_size(budget: int, c1: float, c2: float, c3: float, *, candidates=
     >>> best_group_size(1024, 1.0, 5.0, 961.0)
     32
     """
-    n = check_integer("budget", budget, low=2)
+    n = check_integer("budget", budget, low=2, high=MAX_BUDGET)
     if candidates is None:
         cand = [2**k for k in range(1, int(np.log2(n)) + 1) if n % 2**k == 0]
     else:

@@ -60,6 +60,7 @@ def test_samples_file_estimates_the_constants(tmp_path, capsys):
         (["--c1", "1", "--c2", "1", "--c3", "1", "--budget", "1"], "`budget`"),
         (["--c1", "nan", "--c2", "1", "--c3", "1", "--budget", "64"], "`c1`"),
         (["--samples", "x.npz", "--c1", "1", "--budget", "64"], "`--samples`"),
+        (["--c1", "1", "--c2", "1", "--c3", "1", "--budget", "1e30"], "`budget` must be an integer in [2, "),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(argv, needle, capsys):
@@ -83,4 +84,23 @@ def test_bad_samples_files(tmp_path, capsys):
     text = tmp_path / "text.npz"
     text.write_text("not an archive")
     assert main(["groupsize", "--samples", str(text), "--budget", "64"]) == 2
-    assert "cannot read" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "is not a .npz file" in err and "pickle" not in err  # numpy's advice to unpickle is not ours
+    objects = tmp_path / "objects.npz"
+    np.savez(objects, scores=np.array([{"a": 1}], dtype=object), rewards=np.zeros((3, 4)))
+    assert main(["groupsize", "--samples", str(objects), "--budget", "64"]) == 2  # was a traceback
+    err = capsys.readouterr().err
+    assert "Python objects" in err and err.count("\n") == 1
+    truncated = tmp_path / "truncated.npz"
+    truncated.write_bytes(wrong.read_bytes()[:100])
+    assert main(["groupsize", "--samples", str(truncated), "--budget", "64"]) == 2
+    assert "is not a .npz file" in capsys.readouterr().err
+
+
+def test_best_group_size_refuses_a_budget_past_exact_integers():
+    from grpo_core.errors import ParameterError
+    from grpo_core.groupsize import MAX_BUDGET, best_group_size
+
+    assert best_group_size(MAX_BUDGET, 1.0, 1.0, 1.0) == 2
+    with pytest.raises(ParameterError, match="`budget`"):  # was numpy's "'int' object has no attribute 'log2'"
+        best_group_size(10**30, 1.0, 1.0, 1.0)

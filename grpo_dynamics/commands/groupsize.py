@@ -29,7 +29,7 @@ def register(subparsers) -> None:
             "per-completion score vectors and rewards to estimate them (with bootstrap intervals)."
         ),
     )
-    p.add_argument("--budget", required=True, help="rollouts (completions) per optimizer step N, integer >= 2")
+    p.add_argument("--budget", required=True, help="rollouts (completions) per optimizer step N, integer in [2, 2**53]")
     p.add_argument("--c1", help="between-prompt variance of the true gradient, >= 0")
     p.add_argument("--c2", help="mean oracle (within-prompt) variance, >= 0")
     p.add_argument("--c3", help="second-order constant E[E||W||^2 Var(Z) + ||g||^2], >= 0")
@@ -47,7 +47,7 @@ def handler(args: argparse.Namespace) -> int:
     from grpo_core import groupsize
     from grpo_core.validation import check_integer, check_real
 
-    budget = check_integer("budget", args.budget, low=2)
+    budget = check_integer("budget", args.budget, low=2, high=groupsize.MAX_BUDGET)
     given = [args.c1 is not None, args.c2 is not None, args.c3 is not None]
     if args.samples is not None and any(given):
         raise ParameterError("samples", "give either `--samples` or `--c1/--c2/--c3`, not both")
@@ -85,18 +85,29 @@ def handler(args: argparse.Namespace) -> int:
 
 
 def _load_samples(path: str):
+    import os
+    import zipfile
+
     import numpy as np
 
+    if os.path.isfile(path) and not zipfile.is_zipfile(path):
+        raise DataError(f"`samples`: {path} is not a .npz file (write one with "
+                        "numpy.savez(path, scores=scores, rewards=rewards))")
     try:
         data = np.load(path, allow_pickle=False)
     except (ValueError, OSError) as exc:
         if isinstance(exc, FileNotFoundError):
             raise
-        raise DataError(f"`samples`: cannot read {path} as a .npz file ({exc})") from None
+        why = "it holds Python objects, which are not loaded" if "pickle" in str(exc) else str(exc)
+        raise DataError(f"`samples`: cannot read {path} as a .npz file of arrays ({why})") from None
     missing = [key for key in ("scores", "rewards") if key not in getattr(data, "files", [])]
     if missing:
         raise DataError(f"`samples`: {path} lacks array(s) {missing} (need 'scores' P x G x D and 'rewards' P x G)")
-    return data["scores"], data["rewards"]
+    try:
+        return data["scores"], data["rewards"]
+    except (ValueError, OSError, zipfile.BadZipFile) as exc:  # object arrays, a damaged member
+        why = "it holds Python objects, which are not loaded" if "pickle" in str(exc) else str(exc)
+        raise DataError(f"`samples`: cannot read the arrays of {path} ({why})") from None
 
 
 def _finite(obj):
@@ -123,7 +134,7 @@ def _report(k, budget: int, best: int, table: list[dict]) -> str:
         lines.append(f"  {name} = {value:.4g}{extra}")
     ci = k.intervals.get("g_star_exact")
     extra = f"   {100 * k.confidence:.0f}% interval [{ci[0]:.3g}, {ci[1]:.3g}]" if ci else ""
-    lines.append(f"G* = 1 + sqrt(c3/c1) = {star(k.g_star_exact)}{extra}   (leading order sqrt(c3/c1) = {star(k.g_star)})")
+    lines.append(f"G* = 1 + sqrt(c3/c1) = {star(k.g_star_exact)}{extra}   (leading order sqrt(c3/c1) = {k.g_star:.2f})")
     lines.append(f"best power of two dividing N = {budget}: G = {best} (B = {budget // best} prompts per step)")
     lines.append("")
     lines.append(f"{'G':>6} {'B':>6} {'MSE':>12} {'vs best':>8}")
