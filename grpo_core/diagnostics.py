@@ -47,6 +47,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import DataError, GrpoError
+from .laws import plateau_outside_unit_interval
 from .logs import RunLog, read_log
 from .validation import check_array, check_integer, check_real
 
@@ -402,6 +403,8 @@ class Diagnosis:
             lines.append(f"  forecast: reward plateau {fc['plateau']:.4g} [{fc['plateau_low']:.4g}, "
                          f"{fc['plateau_high']:.4g}] ({fc['law']} law); now {fc['current']:.4g}"
                          + (f" (caveat: {fc['caveat']})" if fc.get("caveat") else ""))
+        else:
+            lines += [f"  {note}" for note in self.notes if note.startswith("no plateau forecast")]
         for mode, why in self.skipped.items():
             lines.append(f"  not checked: {mode} ({why})")
         return "\n".join(lines)
@@ -1412,8 +1415,9 @@ def plateau_forecast(log: RunLog, *, metric: str = "reward", window: int = 20, n
         ``r2`` (of the fit on the raw curve), ``r2_smoothed`` (the same law against the smoothed
         curve), ``t90`` (steps to 90% of the plateau), ``current`` (mean of the last ``tail`` raw
         values), ``reached`` (fraction of the way from the fitted start to the plateau that
-        ``current`` has made), ``start``, ``window``, ``laws`` (R^2, AIC and plateau of each law),
-        and the curves for charts: ``t``, ``fitted``, ``fitted_low``, ``fitted_high``,
+        ``current`` has made), ``start``, ``window``, ``at_bound`` (the chosen law's parameters on
+        a bound; ``r_inf`` there means the curve does not determine its plateau), ``laws`` (R^2,
+        AIC and plateau of each law), and the curves for charts: ``t``, ``fitted``, ``fitted_low``, ``fitted_high``,
         ``smoothed_t``, ``smoothed``.
 
     Raises
@@ -1455,7 +1459,7 @@ def plateau_forecast(log: RunLog, *, metric: str = "reward", window: int = 20, n
         "metric": metric, "law": fc.law, "plateau": fc.plateau, "plateau_low": fc.plateau_low,
         "plateau_high": fc.plateau_high, "level": level, "band_method": fc.band_method, "r2": fit.r2,
         "r2_smoothed": r2_smooth, "t90": fc.t90, "current": current, "tail": int(min(tail, y.size)),
-        "reached": reached, "window": window, "start": r0,
+        "reached": reached, "window": window, "start": r0, "at_bound": list(fit.at_bound),
         "laws": {} if fc.comparison is None else {
             name: {"r2": f.r2, "aic": f.aic, "plateau": f.plateau} for name, f in fc.comparison.results.items()},
         "t": fc.t, "fitted": fc.curve, "fitted_low": fc.curve_low, "fitted_high": fc.curve_high,
@@ -1508,7 +1512,8 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
     Raises
     ------
     DataError
-        The log cannot be read (path input).
+        The log cannot be read (path input), or none of the four checks can run on it (it has
+        none of the columns they read: a verdict "healthy" would be about nothing).
     ParameterError
         Bad ``group_size`` or ``num_prompts``.
 
@@ -1550,6 +1555,12 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
         checked.append(mode)
         if found is not None:
             findings.append(found)
+    if not checked:
+        # "healthy" would be a verdict on nothing
+        raise DataError(f"nothing to diagnose: {log.source} has none of the columns the four checks read (reward, "
+                        "reward_std or frac_reward_zero_std, entropy, grad_norm, kl, clip ratios); its columns: "
+                        f"{', '.join(map(str, log.train.columns)) or 'none'}. Name yours with mapping= (--map "
+                        "KEY=COLUMN)")
     findings.sort(key=lambda f: (-_RANK[f.severity], f.onset if f.onset is not None else f.steps[0]))
     healthy = not any(_RANK[f.severity] >= 1 for f in findings)
     fc = None
@@ -1557,7 +1568,10 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
         rt, r = _quiet_series(log, "reward")
         # from the very start (a reward can rise within a few steps) to the last quarter
         rise_z = _rise(r, early_points=int(min(20, max(3, round(0.01 * r.size)))))["z"] if r.size >= 8 else 0.0
-        if abs(rise_z) < th.trend_z:
+        if r.size < 8:
+            notes.append(f"no plateau forecast: only {r.size} reward point(s); a learning curve to extrapolate "
+                         "needs more")
+        elif abs(rise_z) < th.trend_z:
             notes.append(f"no plateau forecast: the reward has not moved significantly (rise z = {rise_z:.2g} < "
                          f"{th.trend_z:g}); there is no learning curve to extrapolate")
         else:
@@ -1565,10 +1579,18 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     fc = plateau_forecast(log, n_boot=n_boot)
-                fc["reliable"] = True
+                caveats = []
                 if any(f.mode == "dynamic_instability" and f.severity in ("warning", "critical") for f in findings):
-                    fc["reliable"] = False
-                    fc["caveat"] = "the run is unstable: a plateau law does not describe it"
+                    caveats.append("the run is unstable: a plateau law does not describe it")
+                if "r_inf" in fc["at_bound"]:
+                    caveats.append("the curve does not determine its plateau: the fitted value sits at the law's "
+                                   "bound, ten reward ranges beyond the data")
+                elif binary_reward is not False and plateau_outside_unit_interval(r, fc["plateau"]):
+                    caveats.append(f"the fitted plateau {fc['plateau']:.4g} lies outside [0, 1], the range of a "
+                                   "0/1 reward: the curve has not bent over yet and the law extrapolates past it")
+                fc["reliable"] = not caveats
+                if caveats:
+                    fc["caveat"] = "; ".join(caveats)
             except GrpoError as exc:
                 notes.append(f"no plateau forecast: {exc}")
     steps = (int(log.train.index[0]), int(log.train.index[-1])) if len(log.train) else (0, 0)

@@ -77,6 +77,7 @@ __all__ = [
     "noise_variance",
     "gaussian_information_criteria",
     "oscillator_quantities",
+    "plateau_outside_unit_interval",
 ]
 
 #: Fewest usable (finite) points a fit accepts.
@@ -828,6 +829,11 @@ class FitResult:
         if "r_inf" not in self.at_bound and math.isfinite(self.plateau_stderr):
             if self.plateau_stderr > float(np.ptp(self.y)):
                 out.append("the plateau's standard error exceeds the curve's range: the plateau is not determined")
+        if "r_inf" not in self.at_bound and plateau_outside_unit_interval(self.y, self.plateau):
+            out.append(
+                f"the plateau {self.plateau:.4g} lies outside [0, 1], where every value of the curve lies: for a "
+                "0/1 reward or an accuracy it cannot be reached; the law extrapolates a curve that has not bent over"
+            )
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -853,6 +859,37 @@ class FitResult:
             "success": bool(self.success),
             "notes": self.notes,
         }
+
+
+def plateau_outside_unit_interval(y, plateau: float) -> bool:
+    """Whether a curve lying in [0, 1] (a 0/1 reward's mean, an accuracy) has a plateau outside it.
+
+    Parameters
+    ----------
+    y : array_like, shape (n,)
+        The curve (non-finite values are ignored).
+    plateau : float
+        Its fitted plateau.
+
+    Returns
+    -------
+    bool
+        True when every finite value of ``y`` lies in [0, 1] and ``plateau`` does not (by more than
+        1e-9): a law that forecasts such a plateau is extrapolating past the largest (or smallest)
+        value the metric can take.
+
+    Examples
+    --------
+    >>> plateau_outside_unit_interval([0.1, 0.5, 0.9], 1.8), plateau_outside_unit_interval([0.1, 0.9], 0.95)
+    (True, False)
+    >>> plateau_outside_unit_interval([0.5, 1.5, 2.0], 2.4)  # not a [0, 1] metric
+    False
+    """
+    arr = np.asarray(y, dtype=float)
+    arr = arr[np.isfinite(arr)]
+    if arr.size == 0 or not math.isfinite(plateau) or arr.min() < 0.0 or arr.max() > 1.0:
+        return False
+    return bool(plateau > 1.0 + 1e-9 or plateau < -1e-9)
 
 
 def _gradient(law: Law, t: np.ndarray, p: np.ndarray) -> np.ndarray:

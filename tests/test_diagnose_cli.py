@@ -184,3 +184,53 @@ def test_report_renders_offline_in_chromium(report06, probe):
     probe.screenshot("diagnose-report")
     assert probe.external_requests == []
     assert probe.console_errors == []
+
+
+def _write_curve(path: Path, reward) -> Path:
+    lines = ["step,reward"] + [f"{i + 1},{v!r}" for i, v in enumerate(map(float, reward))]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_forecast_past_what_a_0_1_reward_can_reach_is_flagged_not_reliable(capsys, tmp_path):
+    import numpy as np
+
+    # an accuracy still rising linearly at the end of the log: the best law's plateau is above 1
+    t = np.arange(1, 301)
+    acc = np.clip(0.1 + 0.0032 * t + np.random.default_rng(0).normal(0, 0.02, t.size), 0, 1)
+    log = _write_curve(tmp_path / "rising.csv", acc)
+    code, out, err = run(capsys, log, "--json")
+    fc = json.loads(out)["forecast"]
+    assert fc["plateau"] > 1  # reported as fitted, not clipped ...
+    assert fc["reliable"] is False and "outside [0, 1]" in fc["caveat"]  # ... and said to be out of reach
+    code, out, err = run(capsys, log)
+    assert "caveat: the fitted plateau" in out
+    # a reward that is not 0/1 (the user says so): no such caveat
+    code, out, err = run(capsys, log, "--json", "--binary-reward", "no")
+    assert json.loads(out)["forecast"]["reliable"] is True
+
+
+def test_forecast_whose_plateau_sits_at_the_law_bound_is_flagged(capsys, tmp_path):
+    import numpy as np
+
+    # a straight line: no law determines a plateau; the fit parks r_inf at its bound
+    log = _write_curve(tmp_path / "line.csv", 0.1 + 0.002 * np.arange(1, 200))
+    code, out, err = run(capsys, log, "--json")
+    fc = json.loads(out)["forecast"]
+    assert "r_inf" in fc["at_bound"]
+    assert fc["reliable"] is False and "does not determine its plateau" in fc["caveat"]
+
+
+def test_text_report_says_why_there_is_no_forecast(capsys, tmp_path):
+    code, out, err = run(capsys, _write_curve(tmp_path / "flat.csv", [0.5] * 100))
+    assert "no plateau forecast: the reward has not moved significantly" in out
+    code, out, err = run(capsys, _write_curve(tmp_path / "three.csv", [0.1, 0.2, 0.3]))
+    assert "no plateau forecast: only 3 reward point(s)" in out
+
+
+def test_a_log_with_nothing_to_check_is_an_error_not_healthy(capsys, tmp_path):
+    log = tmp_path / "loss_only.csv"
+    log.write_text("step,loss\n" + "".join(f"{i},0.1\n" for i in range(1, 50)))
+    code, out, err = run(capsys, log)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "nothing to diagnose" in err and "step, loss" in err and "--map" in err

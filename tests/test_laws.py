@@ -492,3 +492,16 @@ def test_charts_draw_the_results():
         laws_charts.forecast_chart(cmp)
     with pytest.raises(ParameterError, match="`sweep`"):
         laws_charts.forecast_sweep_chart(sweep.drop(columns=["actual"]))
+
+
+def test_notes_say_when_a_0_1_curve_is_forecast_outside_0_1():
+    t = np.arange(1, 301)
+    acc = np.clip(0.1 + 0.0032 * t + np.random.default_rng(0).normal(0, 0.02, t.size), 0, 1)
+    fit = laws.fit_law(t, acc, "logistic")
+    assert fit.plateau > 1 and "r_inf" not in fit.at_bound
+    assert any("outside [0, 1]" in n for n in fit.notes)
+    # the same shape on a reward scale that is not [0, 1]: nothing to say
+    assert not any("outside [0, 1]" in n for n in laws.fit_law(t, 2.0 * acc, "logistic").notes)
+    # a plateau inside [0, 1]
+    sat = 0.1 + 0.8 / (1 + np.exp(-(t - 100) / 15)) + np.random.default_rng(1).normal(0, 0.02, t.size)
+    assert not any("outside [0, 1]" in n for n in laws.fit_law(t, np.clip(sat, 0, 1), "logistic").notes)
