@@ -1670,7 +1670,7 @@ def synthetic_log(kind: str = "healthy", *, n_steps: int = 300, group_size: int 
     n = check_integer("n_steps", n_steps, low=50)
     g = check_integer("group_size", group_size, low=2)
     b = check_integer("num_prompts", num_prompts, low=1)
-    seed = check_integer("seed", seed)
+    seed = check_integer("seed", seed, low=0)
     if kind == "advantage_degeneration":
         g = 2
     rng = np.random.default_rng(seed)

@@ -1441,7 +1441,7 @@ def forecast(
         Coverage of the bands (0.9: a 90% band).
     n_boot : int, >= 0
         Bootstrap replicates; 0 reports the delta-method band.
-    seed : int
+    seed : int, >= 0
         Seed of the bootstrap's random generator.
     tail : int, >= 1
         The actual plateau is the mean of the last ``tail`` points of the whole curve.
@@ -1484,7 +1484,7 @@ def forecast(
     fraction = check_real("fraction", fraction, low=0.0, high=1.0, low_inclusive=False)
     level = check_real("level", level, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
     n_boot = check_integer("n_boot", n_boot, low=0)
-    seed = check_integer("seed", seed)
+    seed = check_integer("seed", seed, low=0)
     tail = check_integer("tail", tail, low=1)
     criterion = check_choice("criterion", criterion, CRITERIA)
     t_all, y_all, _ = _prepare(t, y)
@@ -1733,7 +1733,7 @@ def forecast_coverage(
         (slow: ``reps * n_boot`` fits).
     reps : int, >= 1
         Number of synthetic curves.
-    seed : int
+    seed : int, >= 0
         Seed of the noise (replicate r uses ``seed + r``; the bootstrap too).
 
     Returns
@@ -1765,7 +1765,7 @@ def forecast_coverage(
     truth = law_obj.plateau(_as_vector(law_obj, params))
     noise_std = check_real("noise_std", noise_std, low=0.0, low_inclusive=False)
     reps = check_integer("reps", reps, low=1)
-    seed = check_integer("seed", seed)
+    seed = check_integer("seed", seed, low=0)
     hits, widths, errors = 0, [], []
     method = "delta"
     for r in range(reps):

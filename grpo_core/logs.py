@@ -118,7 +118,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .errors import DataError
+from .errors import DataError, ParameterError
 from .validation import check_choice
 
 __all__ = [
@@ -630,7 +630,8 @@ def read_log(
         pass), has non-integer steps, or its format is not recognised (the message lists the
         formats and how to map columns).
     ParameterError
-        ``format`` or ``reward_std_kind`` is not an allowed value.
+        ``format`` or ``reward_std_kind`` is not an allowed value, or ``trl_version`` is not a
+        version number.
 
     Warns
     -----
@@ -895,6 +896,9 @@ def _build(records, frame, *, container, fmt, mapping, source, notes, meta, trl_
     if "trl_version" in meta:
         versions.add(str(meta["trl_version"]))
     if trl_version is not None:
+        if parse_version(trl_version) is None:
+            raise ParameterError("trl_version", f"`trl_version` must be a version number such as '0.19.1' or "
+                                                f"'0.27'; got {trl_version!r}")
         versions = {str(trl_version)}
 
     # User mapping: normalised name -> the file's column.

@@ -143,6 +143,14 @@ def test_refused_input(tmp_path, capsys):
     assert "`law`" in _fails(capsys, QWEN, "--laws", "three_phase,power")
     assert "`window`" in _fails(capsys, QWEN, "--smooth", "0")
     assert "`level`" in _fails(capsys, QWEN, "--fit-fraction", "0.5", "--level", "2")
+    # the forecast's options are checked even without --fit-fraction (they were silently ignored)
+    assert "`level`" in _fails(capsys, QWEN, "--level", "1")
+    assert "`n_boot`" in _fails(capsys, QWEN, "--n-boot", "-1")
+    assert "`seed`" in _fails(capsys, QWEN, "--seed", "-1")
+    # a negative seed reached numpy's generator: a traceback
+    assert "`seed`" in _fails(capsys, QWEN, "--fit-fraction", "0.5", "--seed", "-1")
+    # a TRL version that is not a version number was silently ignored
+    assert "`trl_version` must be a version number" in _fails(capsys, QWEN, "--trl-version", "abc")
 
 
 def test_console_script_runs(tmp_path):

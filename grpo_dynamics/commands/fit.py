@@ -62,7 +62,12 @@ def register(subparsers) -> None:
 def handler(args: argparse.Namespace) -> int:
     from grpo_core import laws
     from grpo_core.errors import ParameterError
+    from grpo_core.validation import check_integer, check_real
 
+    # checked even without --fit-fraction: a bad value is never silently ignored
+    check_integer("n_boot", args.n_boot, low=0)
+    check_real("level", args.level, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+    check_integer("seed", args.seed, low=0)
     plot = None
     if args.plot is not None:
         plot = Path(args.plot)
