@@ -1154,7 +1154,8 @@ class FitComparison:
     dropped : int
         Points dropped as non-finite.
     noise_r2_ceiling : float
-        ``1 - noise_variance(y) / Var(y)``: about the best R^2 any smooth law can reach on this curve.
+        ``max(0, 1 - noise_variance(y) / Var(y))``: about the best R^2 any smooth law can reach on
+        this curve.
     """
 
     results: dict[str, FitResult]
@@ -1276,7 +1277,9 @@ def fit_all(t, y, *, laws=DEFAULT_LAWS, criterion: str = "aic") -> FitComparison
             continue
         results[law.name] = _fit_prepared(law, t_arr, y_arr)
     best = min(results, key=lambda k: getattr(results[k], criterion))
-    ceiling = 1.0 - noise_variance(y_arr) / float(np.var(y_arr))
+    # the difference-based noise estimate can exceed Var(y) on a curve that is all noise (an
+    # alternating 0/1 series gives -1): no law explains any of it, so the ceiling is 0
+    ceiling = max(0.0, 1.0 - noise_variance(y_arr) / float(np.var(y_arr)))
     return FitComparison(
         results=results, criterion=criterion, best=best, n=int(y_arr.size), dropped=dropped, noise_r2_ceiling=ceiling
     )

@@ -505,3 +505,13 @@ def test_notes_say_when_a_0_1_curve_is_forecast_outside_0_1():
     # a plateau inside [0, 1]
     sat = 0.1 + 0.8 / (1 + np.exp(-(t - 100) / 15)) + np.random.default_rng(1).normal(0, 0.02, t.size)
     assert not any("outside [0, 1]" in n for n in laws.fit_law(t, np.clip(sat, 0, 1), "logistic").notes)
+
+
+def test_noise_ceiling_is_never_negative():
+    t = np.arange(1, 201)
+    alternating = (t % 2).astype(float)  # all noise: the difference-based estimate is 2 Var(y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert laws.fit_all(t, alternating).noise_r2_ceiling == 0.0
+    smooth = 1 - np.exp(-t / 40)
+    assert laws.fit_all(t, smooth).noise_r2_ceiling > 0.99
