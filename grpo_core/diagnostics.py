@@ -1310,7 +1310,8 @@ def train_eval_decoupling(log: RunLog, *, eval_metric: str | None = None, correc
     ------
     DataError
         No reward, or neither an eval metric nor a correctness-like reward function to compare
-        (the message says what to pass); an ``eval_metric`` that is not in the eval table.
+        (the message says what to pass); an ``eval_metric`` that is not in the eval table; a
+        ``correctness`` name that is not one of the log's reward functions.
 
     Examples
     --------
@@ -1332,6 +1333,10 @@ def train_eval_decoupling(log: RunLog, *, eval_metric: str | None = None, correc
     elif eval_metric is not None:
         log.series(eval_metric, split="eval")  # raises the DataError listing the eval columns
     funcs = log.reward_functions()
+    unknown = [f for f in (correctness or []) if f not in funcs]
+    if unknown:
+        raise DataError(f"`correctness` names {unknown}, not reward functions of {log.source}; its reward "
+                        f"functions: {', '.join(funcs) or 'none'}")
     if len(funcs) >= 2:
         names = correctness if correctness is not None else [
             f for f in funcs if any(w in f.lower() for w in _CORRECTNESS_WORDS)]
@@ -1341,7 +1346,7 @@ def train_eval_decoupling(log: RunLog, *, eval_metric: str | None = None, correc
                 comparisons.append((f"reward function {f}", ft, fv, "train"))
     if not comparisons:
         raise DataError(f"train_eval_decoupling needs eval rows (at least 3) or a correctness reward function "
-                        f"besides others in {log.source}; pass eval_metric= or correctness=")
+                        f"besides others in {log.source}; pass eval_metric= (--eval-metric) or correctness= (--correctness)")
     if r.size < 8:
         raise DataError(f"train_eval_decoupling needs at least 8 training rewards; {log.source} has {r.size}")
     findings = []

@@ -1197,7 +1197,7 @@ def _reward_std_kind(train: pd.DataFrame, raw_columns, fmt: str, versions: set[s
                              "reward function, on most steps)", warn=False)
                 return "group_mean_std", era
     _note(notes, "could not tell whether reward_std is the mean per-group std (TRL < 0.27) or the batch std "
-                 "(>= 0.27); pass trl_version= or reward_std_kind= to say", warn=False)
+                 "(>= 0.27); pass trl_version= (--trl-version) or reward_std_kind= to say", warn=False)
     return "unknown", era
 
 

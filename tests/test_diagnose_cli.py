@@ -234,3 +234,16 @@ def test_a_log_with_nothing_to_check_is_an_error_not_healthy(capsys, tmp_path):
     code, out, err = run(capsys, log)
     assert code == 2 and out == "" and err.count("\n") == 1
     assert "nothing to diagnose" in err and "step, loss" in err and "--map" in err
+
+
+def test_correctness_option_and_what_the_messages_tell_a_command_line_user(capsys):
+    gemma = real_log_path("gemma3-1b-it_gsm8k_unsloth.csv")
+    code, out, err = run(capsys, gemma, "--correctness", "check_numbers", "--json")
+    assert "train_eval_decoupling" in json.loads(out)["checked"]
+    # a name that is not a reward function is said, with the ones there are (it was ignored)
+    code, out, err = run(capsys, gemma, "--correctness", "nosuch", "--json")
+    why = json.loads(out)["skipped"]["train_eval_decoupling"]
+    assert "'nosuch'" in why and "check_answer" in why
+    # the hint names the command's options, not only the library's keywords
+    code, out, err = run(capsys, CASES / "02-zero-loss-but-learning" / "trainer_state.json", "--no-forecast")
+    assert "(--eval-metric)" in out and "(--correctness)" in out

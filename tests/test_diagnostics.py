@@ -284,7 +284,7 @@ def test_train_eval_decoupling_falling_eval_is_critical():
     recs = [{"step": s, "reward": 0.2 + 0.006 * s} for s in range(1, 101)]
     recs += [{"step": s, "eval_reward": 0.1 + 0.005 * s} for s in range(10, 101, 10)]
     assert train_eval_decoupling(from_records(recs)) is None
-    with pytest.raises(DataError, match="eval_metric= or correctness="):
+    with pytest.raises(DataError, match=r"eval_metric= \(--eval-metric\) or correctness="):
         train_eval_decoupling(from_records([{"step": s, "reward": 0.1} for s in range(1, 20)]))
     with pytest.raises(DataError, match="no column 'accuracy' in the eval table"):
         train_eval_decoupling(from_records(recs), eval_metric="accuracy")

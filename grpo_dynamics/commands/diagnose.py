@@ -44,6 +44,9 @@ def register(subparsers) -> None:
                    help="whether the reward is 0/1 (auto: when every reward lies in [0, 1])")
     p.add_argument("--eval-metric", dest="eval_metric", default=None,
                    help="eval column to compare with the training reward (default: chosen by name)")
+    p.add_argument("--correctness", action="append", metavar="NAME", default=None,
+                   help="reward function that measures correctness, compared with the total training reward "
+                        "for train-eval decoupling (repeatable; default: chosen by name)")
     p.add_argument("--no-forecast", dest="forecast", action="store_false", help="skip the plateau forecast")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object (findings, healthy, forecast, format, ...) instead of the report")
@@ -68,7 +71,7 @@ def handler(args: argparse.Namespace) -> int:
             warnings.simplefilter("ignore")
         log = read_log_from_args(args)
         diagnosis = diagnose(log, group_size=group_size, binary_reward=binary, num_prompts=num_prompts,
-                             eval_metric=args.eval_metric, forecast=args.forecast)
+                             eval_metric=args.eval_metric, correctness=args.correctness, forecast=args.forecast)
     if args.report:
         from grpo_dynamics.report import write_report
 
