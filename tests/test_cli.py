@@ -35,3 +35,21 @@ def test_closed_pipe_is_not_a_traceback():
     proc = subprocess.run(cmd, shell=True, capture_output=True, text=True, executable="/bin/bash")
     assert proc.stdout.strip() == "141"
     assert "Traceback" not in proc.stderr
+
+
+def test_experiment_checks_timeout_and_out_before_anything_runs(tmp_path, capsys):
+    from grpo_dynamics.cli import main
+
+    # both were accepted by --dry-run and failed only when a run started
+    for args, needle in ((["--timeout", "-5"], "`timeout` must be an integer >= 1"),
+                         (["--timeout", "0"], "`timeout` must be an integer >= 1")):
+        assert main(["experiment", "--dry-run", "--out", str(tmp_path), *args]) == 2
+        err = capsys.readouterr().err
+        assert needle in err and err.count("\n") == 1
+    a_file = tmp_path / "runs.txt"
+    a_file.write_text("")
+    assert main(["experiment", "--dry-run", "--out", str(a_file)]) == 2
+    err = capsys.readouterr().err
+    assert "`out` must be a folder" in err and err.count("\n") == 1
+    assert main(["experiment", "--dry-run", "--timeout", "60", "--out", str(tmp_path / "new")]) == 0
+    assert not (tmp_path / "new").exists()  # a dry run creates nothing

@@ -96,6 +96,13 @@ def handler(args) -> int:
         for key, text in parameter_help().items():
             print(f"  {key}: {text}")
         return 0
+    from grpo_core.errors import ParameterError
+
+    if args.timeout is not None and args.timeout < 1:
+        raise ParameterError("timeout", f"`timeout` must be an integer >= 1 (seconds per cell; omit it for no "
+                                        f"limit); got {args.timeout}")
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise ParameterError("out", f"`out` must be a folder (the run folders go inside it); {args.out} is a file")
     plan = _plan(args)  # raises ParameterError before anything runs
     notebook = Path(args.notebook) if args.notebook else NOTEBOOK
     if not notebook.exists():
