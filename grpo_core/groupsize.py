@@ -588,9 +588,11 @@ def optimal_group_size(c1: float, c3: float, *, exact: bool = True) -> float:
 
     Parameters
     ----------
-    c1, c3 : float, >= 0
-        The constants; c1 <= 0 (no between-prompt variance) gives ``inf`` (spend the whole
-        budget on one prompt).
+    c1 : float
+        Between-prompt variance. An unbiased estimate can come out negative: ``c1 <= 0`` (no
+        between-prompt variance) gives ``inf`` (spend the whole budget on one prompt).
+    c3 : float, >= 0
+        The second-order constant.
     exact : bool
         Minimise the exact c1 G + c2 + c3/(G-1) (True) or c1 G + c2 + c3/G (False).
 
@@ -602,7 +604,7 @@ def optimal_group_size(c1: float, c3: float, *, exact: bool = True) -> float:
     Raises
     ------
     ParameterError
-        Non-finite or negative constants.
+        Non-finite constants, or a negative ``c3``.
 
     Examples
     --------
