@@ -1145,7 +1145,8 @@ def dynamic_instability(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHO
     Raises
     ------
     DataError
-        The log has none of the growth metrics and no reward.
+        The log has none of the growth metrics and no reward, or too few steps to judge (fewer than 8 of
+        every growth metric and fewer than 16 rewards): no verdict either way.
 
     Examples
     --------
@@ -1200,6 +1201,12 @@ def dynamic_instability(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHO
                 osc = oscillation(st, r, p_value=th.oscillation_p_value)
             except GrpoError:
                 osc = None
+    if not signals and osc is None:
+        n_reward = _quiet_series(log, "reward")[1].size if log.has("reward") else 0
+        if n_reward < 16:  # nothing was long enough to look at: no verdict either way
+            raise DataError(f"dynamic_instability needs at least 8 logged steps of "
+                            f"{', '.join(present) or 'a growth metric'} or 16 of the reward; {log.source} has "
+                            f"{len(log.train)} row(s)")
     osc_level = None
     if osc is not None and osc.detected:
         gf = osc.growth_factor
@@ -1562,8 +1569,8 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
             findings.append(found)
     if not checked:
         # "healthy" would be a verdict on nothing
-        raise DataError(f"nothing to diagnose: {log.source} has none of the columns the four checks read (reward, "
-                        "reward_std or frac_reward_zero_std, entropy, grad_norm, kl, clip ratios); its columns: "
+        raise DataError(f"nothing to diagnose: none of the four checks can run on {log.source} (e.g. "
+                        f"{skipped['dynamic_instability']}); its columns: "
                         f"{', '.join(map(str, log.train.columns)) or 'none'}. Name yours with mapping= (--map "
                         "KEY=COLUMN)")
     findings.sort(key=lambda f: (-_RANK[f.severity], f.onset if f.onset is not None else f.steps[0]))

@@ -125,7 +125,9 @@ def test_missing_file(capsys, tmp_path):
 
 def test_warnings_are_one_line_each(capsys, tmp_path):
     path = tmp_path / "u.csv"
-    path.write_text("step,reward\n3,0.3\n1,0.1\n2,0.2\n")
+    rows = [(s, 0.01 * s) for s in range(1, 21)]
+    rows[0], rows[1] = rows[1], rows[0]  # one place where the step goes back
+    path.write_text("step,reward\n" + "".join(f"{s},{r}\n" for s, r in rows))
     code, out, err = run(capsys, path, "--no-forecast")
     assert code == 0
     assert err.strip() == f"warning: {path}: steps were out of order (1 place(s) where the step goes back, train); " \
@@ -133,6 +135,16 @@ def test_warnings_are_one_line_each(capsys, tmp_path):
     # --json keeps stdout to one object and stderr quiet; the note is in the JSON
     code, out, err = run(capsys, path, "--json", "--no-forecast")
     assert err == "" and any("out of order" in n for n in json.loads(out)["notes"])
+
+
+def test_too_short_log_is_no_verdict(capsys, tmp_path):
+    # three rewards are too few for any check: an error, not "healthy"
+    path = tmp_path / "short.csv"
+    path.write_text("step,reward\n1,0.1\n2,0.2\n3,0.3\n")
+    code, out, err = run(capsys, path, "--no-forecast")
+    assert code == 2 and out == ""
+    assert "nothing to diagnose" in err and "16 of the reward" in err and "has 3 row(s)" in err
+    assert "healthy" not in err
 
 
 def test_console_script_no_traceback(tmp_path):
@@ -224,8 +236,12 @@ def test_forecast_whose_plateau_sits_at_the_law_bound_is_flagged(capsys, tmp_pat
 def test_text_report_says_why_there_is_no_forecast(capsys, tmp_path):
     code, out, err = run(capsys, _write_curve(tmp_path / "flat.csv", [0.5] * 100))
     assert "no plateau forecast: the reward has not moved significantly" in out
-    code, out, err = run(capsys, _write_curve(tmp_path / "three.csv", [0.1, 0.2, 0.3]))
-    assert "no plateau forecast: only 3 reward point(s)" in out
+    # ten steps of grad_norm let a check run; the reward was logged on only three of them
+    three = tmp_path / "three.csv"
+    three.write_text("step,grad_norm,reward\n" + "".join(
+        f"{s},0.3,{0.1 * s if s <= 3 else ''}\n" for s in range(1, 11)))
+    code, out, err = run(capsys, three)
+    assert code == 0 and "no plateau forecast: only 3 reward point(s)" in out
 
 
 def test_a_log_with_nothing_to_check_is_an_error_not_healthy(capsys, tmp_path):
