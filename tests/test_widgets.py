@@ -254,6 +254,31 @@ def test_explorer_shows_a_failing_computation_as_a_message(monkeypatch):
     assert "Traceback" not in ex.status.value
 
 
+def test_frame_records_equal_altairs_sanitiser():
+    # the fast path must give exactly what Altair would embed; other dtypes fall back to Altair
+    import numpy as np
+    import pandas as pd
+    from altair.utils import sanitize_pandas_dataframe
+
+    from widgets._controls import frame_records
+
+    frames = [
+        pd.DataFrame({"t": np.arange(4), "y": [0.5, np.nan, np.inf, -np.inf], "ok": [True, False, True, True],
+                      "s": ["a", "b", "c", "d"], "u": np.arange(4, dtype=np.uint8)}),
+        pd.DataFrame({"t": pd.Series([1, None, 3], dtype="Int64"), "c": pd.Categorical(["x", None, "y"])}),
+        pd.DataFrame({"d": pd.to_datetime(["2026-01-01", "2026-01-02"]), "o": [np.array([1, 2]), None]}),
+        pd.DataFrame({"y": np.float32([0.1, np.nan])}),
+        pd.DataFrame({"y": []}, dtype=float),
+        pd.DataFrame({"s": pd.array(["a", None], dtype="string"), "o": pd.Series(["p", "q"], dtype=object)}),
+    ]
+    for f in frames:
+        got = frame_records(f)
+        assert got == sanitize_pandas_dataframe(f).to_dict(orient="records")
+        assert [list(map(type, r.values())) for r in got] == \
+            [list(map(type, r.values())) for r in sanitize_pandas_dataframe(f).to_dict(orient="records")]
+    assert frame_records(frames[0])[1] == {"t": 1, "y": None, "ok": False, "s": "b", "u": 1}
+
+
 def test_live_chart_patches_data_without_rebuilding():
     from widgets.oscillator_explorer import oscillator_explorer
 
