@@ -74,8 +74,9 @@ def classify_trajectory(p, p_star, *, rtol: float = 1e-3) -> np.ndarray:
 
     With ``e = p - p*`` and ``e0 = |e(0)|``: *divergent* when the late amplitude (max ``|e|`` over
     the last quarter) is at least 0.9 times the mid amplitude (second quarter) and above
-    ``rtol * e0`` (the deviation is not dying out); else *oscillatory* when ``e`` changes sign with
-    ``|e| > rtol * e0`` on both sides (it overshoots); else *monotone*.
+    ``rtol * e0`` (the deviation is not dying out), except that a trajectory that never overshoots
+    and whose late amplitude is below the mid one is a slow monotone approach; else *oscillatory*
+    when ``e`` changes sign with ``|e| > rtol * e0`` on both sides (it overshoots); else *monotone*.
 
     Parameters
     ----------
@@ -116,7 +117,6 @@ def classify_trajectory(p, p_star, *, rtol: float = 1e-3) -> np.ndarray:
     scale = np.where(scale > 0, scale, 1.0)
     mid = np.abs(e[..., n // 4 : n // 2]).max(axis=-1)
     late = np.abs(e[..., 3 * n // 4 :]).max(axis=-1)
-    divergent = ((late >= 0.9 * mid) & (late > tol * scale)) | overflowed
     big = np.abs(e) > tol * scale[..., None]
     sgn = np.where(big, np.sign(e), 0.0)
     # Sign changes between consecutive significant samples (ignoring the small ones in between).
@@ -126,6 +126,9 @@ def classify_trajectory(p, p_star, *, rtol: float = 1e-3) -> np.ndarray:
         s = sgn[..., i]
         crossed |= (s != 0) & (last != 0) & (s != last)
         last = np.where(s != 0, s, last)
+    # A slow monotone approach (no overshoot, still shrinking) is not divergent, however little it
+    # shrank over the window (a small learning rate); a sustained oscillation is.
+    divergent = ((late >= 0.9 * mid) & (late > tol * scale) & (crossed | (late >= mid))) | overflowed
     out = np.where(divergent, "divergent", np.where(crossed, "oscillatory", "monotone"))
     return out.astype(object) if out.ndim else np.asarray(str(out), dtype=object)
 

@@ -32,6 +32,7 @@ from grpo_core.bandit_stability import (
     growth_rates,
     k_ref_sweep,
     predicted_noise,
+    predicted_regimes,
     threshold_table,
 )
 
@@ -387,6 +388,19 @@ def test_classify_trajectory():
     assert out.tolist() == ["monotone", "divergent"]
     with pytest.raises(ParameterError, match="p_star"):
         classify_trajectory(mono, np.nan)
+    # a slow monotone approach (small learning rate: |e| shrank by less than 10% between the second
+    # and last quarters) is monotone, not divergent; a slow monotone growth still is divergent
+    slow = p_star - 0.2 * (1 - 4e-4) ** t
+    grow = p_star - 0.2 * (1 + 4e-4) ** t
+    assert classify_trajectory(np.stack([slow, grow]), p_star).tolist() == ["monotone", "divergent"]
+
+
+def test_predicted_regimes_small_eta_is_monotone_not_divergent():
+    # eta = 1e-3 on the binary bandit (a = eta K ~ 4e-4, spectral radius < 1): the exact recurrence
+    # decays too slowly to shrink 10% in 400 steps, which used to be called divergent
+    reg = predicted_regimes(BanditSpec.binary(), eta=[1e-12, 1e-3], mu=0.0, k_ref=1, curvature=0.4153)
+    assert reg.exact.tolist() == ["monotone", "monotone"]
+    assert reg.continuous.tolist() == ["monotone", "monotone"]
 
 
 def test_simulate_refuses_a_run_too_large_for_memory_up_front():
