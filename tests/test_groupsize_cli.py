@@ -36,6 +36,18 @@ def test_zero_between_prompt_variance_is_json_null(capsys):
     assert out["g_star_exact"] is None and out["best_group_size"] == 64
 
 
+def test_all_zero_constants_give_a_flat_table_not_nan(capsys):
+    assert main(["groupsize", "--c1", "0", "--c2", "0", "--c3", "0", "--budget", "8", "--json"]) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert [r["mse"] for r in out["table"]] == [0.0, 0.0, 0.0]
+    assert [r["relative_to_best"] for r in out["table"]] == [1.0, 1.0, 1.0]
+    assert main(["groupsize", "--c1", "0", "--c2", "0", "--c3", "0", "--budget", "8"]) == 0
+    captured = capsys.readouterr()
+    assert "nan" not in captured.out and "warning" not in captured.err
+    assert captured.out.count("1.00x") == 3
+
+
 def test_samples_file_estimates_the_constants(tmp_path, capsys):
     pool = beta_difficulty_pool(128, 8, mean=0.3, spread=0.15)
     w, z, _ = sample_pool_groups(pool, 4000, 8, np.random.default_rng(0))

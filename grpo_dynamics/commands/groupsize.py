@@ -72,8 +72,11 @@ def handler(args: argparse.Namespace) -> int:
     best = groupsize.best_group_size(budget, max(k.c1, 0.0), k.c2, max(k.c3, 0.0))
     g = np.array(candidates, dtype=float)
     mse = groupsize.minibatch_mse(g, max(k.c1, 0.0), k.c2, max(k.c3, 0.0), budget=budget)
+    low = float(mse.min())
+    # all constants 0: every G has MSE 0, each as good as the best (0/0 printed 'nanx' with a warning)
     table = [
-        {"group_size": int(gi), "num_prompts": budget // int(gi), "mse": float(m), "relative_to_best": float(m / mse.min())}
+        {"group_size": int(gi), "num_prompts": budget // int(gi), "mse": float(m),
+         "relative_to_best": 1.0 if m == low else float(m) / low if low > 0 else math.inf}
         for gi, m in zip(g, mse)
     ]
     out = k.as_dict() | {"budget": budget, "best_group_size": best, "table": table}
