@@ -1120,7 +1120,8 @@ def dynamic_instability(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHO
     at least ``growth_warning`` (10) is a warning, ``growth_critical`` (100) critical (clip
     fractions: absolute level ``clip_critical``; the KL to the reference must also still be growing
     over the last quarter, ``kl_still_growing``). Infinite values (an overflowed gradient norm or
-    loss) are critical. The onset is the first step from which the smoothed metric stays above
+    loss) are critical, unless the metric is finite again after its last infinite value (steps skipped
+    on overflow, as fp16 loss scaling does: info, and the finite values are judged). The onset is the first step from which the smoothed metric stays above
     ``onset_factor`` (3) times its early level. A metric that peaked but came back (peak factor
     >= 100, late < 10) is reported as info (a transient spike).
 
@@ -1166,17 +1167,26 @@ def dynamic_instability(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHO
     for m in present:
         col = log.train[m].to_numpy(dtype=float)
         inf = np.isinf(col)
+        recovered = False
         if inf.any():
             first_inf = int(log.train.index[np.flatnonzero(inf)[0]])
-            signals[m] = {"infinite_steps": int(inf.sum()), "first_infinite": first_inf}
-            levels.append(("critical", first_inf, "growth", f"{m} overflowed (infinite) from step {first_inf}"))
-            continue
+            # finite values after the last infinite one: the overflowed steps were skipped (fp16 loss
+            # scaling logs grad_norm = inf while it calibrates) and the run went on; judge the rest
+            recovered = bool(np.isfinite(col[np.flatnonzero(inf)[-1] + 1:]).any())
+            if not recovered:
+                signals[m] = {"infinite_steps": int(inf.sum()), "first_infinite": first_inf}
+                levels.append(("critical", first_inf, "growth", f"{m} overflowed (infinite)"))
+                continue
+            infinite = {"infinite_steps": int(inf.sum()), "first_infinite": first_inf}
+            levels.append(("info", None, "overflow",
+                           f"{m} was infinite on {int(inf.sum())} step(s) from step {first_inf} and finite after "
+                           "(overflowed steps skipped, as fp16 loss scaling does)"))
         steps, v = _quiet_series(log, m)
         if v.size < 8:
             continue
         floor = th.floors.get(m, 1e-8)
         g = _growth(steps, np.abs(v), floor, th)
-        signals[m] = g
+        signals[m] = g | infinite if recovered else g
         is_clip = m.startswith("clip_ratio")
         crit = g["late"] >= th.clip_critical if is_clip else g["growth_factor"] >= th.growth_critical
         warn = g["growth_factor"] >= th.growth_warning
@@ -1259,6 +1269,7 @@ def dynamic_instability(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHO
         head = "Unbounded growth: " if worst >= 1 else "Rising: "
         parts.append(head + (", ".join(growth[:-1]) + " and " + growth[-1] if len(growth) > 1 else growth[0])
                      + (f", from step {onset}" if onset is not None else ""))
+    parts += ["Skipped steps: " + d for _, _, k, d in serious if k == "overflow"]
     for s_osc, _, k, d in serious:
         if k == "oscillation":
             parts.append(("Unstable oscillation: " if _RANK[s_osc] >= 1 else "Oscillation: ") + d)

@@ -245,6 +245,18 @@ def test_dynamic_instability_growth_floor_spike_and_overflow():
     recs = [{"step": s, "grad_norm": float("inf") if s >= 70 else 0.3} for s in range(1, n + 1)]
     f = dynamic_instability(from_records(recs))
     assert f.severity == "critical" and f.onset == 70
+    assert f.message == "Unbounded growth: grad_norm overflowed (infinite), from step 70."
+    # infinite on a few steps and finite after (fp16 loss scaling skips overflowed steps): info, not
+    # growth; the finite values are still judged
+    recs = [{"step": s, "grad_norm": float("inf") if s in (1, 2, 3, 41) else 0.3} for s in range(1, n + 1)]
+    f = dynamic_instability(from_records(recs))
+    assert f.severity == "info" and f.onset is None
+    assert f.evidence["grad_norm"]["infinite_steps"] == 4 and f.evidence["grad_norm"]["first_infinite"] == 1
+    assert f.evidence["grad_norm"]["growth_factor"] == pytest.approx(1.0)
+    assert "infinite on 4 step(s) from step 1 and finite after" in f.message
+    recs = [{"step": s, "grad_norm": float("inf") if s == 5 else 0.3 * 1.1 ** max(0, s - 30)}
+            for s in range(1, n + 1)]
+    assert dynamic_instability(from_records(recs)).severity == "critical"
     # clip fraction: absolute critical level
     recs = [{"step": s, "clip_ratio_region": 0.6 if s > 60 else 0.01} for s in range(1, n + 1)]
     assert dynamic_instability(from_records(recs)).severity == "critical"
