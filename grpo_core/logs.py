@@ -491,17 +491,22 @@ class RunLog:
     def _resolve(self, metric: str, frame: pd.DataFrame, split: str, strict: bool = True) -> str | None:
         if metric in frame.columns:
             return metric
-        if metric in self.columns and self.columns[metric] in frame.columns:
+        formats = (self.format, "trl", "notebook", "verl")
+        # 'eval_reward' names the eval table's 'reward', never the training reward
+        eval_key = split == "train" and any(normalize_key(metric, source_format=f)[1] == "eval" for f in formats)
+        if not eval_key and metric in self.columns and self.columns[metric] in frame.columns:
             return self.columns[metric]
-        for fmt in (self.format, "trl", "notebook", "verl"):
+        for fmt in formats if not eval_key else ():
             name, _ = normalize_key(metric, source_format=fmt)
             if name in frame.columns:
                 return name
         if not strict:
             return None
         available = [c for c in frame.columns if c != "step"]
+        hint = (f" ({metric!r} is an evaluation metric: read the eval table, e.g. `fit --split eval "
+                f"--metric {normalize_key(metric, source_format='trl')[0]}`)") if eval_key else ""
         raise DataError(
-            f"no column {metric!r} in the {split} table of {self.source}; available: "
+            f"no column {metric!r} in the {split} table of {self.source}{hint}; available: "
             + (", ".join(available) if available else "none")
         )
 

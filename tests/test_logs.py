@@ -100,6 +100,12 @@ def test_trl_eval_rows_are_kept_apart_with_prefix_stripped():
     assert log.train.loc[10, "reward"] != raw[0]["eval_reward"]
     steps, values = log.series("reward", split="eval")
     assert steps.tolist() == [10, 20]
+    # the log's own eval name reads the eval table, and never the training column it maps to
+    steps, values = log.series("eval_reward", split="eval")
+    assert steps.tolist() == [10, 20] and values[0] == raw[0]["eval_reward"]
+    assert not log.has("eval_reward") and log.has("eval_reward", "eval")
+    with pytest.raises(DataError, match=r"'eval_reward' is an evaluation metric.*--split eval --metric reward"):
+        log.series("eval_reward")
 
 
 def test_partial_rows_of_one_step_are_merged_not_duplicated():
