@@ -57,6 +57,17 @@ BASELINES = ("mean", "leave_one_out", "none")
 SCALINGS = ("none", "group_std", "batch_std")
 
 
+def _broadcast(**arrays: np.ndarray) -> list[np.ndarray]:
+    """Broadcast named arrays together, or a ParameterError that names them and their shapes."""
+    try:
+        return np.broadcast_arrays(*arrays.values())
+    except ValueError:
+        names = list(arrays)
+        listed = ", ".join(f"`{n}`" for n in names[:-1]) + f" and `{names[-1]}`"
+        shapes = ", ".join(str(a.shape) for a in arrays.values())
+        raise ParameterError(names[0], f"{listed} must broadcast together; got shapes {shapes}") from None
+
+
 def zero_spread_mask(rewards, *, spread_rtol: float = DEFAULT_SPREAD_RTOL) -> np.ndarray:
     """Which groups have no reward spread (all completions scored the same).
 
@@ -228,7 +239,8 @@ def clipped_surrogate(logp, logp_old, advantages, *, eps_low: float = 0.2, eps_h
     Raises
     ------
     ParameterError
-        Non-finite inputs or clip ranges outside their intervals.
+        Non-finite inputs, shapes that do not broadcast together, or clip ranges outside their
+        intervals.
 
     Notes
     -----
@@ -247,7 +259,7 @@ def clipped_surrogate(logp, logp_old, advantages, *, eps_low: float = 0.2, eps_h
     a = check_array("advantages", advantages)
     lo = check_real("eps_low", eps_low, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
     hi = lo if eps_high is None else check_real("eps_high", eps_high, low=0.0, low_inclusive=False)
-    lp, lpo, a = np.broadcast_arrays(lp, lpo, a)
+    lp, lpo, a = _broadcast(logp=lp, logp_old=lpo, advantages=a)
     ratio = np.exp(lp - lpo)
     clipped_ratio = np.clip(ratio, 1.0 - lo, 1.0 + hi)
     unclipped_obj = ratio * a
@@ -277,7 +289,7 @@ def kl_k3(logp, logp_ref) -> np.ndarray:
     Raises
     ------
     ParameterError
-        Non-finite inputs.
+        Non-finite inputs, or shapes that do not broadcast together.
 
     References
     ----------
@@ -290,6 +302,7 @@ def kl_k3(logp, logp_ref) -> np.ndarray:
     """
     lp = check_array("logp", logp)
     lr = check_array("logp_ref", logp_ref)
+    lp, lr = _broadcast(logp=lp, logp_ref=lr)
     d = lr - lp
     return np.expm1(d) - d
 
@@ -324,7 +337,7 @@ def kl_k3_grad(logp, logp_ref, logp_old=None) -> np.ndarray:
     Raises
     ------
     ParameterError
-        Non-finite inputs.
+        Non-finite inputs, or shapes that do not broadcast together.
 
     References
     ----------
@@ -341,10 +354,12 @@ def kl_k3_grad(logp, logp_ref, logp_old=None) -> np.ndarray:
     """
     lp = check_array("logp", logp)
     lr = check_array("logp_ref", logp_ref)
-    plain = 0.0 - np.expm1(lr - lp)  # 0.0 - x: no negative zero where logp == logp_ref
     if logp_old is None:
-        return plain
+        lp, lr = _broadcast(logp=lp, logp_ref=lr)
+        return 0.0 - np.expm1(lr - lp)  # 0.0 - x: no negative zero where logp == logp_ref
     lo = check_array("logp_old", logp_old)
+    lp, lr, lo = _broadcast(logp=lp, logp_ref=lr, logp_old=lo)
+    plain = 0.0 - np.expm1(lr - lp)
     return np.exp(lp - lo) * (kl_k3(lp, lr) + plain)
 
 

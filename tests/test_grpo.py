@@ -14,6 +14,7 @@ from grpo_core.grpo import (
     expected_zero_spread_fraction,
     group_advantages,
     kl_k3,
+    kl_k3_grad,
     zero_spread_mask,
 )
 
@@ -128,6 +129,11 @@ def test_kl_k3_is_unbiased_for_categorical_kl():
         (lambda: expected_zero_spread_fraction(0.5, 0), "group_size"),
         (lambda: expected_zero_spread_fraction(0.5, 2.5), "group_size"),
         (lambda: clipped_surrogate([0.0], [0.0], [1.0], eps_low=1.5), "eps_low"),
+        # shapes that do not broadcast: named, not numpy's "shape mismatch" ValueError
+        (lambda: clipped_surrogate([0.1, 0.2], [0.1, 0.1, 0.3], [1.0, 1.0]), "logp"),
+        (lambda: kl_k3([0.0, 1.0], [0.0, 1.0, 2.0]), "logp"),
+        (lambda: kl_k3_grad([0.0, 1.0], [0.0, 1.0, 2.0]), "logp"),
+        (lambda: kl_k3_grad([0.0, 1.0], [0.0, 1.0], logp_old=[0.0, 1.0, 2.0]), "logp"),
     ],
 )
 def test_bad_input_names_the_parameter(call, param):
@@ -135,6 +141,16 @@ def test_bad_input_names_the_parameter(call, param):
         call()
     assert err.value.parameter == param
     assert f"`{param}`" in str(err.value)
+
+
+def test_shape_error_lists_the_arrays_and_shapes():
+    with pytest.raises(ParameterError, match=r"`logp`, `logp_old` and `advantages` must broadcast together; "
+                                             r"got shapes \(2,\), \(3,\), \(2,\)"):
+        clipped_surrogate([0.1, 0.2], [0.1, 0.1, 0.3], [1.0, 1.0])
+    # broadcastable shapes still work: a per-sequence advantage over its tokens
+    t = clipped_surrogate(np.zeros((2, 3)), np.zeros((2, 3)), [[1.0], [-2.0]])
+    assert t.objective.tolist() == [[1.0] * 3, [-2.0] * 3]
+    assert kl_k3(np.zeros((2, 3)), 0.0).tolist() == [[0.0] * 3] * 2
 
 
 def test_group_size_one_is_documented_behaviour():
