@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import ParameterError
-from .validation import check_array, check_choice, check_integer, check_real
+from .validation import check_array, check_broadcast, check_choice, check_integer, check_real
 
 __all__ = [
     "DEFAULT_STD_EPS",
@@ -55,17 +55,6 @@ DEFAULT_SPREAD_RTOL = 1e-6
 
 BASELINES = ("mean", "leave_one_out", "none")
 SCALINGS = ("none", "group_std", "batch_std")
-
-
-def _broadcast(**arrays: np.ndarray) -> list[np.ndarray]:
-    """Broadcast named arrays together, or a ParameterError that names them and their shapes."""
-    try:
-        return np.broadcast_arrays(*arrays.values())
-    except ValueError:
-        names = list(arrays)
-        listed = ", ".join(f"`{n}`" for n in names[:-1]) + f" and `{names[-1]}`"
-        shapes = ", ".join(str(a.shape) for a in arrays.values())
-        raise ParameterError(names[0], f"{listed} must broadcast together; got shapes {shapes}") from None
 
 
 def zero_spread_mask(rewards, *, spread_rtol: float = DEFAULT_SPREAD_RTOL) -> np.ndarray:
@@ -259,7 +248,7 @@ def clipped_surrogate(logp, logp_old, advantages, *, eps_low: float = 0.2, eps_h
     a = check_array("advantages", advantages)
     lo = check_real("eps_low", eps_low, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
     hi = lo if eps_high is None else check_real("eps_high", eps_high, low=0.0, low_inclusive=False)
-    lp, lpo, a = _broadcast(logp=lp, logp_old=lpo, advantages=a)
+    lp, lpo, a = check_broadcast(logp=lp, logp_old=lpo, advantages=a)
     ratio = np.exp(lp - lpo)
     clipped_ratio = np.clip(ratio, 1.0 - lo, 1.0 + hi)
     unclipped_obj = ratio * a
@@ -302,7 +291,7 @@ def kl_k3(logp, logp_ref) -> np.ndarray:
     """
     lp = check_array("logp", logp)
     lr = check_array("logp_ref", logp_ref)
-    lp, lr = _broadcast(logp=lp, logp_ref=lr)
+    lp, lr = check_broadcast(logp=lp, logp_ref=lr)
     d = lr - lp
     return np.expm1(d) - d
 
@@ -355,10 +344,10 @@ def kl_k3_grad(logp, logp_ref, logp_old=None) -> np.ndarray:
     lp = check_array("logp", logp)
     lr = check_array("logp_ref", logp_ref)
     if logp_old is None:
-        lp, lr = _broadcast(logp=lp, logp_ref=lr)
+        lp, lr = check_broadcast(logp=lp, logp_ref=lr)
         return 0.0 - np.expm1(lr - lp)  # 0.0 - x: no negative zero where logp == logp_ref
     lo = check_array("logp_old", logp_old)
-    lp, lr, lo = _broadcast(logp=lp, logp_ref=lr, logp_old=lo)
+    lp, lr, lo = check_broadcast(logp=lp, logp_ref=lr, logp_old=lo)
     plain = 0.0 - np.expm1(lr - lp)
     return np.exp(lp - lo) * (kl_k3(lp, lr) + plain)
 

@@ -59,7 +59,7 @@ from .stability import (
     spectral_radius,
     threshold_table,
 )
-from .validation import check_array, check_choice, check_integer, check_real
+from .validation import check_array, check_broadcast, check_choice, check_integer, check_real
 
 __all__ = [
     "LAG_MODELS",
@@ -309,7 +309,9 @@ def reward_curve(t: Any, r0: Any, r_inf: Any, mass: Any, damping: Any, stiffness
     """
     r0 = check_array("r0", r0)
     r_inf = check_array("r_inf", r_inf)
-    return r_inf - (r_inf - r0) * relaxation(t, mass, damping, stiffness)
+    rel = relaxation(t, mass, damping, stiffness)
+    r0, r_inf, _ = check_broadcast(r0=r0, r_inf=r_inf, t=rel)
+    return r_inf - (r_inf - r0) * rel
 
 
 # ----------------------------------------------------------------------------------------------
@@ -346,7 +348,7 @@ def classify_regime(damping_ratio: Any, damping: Any) -> np.ndarray:
     """
     zeta = check_array("damping_ratio", damping_ratio)
     c = check_array("damping", damping)
-    zeta, c = np.broadcast_arrays(zeta, c)
+    zeta, c = check_broadcast(damping_ratio=zeta, damping=c)
     out = np.where(zeta > 1.0, "overdamped", "underdamped").astype("<U17")
     out[np.abs(zeta - 1.0) <= CRITICAL_TOLERANCE] = "critically_damped"
     out[c <= 0] = "unstable"

@@ -37,7 +37,7 @@ from .hyperparameters import (
     check_mu,
     check_mu_array,
 )
-from .validation import check_array, check_choice
+from .validation import check_array, check_broadcast, check_choice
 
 __all__ = [
     "LAG_MODELS",
@@ -158,7 +158,7 @@ def critical_a_continuous(mu: Any, k_ref: Any, lag: str = "constant", momentum: 
     k = check_k_ref_array(k_ref)
     lag, momentum = check_lag(lag), check_momentum(momentum)
     d_mean, _ = lag_moments(k, lag)
-    mu, d_mean = np.broadcast_arrays(mu, d_mean)
+    mu, d_mean = check_broadcast(mu=mu, k_ref=d_mean)
     with np.errstate(divide="ignore"):
         g_star = np.where(d_mean > 0, (1.0 - mu) / np.where(d_mean > 0, d_mean, 1.0), np.inf)
     if momentum == "ema":
@@ -249,7 +249,7 @@ def monodromy(a: Any, mu: Any, k_ref: Any, momentum: str = "heavy_ball") -> np.n
     mu = check_mu_array(mu)
     k = check_k_ref_array(k_ref)
     momentum = check_momentum(momentum)
-    a, mu, k = np.broadcast_arrays(a, mu, k)
+    a, mu, k = check_broadcast(a=a, mu=mu, k_ref=k)
     g = _gain(a, mu, momentum)
     kf = k.astype(float)
     s1 = lambda n: np.where(mu == 0, 0.0, mu * (1.0 - mu ** n) / (1.0 - mu))  # noqa: E731
@@ -341,7 +341,7 @@ def spectral_radius(
     mu = check_mu_array(mu)
     k = check_k_ref_array(k_ref)
     lag, momentum = check_lag(lag), check_momentum(momentum)
-    a, mu, k = np.broadcast_arrays(a, mu, k)
+    a, mu, k = check_broadcast(a=a, mu=mu, k_ref=k)
     g = np.asarray(_gain(a, mu, momentum), dtype=float)
     if lag == "constant":
         if k.size and int(k.max()) > MAX_CONSTANT_LAG_K_REF:
@@ -430,7 +430,7 @@ def critical_a_exact(mu: Any, k_ref: Any, lag: str = "constant", momentum: str =
     mu = check_mu_array(mu)
     k = check_k_ref_array(k_ref)
     lag, momentum = check_lag(lag), check_momentum(momentum)
-    mu, k = np.broadcast_arrays(mu, k)
+    mu, k = check_broadcast(mu=mu, k_ref=k)
     if mu.size == 1:
         return np.full(mu.shape, _critical_a_scalar(float(mu.flat[0]), int(k.flat[0]), lag, momentum))
     return _critical_a_array(mu, k, lag, momentum)
@@ -510,7 +510,8 @@ def critical_a_damping(mu: Any, k_ref: Any, lag: str = "constant", momentum: str
     k = check_k_ref_array(k_ref)
     lag, momentum = check_lag(lag), check_momentum(momentum)
     d1, d2 = lag_moments(k, lag)
-    mu, d1, d2 = np.broadcast_arrays(mu, d1, d2)
+    mu, d1 = check_broadcast(mu=mu, k_ref=d1)
+    d2 = np.broadcast_to(d2, d1.shape)
     big_a = d1 * d1 - 2.0 * d2
     big_b = (1.0 - mu) * d1 + 1.0 + mu
     g = (1.0 - mu) ** 2 / (big_b + np.sqrt(big_b * big_b - big_a * (1.0 - mu) ** 2))

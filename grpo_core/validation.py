@@ -27,6 +27,7 @@ __all__ = [
     "check_integer",
     "check_choice",
     "check_array",
+    "check_broadcast",
     "describe_range",
 ]
 
@@ -215,3 +216,25 @@ def check_array(
     if high is not None and arr.size and np.nanmax(arr) > high:
         raise ParameterError(name, f"`{name}` must be <= {_fmt(high)}; max is {float(np.nanmax(arr))!r}")
     return arr
+
+
+def check_broadcast(**arrays: np.ndarray) -> list[np.ndarray]:
+    """Broadcast the named arrays together (numpy rules), or refuse their shapes by name.
+
+    Raises
+    ------
+    ParameterError
+        Naming the first array, e.g. ```mu` and `k_ref` must broadcast together; got shapes (2,), (3,)``.
+
+    Examples
+    --------
+    >>> [a.shape for a in check_broadcast(x=np.zeros((2, 1)), y=np.zeros(3))]
+    [(2, 3), (2, 3)]
+    """
+    try:
+        return np.broadcast_arrays(*arrays.values())
+    except ValueError:
+        names = list(arrays)
+        listed = ", ".join(f"`{n}`" for n in names[:-1]) + f" and `{names[-1]}`"
+        shapes = ", ".join(str(np.shape(a)) for a in arrays.values())
+        raise ParameterError(names[0], f"{listed} must broadcast together; got shapes {shapes}") from None

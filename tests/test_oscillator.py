@@ -94,6 +94,24 @@ def test_relaxation_refuses_bad_input(kwargs, name):
     assert err.value.parameter == name and f"`{name}`" in str(err.value)
 
 
+@pytest.mark.parametrize("call,name,shapes", [
+    (lambda: osc.reward_curve([0, 1, 2], [0.1, 0.2], 0.7, 1, 1, 1), "r0", "(2,), (), (3,)"),
+    (lambda: osc.classify_regime([0.5, 2.0], [1.0, 1.0, 1.0]), "damping_ratio", "(2,), (3,)"),
+    (lambda: stability.critical_a_exact([0.1, 0.2], [1, 2, 3]), "mu", "(2,), (3,)"),
+    (lambda: stability.critical_a_continuous([0.1, 0.2], [1, 2, 3]), "mu", "(2,), (3,)"),
+    (lambda: stability.critical_a_damping([0.1, 0.2], [1, 2, 3]), "mu", "(2,), (3,)"),
+    (lambda: stability.spectral_radius([0.1, 0.2], [0.5, 0.5, 0.5], 1), "a", "(2,), (3,), ()"),
+    (lambda: stability.monodromy([0.1, 0.2], [0.5, 0.5, 0.5], 2), "a", "(2,), (3,), ()"),
+])
+def test_shapes_that_do_not_broadcast_are_named(call, name, shapes):
+    # numpy's "shape mismatch" ValueError before
+    with pytest.raises(ParameterError, match="must broadcast together") as err:
+        call()
+    assert err.value.parameter == name and f"got shapes {shapes}" in str(err.value)
+    # shapes that do broadcast still give the broadcast result
+    assert stability.critical_a_exact([[0.0], [0.5]], [1, 2]).round(6).tolist() == [[1.0, 0.618034], [0.5, 0.280776]]
+
+
 @settings(max_examples=60, deadline=None)
 @given(m=st.floats(0.5, 5.0), k=st.floats(1e-3, 1.0), zeta=st.floats(0.05, 6.0))
 def test_relaxation_envelope_property(m, k, zeta):

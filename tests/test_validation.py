@@ -7,7 +7,7 @@ import pytest
 
 from grpo_core import laws
 from grpo_core.errors import DataError, GrpoError, ParameterError
-from grpo_core.validation import check_choice
+from grpo_core.validation import check_broadcast, check_choice
 
 
 def test_numpy_scalars_are_shown_as_plain_numbers_in_messages():
@@ -33,3 +33,12 @@ def test_check_choice_refuses_an_array_with_a_parameter_error():
     with pytest.raises(GrpoError, match="`law` must be one of"):
         laws.fit_law(np.arange(1.0, 11.0), np.arange(10.0), np.arange(10.0))
     assert check_choice("law", "logistic", ("logistic", "exponential")) == "logistic"
+
+
+def test_check_broadcast_names_the_arrays_and_their_shapes():
+    x, y = check_broadcast(x=np.zeros((2, 1)), y=np.arange(3.0))
+    assert x.shape == y.shape == (2, 3) and y[1].tolist() == [0.0, 1.0, 2.0]
+    with pytest.raises(ParameterError) as err:
+        check_broadcast(mu=np.zeros(2), k_ref=np.ones(3), a=np.zeros(()))
+    assert err.value.parameter == "mu"
+    assert str(err.value) == "`mu`, `k_ref` and `a` must broadcast together; got shapes (2,), (3,), ()"
