@@ -288,7 +288,10 @@ def metric_chart(log: RunLog, metrics, diagnosis=None, *, title: str | None = No
         line = alt.Chart(df).mark_line(strokeWidth=1.5).encode(**enc)
     else:
         line = alt.Chart(df).mark_line(strokeWidth=1.5, color=_LINE).encode(**enc)
-    return alt.layer(line, *_onset_rules(diagnosis)).properties(width=width, height=height)
+    chart = alt.layer(line, *_onset_rules(diagnosis)).properties(width=width, height=height)
+    # the onset rules fix their colour domain to the severities: shared with the series' colours,
+    # every series would fall outside it and draw without a stroke
+    return chart.resolve_scale(color="independent") if len(present) > 1 else chart
 
 
 def diagnosis_charts(log: RunLog, diagnosis=None, *, group_size: int | None = None,
