@@ -134,3 +134,35 @@ def test_no_cell_error_outputs_in_cache(built):
         for cell in nb.get("cells", []):
             for out in cell.get("outputs", []):
                 assert out.get("output_type") != "error", f"{nb_path.name}: error output"
+
+
+def _page_specs(page: str) -> list[dict]:
+    """The Vega-Lite specs Altair embedded in a built page (``(function(spec, embedOpt){...})(SPEC, ...)``),
+    also those inside a JSON string (a widget's saved state), one level of escaping undone."""
+    dec = json.JSONDecoder()
+    specs = []
+    for m in re.finditer(r"\(function\(spec, embedOpt\)\{", page):
+        j = page.find("})(", m.end()) + 3
+        if page.startswith('{\\"', j):
+            end = re.search(r'(?<!\\)"', page[j:]).start()
+            specs.append(dec.raw_decode(json.loads('"' + page[j:j + end] + '"'))[0])
+        else:
+            specs.append(dec.raw_decode(page, j)[0])
+    return specs
+
+
+def test_every_chart_draws_its_lines(built):
+    # Vega draws a series that falls outside a colour scale's fixed domain with no stroke: an empty
+    # panel with axes and no error anywhere. Render every chart of the book and look.
+    vlc = pytest.importorskip("vl_convert")
+    n = 0
+    for path in sorted(built.glob("*.html")) + sorted(built.glob("experiments/*.html")):
+        for k, spec in enumerate(_page_specs(path.read_text(encoding="utf-8"))):
+            n += 1
+            svg = vlc.vegalite_to_svg(spec)
+            lines = re.findall(r'<path[^>]*aria-roledescription="line mark"[^>]*>', svg)
+            blank = [t for t in lines if 'stroke="' not in t]
+            assert not blank, f"{path.name} chart {k}: {len(blank)} of {len(lines)} lines drawn without a stroke"
+            marks = re.findall(r'aria-roledescription="\w+ mark"', svg)
+            assert marks, f"{path.name} chart {k} draws no mark"
+    assert n >= 40, f"only {n} charts found in the built book: has the embedding changed?"
