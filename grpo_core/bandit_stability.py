@@ -183,7 +183,10 @@ def growth_rates(
     (``u`` the mode that carries ``p``; ``delta = 1e-6``), from rest, and compares the amplitude of
     ``e = p - p*`` over the last quarter of the run with the amplitude over the quarter before the
     middle: ``rate = log(A_late / A_mid) / (steps / 2)``. A run whose deviation grows 10^4-fold is
-    unstable; its rate is then the average growth up to that point. Negative: stable.
+    unstable; its rate is then the average growth up to that point. A run whose deviation falls
+    below 10^-5 of its start before the middle is stable; the same two windows are then taken over
+    the part of the run before the step from which it stays below (later steps hold only rounding
+    noise). Negative: stable.
 
     Parameters
     ----------
@@ -229,9 +232,19 @@ def _envelope_rate(e: np.ndarray) -> np.ndarray:
     late = e[:, 3 * n // 4 :].max(axis=-1)
     with np.errstate(divide="ignore"):
         rate = np.log(np.maximum(late, 1e-300) / np.maximum(mid, 1e-300)) / (n / 2)
-        # Decayed below the floor before the mid window: the windows hold rounding noise only.
+        # Decayed below the floor before the mid window: the windows hold rounding noise only (or
+        # exact zeros). Measure the same envelope ratio on the part of the run before the step from
+        # which the deviation stays below the floor (a zero crossing dips below it earlier).
         gone = mid < _FLOOR * e0
-        rate = np.where(gone, np.log(np.maximum(mid, 1e-300) / e0) / (n / 2), rate)
+        for i in np.flatnonzero(gone):
+            above = np.flatnonzero(e[i, : n // 2 + 1] >= _FLOOR * e0[i])
+            m = int(above[-1]) + 1 if above.size else 1
+            if m < 8:  # too short for two windows: the average decay up to m
+                rate[i] = np.log(_FLOOR) / m
+                continue
+            mid_i = e[i, m // 4 : m // 2 + 1].max()
+            late_i = e[i, 3 * m // 4 : m + 1].max()
+            rate[i] = np.log(max(late_i, 1e-300) / max(mid_i, 1e-300)) / (m / 2)
     over = e > _SATURATION * e0[:, None]
     sat = over.any(axis=-1)
     if np.any(sat):

@@ -362,6 +362,19 @@ def test_growth_rate_guard_never_trips_on_a_stable_run():
     assert rates[0] < 0 and rates[1] < 0 and rates[2] > 0
 
 
+def test_growth_rates_are_the_recurrences_decay_rates():
+    # mu = 0, eta = 0.5: fast-decaying runs reach the rounding floor (k_ref 3 even hits p* exactly);
+    # the rate is then measured before the floor, not reported as a clamp (it was -0.0164 for k_ref 1,
+    # 2, 4, 5 and -0.51 for 3). Against log(spectral radius) of the exact recurrence, same a = eta K.
+    spec = BanditSpec.binary(group_size=INF)
+    k = fixed_point(spec, 1.0).stiffness
+    ks = np.array([1, 3, 4, 7, 8])  # (at k_ref = 5 two modes of near modulus keep the windows 40% off)
+    rates = growth_rates(spec, eta=0.5, mu=0.0, k_ref=ks, beta=1.0)
+    exact = np.log(stability.spectral_radius(0.5 * k, 0.0, ks, "constant"))
+    np.testing.assert_allclose(rates, exact, rtol=0.1)
+    assert np.all(np.diff(rates) > 0)  # a longer lag decays more slowly, then grows
+
+
 def test_k_ref_sweep_regimes_measured_and_predicted():
     res = k_ref_sweep(BanditSpec.binary(group_size=INF), eta=0.25, mu=0.3, beta=1.0, k_refs=[1, 2, 8, 12])
     reg = res["regimes"]
