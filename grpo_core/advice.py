@@ -21,6 +21,7 @@ from .oscillator import (
     time_to_fraction,
 )
 from .stability import (
+    K_REF_SEARCH_MAX,
     critical_a_continuous,
     critical_a_damping,
     critical_a_exact,
@@ -136,7 +137,7 @@ class Advice:
                f"\n  continuous, refresh-lag model: critical k_ref = {_g(self.critical_k_ref_continuous_lag_model)}, "
                f"critical eta = {_g(self.critical_eta_continuous)}"),
             f"  exact discrete ({self.lag} lag): critical eta*K = {_g(self.critical_a_exact)} "
-            f"(eta = {_g(self.critical_eta_exact)}), first unstable k_ref = {_g(self.critical_k_ref_exact)}",
+            f"(eta = {_g(self.critical_eta_exact)}), first unstable k_ref = {_k_ref_text(self.critical_k_ref_exact)}",
             f"  exact per-step growth factor = {_factor(self.spectral_radius)}  ->  "
             f"{'stable' if self.stable_exact else 'UNSTABLE'}",
             "",
@@ -144,6 +145,13 @@ class Advice:
             *("  " + line for line in self.recommendation.splitlines()),
         ]
         return "\n".join(lines)
+
+
+def _k_ref_text(k: float) -> str:
+    """An exact critical k_ref for the report: the integer, 4 digits when huge, the search limit for inf."""
+    if math.isinf(k):
+        return f"none up to {K_REF_SEARCH_MAX:.3g} (the search limit; far past any run length)"
+    return str(int(k)) if k < 1e6 else f"{k:.4g}"
 
 
 def _g(x: float) -> str:
@@ -262,13 +270,14 @@ def advise(
 def _recommend(v: dict[str, Any]) -> str:
     eta, eta_x, eta_cd = v["eta"], v["critical_eta_exact"], v["critically_damped_eta"]
     k_first = v["critical_k_ref_exact"]
-    k_stable = "any" if math.isinf(k_first) else str(int(k_first) - 1)
+    k_stable = (f"beyond {K_REF_SEARCH_MAX:.3g} (the search limit; far past any run length)" if math.isinf(k_first)
+                else _k_ref_text(k_first - 1))
     lines = []
     if not v["stable_exact"]:
         lines.append(
             f"UNSTABLE: deviations grow by a factor {_factor(v['spectral_radius'])} per step. Lower eta below "
             f"{_g(eta_x)} (exact threshold at this mu and k_ref)"
-            + (f" or k_ref to {k_stable} or less" if k_stable not in ("0", "any") else "")
+            + (f" or k_ref to {k_stable} or less" if k_first not in (1, math.inf) else "")
             + ", or lower mu."
         )
         lines.append(f"For a monotone approach to the plateau use eta <= {_g(eta_cd)} (critical damping).")

@@ -553,7 +553,8 @@ def is_stable_exact(a: Any, mu: Any, k_ref: Any, lag: str = "constant", momentum
 
 _PARAMETERS = ("eta", "mu", "k_ref", "curvature")
 _METHODS = ("exact", "continuous")
-_K_REF_SEARCH_MAX = 2**40
+#: Largest k_ref the exact k_ref search tries (critical_value); beyond it critical_a_exact loses digits.
+K_REF_SEARCH_MAX = 2**40
 
 
 def critical_value(
@@ -581,7 +582,10 @@ def critical_value(
       (heavy ball, constant lag: :math:`(1 - \mu)/(\eta K)`; refresh: :math:`1 + 2(1-\mu)/(\eta K)`;
       EMA: without the ``1 - mu``), at least 1. ``method="exact"``: the smallest unstable integer
       (stable for every ``k_ref`` below it; exact stability is monotone in ``k_ref``, checked in the
-      tests), found by doubling and bisection over :func:`critical_a_exact`.
+      tests), found by doubling and bisection over :func:`critical_a_exact` up to ``2**40``
+      (about 1.1e12 steps): ``inf`` means none up to there, not none at all (every ``a > 0`` is
+      unstable at a large enough ``k_ref``). Above ~1e6 the integer is good to about
+      ``k_ref * 1e-12`` relative, the precision of :func:`critical_a_exact` there.
     * ``"mu"``: the smallest unstable ``mu`` in ``[0, 1)`` (``0.0`` if already unstable at
       ``mu = 0``). The stable set need not start at 0: with ``lag="refresh"`` and ``k_ref = 1``,
       momentum *stabilises* (``a* = 2(1 + mu)``), so check :func:`is_stable_exact` above the
@@ -680,7 +684,7 @@ def _smallest_unstable_k_ref(a: float, mu: float, lag: str, momentum: str) -> fl
         return 1
     hi = 2
     while not unstable(hi):
-        if hi >= _K_REF_SEARCH_MAX:
+        if hi >= K_REF_SEARCH_MAX:
             return math.inf
         hi *= 2
     lo = hi // 2  # stable

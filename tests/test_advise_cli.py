@@ -131,3 +131,25 @@ def test_help_shows_percent_signs_once(capsys):
         main(["advise", "--help"])
     out = capsys.readouterr().out
     assert "90% of the reward plateau" in out.replace("\n", " ") and "%%" not in out
+
+
+def _run(capsys, *args):
+    code = main(["advise", *args])
+    return code, capsys.readouterr().out
+
+
+def test_k_ref_beyond_the_search_limit_is_not_called_never_unstable(capsys):
+    # mu = 0, a = 1e-12: the exact first unstable k_ref is about pi / (2a) = 1.6e12, past the 2**40
+    # search; the report must not say "none"/"any" as if no k_ref were unstable
+    code, out = _run(capsys, "--eta", "1e-12", "--mu", "0", "--k-ref", "4", "--curvature", "1")
+    assert code == 0
+    assert "first unstable k_ref = none up to 1.1e+12 (the search limit" in out
+    assert "largest stable k_ref at this eta is beyond 1.1e+12" in out and " is any" not in out
+    # below the limit: the exact integer, 4 digits once it is huge (the threshold's own precision)
+    code, out = _run(capsys, "--eta", "1e-12", "--mu", "0.9", "--k-ref", "4", "--curvature", "1")
+    k = stability.critical_value("k_ref", eta=1e-12, mu=0.9, curvature=1.0)
+    assert k == pytest.approx(0.1 * math.pi / 2 / 1e-12, rel=1e-5)  # (1 - mu) pi / (2a) asymptotically
+    assert f"first unstable k_ref = {k:.4g}" in out and f"largest stable k_ref at this eta is {k - 1:.4g}." in out
+    code, out = _run(capsys, "--eta", "0.01", "--mu", "0.9", "--k-ref", "4", "--curvature", "1")
+    k = int(stability.critical_value("k_ref", eta=0.01, mu=0.9, curvature=1.0))
+    assert f"first unstable k_ref = {k}\n" in out and f"largest stable k_ref at this eta is {k - 1}." in out
