@@ -112,3 +112,10 @@ def test_report_of_a_run_whose_seeds_all_overflowed():
     assert "the run diverged" in _run_report(o)
     o.update(final_p_mean=0.7, final_p_spread=0.0, overflowed_seeds=1)
     assert "0.7000" in _run_report(o) and "1 more seed(s) overflowed" in _run_report(o)
+
+
+def test_report_echoes_inputs_with_all_their_digits(capsys):
+    assert main(["bandit", "--eta", "0.5", "--mu", "0.9999999", "--k-ref", "1", "--group-size", "4",
+                 "--seeds", "2", "--steps", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "eta = 0.5, mu = 0.9999999, k_ref = 1, beta = 1, 20 steps" in out  # ':g' printed mu = 1

@@ -15,6 +15,12 @@ import json
 import math
 
 
+
+def _exact(x: float) -> str:
+    """An input echoed with all its digits (``:g`` printed mu = 0.9999999 as 1), without a trailing .0."""
+    text = repr(float(x))
+    return text[:-2] if text.endswith(".0") else text
+
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "bandit",
@@ -190,7 +196,7 @@ def _run_report(o: dict) -> str:
         f"softmax bandit: {o['arms']} arms, G = {'inf' if o['group_size'] is None else int(o['group_size'])}, "
         f"B = {o['num_prompts']}, baseline {o['baseline']}, scale {o['scale']}, {o['estimator']} gradient, "
         f"{o['lag']} lag, {o['momentum']} momentum",
-        f"eta = {o['eta']:g}, mu = {o['mu']:g}, k_ref = {o['k_ref']}, beta = {o['beta']:g}, "
+        f"eta = {_exact(o['eta'])}, mu = {_exact(o['mu'])}, k_ref = {o['k_ref']}, beta = {_exact(o['beta'])}, "
         f"{o['steps']} steps x {o['seeds']} seed(s){' (mean field)' if o['mean_field'] else ''}",
     ]
     if o["final_p_mean"] is not None:
@@ -215,13 +221,13 @@ def _run_report(o: dict) -> str:
 def _sweep_report(o: dict, what: str) -> str:
     if what == "k_ref":
         return "\n".join([
-            f"critical k_ref at eta = {o['eta']:g}, mu = {o['mu']:g} ({o['lag']} lag, {o['estimator']} gradient, "
+            f"critical k_ref at eta = {_exact(o['eta'])}, mu = {_exact(o['mu'])} ({o['lag']} lag, {o['estimator']} gradient, "
             f"{o['momentum']}); K = {o['curvature']:.4f}, a = eta K = {o['a']:.4f}",
             f"measured (mean-field bandit, smallest unstable k_ref <= {o['k_max']}): {_fmt(o['measured_critical_k_ref'])}",
             f"predicted: continuous {_fmt(o['predicted_continuous'])}, exact discrete {_fmt(o['predicted_exact'])}",
         ])
     return "\n".join([
-        f"critical eta at mu = {o['mu']:g}, k_ref = {o['k_ref']} ({o['lag']} lag, {o['estimator']} gradient, "
+        f"critical eta at mu = {_exact(o['mu'])}, k_ref = {o['k_ref']} ({o['lag']} lag, {o['estimator']} gradient, "
         f"{o['momentum']}); K = {o['curvature']:.4f}",
         f"measured: eta* = {_fmt(o['measured_critical_eta'])} (a* = eta* K = {_fmt(o['measured_critical_a'])})",
         f"predicted: continuous {_fmt(o['predicted_continuous'])}, exact discrete {_fmt(o['predicted_exact'])}",
