@@ -15,11 +15,11 @@ import json
 import math
 
 
-
 def _exact(x: float) -> str:
     """An input echoed with all its digits (``:g`` printed mu = 0.9999999 as 1), without a trailing .0."""
     text = repr(float(x))
     return text[:-2] if text.endswith(".0") else text
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
