@@ -505,8 +505,12 @@ class RunLog:
         available = [c for c in frame.columns if c != "step"]
         hint = (f" ({metric!r} is an evaluation metric: read the eval table, e.g. `fit --split eval "
                 f"--metric {normalize_key(metric, source_format='trl')[0]}`)") if eval_key else ""
+        # a column read but dropped for holding no numbers: say so rather than "no column"
+        dropped = [n[len("dropped column "):].split(":")[0] for n in self.notes if n.startswith("dropped column ")]
+        wanted = {repr(metric)} | {repr(c) for c, n in self.columns.items() if n == metric}
+        dropped_hint = "".join(f"; column {d} was dropped: it holds no numbers" for d in dropped if d in wanted)
         raise DataError(
-            f"no column {metric!r} in the {split} table of {self.source}{hint}; available: "
+            f"no column {metric!r} in the {split} table of {self.source}{hint}{dropped_hint}; available: "
             + (", ".join(available) if available else "none")
         )
 

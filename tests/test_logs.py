@@ -470,3 +470,12 @@ def test_example_logs_are_the_case_inputs():
         assert example_log_path(key).read_bytes() == (CASES / case).read_bytes()
     with pytest.raises(ParameterError, match="`name` must be one of"):
         example_log_path("99")
+
+
+def test_a_text_column_asked_for_says_it_was_dropped(tmp_path):
+    path = tmp_path / "c.csv"
+    path.write_text("step,acc,comment\n" + "".join(f"{i},{0.1 * i},note {i}\n" for i in range(1, 8)))
+    log = read_log(path, mapping={"reward": "comment"})
+    with pytest.raises(DataError, match=r"no column 'reward' .*column 'reward' was dropped: it holds no numbers; "
+                                        r"available: acc"):
+        log.series("reward")
