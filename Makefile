@@ -52,6 +52,7 @@ chromium:
 	@chromium --version
 
 book: setup
+	$(BIN)/python scripts/book_cache.py $(CURDIR)/_build
 	GRPO_BOOK_BUILD=1 PYTHONHASHSEED=0 $(BIN)/jupyter-book build book \
 	  --config $(CURDIR)/_config.yml --toc $(CURDIR)/_toc.yml --path-output $(CURDIR) $(JB_FLAGS)
 	@echo "Book: $(BOOK_OUT)/index.html"
