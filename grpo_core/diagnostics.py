@@ -873,7 +873,10 @@ def advantage_degeneration(log: RunLog, *, group_size: int | None = None, binary
     (:func:`expected_zero_spread_fraction`). Close to it: the task is too hard (or too easy) for
     that ``G``; well above it: the prompts are all-solved or all-failed (the mean hides a mix of
     trivial and impossible prompts, which by convexity raises the fraction) or the reward does
-    not vary within a group at all.
+    not vary within a group at all. A 0/1 reward leaves at least ``2^(1 - G)`` of the groups
+    without spread at any accuracy (half of them at G = 2): a warning level at or below that floor,
+    with the fraction close to its expectation, is reported as ``info`` (the group size, not a
+    symptom; evidence ``binary_floor``).
 
     Parameters
     ----------
@@ -967,7 +970,18 @@ def advantage_degeneration(log: RunLog, *, group_size: int | None = None, binary
     if ev.get("grad_norm_zero_fraction", 0) >= 0.5:
         msg += f"; grad_norm is 0 on {ev['grad_norm_zero_fraction']:.0%} of these steps"
     msg += ")"
-    if expected is not None:
+    # With a 0/1 reward at least 2^(1-G) of the groups have zero spread at any accuracy (p = 1/2 is
+    # the best case): a level at or below that floor is the group size itself, not a symptom.
+    floor = 2.0 ** (1 - group_size) if expected is not None else None
+    at_floor = (floor is not None and severity != "info" and floor >= level - 1e-12
+                and observed - expected <= th.excess_over_binary)
+    if at_floor:
+        severity = "info"
+        ev["binary_floor"] = floor
+        msg += (f", as expected ({expected:.0%}) for a 0/1 reward at accuracy {p_mean:.2f} with G = {group_size}: "
+                f"at G = {group_size} at least {floor:.0%} of the groups have zero spread whatever the accuracy, so "
+                "this level is a property of the group size (reported as info); a larger G lowers it")
+    elif expected is not None:
         if observed - expected > th.excess_over_binary:
             msg += (f", well above the {expected:.0%} a 0/1 reward at accuracy {p_mean:.2f} gives with G = "
                     f"{group_size}: prompts are all-solved or all-failed, or the reward does not vary within a group")
@@ -1191,7 +1205,7 @@ def dynamic_instability(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHO
         crit = g["late"] >= th.clip_critical if is_clip else g["growth_factor"] >= th.growth_critical
         warn = g["growth_factor"] >= th.growth_warning
         rose = f"{m} rose from {g['early']:.3g} to {g['late']:.3g} ({g['growth_factor']:.3g}x"
-        rose += " its floored early level)" if g["early"] < g["baseline"] else ")"
+        rose += f" its early level floored at {g['baseline']:.3g})" if g["early"] < g["baseline"] else ")"
         if m == "kl" and (crit or warn) and g["last_quarter_factor"] < th.kl_still_growing:
             # The KL to the reference drifts up as the policy learns (without bound when beta = 0);
             # only growth that continues to the end of the log is instability.

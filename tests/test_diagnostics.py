@@ -433,3 +433,22 @@ def test_diagnose_accepts_a_path_and_reports_skipped_modes():
     assert d.oscillation is not None and d.oscillation.detected
     with pytest.raises(ParameterError, match="`group_size`"):
         diagnose(CASES / "03-growing-oscillation" / "log.csv", group_size=1)
+
+
+def test_zero_spread_at_the_binary_floor_of_g_2_is_info_not_a_warning():
+    # G = 2, 0/1 reward at accuracy 1/2: p^2 + (1-p)^2 = 1/2 of the groups have zero spread at best,
+    # which is the warning level itself; only a fraction well above the expectation is a symptom
+    rng = np.random.default_rng(0)
+    recs = []
+    for s in range(1, 201):
+        rew = rng.random((16, 2)) < 0.5
+        recs.append({"step": s, "reward": float(rew.mean()),
+                     "frac_reward_zero_std": float((rew[:, 0] == rew[:, 1]).mean())})
+    log = from_records(recs)
+    f = advantage_degeneration(log, group_size=2)
+    assert f.severity == "info" and f.evidence["binary_floor"] == 0.5
+    assert 0.5 <= f.evidence["expected_binary"] < 0.53 and "property of the group size" in f.message
+    assert advantage_degeneration(log).severity == "warning"  # G unknown: no floor to compare with
+    # at G = 2 a fraction far above the floor is still a warning
+    recs = [{"step": s, "reward": 0.5, "frac_reward_zero_std": 0.8} for s in range(1, 201)]
+    assert advantage_degeneration(from_records(recs), group_size=2).severity == "warning"
