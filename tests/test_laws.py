@@ -492,6 +492,17 @@ def test_charts_draw_the_results():
         laws_charts.forecast_chart(cmp)
     with pytest.raises(ParameterError, match="`sweep`"):
         laws_charts.forecast_sweep_chart(sweep.drop(columns=["actual"]))
+    # a plateau far off the axis is drawn at the edge as a triangle, not as an ordinary point there
+    import pandas as pd
+
+    far = pd.DataFrame({"fraction": [0.4, 0.6, 0.8], "law": "logistic", "plateau": [30.0, 1.1, -9.0],
+                        "low": [20.0, 1.0, -12.0], "high": [40.0, 1.2, -6.0], "actual": 1.0})
+    fspec = laws_charts.forecast_sweep_chart(far).to_dict()
+    rows = next(v for v in fspec["datasets"].values() if "where" in v[0])
+    assert [r["where"] for r in rows] == ["off the axis, above", "on the axis", "off the axis, below"]
+    lo, hi = fspec["layer"][2]["encoding"]["y"]["scale"]["domain"]
+    assert [r["plateau_c"] for r in rows] == [hi, 1.1, lo] and rows[0]["plateau"] == 30.0
+    assert fspec["layer"][2]["encoding"]["shape"]["scale"]["range"] == ["circle", "triangle-up", "triangle-down"]
 
 
 def test_notes_say_when_a_0_1_curve_is_forecast_outside_0_1():

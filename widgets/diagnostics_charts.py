@@ -157,7 +157,7 @@ def reward_chart(log: RunLog, diagnosis=None, *, metric: str = "reward", eval_me
         eval_metric = "reward"
     if eval_metric is not None:
         ev = _series(log, eval_metric, max_points, split="eval")
-        layers.append(alt.Chart(ev).mark_line(point=True, color=_EVAL, strokeDash=[2, 2]).encode(
+        layers.append(alt.Chart(ev).mark_line(point=alt.OverlayMarkDef(color=_EVAL), color=_EVAL, strokeDash=[2, 2]).encode(
             x=x, y="value:Q", tooltip=["step:Q", alt.Tooltip("value:Q", format=".4g", title=f"eval {eval_metric}")]))
     layers += _onset_rules(diagnosis)
     return alt.layer(*layers).properties(width=width, height=height)
@@ -453,7 +453,7 @@ def instability_sweep_chart(table: pd.DataFrame, *, threshold: float | None = No
     bars = alt.Chart(agg).mark_bar(color=SEVERITY_COLORS["warning"], opacity=0.8, size=14).encode(
         x=x, y=alt.Y("flagged:Q", title="share of runs flagged unstable", scale=alt.Scale(domain=[0, 1])),
         tooltip=["k_ref:Q", alt.Tooltip("flagged:Q", format=".0%"), "runs:Q"])
-    line = alt.Chart(agg).mark_line(point=True, color=_LINE).encode(
+    line = alt.Chart(agg).mark_line(point=alt.OverlayMarkDef(color=_LINE), color=_LINE).encode(
         x=x, y=alt.Y("p_range:Q", title="range of p over the second half", scale=alt.Scale(domain=[0, 1])),
         tooltip=["k_ref:Q", alt.Tooltip("p_range:Q", format=".3f")])
     left = [bars]

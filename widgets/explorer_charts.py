@@ -102,7 +102,7 @@ def trajectory_frames(bands: pd.DataFrame, closed_form: np.ndarray) -> dict[str,
     return {"bands": data, "lines": lines}
 
 
-def trajectory_view_chart(frames: dict[str, pd.DataFrame], *, width: int = 520,
+def trajectory_view_chart(frames: dict[str, pd.DataFrame], *, width: int = 440,
                           height: int = 260) -> alt.LayerChart:
     """The oscillator explorer's trajectory: noise band for G, exact recurrence, closed form.
 

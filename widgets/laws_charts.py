@@ -407,7 +407,9 @@ def forecast_sweep_chart(sweep: pd.DataFrame, *, width: int = 620, height: int =
     -------
     altair.LayerChart
         One point and error bar per (fraction, law), offset by law, and the actual plateau as a
-        black line. Bands are clipped to three times the data's range around the actual value.
+        black line. The axis spans at most three times the data's range around the actual value;
+        a plateau beyond it is drawn at the edge as a triangle pointing its way (the tooltip gives
+        its value), and bands are cut at the edge.
 
     Raises
     ------
@@ -442,10 +444,17 @@ def forecast_sweep_chart(sweep: pd.DataFrame, *, width: int = 620, height: int =
     color = alt.Color("law:N", scale=law_color_scale(names), title="law")
     x = alt.X("x:Q", title="fraction of the steps used for the fit", axis=alt.Axis(format="%"))
     bars = alt.Chart(data).mark_rule(strokeWidth=2).encode(x=x, y="low_c:Q", y2="high_c:Q", color=color)
-    dots = alt.Chart(data).mark_circle(size=60).encode(
+    # a plateau off the axis is drawn at the edge as a triangle pointing where it lies
+    data["where"] = np.where(data["plateau"] > hi, "off the axis, above",
+                             np.where(data["plateau"] < lo, "off the axis, below", "on the axis"))
+    shapes = {"on the axis": "circle", "off the axis, above": "triangle-up", "off the axis, below": "triangle-down"}
+    present = [k for k in shapes if (data["where"] == k).any()]
+    dots = alt.Chart(data).mark_point(size=70, filled=True, opacity=1).encode(
         x=x,
         y=alt.Y("plateau_c:Q", title="forecast plateau", scale=alt.Scale(domain=[lo, hi])),
         color=color,
+        shape=alt.Shape("where:N", title="plateau", scale=alt.Scale(domain=present, range=[shapes[k] for k in present]),
+                        legend=alt.Legend(orient="bottom") if len(present) > 1 else None),
         tooltip=["law:N", alt.Tooltip("fraction:Q", format=".0%"), alt.Tooltip("plateau:Q", format=".3f"),
                  alt.Tooltip("low:Q", format=".3f"), alt.Tooltip("high:Q", format=".3f")],
     )

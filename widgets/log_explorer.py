@@ -179,7 +179,7 @@ class LogExplorer(Explorer):
             warnings.simplefilter("ignore")
             comparison = laws.fit_all(t, y)
         self.comparison = comparison
-        self._chart("fits", laws_charts.fits_chart(comparison, metric=self.metric.value))
+        self._chart("fits", laws_charts.fits_chart(comparison, metric=self.metric.value, width=440))
         best = comparison.best_fit
         self.values.update(best_law=comparison.best, plateau=best.plateau, r2=best.r2,
                            steps=int(len(t)))
@@ -215,7 +215,7 @@ class LogExplorer(Explorer):
         self.forecast = fc
         self.values.update(forecast_plateau=fc.plateau, forecast_low=fc.plateau_low,
                            forecast_high=fc.plateau_high, actual_plateau=fc.actual_tail_mean)
-        self._chart("forecast", laws_charts.forecast_chart(fc, metric=self.metric.value))
+        self._chart("forecast", laws_charts.forecast_chart(fc, metric=self.metric.value, width=470))
 
     def _update_findings(self) -> None:
         from grpo_core import diagnostics

@@ -351,11 +351,12 @@ def regime_trajectories_chart(
     order = list(dict.fromkeys(df["regime"]))
     y = alt.Y("progress:Q", title="reward progress 1 − e/e₀", scale=alt.Scale(domain=[-1, 3]))
     color = alt.Color("model:N", title=None, legend=alt.Legend(orient="bottom"))
-    lines = alt.Chart().mark_line(strokeWidth=2, clip=True).encode(
+    lines = alt.Chart().mark_line(strokeWidth=1.5, clip=True).encode(
         x=alt.X("t:Q", title="step"), y=y, color=color).transform_filter("datum.model == 'closed form (continuous)'")
-    dots = alt.Chart().mark_circle(size=10, clip=True).encode(x="t:Q", y=y, color=color).transform_filter(
+    dots = alt.Chart().mark_circle(size=14, opacity=0.55, clip=True).encode(x="t:Q", y=y, color=color).transform_filter(
         "datum.model == 'exact recurrence'")
-    return alt.layer(lines, dots, data=df).properties(width=260, height=150).facet(
+    # the line on top: where the two agree the dots would hide it
+    return alt.layer(dots, lines, data=df).properties(width=260, height=150).facet(
         facet=alt.Facet("regime:N", sort=order, title=None, header=alt.Header(labelFontSize=11)),
         columns=2,
     )

@@ -613,7 +613,7 @@ def best_g_path_chart(path: pd.DataFrame, *, width: int = 420, height: int = 260
     return alt.layer(band, best, pred).properties(width=width, height=height)
 
 
-def explorer_mse_chart(view: dict, *, width: int = 480, height: int = 280) -> alt.LayerChart:
+def explorer_mse_chart(view: dict, *, width: int = 420, height: int = 280) -> alt.LayerChart:
     """The group-size explorer's chart: exact minibatch MSE against G at the explorer's budget.
 
     Parameters
