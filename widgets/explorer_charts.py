@@ -150,8 +150,9 @@ def trajectory_view_chart(frames: dict[str, pd.DataFrame], *, width: int = 440,
     return alt.layer(background, closed, dots).resolve_scale(color="independent").properties(
         width=width, height=height,
         title=alt.Title("reward progress from rest",
-                        subtitle=["black: closed form (continuous); dots: exact recurrence; shaded: simulated "
-                                  "mean ± 2 sd over seeds; dashed: exact ± 2 sd", f"clipped to [{lo:g}, {hi:g}]"]))
+                        subtitle=["black: closed form (continuous); dots: exact recurrence;",
+                                  "shaded: simulated mean ± 2 sd over seeds; dashed: exact ± 2 sd;",
+                                  f"clipped to [{lo:g}, {hi:g}]"]))
 
 
 def phase_frames(a: float, k_ref: int, mu: float, label: str, *, lag: str = "constant",
