@@ -101,8 +101,9 @@ class ExperimentConfig:
     adam_beta2: float = _h("Adam beta2, in [0, 1).", default=0.99)
     weight_decay: float = _h("Decoupled weight decay, >= 0.", default=0.0)
     max_grad_norm: float = _h("Gradient clipping threshold (0 = none).", default=1.0)
-    steps_per_generation: int = _h("Optimizer steps per generation batch (TRL); the lag of the behaviour "
-                                   "policy is steps_per_generation x num_iterations.", default=1)
+    steps_per_generation: int = _h("Micro-batches per generation batch (TRL); with the engine's "
+                                   "gradient_accumulation_steps = 1 these are optimizer steps, and the lag of "
+                                   "the behaviour policy is steps_per_generation x num_iterations.", default=1)
     num_iterations: int = _h("Passes over each generation batch (TRL mu), >= 1.", default=1)
     beta: float = _h("KL weight to the reference policy (the warm-up / pretrained model), >= 0.",
                      default=0.0)
@@ -155,7 +156,8 @@ class ExperimentConfig:
     # ---------------------------------------------------------------------------------------
     @property
     def lag(self) -> int:
-        """Staleness of the behaviour policy in optimizer steps: steps_per_generation x num_iterations."""
+        """Refresh interval K_ref of the behaviour policy in optimizer steps: steps_per_generation x num_iterations
+        (TRL's general form divides by gradient_accumulation_steps, which the engine keeps at 1)."""
         return self.steps_per_generation * self.num_iterations
 
     @property
