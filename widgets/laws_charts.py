@@ -33,6 +33,8 @@ LAW_COLORS = {
     "logistic": "#009E73",
 }
 _DATA_COLOR = "#7f7f7f"
+#: How the information criteria are written (``"aicc".upper()`` read "AICC").
+_CRITERION = {"aic": "AIC", "aicc": "AICc", "bic": "BIC"}
 
 
 def law_color_scale(names) -> alt.Scale:
@@ -173,7 +175,8 @@ def fits_chart(
         .encode(
             x="step:Q",
             y=f"{metric}:Q",
-            color=alt.Color("law:N", scale=scale, title=f"law (best by {comparison.criterion.upper()}: {comparison.best})"),
+            color=alt.Color("law:N", scale=scale, title=[
+                "law", f"(best by {_CRITERION.get(comparison.criterion, comparison.criterion)}: {comparison.best})"]),
             strokeWidth=alt.condition("datum.best", alt.value(3.2), alt.value(1.6)),
             tooltip=["law:N", alt.Tooltip("step:Q", format=".0f"), alt.Tooltip(f"{metric}:Q", format=".3f")],
         )
