@@ -167,7 +167,7 @@ def threshold_chart(measured: pd.DataFrame, boundaries: pd.DataFrame, *, width: 
     m = m.assign(source="bandit (measured)")
     b["mu"] = b["mu"].map(lambda v: f"{v:g}")
     m["mu"] = m["mu"].map(lambda v: f"{v:g}")
-    x = alt.X("k_ref:Q", title="K_ref (steps)", scale=alt.Scale(type="log"))
+    x = alt.X("k_ref:Q", title="K_ref (steps)", scale=alt.Scale(type="log", nice=False))
     y = alt.Y("a_star:Q", title="critical eta*K", scale=alt.Scale(type="log"))
     color = alt.Color("mu:N", title="mu")
     panels = []

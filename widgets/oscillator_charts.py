@@ -426,7 +426,7 @@ def phase_diagram_chart(
     """
     df = phase_diagram_data(mus, k_refs, momentum)
     return alt.Chart(df).mark_line(strokeWidth=2).encode(
-        x=alt.X("k_ref:Q", title="K_ref (steps)", scale=alt.Scale(type="log"),
+        x=alt.X("k_ref:Q", title="K_ref (steps)", scale=alt.Scale(type="log", nice=False),
                 axis=alt.Axis(values=[1, 2, 4, 8, 16, 32, 64])),
         y=alt.Y("a_star:Q", title="critical η·K (unstable above)", scale=alt.Scale(type="log")),
         color=alt.Color("lag:N", title="lag model", legend=alt.Legend(orient="bottom")),
@@ -466,7 +466,7 @@ def threshold_ratio_chart(
     scale = (1.0 - df["mu"]) if momentum == "heavy_ball" else 1.0
     df["ratio"] = df["a_star"] * df["k_ref"] / scale
     return alt.Chart(df).mark_line(strokeWidth=2).encode(
-        x=alt.X("k_ref:Q", title="K_ref (steps)", scale=alt.Scale(type="log")),
+        x=alt.X("k_ref:Q", title="K_ref (steps)", scale=alt.Scale(type="log", nice=False)),
         y=alt.Y("ratio:Q", title="exact threshold × K_ref / (1 − μ)", scale=alt.Scale(type="log")),
         color=alt.Color("mu:N", title="μ"),
         strokeDash=alt.StrokeDash("lag:N", title="lag model"),
