@@ -36,8 +36,9 @@ def register(subparsers) -> None:
                    help="curvature of the KL term along the direction of motion, > 0 (default 1: "
                         "Fisher-normalised coordinates)")
     p.add_argument("--lag", default="constant",
-                   help="lag model: 'constant' (every gradient k_ref steps old, the paper's model) or "
-                        "'refresh' (behaviour policy refreshed every k_ref steps); default constant")
+                   help="lag model: 'constant' (every gradient k_ref steps old, the paper's model; k_ref = 1 "
+                        "is one step stale) or 'refresh' (behaviour policy refreshed every k_ref steps: TRL's "
+                        "reuse of a generation batch, k_ref = 1 on-policy); default constant")
     p.add_argument("--momentum", default="heavy_ball",
                    help="momentum convention: 'heavy_ball' (v = mu v + g) or 'ema' (v = mu v + (1-mu) g, "
                         "Adam); default heavy_ball")
