@@ -25,19 +25,13 @@ from pathlib import Path
 
 import numpy as np
 
+from bench._timing import timed
 from grpo_core import bandit_stability as bs
 from grpo_core.bandit import BanditSpec, simulate
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _time(fn, repeat: int = 1):
-    best, out = float("inf"), None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
 
 
 def _chapter_seconds(path: Path) -> float:
@@ -61,13 +55,13 @@ def main(quick: bool = False) -> list[dict]:
     kw = dict(eta=0.5, mu=0.5, beta=1.0, steps=steps)
     samples = n_k * n_seeds * steps * spec.num_prompts * spec.group_size
 
-    t_vec, run = _time(lambda: simulate(spec, k_ref=k_refs, seeds=n_seeds, **kw), repeat=1 if quick else 2)
-    t_cfg, per_cfg = _time(lambda: [simulate(spec, k_ref=int(k), seeds=n_seeds, **kw) for k in k_refs])
+    t_vec, run = timed(lambda: simulate(spec, k_ref=k_refs, seeds=n_seeds, **kw), repeat=1 if quick else 2)
+    t_cfg, per_cfg = timed(lambda: [simulate(spec, k_ref=int(k), seeds=n_seeds, **kw) for k in k_refs])
     assert all(np.array_equal(per_cfg[i].p[0], run.p[i]) for i in range(n_k))
 
     # Per-run loop on a subset (two seeds per K_ref value), extrapolated to all runs.
     subset = [(i, s) for i in range(n_k) for s in (0, n_seeds - 1)]
-    t_sub, singles = _time(lambda: [simulate(spec, k_ref=int(k_refs[i]), seeds=[s], **kw) for i, s in subset])
+    t_sub, singles = timed(lambda: [simulate(spec, k_ref=int(k_refs[i]), seeds=[s], **kw) for i, s in subset])
     assert all(np.array_equal(r.p[0, 0], run.p[i, s]) for r, (i, s) in zip(singles, subset))
     t_runs = t_sub * (n_k * n_seeds) / len(subset)
 
@@ -83,7 +77,7 @@ def main(quick: bool = False) -> list[dict]:
                 for k in (1, 2, 4, 8, 16)]
     if quick:
         settings = settings[:6]
-    t_thr, _ = _time(lambda: bs.threshold_table(settings, beta=1.0))
+    t_thr, _ = timed(lambda: bs.threshold_table(settings, beta=1.0))
     rows.append({"case": f"threshold table ({len(settings)} critical eta*K, mean field)", "seconds": t_thr})
     if not quick:
         rows.append({"case": "chapter book/bandit.md, all cells", "seconds": _chapter_seconds(ROOT / "book" / "bandit.md")})

@@ -22,18 +22,10 @@ import warnings
 import numpy as np
 from scipy import optimize
 
+from bench._timing import best_of
 from grpo_core import laws
 from grpo_core.datasets import real_log_path
 from grpo_core.logs import read_log
-
-
-def _time(func, repeat: int = 1) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        func()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def _qwen():
@@ -61,7 +53,7 @@ def main(quick: bool = False) -> list[dict]:
     rows: list[dict] = []
     t, y = _qwen()
 
-    sec = _time(lambda: laws.fit_all(t, y), 1 if quick else 3)
+    sec = best_of(lambda: laws.fit_all(t, y), 1 if quick else 3)
     rows.append({"case": f"fit_all, 3 laws, real Qwen log ({t.size} steps)", "seconds": sec})
 
     # Long curve: subsample search vs full search.
@@ -91,8 +83,8 @@ def main(quick: bool = False) -> list[dict]:
     law = laws.LAWS["three_phase"]
     lb, ub = law.bounds(t, y)
     starts = law.initial_guesses(t, y)
-    ours = _time(lambda: laws._solve(law, t, y, starts, lb, ub), 1 if quick else 3)
-    ref = _time(lambda: _scipy_two_point(law, t, y, starts, lb, ub), 1 if quick else 3)
+    ours = best_of(lambda: laws._solve(law, t, y, starts, lb, ub), 1 if quick else 3)
+    ref = best_of(lambda: _scipy_two_point(law, t, y, starts, lb, ub), 1 if quick else 3)
     a = laws._solve(law, t, y, starts, lb, ub)
     b = _scipy_two_point(law, t, y, starts, lb, ub)
     rows.append({
@@ -104,8 +96,8 @@ def main(quick: bool = False) -> list[dict]:
     # Forecasts with the bootstrap.
     n_boot = 50 if quick else 200
     for name in ("three_phase", "exponential", "logistic"):
-        sec = _time(lambda name=name: laws.forecast(t, y, law=name, fraction=0.4, n_boot=n_boot))
-        delta = _time(lambda name=name: laws.forecast(t, y, law=name, fraction=0.4, n_boot=0))
+        sec = best_of(lambda name=name: laws.forecast(t, y, law=name, fraction=0.4, n_boot=n_boot))
+        delta = best_of(lambda name=name: laws.forecast(t, y, law=name, fraction=0.4, n_boot=0))
         rows.append({
             "case": f"forecast {name}, 40% window, {n_boot} bootstrap refits vs delta method",
             "seconds": sec, "reference_s": delta, "ratio": sec / delta,
@@ -116,8 +108,8 @@ def main(quick: bool = False) -> list[dict]:
     fit = laws.fit_law(t[:150], y[:150], "three_phase")
     params = fit.param_vector() * np.exp(np.random.default_rng(1).normal(0, 0.05, (200, 4)))
     params[:, 3] = np.abs(params[:, 3])
-    vec = _time(lambda: laws._time_to_fraction_batch(law, params, 0.9, span=150.0), 3)
-    loop = _time(lambda: [laws._time_to_fraction(law, p, 0.9) for p in params])
+    vec = best_of(lambda: laws._time_to_fraction_batch(law, params, 0.9, span=150.0), 3)
+    loop = best_of(lambda: [laws._time_to_fraction(law, p, 0.9) for p in params])
     v = laws._time_to_fraction_batch(law, params, 0.9, span=150.0)
     lo = np.array([laws._time_to_fraction(law, p, 0.9) for p in params])
     rows.append({

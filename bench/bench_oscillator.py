@@ -19,17 +19,9 @@ import time
 import numpy as np
 from scipy.optimize import brentq
 
+from bench._timing import best_of
 from grpo_core import oscillator as osc
 from grpo_core import stability
-
-
-def _best_of(func, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        func()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def _root_finding_threshold(mu: float, k: int, lag: str) -> float:
@@ -46,7 +38,7 @@ def main(quick: bool = False) -> list[dict]:
     for lag in ("constant", "refresh"):
         c = osc.coefficients(0.02, 0.9, 4, 1.0, lag=lag)
         kw = dict(noise_scale=1.0, group_size=8, seed=0)
-        vec = _best_of(lambda c=c, kw=kw: osc.simulate(c, n_steps, n_seeds, **kw), 3)
+        vec = best_of(lambda c=c, kw=kw: osc.simulate(c, n_steps, n_seeds, **kw), 3)
         t0 = time.perf_counter()
         ref_out = osc.simulate_reference(c, n_steps, n_seeds, **kw)
         ref = time.perf_counter() - t0
@@ -57,13 +49,13 @@ def main(quick: bool = False) -> list[dict]:
         })
         # the recurrence alone: both given the same pre-drawn noise
         z = np.random.default_rng(0).standard_normal((n_seeds, n_steps))
-        vec_k = _best_of(lambda c=c, z=z: osc.simulate(c, n_steps, n_seeds, noise_scale=1.0, group_size=8, noise=z), 3)
+        vec_k = best_of(lambda c=c, z=z: osc.simulate(c, n_steps, n_seeds, noise_scale=1.0, group_size=8, noise=z), 3)
         t0 = time.perf_counter()
         osc.simulate_reference(c, n_steps, n_seeds, noise_scale=1.0, group_size=8, noise=z)
         ref_k = time.perf_counter() - t0
         rows.append({"case": f"simulate {lag} lag, recurrence only (noise given)",
                      "vectorised_s": vec_k, "loop_s": ref_k, "ratio": ref_k / vec_k})
-    draw = _best_of(lambda: np.random.default_rng(0).standard_normal((n_seeds, n_steps)), 3)
+    draw = best_of(lambda: np.random.default_rng(0).standard_normal((n_seeds, n_steps)), 3)
     rows.append({"case": f"noise draw alone ({n_seeds} x {n_steps} normals, shared by both)", "vectorised_s": draw})
 
     # thresholds
@@ -76,10 +68,10 @@ def main(quick: bool = False) -> list[dict]:
             stability._critical_a_scalar.cache_clear()
             stability.critical_a_exact(float(rng.uniform(0, 0.99)), int(rng.integers(1, 64)), lag)
 
-        per_call = _best_of(uncached, 50)
+        per_call = best_of(uncached, 50)
         stability.critical_a_exact(0.5, 8, lag)
-        cached = _best_of(lambda lag=lag: stability.critical_a_exact(0.5, 8, lag), 200)
-        grid = _best_of(lambda lag=lag: stability.critical_a_exact(mus[:, None], ks[None, :], lag), 3)
+        cached = best_of(lambda lag=lag: stability.critical_a_exact(0.5, 8, lag), 200)
+        grid = best_of(lambda lag=lag: stability.critical_a_exact(mus[:, None], ks[None, :], lag), 3)
         n_ref = 20 if quick else 60
         sample = [(float(rng.uniform(0, 0.95)), int(rng.integers(1, 64))) for _ in range(n_ref)]
         t0 = time.perf_counter()
@@ -96,7 +88,7 @@ def main(quick: bool = False) -> list[dict]:
             "speedup_vs_root_finding": root_per_point / (grid / (100 * 256)), "max_rel_diff_vs_root_finding": worst,
         })
     stability._critical_a_scalar.cache_clear()
-    kv = _best_of(lambda: (stability._critical_a_scalar.cache_clear(),
+    kv = best_of(lambda: (stability._critical_a_scalar.cache_clear(),
                            stability.critical_value("k_ref", eta=1e-4, mu=0.9, curvature=1.0)), 5)
     rows.append({"case": "critical_value k_ref exact (eta*K = 1e-4, mu = 0.9; answer "
                  f"{stability.critical_value('k_ref', eta=1e-4, mu=0.9, curvature=1.0):.0f})",

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench._timing import best_of
 from grpo_core import groupsize, ustat
 from grpo_core.softmax import sample_categorical, score
 
@@ -30,13 +31,6 @@ PROBS = np.array([0.2] + [0.8 / 7] * 7)
 REWARDS = np.array([1.0] + [0.0] * 7)
 
 
-def _best_of(func, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        func()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def _explicit_curve_per_group(sizes, groups: int) -> float:
@@ -62,8 +56,8 @@ def main(quick: bool = False) -> list[dict]:
     n = 20 if quick else 200
     rng = np.random.default_rng(0)
     w, z = rng.normal(size=(n, g, d)), rng.normal(size=(n, g))
-    fast = _best_of(lambda: ustat.group_gradient(w, z, estimator="leave_one_out"), 5)
-    slow = _best_of(lambda: ustat.pairwise_leave_one_out(w, z), 2)
+    fast = best_of(lambda: ustat.group_gradient(w, z, estimator="leave_one_out"), 5)
+    slow = best_of(lambda: ustat.pairwise_leave_one_out(w, z), 2)
     diff = float(np.abs(ustat.group_gradient(w, z) - ustat.pairwise_leave_one_out(w, z)).max())
     rows.append({"case": f"leave-one-out, G = {g}, D = {d}, {n} groups: O(G) vs pairwise O(G^2)",
                  "fast_s": fast, "reference_s": slow, "ratio": slow / fast, "max_abs_diff": diff})
@@ -85,7 +79,7 @@ def main(quick: bool = False) -> list[dict]:
     # estimating the constants
     pool = groupsize.beta_difficulty_pool(256, 8, mean=0.2, spread=0.1)
     ws, zs, _ = groupsize.sample_pool_groups(pool, 512, 8, np.random.default_rng(0))
-    est = _best_of(lambda: groupsize.estimate_constants(ws, zs, num_bootstrap=1000), 3)
+    est = best_of(lambda: groupsize.estimate_constants(ws, zs, num_bootstrap=1000), 3)
     rows.append({"case": "estimate_constants, 512 prompts x 8, 1,000 bootstrap resamples", "fast_s": est})
 
     # one fixed-budget study
