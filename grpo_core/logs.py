@@ -1014,6 +1014,7 @@ def _build(records, frame, *, container, fmt, mapping, source, notes, meta, trl_
     # `epoch` (TRL repeats `epoch` and `step` in eval and summary rows).
     tables: dict[str, pd.DataFrame] = {}
     summary: dict[str, Any] = {}
+    used = np.zeros(len(frame), bool)
     for split in _SPLITS:
         if split_of_row is not None:
             cols = list(values)
@@ -1024,6 +1025,7 @@ def _build(records, frame, *, container, fmt, mapping, source, notes, meta, trl_
             keep = np.zeros(len(frame), bool)
             for v in informative:
                 keep |= ~np.isnan(v)
+        used |= keep
         if split == "summary":
             if keep.any():
                 last = np.flatnonzero(keep)[-1]
@@ -1034,6 +1036,12 @@ def _build(records, frame, *, container, fmt, mapping, source, notes, meta, trl_
             continue
         data = {c: values[c][keep] for c in cols}
         tables[split] = _tidy(data, steps_int[keep], {c: targets[c][0] for c in cols}, split, source, notes)
+    if not used.all():
+        # a row with a step but not one number (every cell empty or NaN): say so, never drop it quietly
+        empty_steps = steps_int[~used]
+        shown = ", ".join(str(int(s)) for s in empty_steps[:5]) + (", ..." if len(empty_steps) > 5 else "")
+        _note(notes, f"{source}: dropped {len(empty_steps)} row(s) with a step but no metric value (every cell "
+                     f"empty or NaN; step(s) {shown})", warn=True)
     if tables["train"].empty or tables["train"].shape[1] <= 1:
         raise DataError(f"{source}: no training rows with metrics (rows: {len(frame)}; "
                         f"eval rows: {len(tables['eval'])})")

@@ -435,6 +435,19 @@ def test_non_number_cells_become_nan_with_a_warning(tmp_path):
     assert steps.tolist() == [2] and values.tolist() == [0.1]
 
 
+def test_rows_with_a_step_and_only_nan_are_dropped_with_a_count(tmp_path):
+    csv = write(tmp_path, "r.csv", "step,reward,kl\n1,0.1,0.01\n2,,\n3,nan,nan\n4,0.4,0.04\n")
+    with pytest.warns(LogWarning, match="dropped 2 row\\(s\\) with a step but no metric value .*step\\(s\\) 2, 3"):
+        log = read_log(csv)
+    assert log.train.index.tolist() == [1, 4]
+    assert any("dropped 2 row(s)" in n for n in log.notes)
+    state = {"log_history": [{"step": 1, "reward": 0.1}, {"step": 2, "reward": float("nan"), "kl": float("nan")},
+                             {"step": 3, "reward": 0.3}]}
+    path = write(tmp_path, "trainer_state.json", json.dumps(state))
+    with pytest.warns(LogWarning, match="dropped 1 row\\(s\\) .*step\\(s\\) 2\\)"):
+        assert read_log(path).train.index.tolist() == [1, 3]
+
+
 def test_infinite_values_are_kept_in_the_table_and_dropped_by_series():
     log = from_records([{"step": 1, "grad_norm": 0.5}, {"step": 2, "grad_norm": float("inf")}])
     assert np.isinf(log.train.loc[2, "grad_norm"])
