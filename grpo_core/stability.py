@@ -551,7 +551,7 @@ def is_stable_exact(a: Any, mu: Any, k_ref: Any, lag: str = "constant", momentum
     return (a > 0) & (a < crit)
 
 
-_PARAMETERS = ("eta", "mu", "k_ref", "curvature")
+_PARAMETERS = ("eta", "mu", "k_ref", "curvature", "beta")
 _METHODS = ("exact", "continuous")
 #: Largest k_ref the exact k_ref search tries (critical_value); beyond it critical_a_exact loses digits.
 K_REF_SEARCH_MAX = 2**40
@@ -564,7 +564,7 @@ def critical_value(
     mu: Any = None,
     k_ref: Any = None,
     curvature: Any = None,
-    beta: Any = 0.0,
+    beta: Any = None,
     kl_curvature: Any = 1.0,
     lag: str = "constant",
     momentum: str = "heavy_ball",
@@ -578,6 +578,9 @@ def critical_value(
     * ``"eta"``: :math:`\eta^* = a^* / (\text{curvature} + \beta\,\text{kl\_curvature})`; stable below.
     * ``"curvature"``: :math:`a^*/\eta - \beta\,\text{kl\_curvature}`; stable below. ``0.0`` means every
       positive curvature is unstable (the KL term alone is already too stiff).
+    * ``"beta"``: :math:`(a^*/\eta - \text{curvature}) / \text{kl\_curvature}`; stable below (the KL
+      term adds stiffness, so a stronger anchor can push a stable run over the threshold).
+      ``0.0`` means unstable already without the KL term.
     * ``"k_ref"``: ``method="continuous"``: the real-valued :math:`K^*` at which ``C = 0``
       (heavy ball, constant lag: :math:`(1 - \mu)/(\eta K)`; refresh: :math:`1 + 2(1-\mu)/(\eta K)`;
       EMA: without the ``1 - mu``), at least 1. ``method="exact"``: the smallest unstable integer
@@ -593,12 +596,15 @@ def critical_value(
 
     Parameters
     ----------
-    parameter : {"eta", "mu", "k_ref", "curvature"}
+    parameter : {"eta", "mu", "k_ref", "curvature", "beta"}
         The parameter to solve for; it must not be given.
     eta, mu, k_ref, curvature : float
-        The other three hyperparameters (validated as in :func:`coefficients`).
-    beta, kl_curvature : float
-        KL weight and curvature (see :func:`coefficients`).
+        The other hyperparameters (validated as in :func:`coefficients`); all four are required
+        except the one solved for.
+    beta : float, optional
+        KL weight, ``>= 0`` (default 0 when another parameter is solved for).
+    kl_curvature : float
+        Curvature of the KL term (see :func:`coefficients`).
     lag : {"constant", "refresh"}
     momentum : {"heavy_ball", "ema"}
     method : {"exact", "continuous"}
@@ -628,26 +634,30 @@ def critical_value(
     12.0
     >>> round(critical_value("eta", mu=0.5, k_ref=1, curvature=2.0), 12)
     0.25
+    >>> round(critical_value("beta", eta=0.1, mu=0.5, k_ref=1, curvature=2.0), 12)  # (0.5/0.1 - 2)/1
+    3.0
     """
     parameter = check_choice("parameter", parameter, _PARAMETERS)
     method = check_choice("method", method, _METHODS)
-    given = {"eta": eta, "mu": mu, "k_ref": k_ref, "curvature": curvature}
+    given = {"eta": eta, "mu": mu, "k_ref": k_ref, "curvature": curvature, "beta": beta}
     if given[parameter] is not None:
         raise ParameterError(parameter, f"`{parameter}` is the parameter solved for: do not also give a value")
     for name, value in given.items():
-        if name != parameter and value is None:
+        if name != parameter and value is None and name != "beta":
             raise ParameterError(name, f"`{name}` is required to solve for `{parameter}`")
     checks = {"eta": check_eta, "mu": check_mu, "k_ref": check_k_ref, "curvature": check_curvature}
-    vals = {n: checks[n](v) for n, v in given.items() if n != parameter}
-    beta = check_beta(beta)
+    vals = {n: checks[n](v) for n, v in given.items() if n not in (parameter, "beta")}
+    beta = 0.0 if parameter == "beta" or beta is None else check_beta(beta)
     kl_curvature = check_kl_curvature(kl_curvature)
     lag, momentum = check_lag(lag), check_momentum(momentum)
     crit = critical_a_exact if method == "exact" else critical_a_continuous
 
-    if parameter in ("eta", "curvature"):
+    if parameter in ("eta", "curvature", "beta"):
         a_star = float(crit(vals["mu"], vals["k_ref"], lag, momentum)[()])
         if parameter == "eta":
             return a_star / (vals["curvature"] + beta * kl_curvature)
+        if parameter == "beta":
+            return max(0.0, (a_star / vals["eta"] - vals["curvature"]) / kl_curvature)
         return max(0.0, a_star / vals["eta"] - beta * kl_curvature)
 
     a = vals["eta"] * (vals["curvature"] + beta * kl_curvature)

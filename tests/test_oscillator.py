@@ -362,8 +362,29 @@ def test_critical_value_refuses_ambiguous_requests():
         stability.critical_value("eta", mu=0.5, k_ref=2)
     assert err.value.parameter == "curvature"
     with pytest.raises(ParameterError) as err:
-        stability.critical_value("beta", eta=0.1, mu=0.5, k_ref=2, curvature=1.0)
+        stability.critical_value("beta", eta=0.1, mu=0.5, k_ref=2, curvature=1.0, beta=0.1)
+    assert err.value.parameter == "beta"
+    with pytest.raises(ParameterError) as err:
+        stability.critical_value("damping", eta=0.1, mu=0.5, k_ref=2, curvature=1.0)
     assert err.value.parameter == "parameter"
+
+
+@pytest.mark.parametrize("lag", ["constant", "refresh"])
+@pytest.mark.parametrize("method", ["exact", "continuous"])
+def test_critical_beta_is_where_the_kl_stiffness_crosses_the_threshold(lag, method):
+    kw = dict(eta=0.02, mu=0.5, k_ref=3, curvature=2.0, kl_curvature=4.0, lag=lag, method=method)
+    b_star = stability.critical_value("beta", **kw)
+    a_star = (stability.critical_a_exact if method == "exact" else stability.critical_a_continuous)(0.5, 3, lag)
+    assert b_star == pytest.approx((float(a_star) / 0.02 - 2.0) / 4.0, rel=1e-12)
+    # eta solved back at that beta gives the same eta: the two are one boundary
+    back = {k: v for k, v in kw.items() if k != "eta"}
+    assert stability.critical_value("eta", beta=b_star, **back) == pytest.approx(0.02, rel=1e-10)
+    if method == "exact":
+        for beta, stable in ((0.99 * b_star, True), (1.01 * b_star, False)):
+            c = osc.coefficients(0.02, 0.5, 3, 2.0, beta, kl_curvature=4.0, lag=lag)
+            assert bool(stability.is_stable_exact(c.a, 0.5, 3, lag)) is stable
+    # already unstable without the KL term: 0
+    assert stability.critical_value("beta", **{**kw, "eta": 10.0}) == 0.0
     with pytest.raises(ParameterError):
         stability.critical_value("eta", mu=0.5, k_ref=2, curvature=1.0, method="approximate")
 
