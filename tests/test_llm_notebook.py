@@ -24,6 +24,19 @@ def test_notebook_has_the_parameters_the_issue_lists():
         assert f"\n{name} =" in "\n" + cells[0].source, name
 
 
+def test_papermill_reads_every_parameter_without_a_warning(caplog):
+    """papermill's own parser (``papermill --help-notebook``) must see every parameter with its help."""
+    import logging
+
+    import papermill
+
+    with caplog.at_level(logging.WARNING, logger="papermill"):
+        params = papermill.inspect_notebook(str(NOTEBOOK_MD.with_suffix(".ipynb")))
+    assert not [r.getMessage() for r in caplog.records if "Unable to parse" in r.getMessage()]
+    assert {"preset", "steps_per_generation", "num_iterations", "overrides", "output_dir"} <= set(params)
+    assert "num_iterations" in params["steps_per_generation"]["help"]
+
+
 def test_experiment_command_refuses_bad_settings_before_running(tmp_path):
     def run(*args):
         return subprocess.run([sys.executable, "-m", "grpo_dynamics.cli", "experiment", *args, "--out", str(tmp_path)],
