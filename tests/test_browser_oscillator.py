@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from conftest import BUILT_HTML
-from vega_page import chart_index, mark_texts, open_page, path_data, scroll_to, set_param, wait_text
+from vega_page import chart_index, line_points, mark_texts, max_distance_px, open_page, path_data, scroll_to, set_param, wait_text
 
 from grpo_core import oscillator, stability
 
@@ -41,6 +42,16 @@ def test_eta_past_the_threshold_reads_unstable(book_server, probe, page_name):
     assert expected == "underdamped"
     wait_text(page, i, "regime_label", lambda t: t == expected)
     before = path_data(page, i, "trajectory")
+    # The curve on the page is grpo_core's closed form: progress 1 - e(t)/e0, read back through the axes.
+    # (within 2 px; the discrete recurrence, a different curve, is 5 to 10 px away from it here)
+    c = oscillator.coefficients(0.045, mu, k_ref, curvature)
+    pts, px = line_points(page, i, "trajectory")
+    assert min(x for x, _ in pts) < 5 and max(x for x, _ in pts) > 250  # the whole horizon was read
+    t = np.linspace(0, 300, 3001)
+    closed = np.c_[t, 1.0 - oscillator.closed_form_trajectory(c, t)]
+    assert max_distance_px(pts, closed, px) < 2.0
+    discrete = np.c_[np.arange(301), 1.0 - oscillator.discrete_trajectory(c, 300)]
+    assert max_distance_px(pts, discrete, px) > 4.0  # the check can tell the two apart
     scroll_to(page, i)
     probe.screenshot(f"oscillator-{page_name[:-5]}-stable")
     # Past the exact threshold of the discrete recurrence (a* = 0.0557 here; the continuous one

@@ -100,3 +100,70 @@ def point_positions(page, index: int, mark: str) -> list[str]:
 def scroll_to(page, index: int) -> None:
     """Scroll chart ``index`` into the middle of the viewport (for screenshots)."""
     page.evaluate("i => document.querySelectorAll('.vega-embed')[i].scrollIntoView({block: 'center'})", index)
+
+
+def line_points(page, index: int, mark: str, n: int = 120) -> tuple[list[tuple[float, float]], tuple[float, float]]:
+    """Points of the line mark ``mark`` in chart ``index`` in *data* units, read back from the SVG.
+
+    The path is sampled at ``n + 1`` points along its length (in page coordinates); each axis's
+    scale is recovered from its tick marks and their labels (a least-squares line through
+    (page position, label value); both axes must be linear). Good to about a pixel (Vega draws
+    axis ticks half a pixel off for crisp lines). Returns the points and the pixels per data unit
+    of the x and y axes (to compare curves in pixels, see :func:`max_distance_px`).
+    """
+    raw = page.evaluate(
+        """([i, mark, n]) => {
+            const el = document.querySelectorAll('.vega-embed')[i];
+            const num = s => parseFloat(s.replace('\\u2212', '-').replace(/,/g, ''));
+            const axes = [...el.querySelectorAll('g.role-axis')].map(ax => {
+                const labels = [...ax.querySelectorAll('g.role-axis-label text')];
+                const ticks = [...ax.querySelectorAll('g.role-axis-tick line')];
+                const at = (ticks.length === labels.length ? ticks : labels).map(e => {
+                    const r = e.getBoundingClientRect();
+                    return [r.x + r.width / 2, r.y + r.height / 2];
+                });
+                return {label: ax.getAttribute('aria-label') || '', values: labels.map(t => num(t.textContent)), at};
+            });
+            const path = el.querySelector(`g.${mark}_marks path`);
+            const m = path.getScreenCTM(), len = path.getTotalLength(), pts = [];
+            for (let k = 0; k <= n; k++) {
+                const p = path.getPointAtLength(len * k / n);
+                pts.push([m.a * p.x + m.c * p.y + m.e, m.b * p.x + m.d * p.y + m.f]);
+            }
+            return {axes, pts};
+        }""",
+        [index, mark, n],
+    )
+
+    def scale(axis_name: str, coord: int):
+        axis = next(a for a in raw["axes"] if a["label"].startswith(axis_name))
+        pos = [p[coord] for p in axis["at"]]
+        vals = axis["values"]
+        if len(vals) < 2:
+            raise AssertionError(f"{axis_name} of chart {index} has fewer than two labelled ticks")
+        mp, mv = sum(pos) / len(pos), sum(vals) / len(vals)
+        slope = sum((p - mp) * (v - mv) for p, v in zip(pos, vals)) / sum((p - mp) ** 2 for p in pos)
+        return lambda p: mv + slope * (p - mp)
+
+    sx, sy = scale("X-axis", 0), scale("Y-axis", 1)
+    px_per_unit = (1.0 / abs(sx(1.0) - sx(0.0)), 1.0 / abs(sy(1.0) - sy(0.0)))
+    return [(sx(x), sy(y)) for x, y in raw["pts"]], px_per_unit
+
+
+def max_distance_px(points, curve, px_per_unit) -> float:
+    """Largest distance, in pixels, from a point of ``points`` to the polyline ``curve``.
+
+    points, curve : sequences of (x, y) in data units (``curve`` dense enough to be a line);
+    px_per_unit : (x, y) pixels per data unit from :func:`line_points`.
+    """
+    import numpy as np
+
+    p = np.asarray(points, float) * px_per_unit
+    c = np.asarray(curve, float) * px_per_unit
+    a, b = c[:-1], c[1:]
+    ab = b - a
+    worst = 0.0
+    for q in p:
+        u = np.clip(np.einsum("ij,ij->i", q - a, ab) / np.maximum(np.einsum("ij,ij->i", ab, ab), 1e-12), 0, 1)
+        worst = max(worst, float(np.min(np.hypot(*(a + u[:, None] * ab - q).T))))
+    return worst
