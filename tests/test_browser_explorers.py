@@ -11,7 +11,18 @@ import math
 
 import pytest
 from conftest import BUILT_HTML
-from vega_page import chart_index, mark_texts, open_page, point_positions, scroll_to, set_param, wait_text
+from vega_page import (
+    chart_index,
+    line_points,
+    mark_texts,
+    max_distance_px,
+    open_page,
+    path_data,
+    point_positions,
+    scroll_to,
+    set_param,
+    wait_text,
+)
 
 from grpo_core import oscillator, stability
 
@@ -28,6 +39,29 @@ def explorers(book_server, probe):
     yield probe
     assert probe.console_errors == []
     assert probe.external_requests == []
+
+
+@pytest.fixture
+def opened(book_server, probe):
+    """Open a built chapter (the static charts also sit on their own chapters' pages)."""
+    def _open(name):
+        if not (BUILT_HTML / name).exists():
+            pytest.skip(f"{name} is not in the built book")
+        open_page(probe, f"{book_server}/{name}")
+        return probe
+    yield _open
+    assert probe.console_errors == []
+    assert probe.external_requests == []
+
+
+@pytest.fixture(scope="module")
+def qwen_forecast_grid():
+    """The grid both pages precompute from the Qwen run's raw reward."""
+    from grpo_core import datasets, logs
+    from widgets.explorer_charts import static_forecast_grid
+
+    steps, reward = logs.read_log(datasets.real_log_path("qwen2.5-3b-instruct_gsm8k_unsloth")).series("reward")
+    return static_forecast_grid(steps, reward)
 
 
 def _verdict(eta, curvature, mu, k_ref, lag="constant"):
@@ -58,15 +92,18 @@ def test_saved_explorers_render_with_their_charts(explorers):
     explorers.screenshot("explorers-page")
 
 
-@pytest.mark.parametrize("eta, curvature, mu, k_ref", [
-    (0.2, 1.0, 0.5, 4),     # past the exact threshold 0.156: unstable
-    (0.14, 1.0, 0.5, 4),    # between the continuous (0.125) and the exact threshold
-    (0.05, 1.0, 0.5, 4),    # underdamped
-    (0.01, 1.0, 0.5, 4),    # overdamped
-    (0.05, 1.0, 0.5, 16),   # K_ref from the select: past both thresholds
-    (0.3, 2.0, 0.9, 1),
+@pytest.mark.parametrize("page_name, eta, curvature, mu, k_ref", [
+    (PAGE, 0.2, 1.0, 0.5, 4),     # past the exact threshold 0.156: unstable
+    (PAGE, 0.14, 1.0, 0.5, 4),    # between the continuous (0.125) and the exact threshold
+    (PAGE, 0.05, 1.0, 0.5, 4),    # underdamped
+    (PAGE, 0.01, 1.0, 0.5, 4),    # overdamped
+    (PAGE, 0.05, 1.0, 0.5, 16),   # K_ref from the select: past both thresholds
+    (PAGE, 0.3, 2.0, 0.9, 1),
+    ("oscillator.html", 0.14, 1.0, 0.5, 4),  # the same chart on the derivation chapter
+    ("oscillator.html", 0.01, 1.0, 0.5, 4),
 ])
-def test_static_phase_chart_labels_the_current_point(explorers, eta, curvature, mu, k_ref):
+def test_static_phase_chart_labels_the_current_point(opened, page_name, eta, curvature, mu, k_ref):
+    explorers = opened(page_name)
     page = explorers.page
     i = chart_index(page, {"eta", "curvature", "mu", "k_ref"}, mark="phase_regime_label")
     # k_ref is a <select> here (snapped to the phase grid); the slider chart has a range instead.
@@ -83,34 +120,47 @@ def test_static_phase_chart_labels_the_current_point(explorers, eta, curvature, 
     if (eta, curvature, k_ref) != (0.02, 1.0, 4):
         assert point_positions(page, i, "phase_point") != before
     scroll_to(page, i)
-    explorers.screenshot(f"explorers-phase-{expected.split()[0]}")
+    explorers.screenshot(f"{page_name[:-5]}-phase-{expected.split()[0]}")
 
 
-def test_static_bandit_chart_follows_k_ref(explorers):
+@pytest.mark.parametrize("page_name", [PAGE, "bandit.html"])
+def test_static_bandit_chart_follows_k_ref(opened, page_name):
     from widgets.explorer_charts import static_bandit_grid
 
-    grid = static_bandit_grid(eta=0.2, mu=0.5, beta=1.0, group_size=8)  # as on the page
+    explorers = opened(page_name)
+    grid = static_bandit_grid(eta=0.2, mu=0.5, beta=1.0, group_size=8)  # as on both pages
     labels = grid["labels"].set_index("k_ref")
     page = explorers.page
     i = chart_index(page, {"k_ref"}, mark="bandit_regime_label")
     first_unstable = int(labels.index[~labels.stable_exact].min())
+    seen = []
     for k in (2, first_unstable, 16):
         set_param(page, i, "k_ref", k)
         wait_text(page, i, "bandit_regime_label", lambda t, k=k: t == labels.loc[k, "text"])
+        seen.append(path_data(page, i, "bandit_curves"))
     assert "unstable" in labels.loc[first_unstable, "text"]
+    assert seen[0] != seen[1] != seen[2]  # the curves follow the slider, not only the label
     scroll_to(page, i)
-    explorers.screenshot("explorers-bandit-unstable")
+    explorers.screenshot(f"{page_name[:-5]}-bandit-unstable")
 
 
-def test_static_forecast_chart_follows_the_fit_window(explorers):
+@pytest.mark.parametrize("page_name", [PAGE, "fitting.html"])
+def test_static_forecast_chart_follows_the_fit_window(opened, page_name, qwen_forecast_grid):
+    explorers = opened(page_name)
+    labels = qwen_forecast_grid["labels"].set_index("fraction")
+    curves = qwen_forecast_grid["curves"]
     page = explorers.page
     i = chart_index(page, {"fraction"}, mark="forecast_label")
     for pct in (20, 60, 90):
         set_param(page, i, "fraction", pct)
         text = wait_text(page, i, "forecast_label", lambda t, p=pct: t.startswith(f"fit on the first {p}%"))
-        assert "plateau" in text and "actual" in text
+        assert text == labels.loc[pct, "text"]  # the numbers grpo_core computes for that window
+        # the forecast curve drawn is that window's fitted law (within 2 px)
+        pts, px = line_points(page, i, "forecast_curve")
+        want = curves[curves.fraction == pct][["step", "forecast"]].to_numpy()
+        assert max_distance_px(pts, want, px) < 2.0
     scroll_to(page, i)
-    explorers.screenshot("explorers-forecast")
+    explorers.screenshot(f"{page_name[:-5]}-forecast")
 
 
 def test_slider_input_to_redraw_is_fast(explorers):

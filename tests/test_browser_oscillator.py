@@ -12,7 +12,17 @@ import math
 import numpy as np
 import pytest
 from conftest import BUILT_HTML
-from vega_page import chart_index, line_points, mark_texts, max_distance_px, open_page, path_data, scroll_to, set_param, wait_text
+from vega_page import (
+    chart_index,
+    line_points,
+    mark_texts,
+    max_distance_px,
+    open_page,
+    path_data,
+    scroll_to,
+    set_param,
+    wait_text,
+)
 
 from grpo_core import oscillator, stability
 
