@@ -129,6 +129,46 @@ def test_interrupt_and_resume_gives_continuous_steps(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_run_killed_with_sigkill_resumes_with_continuous_steps(tmp_path):
+    """A real kill (SIGKILL: no cleanup, no exception handler, maybe mid-write), then the resume."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from grpo_core.llm.experiment import run_experiment
+
+    cfg = _small(tmp_path, max_steps=30, eval_every=0)
+    script = ("import sys, json; from grpo_core.llm.config import make_config; "
+              "from grpo_core.llm.experiment import run_experiment; "
+              "run_experiment(make_config('cpu-tiny', **json.loads(sys.argv[1])))")
+    settings = {k: v for k, v in cfg.to_dict().items()
+                if k not in ("lag", "prompts_per_step", "completions", "preset", "eval_suite")}
+    proc = subprocess.Popen([sys.executable, "-c", script, json.dumps(settings)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    metrics = tmp_path / "run" / "metrics.jsonl"
+    deadline = time.monotonic() + 300
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            done = metrics.read_text().count('"split": "train"') if metrics.exists() else 0
+            if done >= 9:
+                break
+            time.sleep(0.05)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+    killed_at = metrics.read_text().count('"split": "train"')
+    assert 9 <= killed_at < 30
+
+    summary = run_experiment(cfg)
+    assert summary["steps"] == 30 and summary["resumed_from"]
+    lines = [json.loads(x) for x in metrics.read_text().splitlines()]
+    assert [r["step"] for r in lines if r["split"] == "train"] == list(range(1, 31))  # no gap, no repeat
+
+
+@pytest.mark.slow
 def test_warmup_cache_is_shared_by_runs_of_the_same_seed(tmp_path):
     from grpo_core.llm.experiment import build_policy, start_run
 
