@@ -67,6 +67,9 @@ class Advice:
         The same thresholds expressed as step sizes.
     critically_damped_eta : float
         ``eta`` at which the continuous model is critically damped (fastest monotone approach).
+    critical_beta_exact : float
+        KL weight at which the exact recurrence becomes unstable, the others held:
+        ``(a*/eta - curvature)/kl_curvature`` (the KL term adds stiffness); 0 if unstable without it.
     spectral_radius : float
         Per-step growth factor of the exact recurrence (< 1: stable).
     stable_continuous, stable_exact : bool
@@ -99,6 +102,7 @@ class Advice:
     critical_eta_continuous: float
     critical_eta_exact: float
     critically_damped_eta: float
+    critical_beta_exact: float
     spectral_radius: float
     stable_continuous: bool
     stable_exact: bool
@@ -137,7 +141,8 @@ class Advice:
                f"\n  continuous, refresh-lag model: critical k_ref = {_g(self.critical_k_ref_continuous_lag_model)}, "
                f"critical eta = {_g(self.critical_eta_continuous)}"),
             f"  exact discrete ({self.lag} lag): critical eta*K = {_g(self.critical_a_exact)} "
-            f"(eta = {_g(self.critical_eta_exact)}), first unstable k_ref = {_k_ref_text(self.critical_k_ref_exact)}",
+            f"(eta = {_g(self.critical_eta_exact)}), first unstable k_ref = {_k_ref_text(self.critical_k_ref_exact)}"
+            + (f", critical beta = {_g(self.critical_beta_exact)}" if self.beta > 0 else ""),
             f"  exact per-step growth factor = {_factor(self.spectral_radius)}  ->  "
             f"{'stable' if self.stable_exact else 'UNSTABLE'}",
             "",
@@ -261,6 +266,7 @@ def advise(
         critical_a_continuous=a_cont, critical_a_exact=a_exact,
         critical_eta_continuous=a_cont / k_total, critical_eta_exact=a_exact / k_total,
         critically_damped_eta=a_damp / k_total,
+        critical_beta_exact=max(0.0, (a_exact / c.eta - c.curvature) / c.kl_curvature),
         spectral_radius=rho, stable_continuous=c.stable, stable_exact=bool(stable_exact),
     )
     adv["recommendation"] = _recommend(adv)

@@ -39,6 +39,14 @@ def test_json_has_the_documented_keys_and_values(capsys):
     assert 0 < d["time_to_90"] < math.inf
 
 
+def test_critical_beta_with_a_kl_anchor(capsys):
+    d = _run_json(capsys, "--eta", "0.01", "--mu", "0.9", "--k-ref", "4", "--curvature", "1", "--beta", "0.1")
+    b_star = stability.critical_value("beta", eta=0.01, mu=0.9, k_ref=4, curvature=1.0)
+    assert d["critical_beta_exact"] == pytest.approx(b_star) and b_star == pytest.approx(d["critical_a_exact"] / 0.01 - 1)
+    assert main(["advise", "--eta", "0.01", "--mu", "0.9", "--k-ref", "4", "--curvature", "1", "--beta", "0.1"]) == 0
+    assert f"critical beta = {b_star:.3g}" in capsys.readouterr().out
+
+
 def test_json_for_refresh_lag_ema_and_unstable(capsys):
     d = _run_json(capsys, "--eta", "0.3", "--mu", "0.5", "--k-ref", "8", "--curvature", "1", "--lag", "refresh")
     assert d["critical_a_exact"] == pytest.approx(float(stability.critical_a_exact(0.5, 8, "refresh")[()]))
