@@ -67,10 +67,27 @@ def read_metrics_lines(path: str | os.PathLike) -> list[dict[str, Any]]:
     """The records of a ``metrics.jsonl`` file (an incomplete last line, from a kill mid-write,
     is skipped).
 
+    Parameters
+    ----------
+    path : str or path
+        The file (usually :attr:`DynamicsCallback.path`).
+
+    Returns
+    -------
+    list of dict
+        One dict per non-blank line, in file order, as written (normalised by
+        :func:`grpo_core.logs.normalize_record`: ``step``, ``split`` and the metrics). Empty when
+        the file does not exist.
+
     Raises
     ------
     grpo_core.errors.DataError
         A broken line that is not the last one.
+
+    Warns
+    -----
+    UserWarning
+        When a broken last line is dropped.
     """
     from .errors import DataError
 
@@ -227,7 +244,15 @@ class DynamicsCallback(_Base):
         return control
 
     def on_log(self, args, state, control, logs=None, **kwargs):
-        """Normalise the entry and append it as one line; diagnose every ``every`` steps."""
+        """Normalise the entry and append it as one line; diagnose every ``every`` steps.
+
+        Standard ``transformers.TrainerCallback`` event, called on every ``trainer.log``:
+        ``args`` (the training arguments, unused here), ``state`` (``global_step`` gives the
+        line's step; only the main process, ``is_world_process_zero``, writes), ``control``
+        (returned unchanged), ``logs`` (the logged dict; nothing is done when empty or ``None``).
+        The periodic diagnosis runs on training lines whose step is a multiple of ``every``, once
+        per step; it prints (unless ``quiet``) and sets :attr:`last_diagnosis`.
+        """
         if not logs or not self._main(state):
             return control
         t0 = time.perf_counter()
@@ -246,7 +271,13 @@ class DynamicsCallback(_Base):
         return control
 
     def on_train_end(self, args, state, control, **kwargs):
-        """Close the file; write the final diagnosis to ``diagnosis.json``."""
+        """Close the file; write the final diagnosis to ``diagnosis.json``.
+
+        Standard ``transformers.TrainerCallback`` event (``args``, ``state``, ``control``; only the
+        main process acts; ``control`` is returned unchanged). The final diagnosis uses at least
+        100 bootstrap replicates and needs only 2 training lines; nothing is written when it cannot
+        be made.
+        """
         if not self._main(state):
             return control
         if self._file is not None:

@@ -365,7 +365,21 @@ class Diagnosis:
         return self.findings[0] if self.findings else None
 
     def find(self, mode: str) -> Finding | None:
-        """The finding of one mode, or ``None``."""
+        """The finding of one mode, or ``None``.
+
+        Parameters
+        ----------
+        mode : str
+            One of :data:`MODES` (``"train_eval_decoupling"``, ``"advantage_degeneration"``,
+            ``"policy_concentration"``, ``"dynamic_instability"``). Not validated: an unknown
+            name gives ``None``.
+
+        Returns
+        -------
+        Finding or None
+            The first (most severe) finding of that mode, whatever its severity (``info``
+            included); ``None`` when there is none.
+        """
         return next((f for f in self.findings if f.mode == mode), None)
 
     def to_dict(self) -> dict[str, Any]:

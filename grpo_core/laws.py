@@ -161,14 +161,71 @@ class Law(abc.ABC):
 
     @abc.abstractmethod
     def bounds(self, t: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Lower and upper bounds of the parameters for data ``(t, y)``, each shape (n_params,)."""
+        """Lower and upper bounds of the parameters for data ``(t, y)``, each shape (n_params,).
+
+        Parameters
+        ----------
+        t : ndarray, shape (n,)
+            Steps, strictly increasing, >= 0 (as validated by :func:`fit_law`; not checked here).
+        y : ndarray, shape (n,)
+            Rewards at ``t``, finite.
+
+        Returns
+        -------
+        lower, upper : ndarray, shape (n_params,)
+            In :attr:`param_names` order, in :attr:`param_units`. The laws here bound reward
+            levels by ten data ranges beyond ``[min(y), max(y)]``, rates (per step) by
+            ``[1e-4 / span, 10 / dt]`` (``span`` = last step, ``dt`` = smallest spacing), ``tau``
+            by ``[0, max_tau_spans * span]``; the onset ``t0`` lies in ``[0, t[-1]]`` and the
+            logistic's ``t_mid`` in ``[-span, t[-1] + 4 span]`` (steps).
+
+        References
+        ----------
+        Our choice (heuristic bounds), book chapter "Fitting real reward curves".
+        """
 
     @abc.abstractmethod
     def initial_guesses(self, t: np.ndarray, y: np.ndarray) -> list[np.ndarray]:
-        """Starting points for the least-squares fit (the first one is the heuristic's best)."""
+        """Starting points for the least-squares fit (the first one is the heuristic's best).
+
+        Parameters
+        ----------
+        t : ndarray, shape (n,)
+            Steps, strictly increasing (not checked here).
+        y : ndarray, shape (n,)
+            Rewards at ``t``, finite.
+
+        Returns
+        -------
+        list of ndarray, each shape (n_params,)
+            In :attr:`param_names` order. The laws here give six starts, built from the start and
+            end levels (means of the first 5% and last 10% of the points, at least 3), the time the
+            10%-smoothed curve first passes halfway, and a plateau at or 50% beyond the end level
+            (for curves that have not levelled off). Not clipped to :meth:`bounds`.
+
+        References
+        ----------
+        Our choice (heuristic starts), book chapter "Fitting real reward curves".
+        """
 
     def plateau(self, params: np.ndarray) -> float:
-        """The law's limit as t -> infinity (``r_inf`` for every law here)."""
+        """The law's limit as t -> infinity (``r_inf`` for every law here).
+
+        Parameters
+        ----------
+        params : array_like, shape (n_params,)
+            Parameter values in :attr:`param_names` order.
+
+        Returns
+        -------
+        float
+            The plateau, in reward units.
+
+        Raises
+        ------
+        ValueError
+            If the law has no parameter named ``r_inf`` (a subclass must then override this).
+        """
         return float(params[self.param_names.index("r_inf")])
 
     def __repr__(self) -> str:
@@ -365,6 +422,16 @@ LAWS: dict[str, Law] = {
 def get_law(law: str | Law) -> Law:
     """The law object for a name (``"three_phase"``, ``"three_phase_onset"``, ``"exponential"``,
     ``"logistic"``), or the law itself.
+
+    Parameters
+    ----------
+    law : str or Law
+        A key of :data:`LAWS`, or a :class:`Law` instance (returned unchanged).
+
+    Returns
+    -------
+    Law
+        The registry's instance (shared, not a copy) or ``law`` itself.
 
     Raises
     ------
@@ -1171,7 +1238,28 @@ class FitComparison:
         return self.results[self.best]
 
     def delta(self, criterion: str | None = None) -> dict[str, float]:
-        """Each law's criterion minus the lowest (0 for the best; > 10: essentially no support)."""
+        """Each law's criterion minus the lowest (0 for the best; > 10: essentially no support).
+
+        Parameters
+        ----------
+        criterion : {"aic", "aicc", "bic"}, optional
+            The criterion to compare (default: :attr:`criterion`, the one that chose ``best``).
+
+        Returns
+        -------
+        dict of str to float
+            Law name -> difference (>= 0, dimensionless), in the order of :attr:`results`.
+
+        Raises
+        ------
+        ParameterError
+            Unknown ``criterion``.
+
+        References
+        ----------
+        Burnham & Anderson (2002), "Model Selection and Multimodel Inference", section 2.6 (the
+        rule of thumb for the differences).
+        """
         c = check_choice("criterion", criterion or self.criterion, CRITERIA)
         values = {k: getattr(r, c) for k, r in self.results.items()}
         low = min(values.values())

@@ -405,6 +405,19 @@ def _plain(value: Any) -> Any:
 def parse_version(text: str) -> tuple[int, ...] | None:
     """``"0.27.1"`` -> ``(0, 27, 1)``; ``None`` if no version number is found.
 
+    Parameters
+    ----------
+    text : str
+        A version string; anything else goes through ``str()``. Leading whitespace and a ``v`` are
+        allowed; ``major.minor`` or ``major.minor.patch`` must come first, anything after it
+        (``.dev0``, ``rc1``, a fourth component) is ignored.
+
+    Returns
+    -------
+    tuple of int or None
+        ``(major, minor)`` or ``(major, minor, patch)``; ``None`` when ``text`` does not start
+        with a version number (``"1"`` alone is not one). Never raises.
+
     Examples
     --------
     >>> parse_version("0.19.0.dev0")
@@ -567,7 +580,29 @@ class RunLog:
         return steps, values
 
     def to_records(self, split: str = "train") -> list[dict[str, Any]]:
-        """The table as a list of dicts (NaN cells left out), in step order."""
+        """The table as a list of dicts (NaN cells left out), in step order.
+
+        Parameters
+        ----------
+        split : {"train", "eval"}, default "train"
+            Which table.
+
+        Returns
+        -------
+        list of dict
+            One dict per row: ``step`` as ``int``, every other non-missing cell as ``float``
+            (normalised column names). Empty for an empty table.
+
+        Raises
+        ------
+        ParameterError
+            Unknown ``split``.
+
+        Examples
+        --------
+        >>> from_records([{"step": 1, "reward": 0.5}, {"step": 2, "loss": 0.1}]).to_records()
+        [{'step': 1, 'reward': 0.5}, {'step': 2, 'loss': 0.1}]
+        """
         frame = self._frame(split)
         cols = list(frame.columns)
         out = []

@@ -20,7 +20,34 @@ from .config import make_config, preset_names
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Parse the arguments, validate, run; returns the exit status."""
+    """Parse the arguments, validate, run; returns the exit status.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments without the program name (default: ``sys.argv[1:]``): ``--preset P``
+        (default ``cpu-tiny``) and any number of ``-p KEY VALUE`` overrides
+        (:func:`~grpo_core.llm.config.make_config`).
+
+    Returns
+    -------
+    int
+        0 after a finished run (the summary, without ``timings``, is printed to stdout as one JSON
+        line); 2 after a :class:`~grpo_core.errors.GrpoError` (a bad setting, no GPU for a GPU
+        preset, a model or dataset that cannot be loaded), printed to stderr as one line.
+
+    Raises
+    ------
+    SystemExit
+        From :mod:`argparse` on malformed arguments (status 2) or ``--help`` (status 0).
+    ImportError
+        If ``transformers`` is not installed (the ``llm`` extra).
+
+    Notes
+    -----
+    Errors other than :class:`~grpo_core.errors.GrpoError` raised during training (out of memory,
+    a TRL error) propagate with their traceback.
+    """
     parser = argparse.ArgumentParser(prog="python -m grpo_core.llm", description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default="cpu-tiny", help=f"one of {', '.join(preset_names())}")
     parser.add_argument("-p", "--param", nargs=2, action="append", default=[], metavar=("KEY", "VALUE"),

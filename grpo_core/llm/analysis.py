@@ -42,7 +42,27 @@ __all__ = [
 
 
 def final_level(run: Run, tail: int = 50) -> float:
-    """Mean training reward of the last ``tail`` steps of a run."""
+    """Mean training reward of the last ``tail`` steps of a run.
+
+    Parameters
+    ----------
+    run : Run
+        A loaded run (:func:`~grpo_core.llm.runs.load_run`).
+    tail : int, default 50
+        Steps averaged (all of them when the run is shorter). Not validated: ``tail = 0`` averages
+        the whole run (``r[-0:]`` is the full array).
+
+    Returns
+    -------
+    float
+        Mean reward (reward units: the fraction of exactly right completions for a 0/1 reward);
+        NaN when the run logged no finite reward.
+
+    Raises
+    ------
+    DataError
+        The run's metrics have no ``reward`` column.
+    """
     _, r = run.reward()
     return float(np.mean(r[-tail:])) if r.size else float("nan")
 
@@ -54,6 +74,7 @@ def curve_fits(runs: Sequence[Run], *, laws=("three_phase", "exponential", "logi
     Parameters
     ----------
     runs : sequence of Run
+        Loaded runs (:func:`~grpo_core.llm.runs.load_runs`).
     laws : sequence of str
         Law names of :mod:`grpo_core.laws`.
     window : int
@@ -73,8 +94,16 @@ def curve_fits(runs: Sequence[Run], *, laws=("three_phase", "exponential", "logi
 
     Raises
     ------
+    ParameterError
+        ``window`` < 1, an unknown law name (from :func:`grpo_core.laws.fit_all`).
     DataError
-        A run without a reward curve long enough to fit.
+        A run without a ``reward`` column, or with fewer than ``window + 8`` reward points; a
+        constant curve (from :func:`grpo_core.laws.fit_all`).
+
+    References
+    ----------
+    Laws, AIC and the fits: :mod:`grpo_core.laws`; book chapters "Fitting real reward curves" and
+    "GRPO on a language model".
     """
     from .. import laws as _laws
 
@@ -105,12 +134,32 @@ def curve_fits(runs: Sequence[Run], *, laws=("three_phase", "exponential", "logi
 def fitted_curves(runs: Sequence[Run], *, law: str = "three_phase", window: int = 20) -> pd.DataFrame:
     """Each run's smoothed reward curve and one law fitted to it, as a long table for small multiples.
 
+    Parameters
+    ----------
+    runs : sequence of Run
+        At least one run.
+    law : str, default "three_phase"
+        A law name of :mod:`grpo_core.laws`.
+    window : int, default 20
+        Rolling-mean window of the smoothed curve (steps), >= 1 and at most the curve length.
+
     Returns
     -------
     pandas.DataFrame
         ``run``, ``G``, ``seed``, ``step``, ``smoothed`` (centred ``window``-step rolling mean),
         ``fitted`` (the law fitted to the smoothed curve), ``r2`` and ``label``
-        (``"G=4, seed 0: R² 0.97"``); runs ordered by G then seed.
+        (``"G=4, seed 0: R² 0.97"``); runs ordered by G then seed. ``step`` is the optimizer step
+        (the centres of the rolling windows), rewards in reward units.
+
+    Raises
+    ------
+    ParameterError
+        Bad ``window`` (:func:`grpo_core.laws.rolling_mean`), an unknown ``law``.
+    DataError
+        A run without a ``reward`` column; a smoothed curve too short or constant to fit
+        (:func:`grpo_core.laws.fit_law`).
+    ValueError
+        ``runs`` is empty (from :func:`pandas.concat`).
     """
     from .. import laws as _laws
 
@@ -152,7 +201,7 @@ def mean_trajectories(runs: Sequence[Run], *, by: str = "G", window: int = 10) -
     ParameterError
         Unknown ``by``, bad ``window``.
     DataError
-        No runs.
+        No runs; a run without a ``reward`` column.
     """
     if by not in ("G", "B"):
         raise ParameterError("by", f"`by` must be 'G' or 'B'; got {by!r}")
@@ -185,6 +234,7 @@ def step_noise(runs: Sequence[Run], *, window: int = 21) -> pd.DataFrame:
     Parameters
     ----------
     runs : sequence of Run
+        Loaded runs; ``N`` is read from ``config["completions"]`` (else ``G x prompts_per_step``).
     window : int
         Rolling-mean window of the trend, odd is best, >= 3.
 
@@ -192,7 +242,22 @@ def step_noise(runs: Sequence[Run], *, window: int = 21) -> pd.DataFrame:
     -------
     pandas.DataFrame
         ``run``, ``G``, ``seed``, ``N`` (completions per step), ``noise_sd``, ``binomial_sd`` (the
-        floor at the run's mean reward), ``ratio`` (= noise_sd / binomial_sd).
+        floor at the run's mean reward), ``ratio`` (= noise_sd / binomial_sd). Reward units.
+        ``noise_sd`` is the residuals' sd (ddof=1) divided by ``sqrt(1 - 1/window)`` (a centred
+        mean of ``window`` points removes ``1/window`` of the variance); NaN (with a numpy
+        warning) for a run shorter than ``window``.
+
+    Raises
+    ------
+    ParameterError
+        ``window`` < 3.
+    DataError
+        A run without a ``reward`` column.
+
+    References
+    ----------
+    Binomial floor and the variance correction: our derivation (book chapter "GRPO on a language
+    model").
     """
     window = check_integer("window", window, low=3)
     rows = []
@@ -213,17 +278,28 @@ def step_noise(runs: Sequence[Run], *, window: int = 21) -> pd.DataFrame:
 def paired_differences(runs: Sequence[Run], *, a: int, b: int, tail: int = 50) -> pd.DataFrame:
     """Run-by-run comparison of two group sizes that share seeds (and so starting models).
 
+    Parameters
+    ----------
+    runs : sequence of Run
+        Runs at (at least) the group sizes ``a`` and ``b``; one run per (G, seed) is used (the
+        last one given wins).
+    a, b : int
+        The two group sizes compared; differences are ``b`` minus ``a``.
+    tail : int, default 50
+        Steps averaged for the final level.
+
     Returns
     -------
     pandas.DataFrame
-        One row per shared seed: ``seed``, ``start`` (mean reward of the first 10 steps of the G = a
-        run), ``final_a``, ``final_b`` (means of the last ``tail`` steps), ``difference``
-        (``final_b - final_a``), ``auc_difference`` (difference of the whole-run means).
+        One row per shared seed, increasing: ``seed``, ``start`` (mean reward of the first 10
+        steps of the G = a run), ``final_G{a}``, ``final_G{b}`` (means of the last ``tail`` steps;
+        e.g. ``final_G4``, ``final_G16``), ``difference`` (``final_G{b} - final_G{a}``),
+        ``auc_difference`` (difference of the whole-run means). Reward units.
 
     Raises
     ------
     DataError
-        No seed has runs at both group sizes.
+        No seed has runs at both group sizes; a run without a ``reward`` column.
     """
     by = {(r.group_size, r.seed): r for r in runs}
     seeds = sorted(s for (g, s) in by if g == a and (b, s) in by)
@@ -319,6 +395,19 @@ def diagnose_runs(runs: Sequence[Run], *, n_boot: int = 100, eval_metric: str | 
         ``forecast_note``.
     diagnoses : dict of str to Diagnosis
         By run name, for charts.
+
+    Raises
+    ------
+    ParameterError
+        Bad ``n_boot`` (< 0), or a run whose ``G`` or prompts per step
+        :func:`~grpo_core.diagnostics.diagnose` refuses.
+    DataError
+        A run none of whose metrics the checks can read (from
+        :func:`~grpo_core.diagnostics.diagnose`).
+
+    References
+    ----------
+    Book chapters "Reading a training log" (the failure modes) and "GRPO on a language model".
     """
     from ..diagnostics import diagnose
 
@@ -371,7 +460,8 @@ def budget_sweep_table(runs: Sequence[Run], *, tail: int = 50) -> pd.DataFrame:
     Raises
     ------
     DataError
-        The runs do not share one budget N.
+        The runs do not share one budget N (also when ``runs`` is empty); a run without a
+        ``reward`` column.
     """
     rows = []
     budgets = {int(r.config.get("completions", 0)) for r in runs}
@@ -409,6 +499,36 @@ def constants_table(runs: Sequence[Run], phase: str = "start") -> pd.DataFrame:
     Columns: ``run``, ``G`` (of the run; the start model does not depend on it), ``seed``, ``c1``,
     ``c2``, ``c3``, ``g_star``, ``g_star_exact``,
     ``g_star_lo``, ``g_star_hi`` (bootstrap interval of the exact G*), ``mean_reward``.
+
+    Parameters
+    ----------
+    runs : sequence of Run
+        Loaded runs; those without constants for ``phase`` are left out.
+    phase : {"start", "end"}, default "start"
+        Which measurement. ``"start"`` keeps the first run of each seed only (the runs of a seed
+        share their starting model); ``"end"`` keeps every run. Not validated: another key gives
+        an empty table.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The columns above, one row per kept run (``c1``, ``c2``, ``c3`` in the units of squared
+        score-function gradients as measured; ``g_star``, ``g_star_exact`` in completions per
+        prompt). A missing interval is NaN; an interval end stored as ``null`` (unbounded) is
+        ``inf``. The last row, ``run = "pooled (means)"`` with ``G = seed = -1``, holds the means of
+        the kept rows' ``c1``, ``c2``, ``c3``, ``mean_reward``, and ``g_star = sqrt(c3/c1)``,
+        ``g_star_exact = 1 + sqrt(c3/c1)`` from the mean constants (``inf`` when the mean ``c1``
+        <= 0), with NaN intervals. Empty (no columns) when no run has the constants.
+
+    Raises
+    ------
+    KeyError
+        A stored measurement lacks ``c1``, ``c2``, ``c3``, ``g_star`` or ``g_star_exact``.
+
+    References
+    ----------
+    "Demystifying Group Relative Policy Optimization: Its Policy Gradient is a U-Statistic" (2025),
+    Theorem 7 (the MSE law and G*); the measurement: :mod:`grpo_core.llm.constants`.
     """
     rows, seen = [], set()
     for run in runs:
@@ -435,7 +555,21 @@ def constants_table(runs: Sequence[Run], phase: str = "start") -> pd.DataFrame:
 def provenance_table(runs: Sequence[Run]) -> pd.DataFrame:
     """Where the runs were made: one row per distinct (device, threads, package versions), with the
     number of runs, the code revisions they ran (short commit hashes, ``+`` when the working tree had
-    uncommitted changes to ``grpo_core``) and the date range (UTC)."""
+    uncommitted changes to ``grpo_core``) and the date range (UTC).
+
+    Parameters
+    ----------
+    runs : sequence of Run
+        Loaded runs; read from each run's ``provenance.json`` (missing keys count as ``None``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``device``, ``cpu_count``, ``threads`` (torch threads), ``torch``,
+        ``transformers``, ``trl`` (package versions), ``runs`` (count), ``commits`` (distinct short
+        hashes, sorted, comma-separated), ``first``, ``last`` (ISO 8601 UTC dates, compared as
+        strings). Empty (no columns) when ``runs`` is empty.
+    """
     rows = []
     for run in runs:
         p = run.provenance

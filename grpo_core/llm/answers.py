@@ -99,6 +99,23 @@ def extract_boxed(text: str) -> str | None:
 
     Returns ``None`` when there is none or its braces never close.
 
+    Parameters
+    ----------
+    text : str or None
+        A completion or solution in LaTeX. ``\\boxed 5`` (a space, no braces) gives its first word
+        without a trailing ``.`` or ``$``.
+
+    Returns
+    -------
+    str or None
+        The text between the braces (not stripped); ``None`` for ``None``/empty ``text``, no
+        ``\\boxed``/``\\fbox``, or unbalanced braces.
+
+    References
+    ----------
+    Hendrycks et al. (2021), "Measuring Mathematical Problem Solving With the MATH Dataset" (the
+    ``\\boxed{}`` answer convention).
+
     Examples
     --------
     >>> extract_boxed(r"so \\boxed{\\frac{1}{2}}.")
@@ -200,10 +217,26 @@ def extract_answer(text: Any) -> float | None:
 def gsm8k_reference(answer: str) -> float:
     """The reference value of a GSM8K ``answer`` field (the number after ``####``).
 
+    Parameters
+    ----------
+    answer : str
+        A GSM8K solution ending in ``#### <number>``; the first number after the last ``####`` is
+        read (:func:`parse_number`: sign, thousands separators, decimals).
+
+    Returns
+    -------
+    float
+        The reference answer.
+
     Raises
     ------
     ParameterError
-        If the field has no ``####`` followed by a number (not a GSM8K solution).
+        If ``answer`` is not a string, has no ``####``, or has no number after the last one.
+
+    References
+    ----------
+    Cobbe et al. (2021), "Training Verifiers to Solve Math Word Problems" (the ``#### <number>``
+    format).
 
     Examples
     --------
@@ -223,6 +256,24 @@ def answers_match(predicted: float | None, reference: float | None, tol: float =
 
     ``None`` never matches (an unanswered item is wrong, also when the reference is missing).
 
+    Parameters
+    ----------
+    predicted, reference : float or None
+        Extracted answers (anything ``float()`` accepts).
+    tol : float, default 1e-6
+        Absolute tolerance; the relative tolerance is fixed at 1e-9 (:func:`math.isclose`).
+
+    Returns
+    -------
+    bool
+        ``math.isclose(predicted, reference, rel_tol=1e-9, abs_tol=tol)``; ``False`` if either is
+        ``None``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        From ``float()`` if a value is not a number (no :class:`~grpo_core.errors.GrpoError`).
+
     Examples
     --------
     >>> answers_match(1080.0, 1080), answers_match(None, 3.0), answers_match(0.1 + 0.2, 0.3)
@@ -238,6 +289,28 @@ def completion_text(completion: Any) -> str:
 
     Plain-text prompts give strings; conversational prompts give a list of messages
     (``[{"role": "assistant", "content": ...}]``), whose contents are joined.
+
+    Parameters
+    ----------
+    completion : str, dict, sequence of dict, or None
+        A string (returned as is); one message (its ``content``; a list of multimodal content
+        parts gives their ``text`` fields joined); a sequence of these (joined without
+        separator); ``None`` gives ``""``; anything else goes through ``str()``.
+
+    Returns
+    -------
+    str
+        The completion's text. Never raises.
+
+    References
+    ----------
+    TRL documentation, ``GRPOTrainer``, "Using a custom reward function" (the standard and
+    conversational completion formats).
+
+    Examples
+    --------
+    >>> completion_text([{"role": "assistant", "content": "#### 7"}])
+    '#### 7'
     """
     if completion is None:
         return ""
@@ -264,6 +337,22 @@ def normalize_math_answer(answer: str) -> str:
     Removes spacing commands, ``\\left``/``\\right``, dollar signs, ``\\text{...}`` wrappers and
     units in them, degree signs, ``\\%``, a leading ``x =``; turns ``\\dfrac``/``\\tfrac`` into
     ``\\frac`` and ``0.50`` into ``0.5``.
+
+    Parameters
+    ----------
+    answer : str
+        A LaTeX answer (anything else is passed through ``str()`` first).
+
+    Returns
+    -------
+    str
+        The normalised string (all whitespace removed, trailing ``.`` dropped; a plain decimal
+        loses its trailing zeros).
+
+    References
+    ----------
+    Our normalisation, in the spirit of the answer normalisation of Hendrycks et al. (2021),
+    "Measuring Mathematical Problem Solving With the MATH Dataset".
 
     Examples
     --------
@@ -307,6 +396,20 @@ def math_answers_equal(predicted: str | None, reference: str) -> bool:
     Numeric when both read as numbers (plain, decimal, ``\\frac{a}{b}``, ``a/b``), else the
     normalised strings must be equal. ``None`` is never equal.
 
+    Parameters
+    ----------
+    predicted : str or None
+        The model's answer (e.g. from :func:`extract_math_answer`).
+    reference : str
+        The benchmark's answer.
+
+    Returns
+    -------
+    bool
+        Numeric comparison with ``rel_tol=1e-9``, ``abs_tol=1e-6`` when both sides read as
+        numbers (a zero denominator does not), else equality of :func:`normalize_math_answer`.
+        ``False`` when ``predicted`` is ``None``.
+
     Examples
     --------
     >>> math_answers_equal(r"\\dfrac{1}{2}", "0.5"), math_answers_equal("(3, \\\\pi)", r"\\left(3,\\pi\\right)")
@@ -322,7 +425,26 @@ def math_answers_equal(predicted: str | None, reference: str) -> bool:
 
 def extract_math_answer(text: str | None) -> str | None:
     """The final answer of a MATH-style completion as a string: the last ``\\boxed{}``, else the
-    ``####`` / "answer is" / last-number rules of :func:`extract_answer` (as a string)."""
+    ``####`` / "answer is" / last-number rules of :func:`extract_answer` (as a string).
+
+    Parameters
+    ----------
+    text : str or None
+        A model completion.
+
+    Returns
+    -------
+    str or None
+        The content of the last ``\\boxed{}`` (:func:`extract_boxed`), else the number of
+        :func:`extract_answer` written as an integer when it is one (``"72"``), else as
+        ``repr(float)`` (``"0.5"``); ``None`` for ``None``/empty ``text`` or when nothing is
+        found.
+
+    Examples
+    --------
+    >>> extract_math_answer(r"so \\boxed{\\frac{1}{2}}"), extract_math_answer("the answer is 72.")
+    ('\\\\frac{1}{2}', '72')
+    """
     if not text:
         return None
     boxed = extract_boxed(text)
@@ -337,7 +459,28 @@ def extract_math_answer(text: str | None) -> str | None:
 # ---------------------------------------------------------------------------------------------
 # TRL reward functions
 def has_final_answer_line(text: str) -> bool:
-    """Whether ``text`` ends with a line ``#### <number>`` (the format the prompt asks for)."""
+    """Whether ``text`` ends with a line ``#### <number>`` (the format the prompt asks for).
+
+    Parameters
+    ----------
+    text : str or None
+        A completion; trailing whitespace is ignored, and so is a final ``.``.
+
+    Returns
+    -------
+    bool
+        ``True`` when the last ``####`` is followed by one number (optional sign, currency sign,
+        thousands separators, decimals) and nothing else; ``False`` for ``None``.
+
+    References
+    ----------
+    Cobbe et al. (2021), "Training Verifiers to Solve Math Word Problems" (the ``####`` format).
+
+    Examples
+    --------
+    >>> has_final_answer_line("so 3 + 4 = 7.\\n#### 7"), has_final_answer_line("#### 7 apples")
+    (True, False)
+    """
     return bool(_FINAL_LINE.search((text or "").rstrip()))
 
 
@@ -387,6 +530,17 @@ def format_reward(weight: float = 0.5) -> Callable[..., list[float]]:
 
     It pays for the format only, never for being right: with it on, the training reward can rise
     while accuracy stays flat, which is what the train-eval decoupling diagnostic looks for.
+
+    Parameters
+    ----------
+    weight : float, default 0.5
+        Reward of a well-formatted completion (reward units), finite and > 0.
+
+    Returns
+    -------
+    callable
+        ``f(prompts, completions, **columns) -> list[float]`` named ``format`` (TRL logs
+        ``rewards/format/mean``): ``weight`` when :func:`has_final_answer_line`, else 0.
 
     Raises
     ------

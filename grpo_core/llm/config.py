@@ -77,6 +77,13 @@ class ExperimentConfig:
     Each attribute's documentation is in its ``metadata["help"]`` (see :func:`parameter_help`).
     Units: steps are optimizer steps; a "completion" is one sampled answer; a step uses
     ``num_prompts`` prompts x ``group_size`` completions.
+
+    References
+    ----------
+    TRL documentation, ``GRPOConfig`` (the meaning of ``num_generations``, ``steps_per_generation``,
+    ``num_iterations``, ``beta``, ``epsilon``, ``scale_rewards``, ``loss_type``, to which
+    :func:`~grpo_core.llm.experiment.grpo_args` maps these settings); book chapter "GRPO on a
+    language model".
     """
 
     preset: str = _h("Name of the preset these settings started from.", default="cpu-tiny")
@@ -185,7 +192,31 @@ class ExperimentConfig:
         return out
 
     def replace(self, **changes) -> ExperimentConfig:
-        """A validated copy with some settings changed (same rules as :func:`make_config`)."""
+        """A validated copy with some settings changed (same rules as :func:`make_config`).
+
+        Parameters
+        ----------
+        **changes
+            Parameter values by name (strings are converted to the parameter's type; ``None``
+            values are ignored). ``preset`` cannot be changed.
+
+        Returns
+        -------
+        ExperimentConfig
+            A new frozen, validated config; ``self`` is unchanged.
+
+        Raises
+        ------
+        ParameterError
+            As :func:`make_config`: an unknown name, a value of the wrong type or out of range, or
+            a change of ``preset``.
+
+        Examples
+        --------
+        >>> cfg = make_config("cpu-tiny").replace(group_size="4", steps_per_generation=2)
+        >>> cfg.group_size, cfg.lag
+        (4, 2)
+        """
         return make_config(self.preset, self, **changes)
 
 
@@ -231,12 +262,30 @@ _FALSE = {"false", "0", "no", "off"}
 
 
 def preset_names() -> list[str]:
-    """Names of the presets, ``cpu-tiny`` first."""
+    """Names of the presets, ``cpu-tiny`` first.
+
+    Returns
+    -------
+    list of str
+        The keys of :data:`PRESETS`, in definition order.
+
+    Examples
+    --------
+    >>> preset_names()[0]
+    'cpu-tiny'
+    """
     return list(PRESETS)
 
 
 def parameter_help() -> dict[str, str]:
-    """Parameter name -> one-line documentation (with the ``cpu-tiny`` default)."""
+    """Parameter name -> one-line documentation (with the ``cpu-tiny`` default).
+
+    Returns
+    -------
+    dict of str to str
+        One entry per field of :class:`ExperimentConfig`: its ``metadata["help"]`` followed by
+        ``(cpu-tiny: <default>)``.
+    """
     base = PRESETS["cpu-tiny"]
     return {f.name: f"{f.metadata['help']} (cpu-tiny: {getattr(base, f.name)!r})" for f in fields(ExperimentConfig)}
 
@@ -293,8 +342,10 @@ def make_config(preset: str = "cpu-tiny", base: ExperimentConfig | None = None, 
         type or out of range: ``group_size`` < 2, ``completions_per_step`` not divisible by
         ``group_size``, ``learning_rate`` <= 0, ``momentum`` outside [0, 1), ``beta`` < 0,
         ``epsilon`` <= 0, ``max_steps`` < 1, unknown choices (``optimizer``, ``scale_rewards``,
-        ``loss_type``, ``device``), ``bf16`` or ``use_vllm`` on the CPU, an evaluation name that
-        does not exist for the dataset.
+        ``loss_type``, ``lr_scheduler``, ``device``), ``bf16`` or ``use_vllm`` with
+        ``device='cpu'``, the tiny model with a dataset other than ``'arithmetic'`` (or the
+        reverse), an evaluation name that does not exist for the dataset, an attempt to override
+        ``preset``.
 
     Examples
     --------
@@ -386,6 +437,17 @@ def _validate(cfg: ExperimentConfig) -> None:
 def check_environment(cfg: ExperimentConfig) -> str:
     """Check the machine can run ``cfg``; return the device to use (``"cpu"`` or ``"cuda"``).
 
+    Parameters
+    ----------
+    cfg : ExperimentConfig
+        Validated settings; ``device``, ``requires_gpu`` and ``preset`` are read.
+
+    Returns
+    -------
+    str
+        ``cfg.device`` when it is ``"cpu"`` or ``"cuda"``; for ``"auto"``, ``"cuda"`` when
+        ``torch.cuda.is_available()`` else ``"cpu"``.
+
     Raises
     ------
     GrpoError
@@ -410,13 +472,25 @@ def check_environment(cfg: ExperimentConfig) -> str:
 def check_model_loadable(cfg: ExperimentConfig) -> None:
     """Check that the model's configuration can be loaded (hub id reachable or local folder valid).
 
-    Cheap (reads ``config.json`` only); the tiny model always passes.
+    Cheap (reads ``config.json`` only, through ``transformers.AutoConfig.from_pretrained``); the
+    tiny model always passes.
+
+    Parameters
+    ----------
+    cfg : ExperimentConfig
+        Validated settings; ``model`` (hub id or local folder) and ``model_revision`` (``""`` =
+        default branch) are read.
+
+    Returns
+    -------
+    None
 
     Raises
     ------
     GrpoError
-        The model cannot be loaded: names the model and the cause (no such repository or folder,
-        no network, gated model without a token).
+        The model cannot be loaded (``AutoConfig`` raised ``OSError`` or ``ValueError``): names
+        the model and the first line of the cause (no such repository or folder, no network,
+        gated model without a token). Other exceptions propagate unchanged.
     """
     if cfg.is_tiny:
         return

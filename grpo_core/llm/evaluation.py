@@ -83,6 +83,15 @@ def make_scorer(kind: str, eos_token_id: int | None = None) -> Callable[[str, li
     eos_token_id : int, optional
         Required by ``exact``.
 
+    Returns
+    -------
+    callable
+        ``scorer(text, ids, reference) -> float``, 1.0 when right, else 0.0. ``exact`` compares
+        ``text.strip()`` with ``str(reference)``; ``number`` uses
+        :func:`~grpo_core.llm.answers.answers_match` (absolute tolerance 1e-6); ``math`` compares
+        :func:`~grpo_core.llm.answers.extract_math_answer` with ``str(reference)``. ``ids`` is
+        only read by ``exact``.
+
     Raises
     ------
     ParameterError
@@ -141,6 +150,11 @@ def generate_completions(model, tokenizer, prompts: Sequence[Any], *, max_new_to
         Decoded without special tokens.
     ids : list of list of int
         Completion token ids, cut after the first EOS (padding removed).
+
+    Raises
+    ------
+    ParameterError
+        ``max_new_tokens`` < 1, or ``temperature`` not > 0 (checked also for greedy decoding).
     """
     import torch
 
@@ -221,7 +235,8 @@ def evaluate(model, tokenizer, items: Sequence[dict], scorer, *, name: str = "ev
     Raises
     ------
     ParameterError
-        No items, or an item without ``prompt``/``reference``.
+        No items, an item without ``prompt``/``reference``, ``samples`` < 0, ``max_new_tokens``
+        < 1, ``temperature`` not > 0.
 
     Examples
     --------
@@ -269,6 +284,11 @@ class EvalCallback(_Base):
     every : int
         Steps between evaluations, >= 1.
 
+    Raises
+    ------
+    ParameterError
+        ``every`` < 1.
+
     Notes
     -----
     The result is logged with ``trainer.log`` while the model is in eval mode, so TRL files it as an
@@ -285,6 +305,34 @@ class EvalCallback(_Base):
         self.history: list[dict[str, Any]] = []
 
     def on_step_end(self, args, state, control, model=None, **kwargs):
+        """After every optimizer step: evaluate and log when ``state.global_step`` is a multiple of
+        ``every``.
+
+        Parameters
+        ----------
+        args : transformers.TrainingArguments
+            The trainer's arguments (unused).
+        state : transformers.TrainerState
+            ``global_step`` decides whether to evaluate.
+        control : transformers.TrainerControl
+            Returned with ``should_log`` as it was before the evaluation.
+        model : torch.nn.Module, optional
+            The model being trained; evaluated in eval mode, then put back in train mode. Nothing
+            is done without it or before :attr:`trainer` is set.
+        **kwargs
+            Other objects the trainer passes to callbacks (ignored).
+
+        Returns
+        -------
+        transformers.TrainerControl
+            ``control``. The evaluation's wall time is added to :attr:`seconds` and its logged
+            values (``step``, ``eval_accuracy``, and ``eval_sampled_accuracy`` when finite) to
+            :attr:`history`.
+
+        References
+        ----------
+        transformers documentation, ``TrainerCallback`` (the event arguments).
+        """
         if state.global_step % self.every or self.trainer is None or model is None:
             return control
         t0 = time.perf_counter()

@@ -109,11 +109,16 @@ def start_run(cfg: ExperimentConfig, *, check_model: bool = True) -> RunContext:
     Returns
     -------
     RunContext
+        Folder ``cfg.output_dir`` (or ``runs/<run name>``), the device, ``main`` from the ``RANK``
+        environment variable (rank 0 writes). A resumed run's ``provenance.json`` keeps the first
+        session's record and lists every session under ``sessions``.
 
     Raises
     ------
     GrpoError
         No GPU for a GPU preset; a model that cannot be loaded.
+    DataError
+        An existing ``provenance.json`` that is not valid JSON.
     """
     import torch
 
@@ -159,14 +164,30 @@ def build_policy(cfg: ExperimentConfig, ctx: RunContext):
     loaded back from there, so that TRL builds its reference policy (``beta > 0``) from exactly
     these weights, also when the run resumes. Pretrained models: ``from_pretrained``.
 
+    Parameters
+    ----------
+    cfg : ExperimentConfig
+        Validated settings: ``model``, ``model_revision``, ``bf16``; for the tiny model the
+        ``warmup_*``, ``tiny_*`` settings, ``seed`` and ``warmup_cache`` (``""`` = no cache).
+    ctx : RunContext
+        From :func:`start_run`: the run folder (``base_model/``, ``warmup.json``), the device, and
+        whether this process writes files. ``ctx.timings["warmup"]`` is set (seconds, tiny model
+        only).
+
     Returns
     -------
     (model, tokenizer)
+        On ``ctx.device``. Pretrained: dtype bfloat16 with ``bf16``, else float32 on the CPU and
+        the checkpoint's own dtype (``"auto"``) on a GPU; the tokenizer pads on the left
+        (:func:`~grpo_core.llm.model.load_pretrained`). Tiny: float32, the character tokenizer.
 
     Raises
     ------
     GrpoError
-        The model cannot be loaded.
+        The model cannot be loaded; a process other than the main one waited more than 600 s for
+        ``base_model/config.json``.
+    DataError
+        A cached warm-up whose ``warmup.json`` is missing or not valid JSON.
     """
     from transformers import AutoModelForCausalLM
 
@@ -232,6 +253,27 @@ def _wait_for(path: Path, timeout: float = 600.0) -> None:
 def make_prompt(question: str, cfg: ExperimentConfig, tokenizer) -> Any:
     """A GSM8K-style prompt: chat messages when the tokenizer has a chat template, else plain text.
 
+    Parameters
+    ----------
+    question : str
+        The problem text.
+    cfg : ExperimentConfig
+        Only ``system_prompt`` is read (``""`` = none).
+    tokenizer : object
+        Only its ``chat_template`` attribute is read (missing or empty: plain text).
+
+    Returns
+    -------
+    list of dict or str
+        With a chat template: ``[{"role": "system", ...}, {"role": "user", "content": question}]``
+        (the system message only when ``system_prompt`` is set; TRL applies the template). Else
+        ``"<system_prompt>\\n\\nQuestion: <question>\\nAnswer:"`` (without the first part when
+        ``system_prompt`` is empty).
+
+    References
+    ----------
+    TRL documentation, ``GRPOTrainer`` / dataset formats (standard vs. conversational prompts).
+
     Examples
     --------
     >>> from types import SimpleNamespace
@@ -252,9 +294,39 @@ def make_prompt(question: str, cfg: ExperimentConfig, tokenizer) -> Any:
 def build_train_dataset(cfg: ExperimentConfig, tokenizer):
     """The GRPO training prompts as a ``datasets.Dataset`` (``prompt`` + the reward's columns).
 
-    Arithmetic: ``max_steps x prompts_per_step x steps_per_generation`` problems of the training
-    pairs (each drawn once per step on average; seed ``cfg.seed``). GSM8K: the training split, with
-    ``reference`` = the number after ``####``.
+    Arithmetic: ``(max_steps x steps_per_generation + 1) x prompts_per_step`` problems drawn with
+    replacement from the training pairs of ``add2`` (seed ``cfg.seed + 1``), enough prompts for
+    every step of the run and one spare step. GSM8K: the training split, with ``reference`` = the
+    number after ``####``.
+
+    Parameters
+    ----------
+    cfg : ExperimentConfig
+        Validated settings (``dataset``, ``dataset_config``, ``train_split``, ``max_steps``,
+        ``prompts_per_step``, ``steps_per_generation``, ``seed``, ``system_prompt``).
+    tokenizer : object
+        Passed to :func:`make_prompt` (chat template or plain text); unused for arithmetic.
+
+    Returns
+    -------
+    datasets.Dataset
+        Arithmetic: columns ``prompt`` (``"47+38="``) and ``answer`` (``"85"``), read by
+        :func:`~grpo_core.llm.tasks.exact_match_reward`. GSM8K: ``prompt`` (string or chat
+        messages) and ``reference`` (float), read by
+        :func:`~grpo_core.llm.answers.correctness_reward`; every item whose answer ends in
+        ``#### <number>``, in the split's order.
+
+    Raises
+    ------
+    GrpoError
+        The dataset cannot be loaded.
+    DataError
+        It is not in the GSM8K schema (no ``question``/``answer`` column) or has no item with a
+        ``####`` answer.
+
+    References
+    ----------
+    Cobbe et al. (2021), "Training Verifiers to Solve Math Word Problems" (GSM8K).
     """
     from datasets import Dataset
 
@@ -272,7 +344,21 @@ def build_train_dataset(cfg: ExperimentConfig, tokenizer):
 
 @dataclass
 class EvalSet:
-    """One evaluation set: items (``prompt``, ``reference``), the scorer, generation length."""
+    """One evaluation set: items (``prompt``, ``reference``), the scorer, generation length.
+
+    Attributes
+    ----------
+    name : str
+        The set (``"add2"``, ``"gsm8k"``).
+    items : list of dict
+        ``{"prompt": str or chat messages, "reference": str or float}``.
+    scorer : callable
+        From :func:`~grpo_core.llm.evaluation.make_scorer`.
+    max_new_tokens : int
+        Longest completion, in tokens.
+    skipped : int
+        Items of the source left out for want of a usable reference.
+    """
 
     name: str
     items: list[dict]
@@ -288,10 +374,30 @@ def build_eval_sets(cfg: ExperimentConfig, tokenizer) -> dict[str, EvalSet]:
     sees the same problems). GSM8K presets: the benchmarks by hub id (:mod:`grpo_core.llm.data`),
     the first ``eval_samples`` usable items of each.
 
+    Parameters
+    ----------
+    cfg : ExperimentConfig
+        Validated settings (``eval_suite``, ``eval_samples`` (0 = all), ``benchmark_dir``,
+        ``max_completion_length``, ``system_prompt``).
+    tokenizer : object
+        Its ``eos_token_id`` makes the arithmetic scorer; passed to :func:`make_prompt` otherwise.
+
+    Returns
+    -------
+    dict of str to EvalSet
+        In ``eval_suite`` order. Arithmetic: ``min(eval_samples, held-out pairs)`` held-out pairs
+        drawn without replacement (seed 12345), the ``exact`` scorer, ``max_new_tokens`` = longest
+        answer + 2. Benchmarks: the ``number`` or ``math`` scorer, ``max_new_tokens`` =
+        ``max_completion_length``, ``skipped`` = items without a usable reference.
+
     Raises
     ------
     GrpoError
         A benchmark cannot be loaded.
+    DataError
+        A benchmark lacks its question or answer column.
+    ParameterError
+        An unknown benchmark name (:func:`~grpo_core.llm.config.make_config` refuses it already).
     """
     from .data import BENCHMARKS, load_benchmark
     from .evaluation import make_scorer
@@ -317,7 +423,27 @@ def build_eval_sets(cfg: ExperimentConfig, tokenizer) -> dict[str, EvalSet]:
 
 
 def reward_functions(cfg: ExperimentConfig, tokenizer) -> list:
-    """TRL reward functions: exact match (arithmetic) or correctness (+ format, if weighted)."""
+    """TRL reward functions: exact match (arithmetic) or correctness (+ format, if weighted).
+
+    Parameters
+    ----------
+    cfg : ExperimentConfig
+        ``model`` (tiny or not) and ``format_reward`` (weight; 0 = no format reward) are read.
+    tokenizer : object
+        Its ``eos_token_id`` (tiny model only: a right completion must end with EOS).
+
+    Returns
+    -------
+    list of callable
+        ``[exact_match]`` (:func:`~grpo_core.llm.tasks.exact_match_reward`, column ``answer``), or
+        ``[correctness]`` (:func:`~grpo_core.llm.answers.correctness_reward`, column
+        ``reference``) followed by ``format`` (:func:`~grpo_core.llm.answers.format_reward`) when
+        ``format_reward > 0``. TRL sums them per completion (reward units).
+
+    References
+    ----------
+    TRL documentation, ``GRPOTrainer``, "Using a custom reward function".
+    """
     from .answers import correctness_reward, format_reward
     from .tasks import exact_match_reward
 
@@ -336,12 +462,35 @@ def grpo_args(cfg: ExperimentConfig, ctx: RunContext):
 
     ``per_device_train_batch_size`` = completions per step / number of processes; logging every
     step; checkpoints every ``save_every`` steps (the last two kept); Adam's beta1 or SGD's
-    momentum = ``momentum``; on the CPU ``bf16`` and gradient checkpointing off.
+    momentum = ``momentum``; ``bf16`` and gradient checkpointing as ``cfg`` sets them (they are not
+    switched off here on the CPU; :func:`~grpo_core.llm.config.make_config` refuses ``bf16`` only
+    with ``device='cpu'``).
+
+    Other mappings: ``lr_scheduler="constant"`` with a warm-up is TRL's
+    ``constant_with_warmup``; ``max_grad_norm = 0`` (no clipping) becomes 1e9; sampling uses the
+    full distribution (``top_k=0``, ``top_p=1``) at ``temperature``; ``gradient_accumulation_steps
+    = 1``; no reporting integrations, no progress bar.
+
+    Parameters
+    ----------
+    cfg : ExperimentConfig
+        Validated settings.
+    ctx : RunContext
+        ``output_dir`` is ``<ctx.path>/checkpoints``; ``use_cpu`` when ``ctx.device == "cpu"``.
+
+    Returns
+    -------
+    trl.GRPOConfig
 
     Raises
     ------
     GrpoError
-        The completions per step do not split evenly over the processes.
+        The completions per step do not split evenly over the processes (``WORLD_SIZE``).
+
+    References
+    ----------
+    TRL documentation, ``GRPOConfig`` (``num_generations``, ``steps_per_generation``,
+    ``num_iterations``, ``beta``, ``epsilon``, ``scale_rewards``, ``loss_type``).
 
     Examples
     --------
@@ -413,6 +562,35 @@ def evaluate_suite(model, tokenizer, cfg: ExperimentConfig, eval_sets: dict, ctx
 
     A resumed run does not repeat the ``start`` evaluation (it is already in the file) unless
     ``force``. Returns ``{set name: EvalResult.to_dict()}``.
+
+    Parameters
+    ----------
+    model, tokenizer
+        The model under test and its tokenizer.
+    cfg : ExperimentConfig
+        ``eval_sampled`` (samples per problem), ``temperature``, ``seed`` are read.
+    eval_sets : dict of str to EvalSet
+        From :func:`build_eval_sets`.
+    ctx : RunContext
+        The run; ``ctx.timings["eval_<phase>"]`` is set (seconds) when the suite is evaluated.
+    phase : str
+        Key in ``evals.json`` (``"start"`` or ``"end"``).
+    force : bool, default False
+        Evaluate even when ``phase`` is already stored (the stored results are then replaced).
+
+    Returns
+    -------
+    dict of str to dict
+        Per set: ``name``, ``n``, ``accuracy``, ``sampled_accuracy``, ``samples``, ``seconds``,
+        ``stderr`` (NaN as ``None``) and ``skipped``; the stored results when ``phase`` was
+        already in the file and not ``force``.
+
+    Raises
+    ------
+    DataError
+        ``evals.json`` exists but is not valid JSON.
+    ParameterError
+        An empty evaluation set (:func:`~grpo_core.llm.evaluation.evaluate`).
     """
     from .evaluation import evaluate
 
@@ -439,7 +617,44 @@ def measure_gradient_constants(model, tokenizer, cfg: ExperimentConfig, eval_set
     """c1, c2, c3 and G* on the model now (:func:`grpo_core.llm.constants.measure_constants`), on the
     first evaluation set's prompts with ``constants_samples`` completions each; stored under ``phase``
     in ``gradient_constants.json``. The start value of a tiny model is cached with its warm-up (same
-    weights, same numbers)."""
+    weights, same numbers).
+
+    Parameters
+    ----------
+    model, tokenizer
+        The model at its current weights and its tokenizer.
+    cfg : ExperimentConfig
+        ``constants_samples`` (completions per prompt), ``temperature``, ``seed``, and for the
+        cache ``warmup_cache`` and the warm-up settings.
+    eval_sets : dict of str to EvalSet
+        From :func:`build_eval_sets`; only the first set is used (its prompts, references,
+        scorer and ``max_new_tokens``).
+    ctx : RunContext
+        The run; ``ctx.timings["constants_<phase>"]`` is set (seconds).
+    phase : str
+        Key in ``gradient_constants.json`` (``"start"`` or ``"end"``); only ``"start"`` is cached.
+
+    Returns
+    -------
+    dict
+        As :func:`grpo_core.llm.constants.measure_constants` (``c1``, ``c2``, ``c3``, ``g_star``,
+        ``g_star_exact``, ``intervals``, ``mean_reward``...), plus ``cached: True`` when read from
+        the cache. The stored entry adds ``eval_set`` (the set's name).
+
+    Raises
+    ------
+    ParameterError
+        As :func:`grpo_core.llm.constants.measure_constants`.
+    DataError
+        A cache file or ``gradient_constants.json`` that is not valid JSON.
+    StopIteration
+        ``eval_sets`` is empty.
+
+    References
+    ----------
+    "Demystifying Group Relative Policy Optimization: Its Policy Gradient is a U-Statistic" (2025),
+    Theorem 7; :mod:`grpo_core.llm.constants`.
+    """
     from .constants import measure_constants
 
     first = next(iter(eval_sets.values()))
@@ -474,7 +689,45 @@ def measure_gradient_constants(model, tokenizer, cfg: ExperimentConfig, eval_set
 def build_trainer(cfg: ExperimentConfig, ctx: RunContext, model, tokenizer, train_set, eval_sets: dict,
                   *, extra_callbacks: list | None = None, dynamics: bool = True):
     """TRL ``GRPOTrainer`` with the :class:`~grpo_core.callback.DynamicsCallback` (metrics file,
-    periodic diagnosis) and the periodic held-out evaluation (``eval_every`` > 0)."""
+    periodic diagnosis) and the periodic held-out evaluation (``eval_every`` > 0).
+
+    Parameters
+    ----------
+    cfg : ExperimentConfig
+        Validated settings (:func:`grpo_args`, :func:`reward_functions`; ``eval_every``,
+        ``eval_sampled``, ``diagnose_every`` for the callbacks).
+    ctx : RunContext
+        The run (the metrics file and checkpoints go to ``ctx.path``).
+    model, tokenizer
+        The starting policy (:func:`build_policy`); the tokenizer is TRL's ``processing_class``.
+    train_set : datasets.Dataset
+        From :func:`build_train_dataset`.
+    eval_sets : dict of str to EvalSet
+        From :func:`build_eval_sets`; the first one is evaluated every ``eval_every`` steps (none
+        when empty or ``eval_every = 0``).
+    extra_callbacks : list of TrainerCallback, optional
+        Appended after the project's callbacks.
+    dynamics : bool, default True
+        Add the :class:`~grpo_core.callback.DynamicsCallback` (diagnosis every
+        ``diagnose_every`` steps, train-eval check on ``sampled_accuracy`` when the periodic
+        evaluation samples).
+
+    Returns
+    -------
+    trl.GRPOTrainer
+        Not yet trained; transformers' printer and progress callbacks removed; the
+        :class:`~grpo_core.llm.evaluation.EvalCallback` (first in the list) has its ``trainer``
+        set.
+
+    Raises
+    ------
+    GrpoError
+        As :func:`grpo_args` (completions per step not divisible by the number of processes).
+
+    References
+    ----------
+    TRL documentation, ``GRPOTrainer``.
+    """
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
     from trl import GRPOTrainer
 
@@ -507,7 +760,30 @@ def build_trainer(cfg: ExperimentConfig, ctx: RunContext, model, tokenizer, trai
 
 
 def train(trainer, ctx: RunContext, cfg: ExperimentConfig | None = None):
-    """Train, resuming from the newest complete checkpoint of the run when there is one."""
+    """Train, resuming from the newest complete checkpoint of the run when there is one.
+
+    Parameters
+    ----------
+    trainer : trl.GRPOTrainer
+        From :func:`build_trainer`.
+    ctx : RunContext
+        The run: checkpoints are looked up under ``ctx.path/checkpoints``; ``ctx.resumed_from``
+        is set (the checkpoint path or ``None``) and the training time (seconds) is added to
+        ``ctx.timings["grpo"]``.
+    cfg : ExperimentConfig, optional
+        ``cfg.resume = False`` starts from scratch even when a checkpoint exists; ``None``
+        resumes.
+
+    Returns
+    -------
+    transformers.trainer_utils.TrainOutput
+        What ``trainer.train`` returns.
+
+    Raises
+    ------
+    Exception
+        Whatever ``trainer.train`` raises (nothing is caught).
+    """
     ckpt = last_checkpoint(ctx.path) if (cfg is None or cfg.resume) else None
     ctx.resumed_from = str(ckpt) if ckpt else None
     if ckpt:
@@ -520,7 +796,35 @@ def train(trainer, ctx: RunContext, cfg: ExperimentConfig | None = None):
 
 def finish_run(cfg: ExperimentConfig, ctx: RunContext, trainer=None) -> dict[str, Any]:
     """Write ``summary.json`` (timings, throughput, headline numbers) and delete the weights
-    unless ``keep_checkpoints``. Returns the summary."""
+    unless ``keep_checkpoints``. Returns the summary.
+
+    Parameters
+    ----------
+    cfg : ExperimentConfig
+        ``keep_checkpoints`` and ``completions`` (per step) are read.
+    ctx : RunContext
+        The run: name, timings, start time, ``resumed_from``. Only the main process writes the
+        file and deletes ``checkpoints/`` and ``base_model/``.
+    trainer : trl.GRPOTrainer, optional
+        The trained trainer; without it only the timings are summarised.
+
+    Returns
+    -------
+    dict
+        ``run_name``; ``timings`` (seconds per phase, rounded to ms); ``wall_seconds`` (since
+        :func:`start_run`, this session); ``resumed_from``; ``wall_seconds_previous_sessions``
+        after a resume. With a trainer also ``steps`` (global step), ``seconds_per_step`` (GRPO
+        time / logged training rows), ``mean_step_time`` (TRL's ``step_time``, s, or ``None``),
+        ``completion_tokens_per_second`` (sum over rows of the mean completion length x
+        completions per step, / GRPO time), ``start_reward`` (mean of the first 10 rows),
+        ``final_reward`` (mean of the last 50), ``callback_seconds`` (``write``, ``diagnose``) and
+        ``periodic_eval_seconds`` when those callbacks ran.
+
+    Raises
+    ------
+    DataError
+        An existing ``summary.json`` that is not valid JSON.
+    """
     from ..callback import DynamicsCallback
 
     summary_path = ctx.path / "summary.json"
@@ -559,7 +863,35 @@ def finish_run(cfg: ExperimentConfig, ctx: RunContext, trainer=None) -> dict[str
 
 
 def run_experiment(cfg: ExperimentConfig, *, extra_callbacks: list | None = None) -> dict[str, Any]:
-    """Everything of one run, in order (see the module docstring); returns the summary."""
+    """Everything of one run, in order (see the module docstring); returns the summary.
+
+    Parameters
+    ----------
+    cfg : ExperimentConfig
+        Validated settings (:func:`~grpo_core.llm.config.make_config`).
+    extra_callbacks : list of TrainerCallback, optional
+        Passed to :func:`build_trainer`.
+
+    Returns
+    -------
+    dict
+        The summary of :func:`finish_run` (also written to ``<run>/summary.json``).
+
+    Raises
+    ------
+    GrpoError
+        No GPU for a GPU preset or a model that cannot be loaded (both checked by
+        :func:`start_run` before anything is built); a dataset or benchmark that cannot be
+        loaded.
+    DataError
+        A dataset in the wrong schema; a broken JSON file in an existing run folder.
+    ParameterError
+        As the steps it calls (e.g. an empty evaluation set).
+
+    References
+    ----------
+    Book chapter "GRPO on a language model"; TRL documentation, ``GRPOTrainer``.
+    """
     ctx = start_run(cfg)
     model, tokenizer = build_policy(cfg, ctx)
     train_set = build_train_dataset(cfg, tokenizer)

@@ -57,7 +57,25 @@ class TinyModelSpec:
 
 
 def count_parameters(model) -> int:
-    """Number of trainable parameters of a torch module."""
+    """Number of trainable parameters of a torch module.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Any module; parameters with ``requires_grad=False`` are not counted. Tied weights are
+        counted once (``parameters()`` yields a shared tensor once).
+
+    Returns
+    -------
+    int
+        Sum of ``numel()`` over the trainable parameters (scalars, not bytes).
+
+    Examples
+    --------
+    >>> import torch
+    >>> count_parameters(torch.nn.Linear(3, 2))
+    8
+    """
     return int(sum(p.numel() for p in model.parameters() if p.requires_grad))
 
 
@@ -179,7 +197,9 @@ def warmup(
     Raises
     ------
     ParameterError
-        Bad ``steps``, ``batch_size`` or ``learning_rate``; unknown task in ``mix``.
+        Bad ``steps``, ``batch_size``, ``learning_rate`` or ``anneal`` (reported under the names
+        ``warmup_steps``, ``warmup_batch_size``, ``warmup_learning_rate``, ``warmup_anneal`` of
+        :class:`~grpo_core.llm.config.ExperimentConfig`); unknown task or bad weights in ``mix``.
 
     Examples
     --------
@@ -253,9 +273,12 @@ def load_pretrained(model_id: str, *, dtype: str = "auto", device: str = "cpu", 
 
     Raises
     ------
+    ParameterError
+        Unknown ``dtype``.
     GrpoError
-        If the model or tokenizer cannot be loaded (unknown id, no network, missing files); the
-        message names the model and the cause.
+        If the model or tokenizer cannot be loaded (``OSError`` or ``ValueError`` from
+        ``from_pretrained``: unknown id, no network, missing files); the message names the model
+        and the cause.
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -279,6 +302,32 @@ def load_pretrained(model_id: str, *, dtype: str = "auto", device: str = "cpu", 
 
 
 def build_tiny(seed: int = 0, spec: TinyModelSpec = TinyModelSpec()):
-    """Tokenizer and tiny model for the arithmetic task in one call: ``(model, tokenizer)``."""
+    """Tokenizer and tiny model for the arithmetic task in one call: ``(model, tokenizer)``.
+
+    Parameters
+    ----------
+    seed : int, default 0
+        Seed of the initial weights (``torch.manual_seed``; sets the global torch seed).
+    spec : TinyModelSpec, optional
+        The architecture (default: ~0.4 M parameters).
+
+    Returns
+    -------
+    model : transformers.Qwen2ForCausalLM
+        Randomly initialised (no warm-up), float32, on the CPU (:func:`build_tiny_model`).
+    tokenizer : transformers.PreTrainedTokenizerFast
+        The character tokenizer (:func:`~grpo_core.llm.tasks.build_char_tokenizer`).
+
+    Raises
+    ------
+    ParameterError
+        If ``spec.hidden_size`` is not a multiple of ``spec.num_heads``.
+
+    Examples
+    --------
+    >>> model, tok = build_tiny(seed=0)
+    >>> count_parameters(model), len(tok)
+    (429568, 17)
+    """
     tokenizer = build_char_tokenizer()
     return build_tiny_model(tokenizer, spec, seed=seed), tokenizer

@@ -89,8 +89,16 @@ def run_name(cfg, *, against=None) -> str:
     Parameters
     ----------
     cfg : ExperimentConfig
+        Validated settings. Settings that do not change the outcome (``output_dir``, ``resume``,
+        ``save_every``, caches, ...) are left out of ``changes``.
     against : ExperimentConfig, optional
         What counts as "unchanged" (default: the preset's config).
+
+    Returns
+    -------
+    str
+        The name; ``changes`` is ``h`` + 10 hex digits of a SHA-1 when the list is longer than 48
+        characters.
 
     Examples
     --------
@@ -119,6 +127,26 @@ def run_name(cfg, *, against=None) -> str:
 def write_json(path: str | Path, obj: Any) -> Path:
     """Write ``obj`` as indented JSON atomically (temporary file + rename); NaN/inf become null.
 
+    Parameters
+    ----------
+    path : str or path
+        The file; its folder must exist. ``<name>.tmp`` next to it is used and renamed.
+    obj : object
+        JSON-serialisable data; numpy scalars are converted, tuples written as lists, dict keys
+        as strings.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    TypeError
+        ``obj`` holds something JSON cannot write (e.g. a numpy array).
+    OSError
+        The folder does not exist or is not writable.
+
     Examples
     --------
     >>> import tempfile
@@ -146,7 +174,25 @@ def _clean(obj: Any) -> Any:
 
 
 def read_json(path: str | Path) -> Any:
-    """Read a JSON file; :class:`DataError` naming the file when it is missing or broken."""
+    """Read a JSON file; :class:`DataError` naming the file when it is missing or broken.
+
+    Parameters
+    ----------
+    path : str or path
+        The file.
+
+    Returns
+    -------
+    object
+        The parsed JSON (``null`` as ``None``).
+
+    Raises
+    ------
+    DataError
+        The file does not exist, or is not valid JSON (the message gives the line).
+    OSError
+        Other read errors (a folder, no permission) propagate.
+    """
     path = Path(path)
     try:
         return json.loads(path.read_text())
@@ -157,7 +203,27 @@ def read_json(path: str | Path) -> Any:
 
 
 def git_revision(cwd: str | Path | None = None) -> dict[str, Any]:
-    """The git commit of the code (``{"commit", "dirty"}``; ``None`` values outside a checkout)."""
+    """The git commit of the code (``{"commit", "dirty"}``; ``None`` values outside a checkout).
+
+    Parameters
+    ----------
+    cwd : str or path, optional
+        Folder inside the checkout (default: this package's folder, ``grpo_core/llm``).
+
+    Returns
+    -------
+    dict
+        ``commit``: ``git rev-parse HEAD`` (40 hex digits) or ``None``; ``dirty``: whether
+        ``git status --porcelain --untracked-files=no grpo_core`` lists changes (``None`` without
+        a commit). Both ``None`` when git is missing or times out (10 s per call). Never raises.
+
+    Notes
+    -----
+    ``git status`` runs in the parent of ``cwd`` when ``cwd`` is named ``llm``, else in ``cwd``,
+    and its pathspec ``grpo_core`` is relative to that folder: with the default ``cwd`` it names
+    ``grpo_core/grpo_core``, which does not exist, so ``dirty`` is ``False`` even when
+    ``grpo_core`` has uncommitted changes.
+    """
     here = Path(cwd) if cwd else Path(__file__).resolve().parent
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True,
@@ -174,13 +240,30 @@ def git_revision(cwd: str | Path | None = None) -> dict[str, Any]:
 def provenance(seed: int, device: str, *, extra: dict | None = None) -> dict[str, Any]:
     """Where and how a run was made: versions, device, threads, seed, git revision, date, command.
 
+    Parameters
+    ----------
+    seed : int
+        The run's seed (stored as ``int``).
+    device : str
+        ``"cpu"`` or ``"cuda"``; the GPU's name is recorded when it starts with ``"cuda"`` and
+        CUDA is available.
+    extra : dict, optional
+        More entries, added last (they override the ones above).
+
     Returns
     -------
     dict
         ``packages`` (name -> version of torch, transformers, trl, datasets, accelerate, numpy,
         grpo-dynamics, and vllm if installed), ``python``, ``platform``, ``device`` (``cpu`` or the
-        GPU name), ``cuda`` (CUDA version or None), ``cpu_count``, ``torch_threads``, ``seed``,
-        ``git`` (commit, dirty), ``date`` (UTC, ISO 8601), ``argv``, plus ``extra``.
+        GPU name), ``cuda`` (CUDA version or None), ``gpu_count``, ``cpu_count``,
+        ``torch_threads``, ``seed``, ``git`` (:func:`git_revision`), ``date`` (UTC, ISO 8601),
+        ``argv`` (script base name and arguments), plus ``extra``. ``packages`` also lists
+        papermill when installed.
+
+    Raises
+    ------
+    ImportError
+        If torch is not installed.
     """
     from importlib.metadata import PackageNotFoundError, version
 
@@ -216,7 +299,23 @@ def provenance(seed: int, device: str, *, extra: dict | None = None) -> dict[str
 
 
 def prepare_run_dir(folder: str | Path) -> Path:
-    """Create the run folder (and its ``checkpoints/``); returns it."""
+    """Create the run folder (and its ``checkpoints/``); returns it.
+
+    Parameters
+    ----------
+    folder : str or path
+        The run folder; parents are created, an existing folder is kept as it is.
+
+    Returns
+    -------
+    pathlib.Path
+        ``folder``.
+
+    Raises
+    ------
+    OSError
+        The folder cannot be created (no permission, a file in the way).
+    """
     folder = Path(folder)
     (folder / "checkpoints").mkdir(parents=True, exist_ok=True)
     return folder
@@ -227,6 +326,17 @@ def last_checkpoint(folder: str | Path) -> Path | None:
 
     A checkpoint counts when it holds ``trainer_state.json`` (written last by the trainer), so a
     folder left half-written by a kill is skipped.
+
+    Parameters
+    ----------
+    folder : str or path
+        The run folder.
+
+    Returns
+    -------
+    pathlib.Path or None
+        The complete checkpoint with the largest step; ``None`` when ``checkpoints/`` is missing
+        or holds none.
 
     Examples
     --------
@@ -252,7 +362,24 @@ def last_checkpoint(folder: str | Path) -> Path | None:
 
 def clean_weights(folder: str | Path) -> list[str]:
     """Delete the weight folders of a finished run (``checkpoints/``, ``base_model/``); returns what
-    was removed. The metrics, configs and notebook stay."""
+    was removed. The metrics, configs and notebook stay.
+
+    Parameters
+    ----------
+    folder : str or path
+        The run folder.
+
+    Returns
+    -------
+    list of str
+        The names removed, among ``"checkpoints"`` and ``"base_model"`` (empty when neither
+        existed).
+
+    Raises
+    ------
+    OSError
+        A folder cannot be removed (from :func:`shutil.rmtree`).
+    """
     removed = []
     for name in ("checkpoints", "base_model"):
         p = Path(folder) / name
@@ -308,11 +435,41 @@ class Run:
         return int(self.config["seed"])
 
     def reward(self) -> tuple[np.ndarray, np.ndarray]:
-        """(steps, mean training reward per step)."""
+        """(steps, mean training reward per step).
+
+        Returns
+        -------
+        steps : ndarray of int64, shape (T,)
+            Optimizer steps, increasing.
+        reward : ndarray of float64, shape (T,)
+            Mean reward of the step's completions (reward units), non-finite values dropped.
+
+        Raises
+        ------
+        DataError
+            The metrics have no ``reward`` column.
+        """
         return self.metrics.series("reward")
 
     def eval_curve(self, metric: str = "accuracy") -> tuple[np.ndarray, np.ndarray]:
-        """(steps, held-out metric) from the evaluation lines, the start evaluation included as step 0."""
+        """(steps, held-out metric) from the evaluation lines, the start evaluation included as step 0.
+
+        Parameters
+        ----------
+        metric : str, default "accuracy"
+            Evaluation column: ``"accuracy"`` (greedy) or ``"sampled_accuracy"``. Step 0 comes from
+            ``evals.json`` (the first set of ``eval_suite``): its ``accuracy`` for ``"accuracy"``,
+            its ``sampled_accuracy`` for any other ``metric``.
+
+        Returns
+        -------
+        steps : ndarray of int64, shape (n,)
+            0 (when the start evaluation has the value), then the steps of the periodic
+            evaluation lines.
+        values : ndarray of float64, shape (n,)
+            The metric (a fraction in [0, 1] for the accuracies). Both empty when there is
+            nothing.
+        """
         steps, values = [], []
         first = (self.config.get("eval_suite") or [None])[0]
         start = self.evals.get("start", {}).get(first) if first else None
@@ -330,10 +487,24 @@ class Run:
 def load_run(folder: str | Path) -> Run:
     """Read one run folder.
 
+    Parameters
+    ----------
+    folder : str or path
+        A run folder (see the module docstring).
+
+    Returns
+    -------
+    Run
+        ``name`` is the ``run_name`` of ``config.json`` (else the folder name); the optional files
+        (``provenance.json``, ``evals.json``, ``summary.json``, ``diagnosis.json``,
+        ``warmup.json``, ``gradient_constants.json``) give ``{}`` when missing. The metrics'
+        reading warnings are suppressed.
+
     Raises
     ------
     DataError
-        The folder has no ``config.json`` or ``metrics.jsonl``, or they cannot be read.
+        The folder has no ``config.json`` or ``metrics.jsonl``, or one of its JSON files cannot be
+        read (:func:`read_json`, :func:`grpo_core.logs.read_log`).
     """
     import warnings
 
@@ -360,10 +531,24 @@ def load_run(folder: str | Path) -> Run:
 def load_runs(root: str | Path, *, pattern: str = "*") -> list[Run]:
     """Every run folder directly under ``root`` whose name matches ``pattern`` (sorted by name).
 
+    Parameters
+    ----------
+    root : str or path
+        Folder of run folders.
+    pattern : str, default "*"
+        Glob pattern of the run folders' names; sub-folders without ``config.json`` are skipped.
+
+    Returns
+    -------
+    list of Run
+        Possibly empty.
+
     Raises
     ------
     ParameterError
         ``root`` is not a folder.
+    DataError
+        A matching run folder cannot be read (:func:`load_run`).
     """
     root = Path(root)
     if not root.is_dir():
@@ -376,6 +561,27 @@ def runs_table(runs: list[Run], *, tail: int = 50) -> pd.DataFrame:
 
     ``final_reward`` is the mean training reward of the last ``tail`` steps; ``start_reward`` the mean
     of the first 10 steps.
+
+    Parameters
+    ----------
+    runs : list of Run
+        Loaded runs.
+    tail : int, default 50
+        Steps averaged for ``final_reward``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``run``, ``G``, ``B`` (prompts per step), ``seed``, ``steps`` (last logged step, 0
+        without rewards), ``start_reward``, ``final_reward`` (NaN without rewards),
+        ``eval_start``, ``eval_end`` (greedy accuracy on the first evaluation set, ``None`` when
+        missing), ``eval_sampled_start``, ``eval_sampled_end``, ``minutes`` (wall time of the
+        last session, NaN without ``summary.json``). Empty (no columns) for no runs.
+
+    Raises
+    ------
+    KeyError
+        A run's config lacks ``group_size`` or ``seed``.
     """
     rows = []
     for run in runs:

@@ -86,11 +86,43 @@ class ArithmeticTask:
     short_operand: bool = False
 
     def answer(self, a: int, b: int) -> int:
-        """The exact result of ``a op b``."""
+        """The exact result of ``a op b``.
+
+        Parameters
+        ----------
+        a, b : int
+            The operands (not checked against ``a_range``/``b_range``).
+
+        Returns
+        -------
+        int
+            ``a + b`` for ``op = "+"``, else ``a - b`` (negative if ``b > a``).
+
+        Examples
+        --------
+        >>> TASKS["sub2"].answer(47, 38)
+        9
+        """
         return a + b if self.op == "+" else a - b
 
     def prompt(self, a: int, b: int) -> str:
-        """The prompt text (without ``<bos>``, which the tokenizer adds): ``"47+38="``."""
+        """The prompt text (without ``<bos>``, which the tokenizer adds): ``"47+38="``.
+
+        Parameters
+        ----------
+        a, b : int
+            The operands (not checked against the task's ranges).
+
+        Returns
+        -------
+        str
+            ``f"{a}{op}{b}="``, no spaces.
+
+        Examples
+        --------
+        >>> TASKS["add2"].prompt(47, 38)
+        '47+38='
+        """
         return f"{a}{self.op}{b}="
 
 
@@ -150,7 +182,7 @@ def sample_problems(
     n : int
         Number of problems, >= 1. Without replacement, at most the number of pairs.
     seed : int
-        Seed of the draw (numpy ``default_rng``).
+        Seed of the draw (numpy ``default_rng``), >= 0.
     split : {"train", "test", "all"}
         The 90% training pairs, the 10% held out (a fixed hash of the pair), or all.
     replace : bool
@@ -164,7 +196,10 @@ def sample_problems(
     Raises
     ------
     ParameterError
-        Unknown task name, ``n < 1``, or more problems than pairs without replacement.
+        Unknown task name or ``split``, ``n < 1``, or more problems than pairs without
+        replacement.
+    ValueError
+        A negative ``seed`` (from :func:`numpy.random.default_rng`).
 
     Examples
     --------
@@ -202,13 +237,16 @@ def sample_mixture(mix, n: int, seed: int, *, split: str = "train") -> list[dict
     Returns
     -------
     list of dict
-        As :func:`sample_problems`; each task contributes ``round(n * weight)`` problems (the
-        largest weight absorbs rounding), in random order.
+        As :func:`sample_problems`; each task contributes ``floor(n * weight / sum(weights))``
+        problems, the task with the largest weight the remainder as well, in random order.
 
     Raises
     ------
     ParameterError
-        Unknown task, negative or all-zero weights.
+        Unknown task or ``split``, ``n < 1``, an empty ``mix``, non-finite, negative or all-zero
+        weights.
+    ValueError, TypeError
+        A weight that ``float()`` cannot convert.
 
     Examples
     --------
@@ -232,7 +270,29 @@ def sample_mixture(mix, n: int, seed: int, *, split: str = "train") -> list[dict
 
 
 def max_answer_length(task: ArithmeticTask | str) -> int:
-    """Characters of the longest answer of a task (e.g. 3 for ``add2``: 99 + 99 = 198)."""
+    """Characters of the longest answer of a task (e.g. 3 for ``add2``: 99 + 99 = 198).
+
+    Parameters
+    ----------
+    task : ArithmeticTask or str
+        The task or its name in :data:`TASKS`.
+
+    Returns
+    -------
+    int
+        Length of the longest ``str(answer)`` over all pairs of the task (both splits), in
+        characters (= tokens of the character tokenizer, EOS not counted).
+
+    Raises
+    ------
+    ParameterError
+        Unknown task name.
+
+    Examples
+    --------
+    >>> max_answer_length("add2"), max_answer_length("add3"), max_answer_length("sub2")
+    (3, 4, 2)
+    """
     if isinstance(task, str):
         task = TASKS[check_choice("task", task, TASKS)]
     pairs = _pairs(task, "all")
@@ -303,7 +363,14 @@ def exact_match_reward(eos_token_id: int):
     -------
     callable
         ``f(prompts, completions, completion_ids, answer, **kw) -> list[float]`` named
-        ``exact_match``.
+        ``exact_match`` (TRL logs ``rewards/exact_match/mean``): 1.0 when
+        ``completion.strip() == str(answer)`` and the ids end with ``eos_token_id``, else 0.0.
+        Without ``completion_ids`` (``None``) the EOS check is skipped.
+
+    References
+    ----------
+    TRL documentation, ``GRPOTrainer``, "Using a custom reward function" (the reward-function
+    signature, with ``completion_ids`` and the dataset columns as keyword arguments).
 
     Examples
     --------
