@@ -180,3 +180,16 @@ def test_paired_differences(runs):
     assert (paired["difference"].abs() < 0.05).all()  # the same law with different noise
     with pytest.raises(DataError, match="no seed"):
         analysis.paired_differences(runs, a=4, b=8)
+
+
+def test_analysis_refuses_bad_arguments(runs):
+    for call in (lambda: analysis.paired_differences(runs, a=4, b=16, tail=0),
+                 lambda: analysis.final_level(runs[0], tail=0),
+                 lambda: runs_table(runs, tail=-1),
+                 lambda: analysis.budget_sweep_table(runs, tail=0)):
+        with pytest.raises(ParameterError, match="`tail` must be an integer >= 1"):
+            call()
+    with pytest.raises(ParameterError, match="`phase` must be 'start' or 'end'"):
+        analysis.constants_table(runs, phase="middle")
+    with pytest.raises(ParameterError, match="`runs` must hold at least one run"):
+        analysis.fitted_curves([])

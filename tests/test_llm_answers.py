@@ -75,6 +75,9 @@ def test_none_and_wrong_types():
     assert extract_answer(None) is None
     with pytest.raises(ParameterError, match="`text` must be a string"):
         extract_answer(12)
+    with pytest.raises(ParameterError, match="`text` must be a string"):
+        extract_math_answer(12)
+    assert extract_math_answer(None) is None and extract_math_answer("") is None
 
 
 def test_parse_number_and_reference():

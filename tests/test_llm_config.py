@@ -92,6 +92,11 @@ def test_gpu_preset_without_gpu_is_a_clear_error(monkeypatch):
     assert check_environment(make_config("cpu-tiny")) == "cpu"
     forced = make_config("gsm8k-qwen2.5-0.5b", device="cpu", requires_gpu=False, bf16=False)
     assert check_environment(forced) == "cpu"
+    # device 'auto' on a machine without a GPU: bf16 / vLLM are refused before anything loads
+    for bad in ("bf16", "use_vllm"):
+        auto = make_config("gsm8k-qwen2.5-0.5b", **{"device": "auto", "requires_gpu": False, "bf16": False, bad: True})
+        with pytest.raises(GrpoError, match=f"`{bad}` needs a CUDA GPU .*pass -p {bad} false"):
+            check_environment(auto)
 
 
 def test_model_that_cannot_be_loaded(tmp_path, monkeypatch):

@@ -70,6 +70,11 @@ def test_problems_and_mixture():
         sample_problems("add1", 10_000, seed=0, split="test", replace=False)
     with pytest.raises(ParameterError, match="`mix`"):
         sample_mixture((("add2", 0.0),), 4, seed=0)
+    with pytest.raises(ParameterError, match="`mix` weights must be numbers"):
+        sample_mixture((("add2", "half"),), 4, seed=0)
+    for call in (lambda: sample_problems("add2", 3, seed=-1), lambda: sample_mixture((("add2", 1.0),), 3, seed=-1)):
+        with pytest.raises(ParameterError, match="`seed` must be an integer >= 0"):
+            call()
 
 
 def test_exact_match_needs_the_end_of_sequence():
@@ -108,6 +113,12 @@ def test_interrupt_and_resume_gives_continuous_steps(tmp_path):
     assert train == list(range(1, 9))  # no missing, no duplicated step
     assert [r["step"] for r in lines if r["split"] == "eval"] == [3, 6]
     assert [json.loads(x)["step"] for x in (run / DISCARDED_FILE).read_text().splitlines()] == [5]
+    # throughput counts the resumed session's steps (5..8) against that session's time
+    grpo_s = summary["timings"]["grpo"]
+    tol = max(2e-3, 1e-3 / grpo_s)  # the timings are rounded to the millisecond
+    assert summary["seconds_per_step"] == pytest.approx(grpo_s / 4, rel=tol)
+    session_len = sum(r["completion_length"] for r in lines if r["split"] == "train" and r["step"] > 4)
+    assert summary["completion_tokens_per_second"] == pytest.approx(session_len * cfg.completions / grpo_s, rel=tol)
     # the files of a run, and no weights left behind
     for name in ("config.json", "provenance.json", "evals.json", "summary.json", "warmup.json", "diagnosis.json"):
         assert (run / name).exists(), name
@@ -205,3 +216,27 @@ def test_gradient_constants_on_the_tiny_model(tmp_path):
     ratios = [float(CountSketch(5000, 256, seed=s)(u) @ CountSketch(5000, 256, seed=s)(v)) / float(u @ v)
               for s in range(40)]
     assert abs(np.mean(ratios) - 1) < 0.05
+
+
+def test_git_revision_sees_changes_to_the_library_from_any_folder(tmp_path):
+    import subprocess
+
+    from grpo_core.llm.runs import git_revision
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    (tmp_path / "grpo_core" / "llm").mkdir(parents=True)
+    (tmp_path / "grpo_core" / "llm" / "x.py").write_text("a = 1\n")
+    (tmp_path / "README.md").write_text("hi\n")
+    git("init", "-q")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    inner = tmp_path / "grpo_core" / "llm"
+    clean = git_revision(inner)
+    assert len(clean["commit"]) == 40 and clean["dirty"] is False
+    (tmp_path / "README.md").write_text("changed\n")  # not the library: still clean
+    assert git_revision(inner)["dirty"] is False
+    (inner / "x.py").write_text("a = 2\n")
+    assert git_revision(inner)["dirty"] is True and git_revision(tmp_path)["dirty"] is True
+    assert git_revision(tmp_path.parent / "nowhere-near-a-checkout") == {"commit": None, "dirty": None}

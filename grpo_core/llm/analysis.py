@@ -49,8 +49,7 @@ def final_level(run: Run, tail: int = 50) -> float:
     run : Run
         A loaded run (:func:`~grpo_core.llm.runs.load_run`).
     tail : int, default 50
-        Steps averaged (all of them when the run is shorter). Not validated: ``tail = 0`` averages
-        the whole run (``r[-0:]`` is the full array).
+        Steps averaged (all of them when the run is shorter), ``>= 1``.
 
     Returns
     -------
@@ -62,7 +61,10 @@ def final_level(run: Run, tail: int = 50) -> float:
     ------
     DataError
         The run's metrics have no ``reward`` column.
+    ParameterError
+        ``tail`` is not an integer >= 1.
     """
+    tail = check_integer("tail", tail, low=1)
     _, r = run.reward()
     return float(np.mean(r[-tail:])) if r.size else float("nan")
 
@@ -158,11 +160,13 @@ def fitted_curves(runs: Sequence[Run], *, law: str = "three_phase", window: int 
     DataError
         A run without a ``reward`` column; a smoothed curve too short or constant to fit
         (:func:`grpo_core.laws.fit_law`).
-    ValueError
-        ``runs`` is empty (from :func:`pandas.concat`).
+    ParameterError
+        ``runs`` is empty.
     """
     from .. import laws as _laws
 
+    if not runs:
+        raise ParameterError("runs", "`runs` must hold at least one run")
     frames = []
     for run in sorted(runs, key=lambda r: (r.group_size, r.seed)):
         t, y = run.reward()
@@ -300,7 +304,10 @@ def paired_differences(runs: Sequence[Run], *, a: int, b: int, tail: int = 50) -
     ------
     DataError
         No seed has runs at both group sizes; a run without a ``reward`` column.
+    ParameterError
+        ``tail`` is not an integer >= 1.
     """
+    tail = check_integer("tail", tail, low=1)
     by = {(r.group_size, r.seed): r for r in runs}
     seeds = sorted(s for (g, s) in by if g == a and (b, s) in by)
     if not seeds:
@@ -462,7 +469,10 @@ def budget_sweep_table(runs: Sequence[Run], *, tail: int = 50) -> pd.DataFrame:
     DataError
         The runs do not share one budget N (also when ``runs`` is empty); a run without a
         ``reward`` column.
+    ParameterError
+        ``tail`` is not an integer >= 1.
     """
+    tail = check_integer("tail", tail, low=1)
     rows = []
     budgets = {int(r.config.get("completions", 0)) for r in runs}
     if len(budgets) != 1:
@@ -506,8 +516,7 @@ def constants_table(runs: Sequence[Run], phase: str = "start") -> pd.DataFrame:
         Loaded runs; those without constants for ``phase`` are left out.
     phase : {"start", "end"}, default "start"
         Which measurement. ``"start"`` keeps the first run of each seed only (the runs of a seed
-        share their starting model); ``"end"`` keeps every run. Not validated: another key gives
-        an empty table.
+        share their starting model); ``"end"`` keeps every run.
 
     Returns
     -------
@@ -524,12 +533,16 @@ def constants_table(runs: Sequence[Run], phase: str = "start") -> pd.DataFrame:
     ------
     KeyError
         A stored measurement lacks ``c1``, ``c2``, ``c3``, ``g_star`` or ``g_star_exact``.
+    ParameterError
+        ``phase`` is not ``"start"`` or ``"end"``.
 
     References
     ----------
     "Demystifying Group Relative Policy Optimization: Its Policy Gradient is a U-Statistic" (2025),
     Theorem 7 (the MSE law and G*); the measurement: :mod:`grpo_core.llm.constants`.
     """
+    if phase not in ("start", "end"):
+        raise ParameterError("phase", f"`phase` must be 'start' or 'end'; got {phase!r}")
     rows, seen = [], set()
     for run in runs:
         c = run.constants.get(phase)

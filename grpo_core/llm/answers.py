@@ -440,11 +440,18 @@ def extract_math_answer(text: str | None) -> str | None:
         ``repr(float)`` (``"0.5"``); ``None`` for ``None``/empty ``text`` or when nothing is
         found.
 
+    Raises
+    ------
+    ParameterError
+        If ``text`` is neither a string nor ``None`` (as :func:`extract_answer`).
+
     Examples
     --------
     >>> extract_math_answer(r"so \\boxed{\\frac{1}{2}}"), extract_math_answer("the answer is 72.")
     ('\\\\frac{1}{2}', '72')
     """
+    if text is not None and not isinstance(text, str):
+        raise ParameterError("text", f"`text` must be a string or None; got {type(text).__name__}")
     if not text:
         return None
     boxed = extract_boxed(text)

@@ -453,7 +453,8 @@ def check_environment(cfg: ExperimentConfig) -> str:
     GrpoError
         A GPU preset (``requires_gpu``) or ``device='cuda'`` without a CUDA GPU; the message says
         how to run on the CPU instead (``cpu-tiny``, or ``device=cpu requires_gpu=false`` for a
-        slow smoke test).
+        slow smoke test). ``bf16`` or ``use_vllm`` when ``device='auto'`` resolves to the CPU
+        (both are GPU only, as :func:`make_config` says for ``device='cpu'``).
     """
     import torch
 
@@ -464,9 +465,12 @@ def check_environment(cfg: ExperimentConfig) -> str:
             "or Colab, use the 'cpu-tiny' preset, or force a (slow) CPU smoke test with "
             "-p device cpu -p requires_gpu false -p bf16 false"
         )
-    if cfg.device == "auto":
-        return "cuda" if has_cuda else "cpu"
-    return cfg.device
+    device = ("cuda" if has_cuda else "cpu") if cfg.device == "auto" else cfg.device
+    if device == "cpu" and (cfg.bf16 or cfg.use_vllm):
+        bad = "bf16" if cfg.bf16 else "use_vllm"
+        raise GrpoError(f"`{bad}` needs a CUDA GPU and none is available here (device 'auto' resolved to "
+                        f"the CPU); pass -p {bad} false")
+    return device
 
 
 def check_model_loadable(cfg: ExperimentConfig) -> None:

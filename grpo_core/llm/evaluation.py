@@ -154,11 +154,13 @@ def generate_completions(model, tokenizer, prompts: Sequence[Any], *, max_new_to
     Raises
     ------
     ParameterError
-        ``max_new_tokens`` < 1, or ``temperature`` not > 0 (checked also for greedy decoding).
+        ``max_new_tokens`` < 1, ``batch_size`` < 1, or ``temperature`` not > 0 (checked also for
+        greedy decoding).
     """
     import torch
 
     max_new_tokens = check_integer("max_new_tokens", max_new_tokens, low=1)
+    batch_size = check_integer("batch_size", batch_size, low=1)
     temperature = check_real("temperature", temperature, low=0, low_inclusive=False)
     eos = tokenizer.eos_token_id
     texts: list[str] = []
@@ -236,7 +238,7 @@ def evaluate(model, tokenizer, items: Sequence[dict], scorer, *, name: str = "ev
     ------
     ParameterError
         No items, an item without ``prompt``/``reference``, ``samples`` < 0, ``max_new_tokens``
-        < 1, ``temperature`` not > 0.
+        < 1, ``batch_size`` < 1, ``temperature`` not > 0.
 
     Examples
     --------
@@ -252,6 +254,7 @@ def evaluate(model, tokenizer, items: Sequence[dict], scorer, *, name: str = "ev
     if any("prompt" not in it or "reference" not in it for it in items):
         raise ParameterError("items", "every item needs a 'prompt' and a 'reference'")
     samples = check_integer("samples", samples, low=0)
+    batch_size = check_integer("batch_size", batch_size, low=1)
     t0 = time.perf_counter()
     prompts = [it["prompt"] for it in items]
     texts, ids = generate_completions(model, tokenizer, prompts, max_new_tokens=max_new_tokens, batch_size=batch_size)

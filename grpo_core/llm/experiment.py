@@ -25,6 +25,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import GrpoError
+from ..errors import GrpoError, ParameterError
 from .config import ExperimentConfig, check_environment, check_model_loadable
 from .runs import clean_weights, last_checkpoint, prepare_run_dir, provenance, read_json, run_name, write_json
 
@@ -647,8 +648,8 @@ def measure_gradient_constants(model, tokenizer, cfg: ExperimentConfig, eval_set
         As :func:`grpo_core.llm.constants.measure_constants`.
     DataError
         A cache file or ``gradient_constants.json`` that is not valid JSON.
-    StopIteration
-        ``eval_sets`` is empty.
+    ParameterError
+        ``eval_sets`` is empty (the constants are measured on the first evaluation set's prompts).
 
     References
     ----------
@@ -657,6 +658,9 @@ def measure_gradient_constants(model, tokenizer, cfg: ExperimentConfig, eval_set
     """
     from .constants import measure_constants
 
+    if not eval_sets:
+        raise ParameterError("eval_suite", "measuring the constants needs at least one evaluation set "
+                                           "(their prompts are the first set's); `eval_suite` is empty")
     first = next(iter(eval_sets.values()))
     settings = {"prompts": len(first.items), "samples": cfg.constants_samples, "temperature": cfg.temperature,
                 "sketch_dim": 8192, "seed": cfg.seed}
@@ -814,9 +818,10 @@ def finish_run(cfg: ExperimentConfig, ctx: RunContext, trainer=None) -> dict[str
         ``run_name``; ``timings`` (seconds per phase, rounded to ms); ``wall_seconds`` (since
         :func:`start_run`, this session); ``resumed_from``; ``wall_seconds_previous_sessions``
         after a resume. With a trainer also ``steps`` (global step), ``seconds_per_step`` (GRPO
-        time / logged training rows), ``mean_step_time`` (TRL's ``step_time``, s, or ``None``),
-        ``completion_tokens_per_second`` (sum over rows of the mean completion length x
-        completions per step, / GRPO time), ``start_reward`` (mean of the first 10 rows),
+        time / training rows logged in this session), ``mean_step_time`` (TRL's ``step_time``, s,
+        or ``None``), ``completion_tokens_per_second`` (sum over this session's rows of the mean
+        completion length x completions per step, / GRPO time; a resumed session counts only the
+        steps after its checkpoint), ``start_reward`` (mean of the first 10 rows),
         ``final_reward`` (mean of the last 50), ``callback_seconds`` (``write``, ``diagnose``) and
         ``periodic_eval_seconds`` when those callbacks ran.
 
@@ -837,10 +842,15 @@ def finish_run(cfg: ExperimentConfig, ctx: RunContext, trainer=None) -> dict[str
         summary["wall_seconds_previous_sessions"] = old["wall_seconds"] + old.get("wall_seconds_previous_sessions", 0)
     if trainer is not None:
         hist = [h for h in trainer.state.log_history if "reward" in h]
-        steps = [h for h in trainer.state.log_history if "step_time" in h]
-        lengths = np.array([h.get("completions/mean_length", np.nan) for h in hist], dtype=float)
+        # throughput of this session only: after a resume the log history also holds the steps
+        # of earlier sessions, which the session's GRPO time does not cover
+        m = re.search(r"checkpoint-(\d+)$", str(ctx.resumed_from or ""))
+        first = int(m.group(1)) if m else 0
+        session = [h for h in hist if h.get("step", 0) > first]
+        steps = [h for h in trainer.state.log_history if "step_time" in h and h.get("step", 0) > first]
+        lengths = np.array([h.get("completions/mean_length", np.nan) for h in session], dtype=float)
         grpo = ctx.timings.get("grpo", np.nan)
-        n_steps = len(hist)
+        n_steps = len(session)
         summary.update(
             steps=int(trainer.state.global_step),
             seconds_per_step=grpo / max(n_steps, 1),

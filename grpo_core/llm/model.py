@@ -294,7 +294,8 @@ def load_pretrained(model_id: str, *, dtype: str = "auto", device: str = "cpu", 
             **({"attn_implementation": attn_implementation} if attn_implementation else {}),
         )
     except (OSError, ValueError) as exc:
-        raise GrpoError(f"model `{model_id}` cannot be loaded: {str(exc).splitlines()[0]}") from exc
+        raise GrpoError(f"model `{model_id}` cannot be loaded: "
+                        f"{(str(exc).strip().splitlines() or [type(exc).__name__])[0]}") from exc
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token

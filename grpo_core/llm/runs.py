@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError, ParameterError
+from ..validation import check_integer
 
 __all__ = [
     "RUN_FILES",
@@ -213,24 +214,20 @@ def git_revision(cwd: str | Path | None = None) -> dict[str, Any]:
     Returns
     -------
     dict
-        ``commit``: ``git rev-parse HEAD`` (40 hex digits) or ``None``; ``dirty``: whether
-        ``git status --porcelain --untracked-files=no grpo_core`` lists changes (``None`` without
-        a commit). Both ``None`` when git is missing or times out (10 s per call). Never raises.
-
-    Notes
-    -----
-    ``git status`` runs in the parent of ``cwd`` when ``cwd`` is named ``llm``, else in ``cwd``,
-    and its pathspec ``grpo_core`` is relative to that folder: with the default ``cwd`` it names
-    ``grpo_core/grpo_core``, which does not exist, so ``dirty`` is ``False`` even when
-    ``grpo_core`` has uncommitted changes.
+        ``commit``: ``git rev-parse HEAD`` (40 hex digits) or ``None``; ``dirty``: whether tracked
+        files of the library (``grpo_core/``) or of the experiment notebook
+        (``book/experiments/grpo_llm.*``) differ from that commit (``None`` without a commit).
+        Both ``None`` when git is missing or times out (10 s per call). Never raises.
     """
     here = Path(cwd) if cwd else Path(__file__).resolve().parent
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True,
                                 timeout=10).stdout.strip() or None
-        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "grpo_core"],
-                                cwd=here.parent if here.name == "llm" else here, capture_output=True, text=True,
-                                timeout=10)
+        # ":(top)" pathspecs are relative to the checkout's root, wherever git runs
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--",
+                                 ":(top)grpo_core", ":(top)book/experiments/grpo_llm.md",
+                                 ":(top)book/experiments/grpo_llm.ipynb"],
+                                cwd=here, capture_output=True, text=True, timeout=10)
         dirty = bool(status.stdout.strip()) if commit else None
     except (OSError, subprocess.SubprocessError):
         commit, dirty = None, None
@@ -582,7 +579,10 @@ def runs_table(runs: list[Run], *, tail: int = 50) -> pd.DataFrame:
     ------
     KeyError
         A run's config lacks ``group_size`` or ``seed``.
+    ParameterError
+        ``tail`` is not an integer >= 1.
     """
+    tail = check_integer("tail", tail, low=1)
     rows = []
     for run in runs:
         steps, reward = run.reward() if run.metrics.has("reward") else (np.array([]), np.array([]))

@@ -196,10 +196,8 @@ def sample_problems(
     Raises
     ------
     ParameterError
-        Unknown task name or ``split``, ``n < 1``, or more problems than pairs without
-        replacement.
-    ValueError
-        A negative ``seed`` (from :func:`numpy.random.default_rng`).
+        Unknown task name or ``split``, ``n < 1``, a negative ``seed``, or more problems than pairs
+        without replacement.
 
     Examples
     --------
@@ -212,7 +210,7 @@ def sample_problems(
     pairs = _pairs(task, check_choice("split", split, SPLITS))
     if not replace and n > len(pairs):
         raise ParameterError("n", f"`n` must be <= {len(pairs)} (the number of {task.name} pairs) without replacement; got {n}")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_integer("seed", seed, low=0))
     idx = rng.choice(len(pairs), size=n, replace=replace)
     return [
         {"prompt": task.prompt(int(a), int(b)), "answer": str(task.answer(int(a), int(b))), "a": int(a), "b": int(b)}
@@ -243,10 +241,8 @@ def sample_mixture(mix, n: int, seed: int, *, split: str = "train") -> list[dict
     Raises
     ------
     ParameterError
-        Unknown task or ``split``, ``n < 1``, an empty ``mix``, non-finite, negative or all-zero
-        weights.
-    ValueError, TypeError
-        A weight that ``float()`` cannot convert.
+        Unknown task or ``split``, ``n < 1``, a negative ``seed``, an empty ``mix``, a weight that is
+        not a number, non-finite, negative or all-zero weights.
 
     Examples
     --------
@@ -255,8 +251,12 @@ def sample_mixture(mix, n: int, seed: int, *, split: str = "train") -> list[dict
     5
     """
     n = check_integer("n", n, low=1)
+    seed = check_integer("seed", seed, low=0)
     names = [check_choice("task", name, TASKS) for name, _ in mix]
-    weights = np.array([float(w) for _, w in mix])
+    try:
+        weights = np.array([float(w) for _, w in mix])
+    except (TypeError, ValueError):
+        raise ParameterError("mix", f"`mix` weights must be numbers; got {[w for _, w in mix]}") from None
     if weights.size == 0 or np.any(~np.isfinite(weights)) or np.any(weights < 0) or weights.sum() <= 0:
         raise ParameterError("mix", f"`mix` weights must be finite, >= 0 and not all 0; got {list(weights)}")
     counts = np.floor(n * weights / weights.sum()).astype(int)
