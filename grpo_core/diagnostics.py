@@ -401,10 +401,13 @@ class Diagnosis:
 
     def table(self) -> pd.DataFrame:
         """The findings as a table: ``mode``, ``severity``, ``first``, ``last``, ``onset``, ``message``
-        (most severe first; empty with these columns when nothing was found)."""
+        (most severe first; empty with these columns when nothing was found; the steps as pandas'
+        nullable ``Int64``, ``<NA>`` for a finding without an onset)."""
         cols = ["mode", "severity", "first", "last", "onset", "message"]
-        return pd.DataFrame([{"mode": f.mode, "severity": f.severity, "first": f.steps[0], "last": f.steps[1],
-                              "onset": f.onset, "message": f.message} for f in self.findings], columns=cols)
+        table = pd.DataFrame([{"mode": f.mode, "severity": f.severity, "first": f.steps[0], "last": f.steps[1],
+                               "onset": f.onset, "message": f.message} for f in self.findings], columns=cols)
+        # integer steps, <NA> for a finding without an onset (not None, not a float)
+        return table.astype({"first": "Int64", "last": "Int64", "onset": "Int64"})
 
     def summary(self) -> str:
         """A few lines for a console: verdict, each finding, the forecast."""

@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from grpo_core import laws
@@ -459,3 +460,10 @@ def test_zero_spread_at_the_binary_floor_of_g_2_is_info_not_a_warning():
     # at G = 2 a fraction far above the floor is still a warning
     recs = [{"step": s, "reward": 0.5, "frac_reward_zero_std": 0.8} for s in range(1, 201)]
     assert advantage_degeneration(from_records(recs), group_size=2).severity == "warning"
+
+
+def test_findings_table_keeps_steps_as_integers(qwen):
+    table = diagnose(qwen, num_prompts=1).table()
+    row = table.iloc[0]
+    assert row["mode"] == "advantage_degeneration" and row["onset"] is pd.NA
+    assert str(table["first"].dtype) == "Int64" and int(row["first"]) < int(row["last"])
