@@ -34,6 +34,8 @@ SEVERITY_COLORS = {"info": "#0072B2", "warning": "#E69F00", "critical": "#D55E00
 _DATA = "#9a9a9a"
 _LINE = "#333333"
 _EVAL = "#CC79A7"
+#: Colours of several metrics on one panel (Okabe-Ito, without the severity colours).
+_SERIES_COLORS = ["#333333", "#009E73", "#CC79A7", "#56B4E9", "#F0E442", "#999999"]
 
 
 def _check_log(log) -> RunLog:
@@ -233,7 +235,11 @@ def zero_spread_chart(log: RunLog, diagnosis=None, *, group_size: int | None = N
             strokeDash=alt.StrokeDash("series:N", scale=alt.Scale(domain=domain, range=[[1, 0], [6, 3]][: len(domain)]),
                                       legend=None)),
     ]
-    return alt.layer(*layers).properties(width=width, height=height)
+    # a title above the legend ties the legend to this panel (stacked under another panel, a bare
+    # legend at the top reads as the caption of the panel above)
+    return alt.layer(*layers).properties(
+        width=width, height=height,
+        title=alt.TitleParams("groups with zero reward spread", anchor="start", fontSize=12, fontWeight="normal"))
 
 
 def metric_chart(log: RunLog, metrics, diagnosis=None, *, title: str | None = None, log_scale: bool | None = None,
@@ -284,7 +290,9 @@ def metric_chart(log: RunLog, metrics, diagnosis=None, *, title: str | None = No
     enc = dict(x=alt.X("step:Q", title="optimizer step"), y=y,
                tooltip=["series:N", "step:Q", alt.Tooltip("value:Q", format=".4g")])
     if len(present) > 1:
-        enc["color"] = alt.Color("series:N", legend=alt.Legend(title=None, orient="top"))
+        # none of the severity colours of the onset rules: a series must not read as an onset
+        enc["color"] = alt.Color("series:N", legend=alt.Legend(title=None, orient="top"),
+                                 scale=alt.Scale(domain=present, range=_SERIES_COLORS[: len(present)]))
         line = alt.Chart(df).mark_line(strokeWidth=1.5).encode(**enc)
     else:
         line = alt.Chart(df).mark_line(strokeWidth=1.5, color=_LINE).encode(**enc)

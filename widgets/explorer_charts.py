@@ -61,6 +61,25 @@ _VERDICT_COLORS = {
 }
 
 
+def _until_exit(t, x, lo: float = -0.05, hi: float = 1.05) -> tuple[np.ndarray, np.ndarray]:
+    """A curve cut where it first leaves ``[lo, hi]``: the points up to the first one outside (moved
+    to half a frame beyond the edge, so the line visibly runs out of the clipped frame), none after.
+
+    Clamping instead would draw a diverging prediction as flat runs along the frame's edges, which
+    reads as a bounded oscillation.
+    """
+    t = np.asarray(t)
+    x = np.asarray(x, float)
+    out = ~np.isfinite(x) | (x < lo) | (x > hi)
+    if not out.any():
+        return t, x
+    i = int(np.argmax(out))
+    x = x[: i + 1].copy()
+    pad = 0.5 * (hi - lo)
+    x[i] = lo - pad if x[i] < lo else hi + pad  # NaN/inf count as above
+    return t[: i + 1], x
+
+
 def trajectory_frames(bands: pd.DataFrame, closed_form: np.ndarray) -> dict[str, pd.DataFrame]:
     """The data of :func:`trajectory_view_chart`, clipped to :data:`CLIP`.
 
@@ -405,7 +424,7 @@ def bandit_frames(result: dict) -> dict[str, pd.DataFrame]:
         ``paths`` (``step``, ``p``, ``seed``: the first :data:`BANDIT_PATHS_SHOWN` seeds),
         ``curves`` (``step``, ``p``, ``curve``: the mean over seeds with its ± 2 standard errors
         as ``lo``/``hi``, the exact mean field, the oscillator closed form and exact recurrence,
-        predictions clipped to [-0.05, 1.05]) and ``fixed`` (one row: ``p_star``).
+        each prediction cut where it leaves [-0.05, 1.05]) and ``fixed`` (one row: ``p_star``).
     """
     p = np.asarray(result["p"], float)
     steps = np.asarray(result["steps"])
@@ -420,16 +439,17 @@ def bandit_frames(result: dict) -> dict[str, pd.DataFrame]:
     se = p.std(axis=0, ddof=1) / np.sqrt(p.shape[0]) if p.shape[0] > 1 else np.zeros_like(mean)
     t = np.asarray(pred["t"])
 
-    def clip(x):
-        return np.clip(np.nan_to_num(np.asarray(x, float), nan=1.05, posinf=1.05, neginf=-0.05), -0.05, 1.05)
+    def cut(x, name):
+        ts, xs = _until_exit(t, x)
+        return pd.DataFrame({"step": ts, "p": xs, "curve": name})
 
     with np.errstate(invalid="ignore", over="ignore"):
         curves = pd.concat([
             pd.DataFrame({"step": steps, "p": mean, "lo": mean - 2 * se, "hi": mean + 2 * se,
                           "curve": "mean over seeds"}),
-            pd.DataFrame({"step": t, "p": clip(pred["mean_field"]), "curve": "exact mean field (bandit)"}),
-            pd.DataFrame({"step": t, "p": clip(pred["closed_form"]), "curve": "oscillator, closed form"}),
-            pd.DataFrame({"step": t, "p": clip(pred["discrete"]), "curve": "oscillator, exact recurrence"}),
+            cut(pred["mean_field"], "exact mean field (bandit)"),
+            cut(pred["closed_form"], "oscillator, closed form"),
+            cut(pred["discrete"], "oscillator, exact recurrence"),
         ], ignore_index=True)
     fixed = pd.DataFrame({"p_star": [pred["fixed_point"].p_star], "label": ["p*"]})
     return {"paths": paths, "curves": curves, "fixed": fixed}
@@ -516,7 +536,7 @@ def static_bandit_grid(
     -------
     dict
         ``curves`` (``k_ref``, ``step``, ``p``, ``curve``: stochastic mean, exact mean field,
-        oscillator closed form; clipped to [-0.05, 1.05]) and ``labels`` (one row per ``k_ref``:
+        oscillator closed form; each cut where it leaves [-0.05, 1.05]) and ``labels`` (one row per ``k_ref``:
         ``regime``, the continuous model's regime; ``stable_exact``; ``critical_k_ref_exact``;
         ``text``).
 
@@ -544,8 +564,8 @@ def static_bandit_grid(
             closed = np.asarray(pred["closed_form"])[t]
         for name, values in ((f"mean of {seeds} seeds (G = {group_size})", st.p[i].mean(axis=0)),
                              ("exact mean field", mf.p[i, 0]), ("oscillator prediction", closed)):
-            v = np.clip(np.nan_to_num(np.asarray(values, float), nan=1.05, posinf=1.05, neginf=-0.05), -0.05, 1.05)
-            rows.append(pd.DataFrame({"k_ref": int(kr), "step": t, "p": v, "curve": name}))
+            ts, v = _until_exit(t, values)
+            rows.append(pd.DataFrame({"k_ref": int(kr), "step": ts, "p": v, "curve": name}))
         if not pred["stable_exact"]:
             verdict = "unstable"
         elif c.regime == "unstable":
@@ -694,17 +714,26 @@ def static_forecast_chart(grid: dict[str, pd.DataFrame], fraction: int = 40, *, 
                       bind=alt.binding_range(min=int(fs[0]), max=int(fs[-1]), step=step,
                                              name="fit on the first % of the steps "))
     x = alt.X("step:Q", title="optimizer step")
-    points = alt.Chart(grid["points"]).mark_circle(size=12, color="#7f7f7f", opacity=0.5).encode(
-        x=x, y=alt.Y("reward:Q", title=metric))
+    # One frame for every slider position (the data's range, with room for the label on top):
+    # a wild forecast runs out of the frame and is flagged, instead of rescaling the axis.
+    yv = grid["points"]["reward"].to_numpy(float)
+    span = float(np.ptp(yv)) or 1.0
+    y_lo, y_hi = float(np.min(yv)) - 0.1 * span, float(np.max(yv)) + 0.45 * span
+    y = alt.Y("reward:Q", title=metric, scale=alt.Scale(domain=[y_lo, y_hi], nice=False))
+    points = alt.Chart(grid["points"]).mark_circle(size=12, color="#7f7f7f", opacity=0.5).encode(x=x, y=y)
     sel = "datum.fraction == fraction"
-    band = alt.Chart(grid["curves"]).transform_filter(sel).mark_area(opacity=0.25, color="#0072B2").encode(
+    band = alt.Chart(grid["curves"]).transform_filter(sel).mark_area(opacity=0.25, color="#0072B2", clip=True).encode(
         x="step:Q", y="low:Q", y2="high:Q")
-    curve = alt.Chart(grid["curves"]).transform_filter(sel).mark_line(color="#0072B2", strokeWidth=2).encode(
-        x="step:Q", y="forecast:Q").properties(name="forecast_curve")
+    curve = alt.Chart(grid["curves"]).transform_filter(sel).mark_line(
+        color="#0072B2", strokeWidth=2, clip=True).encode(x="step:Q", y="forecast:Q").properties(name="forecast_curve")
     labels = alt.Chart(grid["labels"]).transform_filter(sel)
     window = labels.mark_rule(strokeDash=[4, 3], color="#555").encode(x="t_fit_end:Q")
     plateau = labels.mark_rule(color="#0072B2", strokeDash=[6, 3], clip=True).encode(y="plateau:Q")
     text = labels.mark_text(align="left", baseline="top", fontSize=13, dx=6, dy=6).encode(
         x=alt.value(0), y=alt.value(0), text="text:N").properties(name="forecast_label")
-    return alt.layer(points, band, curve, window, plateau, text).add_params(param).properties(
+    off = labels.transform_filter(f"datum.plateau > {y_hi!r} || datum.plateau < {y_lo!r}").transform_calculate(
+        note=f"datum.plateau > {y_hi!r} ? '▲ plateau above the frame' : '▼ plateau below the frame'",
+    ).mark_text(align="right", baseline="bottom", fontSize=12, color="#0072B2", dx=-6, dy=-6).encode(
+        x=alt.value(width), y=alt.value(height), text="note:N").properties(name="forecast_off_axis")
+    return alt.layer(points, band, curve, window, plateau, text, off).add_params(param).properties(
         width=width, height=height, usermeta={"embedOptions": {"renderer": "svg", "actions": False}})

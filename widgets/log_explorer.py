@@ -183,14 +183,18 @@ class LogExplorer(Explorer):
         best = comparison.best_fit
         self.values.update(best_law=comparison.best, plateau=best.plateau, r2=best.r2,
                            steps=int(len(t)))
+        # inline padding: the notebook's and the book's table styles differ, and an exported page has neither
+        td = 'style="padding:2px 12px 2px 0;text-align:{}"'
         rows = "".join(
-            f"<tr><td>{html.escape(name)}</td><td>{r.r2:.3f}</td><td>{d:.1f}</td>"
-            f"<td>{r.plateau:.3f} ± {r.plateau_stderr:.3f}</td></tr>"
+            f"<tr><td {td.format('left')}>{html.escape(name)}</td><td {td.format('right')}>{r.r2:.3f}</td>"
+            f"<td {td.format('right')}>{d:.1f}</td>"
+            f"<td {td.format('right')}>{r.plateau:.3f} ± {r.plateau_stderr:.3f}</td></tr>"
             for (name, r), d in zip(comparison.results.items(), comparison.delta().values())
         )
         self.table.value = (
-            f'<table><tr><th>law</th><th>R²</th><th>Δ{comparison.criterion.upper()}</th>'
-            f"<th>plateau ± s.e.</th></tr>{rows}</table>"
+            f'<table style="border-collapse:collapse"><tr><th {td.format("left")}>law</th>'
+            f'<th {td.format("right")}>R²</th><th {td.format("right")}>Δ{comparison.criterion.upper()}</th>'
+            f'<th {td.format("right")}>plateau ± s.e.</th></tr>{rows}</table>'
         )
 
     def _update_forecast(self) -> None:

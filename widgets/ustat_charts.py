@@ -548,7 +548,11 @@ def study_chart(summary: pd.DataFrame, g_star: float | None = None, *, width: in
     d["checkpoint"] = "step " + d["step"].astype(str)
     order = [f"step {s}" for s in sorted(d["step"].unique())]
     x = alt.X("group_size:Q", title="group size G", scale=alt.Scale(type="log", base=2))
-    color = alt.Color("checkpoint:N", sort=order, scale=alt.Scale(scheme="viridis"), title="checkpoint")
+    # ordered and far apart (viridis put two neighbouring checkpoints in two teals)
+    ramp = ["#440154", "#31688e", "#35b779", "#e3a800", "#d55e00", "#cc79a7"]
+    scale = (alt.Scale(domain=order, range=ramp[: len(order)]) if len(order) <= len(ramp)
+             else alt.Scale(scheme="viridis"))
+    color = alt.Color("checkpoint:N", sort=order, title="checkpoint", scale=scale)
     base = alt.Chart().encode(x=x, color=color)
     layers = [
         base.mark_line(point=True).encode(
