@@ -118,6 +118,22 @@ def test_bad_input_one_line_exit_2(capsys, tmp_path, text, argv, match):
     assert re.search(match, lines[0])
 
 
+def test_report_path_is_checked_before_any_work_and_never_overwrites_the_log(capsys, tmp_path):
+    log = tmp_path / "log.csv"
+    log.write_text("step,reward\n" + "".join(f"{i},{i / 40:.3f}\n" for i in range(1, 41)))
+    before = log.read_bytes()
+    for report, match in ((log, "`--report` must end in .html"),          # the log itself: refused
+                          (tmp_path / "r.png", "`--report` must end in .html"),
+                          (tmp_path, "`--report` must end in .html"),
+                          (log / "r.html", "cannot read or write a file: Not a directory")):
+        code, out, err = run(capsys, log, "--report", report)
+        assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+        assert match in err and "Traceback" not in err
+    assert log.read_bytes() == before
+    code, out, _ = run(capsys, log, "--report", tmp_path / "R.HTML")  # the suffix in any case
+    assert code in (0, 1) and (tmp_path / "R.HTML").read_text().lstrip().startswith("<!DOCTYPE html")
+
+
 def test_missing_file(capsys, tmp_path):
     code, _, err = run(capsys, tmp_path / "nope.json")
     assert code == 2 and "no such file" in err

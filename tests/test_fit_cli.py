@@ -114,6 +114,9 @@ def test_original_column_names_and_other_metrics(capsys):
 
 
 def test_png_and_self_contained_html(tmp_path, capsys):
+    upper = tmp_path / "FIT.PNG"  # the suffix in any case (altair refused 'PNG' with a traceback)
+    assert main(["fit", QWEN, "--plot", str(upper), "--n-boot", "0"]) == 0
+    assert upper.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     png = tmp_path / "fit.png"
     assert main(["fit", QWEN, "--plot", str(png), "--fit-fraction", "0.5", "--n-boot", "0"]) == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
@@ -138,6 +141,7 @@ def test_refused_input(tmp_path, capsys):
     flat.write_text("step,reward\n" + "".join(f"{i},0.5\n" for i in range(1, 30)))
     assert "constant" in _fails(capsys, str(flat))
     assert "`--plot` must end in .png or .html" in _fails(capsys, QWEN, "--plot", "x.pdf")
+    assert "cannot read or write a file: File exists" in _fails(capsys, QWEN, "--plot", str(flat / "x.html"))
     assert "`fraction`" in _fails(capsys, QWEN, "--fit-fraction", "1.5")
     assert "`fraction`" in _fails(capsys, QWEN, "--fit-fraction", "nan")
     assert "`law`" in _fails(capsys, QWEN, "--laws", "three_phase,power")

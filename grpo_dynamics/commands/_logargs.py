@@ -43,3 +43,30 @@ def read_log_from_args(args: argparse.Namespace):
     from grpo_core.logs import read_log
 
     return read_log(args.log, format=args.format, mapping=mapping(args.map), trl_version=args.trl_version)
+
+
+def output_path(flag: str, path: str | None, suffixes: tuple[str, ...], inputs: tuple[str, ...] = ()):
+    """Check an output file before any work is done; returns it as a :class:`~pathlib.Path` (or None).
+
+    Refuses (one-line :class:`~grpo_core.errors.ParameterError` naming ``flag``): a name not ending
+    in one of ``suffixes`` (compared case-insensitively), an existing directory, and a path that is
+    one of the ``inputs`` (writing the report over the log it reads would lose the log).
+    """
+    from pathlib import Path
+
+    from grpo_core.errors import ParameterError
+
+    if path is None:
+        return None
+    p = Path(path)
+    if p.suffix.lower() not in suffixes:
+        raise ParameterError(flag, f"`{flag}` must end in {' or '.join(suffixes)}; got {path!r}")
+    if p.is_dir():
+        raise ParameterError(flag, f"`{flag}` {path!r} is a directory; give a file name")
+    for src in inputs:
+        s = Path(src)
+        same = s.exists() and p.exists() and p.samefile(s)
+        if same or p.resolve() == s.resolve():
+            raise ParameterError(flag, f"`{flag}` {path!r} is the input log; it would be overwritten "
+                                       "(choose another file name)")
+    return p

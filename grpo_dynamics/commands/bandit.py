@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from pathlib import Path
 
 
 def _exact(x: float) -> str:
@@ -109,6 +110,8 @@ def handler(args: argparse.Namespace) -> int:
 
     spec = _spec(args)
     beta = check_beta(args.beta)
+    if args.out is not None and Path(args.out).is_dir():
+        raise ParameterError("--out", f"`--out` {args.out!r} is a directory; give a file name (e.g. run.csv)")
     if args.sweep == "k_ref":
         if args.eta is None:
             raise ParameterError("eta", "`eta` is required with --sweep k_ref")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ._logargs import add_log_arguments, read_log_from_args
+from ._logargs import add_log_arguments, output_path, read_log_from_args
 
 EXIT_HEALTHY = 0
 EXIT_FINDINGS = 1
@@ -64,6 +64,7 @@ def handler(args: argparse.Namespace) -> int:
     group_size = None if args.group_size is None else check_integer("group_size", args.group_size, low=2)
     num_prompts = None if args.num_prompts is None else check_integer("num_prompts", args.num_prompts, low=1)
     binary = {"auto": None, "yes": True, "no": False}[args.binary_reward]
+    report = output_path("--report", args.report, (".html", ".htm"), (args.log,))  # before any work
     quiet = args.json
     with warnings.catch_warnings():
         if quiet:
@@ -72,10 +73,10 @@ def handler(args: argparse.Namespace) -> int:
         log = read_log_from_args(args)
         diagnosis = diagnose(log, group_size=group_size, binary_reward=binary, num_prompts=num_prompts,
                              eval_metric=args.eval_metric, correctness=args.correctness, forecast=args.forecast)
-    if args.report:
+    if report is not None:
         from grpo_dynamics.report import write_report
 
-        write_report(args.report, log, diagnosis, group_size=group_size, binary_reward=binary,
+        write_report(report, log, diagnosis, group_size=group_size, binary_reward=binary,
                      num_prompts=num_prompts)
     if args.json:
         out = diagnosis.to_dict()

@@ -18,7 +18,7 @@ import json
 import math
 from pathlib import Path
 
-from ._logargs import add_log_arguments, read_log_from_args
+from ._logargs import add_log_arguments, output_path, read_log_from_args
 
 
 def register(subparsers) -> None:
@@ -61,18 +61,13 @@ def register(subparsers) -> None:
 
 def handler(args: argparse.Namespace) -> int:
     from grpo_core import laws
-    from grpo_core.errors import ParameterError
     from grpo_core.validation import check_integer, check_real
 
     # checked even without --fit-fraction: a bad value is never silently ignored
     check_integer("n_boot", args.n_boot, low=0)
     check_real("level", args.level, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
     check_integer("seed", args.seed, low=0)
-    plot = None
-    if args.plot is not None:
-        plot = Path(args.plot)
-        if plot.suffix.lower() not in (".png", ".html"):
-            raise ParameterError("--plot", f"`--plot` must end in .png or .html; got {args.plot!r}")
+    plot = output_path("--plot", args.plot, (".png", ".html"), (args.log,))
     law_names = [name.strip() for name in args.laws.split(",") if name.strip()]
     for name in law_names:
         laws.get_law(name)  # unknown names: one-line error naming `law`
@@ -166,6 +161,6 @@ def _save_plot(comparison, fc, path: Path, metric: str) -> None:
     chart = alt.vconcat(*charts).resolve_scale(color="independent")
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix.lower() == ".html":
-        chart.save(str(path), inline=True)
+        chart.save(str(path), format="html", inline=True)
     else:
-        chart.save(str(path), scale_factor=1.5)
+        chart.save(str(path), format="png", scale_factor=1.5)
