@@ -144,7 +144,7 @@ class Advice:
             f"(eta = {_g(self.critical_eta_exact)}), first unstable k_ref = {_k_ref_text(self.critical_k_ref_exact)}"
             + (f", critical beta = {_g(self.critical_beta_exact)}" if self.beta > 0 else ""),
             f"  exact per-step growth factor = {_factor(self.spectral_radius)}  ->  "
-            f"{'stable' if self.stable_exact else 'UNSTABLE'}",
+            f"{_verdict(self.stable_exact, self.spectral_radius)}",
             "",
             "Recommendation",
             *("  " + line for line in self.recommendation.splitlines()),
@@ -183,6 +183,13 @@ def _discrete_steps(x: float, stable: bool) -> str:
 def _given(x: float) -> str:
     """A value the user typed, shown with all its digits (mu = 0.999999 must not print as 1)."""
     return _g(x) if isinstance(x, int) or math.isinf(x) else f"{x:.12g}"
+
+
+def _verdict(stable: bool, rho: float) -> str:
+    """``stable`` / ``UNSTABLE``, or the marginal case: on the threshold to rounding."""
+    if math.isfinite(rho) and abs(rho - 1.0) < 1e-9:
+        return "on the threshold (to rounding): deviations neither decay nor grow"
+    return "stable" if stable else "UNSTABLE"
 
 
 def _factor(x: float) -> str:

@@ -552,6 +552,9 @@ def coefficients(
     d_mean, d_sq = (float(x) for x in lag_moments(k_ref, lag))
     mass = (1.0 + mu + gain * d_sq) / 2.0
     damping = 1.0 - mu - gain * d_mean
+    if abs(damping) <= 8 * np.finfo(float).eps * (1.0 + mu + gain * d_mean):
+        # rounding residue of 1 - mu - g d at the threshold (1 - 0.99 - 0.01 = 8.7e-18): exactly on it
+        damping = 0.0
     zeta = damping / (2.0 * math.sqrt(mass) * math.sqrt(gain))  # two roots: mass * gain may overflow
     regime = str(classify_regime(zeta, damping))
     return OscillatorCoefficients(
@@ -1221,6 +1224,8 @@ def settling_time(coeffs: OscillatorCoefficients, tolerance: float = 0.1) -> flo
         return time_to_fraction(coeffs, 1.0 - tolerance)
     gamma, omega = c / (2 * m), math.sqrt(-disc) / (2 * m)
     half = math.pi / omega
+    if gamma * half < 1e-12:  # decays by less than 1e-12 per half period: never settles in practice
+        return math.inf
     n_last = math.floor(math.log(1.0 / tolerance) / (gamma * half))  # last n with exp(-gamma t_n) > tol
     if math.exp(-gamma * n_last * half) <= tolerance:
         n_last -= 1

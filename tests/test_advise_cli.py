@@ -161,3 +161,20 @@ def test_k_ref_beyond_the_search_limit_is_not_called_never_unstable(capsys):
     code, out = _run(capsys, "--eta", "0.01", "--mu", "0.9", "--k-ref", "4", "--curvature", "1")
     k = int(stability.critical_value("k_ref", eta=0.01, mu=0.9, curvature=1.0))
     assert f"first unstable k_ref = {k}\n" in out and f"largest stable k_ref at this eta is {k - 1}." in out
+
+
+@pytest.mark.parametrize("args", [
+    ("--eta", "0.01", "--mu", "0.99", "--k-ref", "1"),        # 1 - mu - a is 8.7e-18, not 0, in floating point
+    ("--eta", "0.01", "--mu", "0.98", "--k-ref", "2"),
+    ("--eta", "0.001", "--mu", "0.999", "--k-ref", "1"),
+    ("--eta", "0.1", "--mu", "0.95", "--k-ref", "2", "--lag", "refresh"),
+])
+def test_settings_on_the_continuous_threshold_are_reported_not_crashed(capsys, args):
+    d = _run_json(capsys, *args, "--curvature", "1")
+    assert d["damping"] == 0.0 and d["damping_ratio"] == 0.0  # the residue snapped to the threshold
+    assert d["settling_time"] is None  # never (JSON null for inf)
+    assert main(["advise", *args, "--curvature", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "settles within 10% after never" in out
+    if abs(d["spectral_radius"] - 1) < 1e-9:  # also on the exact threshold (d = 1: a* = 1 - mu)
+        assert "on the threshold (to rounding)" in out
