@@ -129,6 +129,11 @@ _BLOCK_BYTES = 1 << 24
 #: Memory a :func:`simulate` call may plan for (recorded trajectories, state, per-step samples);
 #: a larger request is refused up front instead of failing in numpy or swapping.
 MAX_MEMORY_BYTES = 4 << 30
+#: Largest number of arms and largest finite group size a :class:`BanditSpec` accepts: the exact
+#: mean field sums over Bin(G - 1, p) and every step holds (prompts x G x arms) arrays, so beyond
+#: these a single step would not fit in memory (the experiments here use A <= 64, G <= 1024).
+MAX_ARMS = 100_000
+MAX_GROUP_SIZE = 1_000_000
 #: Most seeds in one :func:`simulate` call (each has its own random generator).
 MAX_SEEDS = 1_000_000
 
@@ -207,6 +212,8 @@ class BanditSpec:
 
     def __post_init__(self) -> None:
         q = check_array("reward_probs", self.reward_probs, ndim=1, low=0.0, high=1.0)
+        if q.size > MAX_ARMS:
+            raise ParameterError("arms", f"`arms` must be an integer in [2, {MAX_ARMS}]; got {q.size}")
         if q.size < 2:
             raise ParameterError("arms", f"`arms` must be an integer >= 2; got {q.size}")
         if np.ptp(q) == 0:
@@ -220,7 +227,7 @@ class BanditSpec:
         if isinstance(g, float | np.floating) and math.isinf(g) and g > 0:
             object.__setattr__(self, "group_size", math.inf)
         else:
-            object.__setattr__(self, "group_size", check_integer("group_size", g, low=1))
+            object.__setattr__(self, "group_size", check_integer("group_size", g, low=1, high=MAX_GROUP_SIZE))
         object.__setattr__(self, "num_prompts", check_integer("num_prompts", self.num_prompts, low=1))
         check_choice("baseline", self.baseline, BASELINES)
         check_choice("scale", self.scale, SCALES)
@@ -269,7 +276,7 @@ class BanditSpec:
         >>> BanditSpec.binary(arms=3, correct=2).reward_probs
         (1.0, 1.0, 0.0)
         """
-        a = check_integer("arms", arms, low=2)
+        a = check_integer("arms", arms, low=2, high=MAX_ARMS)
         c = check_integer("correct", correct, low=1, high=a - 1)
         return cls(reward_probs=tuple([1.0] * c + [0.0] * (a - c)), **kwargs)
 

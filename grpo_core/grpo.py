@@ -123,14 +123,16 @@ def group_advantages(
     -------
     ndarray, shape (..., G)
         Advantages (same units as the reward, or standard units when scaled). Exactly 0 in every
-        zero-spread group. With G = 1 the mean baseline gives 0 (a single completion has no
-        group to compare with) and ``"none"`` returns the reward.
+        zero-spread group with a baseline; ``baseline="none"`` (vanilla REINFORCE) returns the
+        reward itself. With G = 1 the mean baseline gives 0 (a single completion has no group to
+        compare with).
 
     Raises
     ------
     ParameterError
         Unknown ``baseline`` or ``scale``; NaN/inf rewards; ``eps`` <= 0; G < 2 with
-        ``baseline="leave_one_out"`` or a std scaling.
+        ``baseline="leave_one_out"`` or a std scaling; a std scaling without a baseline (it would
+        divide a zero-spread group's rewards by ``eps``: advantages of 1e4).
 
     Notes
     -----
@@ -159,6 +161,9 @@ def group_advantages(
     if g < 2 and (baseline == "leave_one_out" or scale != "none"):
         what = "baseline='leave_one_out'" if baseline == "leave_one_out" else f"scale={scale!r}"
         raise ParameterError("group_size", f"`group_size` must be >= 2 with {what}; got {g}")
+    if scale != "none" and baseline == "none":
+        raise ParameterError("scale", f"`scale`={scale!r} needs a baseline ('mean' or 'leave_one_out'): the "
+                                      "spread is measured around it")
     flat = zero_spread_mask(r, spread_rtol=spread_rtol)
 
     mean = r.mean(axis=-1, keepdims=True)

@@ -81,6 +81,9 @@ def test_no_kl_anchor_says_so(capsys):
         (["--eta", "0.1", "--steps", "1e12"], "steps"),  # was a 7 TiB allocation and a traceback
         (["--eta", "0.1", "--seeds", "100000000"], "seeds"),  # was 10^8 generators: a hang
         (["--eta", "0.1", "--group-size", "inf"], "group_size"),
+        (["--eta", "0.1", "--group-size", "1e9", "--steps", "2"], "group_size"),  # was an 888 PiB allocation
+        (["--eta", "0.1", "--arms", "1000000000"], "arms"),  # was a hang
+        (["--eta", "0.1", "--steps", "20", "--out", "."], "--out"),  # a directory
         (["--mu", "0.5"], "eta"),
         (["--sweep", "k_ref", "--eta", "0.5", "--beta", "0"], "beta"),
     ],
@@ -119,3 +122,11 @@ def test_report_echoes_inputs_with_all_their_digits(capsys):
                  "--seeds", "2", "--steps", "20"]) == 0
     out = capsys.readouterr().out
     assert "eta = 0.5, mu = 0.9999999, k_ref = 1, beta = 1, 20 steps" in out  # ':g' printed mu = 1
+
+
+def test_a_run_too_short_to_classify_says_so(capsys):
+    assert main(["bandit", "--eta", "0.1", "--steps", "5", "--seeds", "1", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["regime_measured"] is None and d["steps"] == 5 and d["regime_exact"] == "monotone"
+    assert main(["bandit", "--eta", "0.1", "--steps", "5", "--seeds", "1"]) == 0
+    assert "not classified (fewer than 7 steps)" in capsys.readouterr().out

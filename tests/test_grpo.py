@@ -57,6 +57,13 @@ def test_zero_spread_groups_give_zero_never_nan():
             assert np.all(np.isfinite(a))
             assert np.all(a[:2] == 0.0)
             assert np.all(a[2] != 0.0)
+    # without a baseline (vanilla REINFORCE) the advantage is the reward; a std scaling would divide
+    # a zero-spread group's rewards by eps (1e4 each): refused
+    assert group_advantages(r, baseline="none").tolist() == r.tolist()
+    for scale in ("group_std", "batch_std"):
+        with pytest.raises(ParameterError, match="needs a baseline") as err:
+            group_advantages(r, baseline="none", scale=scale)
+        assert err.value.parameter == "scale"
 
 
 def test_case_05_float32_std_residue(case):

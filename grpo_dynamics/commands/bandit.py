@@ -168,7 +168,9 @@ def handler(args: argparse.Namespace) -> int:
         # stochastic seeds blurs the phases of a growing oscillation into what looks like damping.
         mf = run if args.mean_field else bandit.simulate(
             spec, eta=run.eta[0], mu=run.mu[0], k_ref=run.k_ref[0], beta=beta, steps=args.steps, mean_field=True)
-        out["regime_measured"] = str(bandit_stability.classify_trajectory(mf.p[0, 0], fp.p_star)[()])
+        # the classifier needs a few periods' worth of points; a very short run is not classified
+        out["regime_measured"] = (str(bandit_stability.classify_trajectory(mf.p[0, 0], fp.p_star)[()])
+                                  if mf.p.shape[-1] >= 8 else None)
         out["regime_continuous"] = str(pred.continuous[0])
         out["regime_exact"] = str(pred.exact[0])
     if args.out:
@@ -210,7 +212,8 @@ def _run_report(o: dict) -> str:
     if o["interior_fixed_point"]:
         lines += [
             f"fixed point p* = {o['p_star']:.4f}, stiffness K = {o['curvature']:.4g}, a = eta K = {o['a']:.4g}",
-            f"regime: measured {o['regime_measured']} (mean-field run); oscillator predicts "
+            f"regime: measured {o['regime_measured'] or 'not classified (fewer than 7 steps)'} (mean-field run); "
+            "oscillator predicts "
             f"{o['regime_continuous']} (continuous), "
             f"{o['regime_exact']} (exact)",
         ]
