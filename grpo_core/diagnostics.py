@@ -422,6 +422,7 @@ class Diagnosis:
                          + (f" (caveat: {fc['caveat']})" if fc.get("caveat") else ""))
         else:
             lines += [f"  {note}" for note in self.notes if note.startswith("no plateau forecast")]
+        lines += [f"  {note}" for note in self.notes if note.startswith("data: ")]
         for mode, why in self.skipped.items():
             lines.append(f"  not checked: {mode} ({why})")
         return "\n".join(lines)
@@ -1647,6 +1648,15 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
                     fc["caveat"] = "; ".join(caveats)
             except GrpoError as exc:
                 notes.append(f"no plateau forecast: {exc}")
+    if log.has("reward"):
+        raw = log.train["reward"].to_numpy(float)
+        n_bad = int((~np.isfinite(raw)).sum())
+        if n_bad:
+            notes.append(f"data: {n_bad} of {raw.size} reward value(s) are NaN or infinite; the checks and the "
+                         "forecast leave them out")
+    if forecast and not log.has("reward"):
+        notes.append("no plateau forecast: the log has no reward values (no 'reward' column, or every value "
+                     "empty or NaN)")
     steps = (int(log.train.index[0]), int(log.train.index[-1])) if len(log.train) else (0, 0)
     return Diagnosis(findings=findings, healthy=healthy, forecast=fc, oscillation=osc, checked=checked,
                      skipped=skipped, source=log.source, format=log.format, reward_std_kind=log.reward_std_kind,

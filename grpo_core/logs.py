@@ -519,7 +519,7 @@ class RunLog:
         hint = (f" ({metric!r} is an evaluation metric: read the eval table, e.g. `fit --split eval "
                 f"--metric {normalize_key(metric, source_format='trl')[0]}`)") if eval_key else ""
         # a column read but dropped for holding no numbers: say so rather than "no column"
-        dropped = [n[len("dropped column "):].split(":")[0] for n in self.notes if n.startswith("dropped column ")]
+        dropped = [n.split("dropped column ", 1)[1].split(":")[0] for n in self.notes if "dropped column " in n]
         wanted = {repr(metric)} | {repr(c) for c, n in self.columns.items() if n == metric}
         dropped_hint = "".join(f"; column {d} was dropped: it holds no numbers" for d in dropped if d in wanted)
         raise DataError(
@@ -1147,7 +1147,10 @@ def _tidy(data: dict[str, np.ndarray], steps: np.ndarray, names: dict[str, str],
     all_nan = [c for c in table.columns if c != "step" and table[c].isna().all()]
     if all_nan:
         table = table.drop(columns=all_nan)
-        _note(notes, f"dropped empty column(s) ({split}): {', '.join(all_nan)}", warn=False)
+        for col in all_nan:
+            # the reward is what every fit and check reads: losing it must not go unseen
+            _note(notes, f"{source}: dropped column {col!r}: every value is empty or NaN ({split})",
+                  warn=col == "reward" and split == "train")
     if len(table) > 1 and np.any(np.diff(steps) < 0):
         n_back = int(np.sum(np.diff(steps) < 0))
         _note(notes, f"{source}: steps were out of order ({n_back} place(s) where the step goes back, {split}); "

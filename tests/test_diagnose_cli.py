@@ -279,3 +279,18 @@ def test_correctness_option_and_what_the_messages_tell_a_command_line_user(capsy
     # the hint names the command's options, not only the library's keywords
     code, out, err = run(capsys, CASES / "02-zero-loss-but-learning" / "trainer_state.json", "--no-forecast")
     assert "(--eval-metric)" in out and "(--correctness)" in out
+
+
+def test_missing_or_partly_missing_reward_is_said_in_the_text_report(capsys, tmp_path):
+    empty = tmp_path / "allnan.csv"
+    empty.write_text("step,reward,kl\n" + "".join(f"{i},nan,{0.01 * i:.3f}\n" for i in range(1, 61)))
+    code, out, err = run(capsys, empty)
+    assert "no plateau forecast: the log has no reward values" in out
+    assert "dropped column 'reward': every value is empty or NaN" in err
+    some = tmp_path / "somenan.csv"
+    some.write_text("step,reward,kl\n" + "".join(
+        f"{i},{'nan' if i % 5 == 0 else round(i / 60, 3)},{0.01 * i:.3f}\n" for i in range(1, 61)))
+    code, out, _ = run(capsys, some)
+    assert "data: 12 of 60 reward value(s) are NaN or infinite" in out
+    code, out, _ = run(capsys, some, "--json")
+    assert any(n.startswith("data: 12 of 60") for n in json.loads(out)["notes"])
