@@ -915,7 +915,8 @@ def advantage_degeneration(log: RunLog, *, group_size: int | None = None, binary
     Raises
     ------
     DataError
-        The log has neither ``frac_reward_zero_std`` nor ``reward_std``.
+        The log has neither ``frac_reward_zero_std`` nor ``reward_std``, or fewer than
+        ``min_stretch_steps`` (5) steps of them.
     ParameterError
         ``group_size`` not an integer >= 2.
 
@@ -936,6 +937,9 @@ def advantage_degeneration(log: RunLog, *, group_size: int | None = None, binary
     steps, frac, smooth = (table["step"].to_numpy(), table["observed"].to_numpy(), table["smoothed"].to_numpy())
     source, bound, w = table.attrs["source"], table.attrs["lower_bound"], table.attrs["window"]
     n = frac.size
+    if n < th.min_stretch_steps:  # a stretch needs that many steps: a shorter log is no evidence either way
+        raise DataError(f"advantage_degeneration needs at least {th.min_stretch_steps} logged steps of the zero-spread "
+                        f"fraction; {log.source} has {n}")
     need = max(th.min_stretch_steps, int(math.ceil(th.min_stretch_fraction * n)))
     need = min(need, n)
     chosen = None
@@ -982,8 +986,11 @@ def advantage_degeneration(log: RunLog, *, group_size: int | None = None, binary
             ev["expected_binary"] = expected
             ev["excess_over_binary"] = observed - expected
             ev["group_size"] = group_size
-    what = "At least " if bound else ""
-    msg = (f"{what}{observed:.0%} of groups had zero reward spread over steps {s_first}-{s_last} "
+    if observed >= 0.9995:  # a lower bound of 100% is exact: every group
+        head = "Every group had"
+    else:
+        head = f"{'At least ' if bound else ''}{observed:.0%} of groups had"
+    msg = (f"{head} zero reward spread over steps {s_first}-{s_last} "
            f"(their advantages are 0 and give no gradient")
     if ev.get("grad_norm_zero_fraction", 0) >= 0.5:
         msg += f"; grad_norm is 0 on {ev['grad_norm_zero_fraction']:.0%} of these steps"

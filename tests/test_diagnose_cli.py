@@ -294,3 +294,14 @@ def test_missing_or_partly_missing_reward_is_said_in_the_text_report(capsys, tmp
     assert "data: 12 of 60 reward value(s) are NaN or infinite" in out
     code, out, _ = run(capsys, some, "--json")
     assert any(n.startswith("data: 12 of 60") for n in json.loads(out)["notes"])
+
+
+def test_one_row_is_no_evidence_and_a_full_bound_reads_every_group(capsys, tmp_path):
+    one = tmp_path / "one.csv"
+    one.write_text("step,reward,reward_std\n1,0.5,0\n")
+    code, out, err = run(capsys, one)
+    assert code == 2 and "nothing to diagnose" in err  # was a critical finding from one step
+    flat = tmp_path / "flat.csv"
+    flat.write_text("step,reward,reward_std\n" + "".join(f"{i},0.5,0\n" for i in range(1, 31)))
+    code, out, _ = run(capsys, flat)
+    assert code == 1 and "Every group had zero reward spread over steps 1-30" in out and "At least" not in out
