@@ -59,6 +59,8 @@ OWN = [
     ("   \n\t ", None),
     (".5 of it", 0.5),
     ("−4 (unicode minus)", -4),
+    ("#### 1e3", 1000),                                          # an exponent (was read as 1)
+    ("Light travels 3e8 m/s, so #### 2.5E-4", 0.00025),
 ]
 
 

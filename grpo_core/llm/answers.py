@@ -47,11 +47,12 @@ __all__ = [
     "has_final_answer_line",
 ]
 
-#: A number as written in a solution: sign, optional currency sign, thousands separators, decimals.
+#: A number as written in a solution: sign, optional currency sign, thousands separators, decimals,
+#: and an exponent (``1e3``, ``2.5E-4``; taken only when nothing word-like follows it).
 #: The sign is only taken when the hyphen does not follow a word character (so ``5-3`` is not ``-3``).
 NUMBER_PATTERN = re.compile(
     r"(?<![\w.])(?P<sign>[-−+])?\s?[$€£¥]?\s?"
-    r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
+    r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?:\d+(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+(?![\w.]))?)"
 )
 _HASHES = re.compile(r"####")
 _ANSWER_PHRASE = re.compile(r"answer\s*(?:is|:|=)", re.IGNORECASE)
@@ -80,6 +81,8 @@ def parse_number(text: str) -> float | None:
     True
     >>> parse_number("none") is None
     True
+    >>> parse_number("#### 1e3"), parse_number("3 eggs")
+    (1000.0, 3.0)
     """
     match = NUMBER_PATTERN.search(text or "")
     return None if match is None else _value(match)
