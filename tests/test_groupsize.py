@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from grpo_core.errors import ParameterError
+from grpo_core.errors import DataError, ParameterError
 from grpo_core.groupsize import (
     GroupSizeConstants,
     PromptPool,
@@ -183,6 +183,9 @@ def test_estimate_constants_bad_input():
         estimate_constants(rng.normal(size=(3, 4, 3)), np.where(np.eye(3, 4) > 0, np.nan, 1.0))
     with pytest.raises(ParameterError, match="`confidence`"):
         estimate_constants(rng.normal(size=(3, 4, 3)), rng.normal(size=(3, 4)), confidence=1.0)
+    # every group at zero spread: nothing to estimate (was a confusing "`c2` ... got -2.9e-17")
+    with pytest.raises(DataError, match="every group has zero reward spread"):
+        estimate_constants(rng.normal(size=(20, 4, 3)), np.ones((20, 4)))
 
 
 # ------------------------------------------------------------------------------ the training study
