@@ -564,7 +564,11 @@ def _prepare(t, y, *, min_points: int = MIN_POINTS) -> tuple[np.ndarray, np.ndar
         )
     if t_arr[0] < 0:
         raise ParameterError("t", f"`t` must be >= 0 (steps since the start of training); got {t_arr[0]!r}")
-    scale = max(1.0, float(np.max(np.abs(y_arr))))
+    scale = float(np.max(np.abs(y_arr)))
+    if scale > 1e100 or 0 < scale < 1e-100:
+        # sums of squares would overflow or underflow float64: no fit means anything there
+        raise DataError(f"`y` values reach {scale:.3g}, {'too large' if scale > 1 else 'too small'} to fit in "
+                        "floating point (|y| must lie within 1e-100 .. 1e100); rescale the metric")
     if np.ptp(y_arr) <= 1e-12 * scale:
         raise DataError(f"`y` is constant (every value is {y_arr[0]!r}); a reward law needs a curve that changes")
     return t_arr, y_arr, dropped

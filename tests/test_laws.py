@@ -402,6 +402,14 @@ def test_bad_inputs():
         laws.fit_law(t[:4], y[:4])
     with pytest.raises(DataError, match="constant"):
         laws.fit_all(t, np.full(10, 0.7))
+    # magnitudes float64 cannot fit: a clear refusal (was an overflow and "`rss` must be finite", or a
+    # curve at 1e-201 called constant)
+    with pytest.raises(DataError, match="too large to fit"):
+        laws.fit_all(t, y * 1e300)
+    with pytest.raises(DataError, match="too small to fit"):
+        laws.fit_all(t, (1 + y) * 1e-201)
+    small = laws.fit_law(t, y * 1e-9, "exponential")  # small but fine: the same fit, scaled
+    assert small.r2 == pytest.approx(laws.fit_law(t, y, "exponential").r2, abs=1e-6)
     with pytest.raises(ParameterError, match="`t` must be strictly increasing") as e:
         laws.fit_law(t[::-1], y)
     assert e.value.parameter == "t"
