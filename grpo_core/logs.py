@@ -1002,6 +1002,12 @@ def _build(records, frame, *, container, fmt, mapping, source, notes, meta, trl_
             targets[col] = ("step", "train")
         else:
             targets[col] = mapper(col)
+    if "step" in protected:
+        # the user named the step column: any other column the format reads as the step gives way
+        for c in [c for c, (n, _) in targets.items() if n == "step" and c != "step"]:
+            frame = frame.drop(columns=[c])
+            del targets[c]
+            _note(notes, f"column {c!r} ignored: `mapping` names another column as the step", warn=True)
     step_cols = [c for c, (n, _) in targets.items() if n == "step"]
     if not step_cols:
         for cand in _STEP_CANDIDATES:

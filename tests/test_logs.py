@@ -492,3 +492,12 @@ def test_a_text_column_asked_for_says_it_was_dropped(tmp_path):
     with pytest.raises(DataError, match=r"no column 'reward' .*column 'reward' was dropped: it holds no numbers; "
                                         r"available: acc"):
         log.series("reward")
+
+
+def test_a_user_mapped_step_wins_over_the_format_s_own(tmp_path):
+    # a notebook progress table has its own 'Step'; the user says the step is 'iter'
+    path = write(tmp_path, "nb.csv", "Step,iter,Training Loss,reward\n1,10,0.1,0.2\n2,20,0.1,0.3\n3,30,0.1,0.4\n")
+    with pytest.warns(LogWarning, match="column 'Step' ignored: `mapping` names another column as the step"):
+        log = read_log(path, mapping={"step": "iter"})
+    assert log.train.index.tolist() == [10, 20, 30]
+    assert log.train["reward"].tolist() == pytest.approx([0.2, 0.3, 0.4])
