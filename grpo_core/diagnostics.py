@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .errors import DataError, GrpoError
+from .errors import DataError, GrpoError, ParameterError
 from .laws import plateau_outside_unit_interval
 from .logs import RunLog, read_log
 from .validation import check_array, check_integer, check_real
@@ -1577,7 +1577,7 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
         The log cannot be read (path input), or none of the four checks can run on it (it has
         none of the columns they read: a verdict "healthy" would be about nothing).
     ParameterError
-        Bad ``group_size`` or ``num_prompts``.
+        Bad ``group_size`` or ``num_prompts``; ``binary_reward=True`` for a reward outside [0, 1].
 
     Examples
     --------
@@ -1597,6 +1597,10 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
     osc = None
     if log.has("reward"):
         st, r = _quiet_series(log, "reward")
+        if binary_reward is True and r.size and not _is_binary_compatible(r):
+            # the per-step mean of a 0/1 reward lies in [0, 1]: the claim contradicts the log
+            raise ParameterError("binary_reward", f"`binary_reward` is True but the reward of {log.source} lies in "
+                                 f"[{np.min(r):.4g}, {np.max(r):.4g}], outside [0, 1] where a 0/1 reward's mean must be")
         if r.size >= 16:
             osc = oscillation(st, r, p_value=th.oscillation_p_value)
     checks = {

@@ -305,3 +305,9 @@ def test_one_row_is_no_evidence_and_a_full_bound_reads_every_group(capsys, tmp_p
     flat.write_text("step,reward,reward_std\n" + "".join(f"{i},0.5,0\n" for i in range(1, 31)))
     code, out, _ = run(capsys, flat)
     assert code == 1 and "Every group had zero reward spread over steps 1-30" in out and "At least" not in out
+
+
+def test_binary_reward_claim_that_contradicts_the_log_is_refused(capsys):
+    qwen = TESTS.parent / "grpo_core" / "data" / "real_logs" / "qwen2.5-3b-instruct_gsm8k_unsloth.csv"
+    code, out, err = run(capsys, qwen, "--binary-reward", "yes")
+    assert code == 2 and out == "" and "`binary_reward` is True but the reward" in err and "outside [0, 1]" in err
