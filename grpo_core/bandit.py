@@ -858,7 +858,8 @@ def _check_memory(n_conf: int, n_seeds: int, n_steps: int, every: int, arms: int
         gib, limit = need / 2**30, MAX_MEMORY_BYTES / 2**30
         raise ParameterError(
             "steps", f"`steps` ({n_steps}) x `seeds` ({n_seeds}) x configurations ({n_conf}) needs about {gib:.3g} GiB "
-            f"(limit {limit:g} GiB): lower `steps` or `seeds`, or record every n-th step (`record_every`)")
+            f"(limit {limit:g} GiB): lower `steps` or `seeds`, or record every n-th step "
+            "(`record_every` of grpo_core.bandit.simulate)")
 
 
 def simulate(

@@ -128,13 +128,13 @@ def check_integer(
     ParameterError
         If ``value`` is not a whole number or lies outside the range.
     """
-    rng = describe_range(low, high)
-    x = _to_float(name, value, f"integer {rng}")
+    what = "integer" if low is None and high is None else f"integer {describe_range(low, high)}"
+    x = _to_float(name, value, what)
     if not float(x).is_integer():
-        raise ParameterError(name, f"`{name}` must be an integer {rng}; got {value!r}")
+        raise ParameterError(name, f"`{name}` must be an {what}; got {value!r}")
     n = int(x)
     if (low is not None and n < low) or (high is not None and n > high):
-        raise ParameterError(name, f"`{name}` must be an integer {rng}; got {value!r}")
+        raise ParameterError(name, f"`{name}` must be an {what}; got {value!r}")
     return n
 
 

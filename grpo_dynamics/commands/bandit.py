@@ -35,7 +35,8 @@ def register(subparsers) -> None:
             "and exact predictions."
         ),
     )
-    p.add_argument("--eta", help="learning rate per optimizer step, > 0 (not with --sweep eta)")
+    p.add_argument("--eta", help="learning rate per optimizer step, > 0; required for a run and for --sweep k_ref "
+                                 "(not with --sweep eta, which solves for it)")
     p.add_argument("--mu", default="0", help="momentum coefficient in [0, 1) (default 0)")
     p.add_argument("--k-ref", dest="k_ref", default="1",
                    help="lag (constant) or refresh interval (refresh), in optimizer steps, integer >= 1 (default 1)")
@@ -153,7 +154,7 @@ def handler(args: argparse.Namespace) -> int:
     final = final[np.isfinite(final)]  # seeds that overflowed float64 are counted, not averaged
     out = {"eta": float(run.eta[0]), "mu": float(run.mu[0]), "k_ref": int(run.k_ref[0]), "beta": beta,
            "lag": spec.lag, "estimator": spec.estimator, "momentum": spec.momentum, "baseline": spec.baseline,
-           "scale": spec.scale, "group_size": _finite(float(spec.group_size)), "num_prompts": spec.num_prompts,
+           "scale": spec.scale, "group_size": None if math.isinf(spec.group_size) else int(spec.group_size), "num_prompts": spec.num_prompts,
            "arms": spec.num_arms, "steps": int(run.steps[-1]), "seeds": 1 if args.mean_field else seeds,
            "mean_field": bool(args.mean_field), "final_p_mean": float(final.mean()) if final.size else None,
            "final_p_spread": float(final.std(ddof=1)) if final.size > 1 else (0.0 if final.size else None),
