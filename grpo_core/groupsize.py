@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .errors import DataError, ParameterError
+from .errors import ParameterError
 from .grpo import DEFAULT_STD_EPS, group_advantages
 from .softmax import arm_counts, sample_categorical, score, softmax
 from .ustat import bandit_traces, check_groups, group_gradient
@@ -736,9 +736,6 @@ def estimate_constants(
     ParameterError
         Not shaped (P, G, D) / (P, G), ragged or empty groups, NaN/inf, P < 2, G < 3, bad
         ``num_bootstrap`` or ``confidence``.
-    DataError
-        Every group has zero reward spread: no sample carries a gradient signal, so there is
-        nothing to estimate (the formulas would return rounding residue such as ``c2 = -1e-17``).
 
     References
     ----------
@@ -761,12 +758,17 @@ def estimate_constants(
     p = z.shape[0]
     if p < 2:
         raise ParameterError("num_prompts", f"`num_prompts` (P, the first axis) must be >= 2; got {p}")
-    if np.all(z == z[:, :1]):
-        raise DataError(f"every group has zero reward spread (all {p} groups): the rewards carry no gradient "
-                        "signal and the constants c1, c2, c3 cannot be estimated")
     nb = check_integer("num_bootstrap", num_bootstrap, low=0)
     level = check_real("confidence", confidence, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
     st = _per_prompt_statistics(w, z)
+    if np.all(z == z[:, :1]):
+        # every group at zero spread: each estimate is exactly 0 (the formulas would leave rounding
+        # residue such as c2 = -1e-17, which fails the c2 >= 0 check); G* is then undefined (inf)
+        import warnings
+
+        warnings.warn(f"every group has zero reward spread (all {p} groups): the samples carry no gradient "
+                      "signal; c1 = c2 = c3 = 0 and G* is undefined", RuntimeWarning, stacklevel=2)
+        st = {k: np.zeros_like(v) for k, v in st.items()}
     loo = st["loo"]
     diag = (loo**2).sum(axis=-1)
     # ||sum_x c_x U_x||^2 for a batch of resampling weights c: through the P x P Gram matrix when

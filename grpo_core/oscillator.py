@@ -67,6 +67,7 @@ __all__ = [
     "REGIMES",
     "REGIME_LABELS",
     "CRITICAL_TOLERANCE",
+    "DAMPING_ROUNDING",
     "relaxation",
     "reward_curve",
     "OscillatorCoefficients",
@@ -106,6 +107,9 @@ REGIME_LABELS = {
 #: of zeta = 1 and zeta = 1 +/- 1e-3 differ by less than 1e-3 of e0 at every time (a slider or
 #: a fit cannot tell them apart), so finer distinctions would be noise.
 CRITICAL_TOLERANCE = 1e-3
+#: A damping ``|C| <= DAMPING_ROUNDING * (1 + mu + g d)`` is rounding residue of a setting exactly on
+#: the continuous threshold (``1 - 0.99 - 0.01`` is 8.7e-18 in floating point) and is taken as 0.
+DAMPING_ROUNDING = 8 * float(np.finfo(float).eps)
 
 #: Below this |x| the series of ``expm1(x)/x`` and ``sin(x)/x`` replace the direct quotients.
 _SERIES_EPS = 1e-4
@@ -552,7 +556,7 @@ def coefficients(
     d_mean, d_sq = (float(x) for x in lag_moments(k_ref, lag))
     mass = (1.0 + mu + gain * d_sq) / 2.0
     damping = 1.0 - mu - gain * d_mean
-    if abs(damping) <= 8 * np.finfo(float).eps * (1.0 + mu + gain * d_mean):
+    if abs(damping) <= DAMPING_ROUNDING * (1.0 + mu + gain * d_mean):
         # rounding residue of 1 - mu - g d at the threshold (1 - 0.99 - 0.01 = 8.7e-18): exactly on it
         damping = 0.0
     zeta = damping / (2.0 * math.sqrt(mass) * math.sqrt(gain))  # two roots: mass * gain may overflow

@@ -66,12 +66,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except IsADirectoryError as exc:
         print(f"grpo-dynamics {args.command}: error: expected a file, got a directory: {exc.filename}", file=sys.stderr)
         return EXIT_USAGE
-    except OSError as exc:
-        # unwritable or unreadable paths (permissions, a file used as a folder, a full disk ...)
-        what = exc.strerror or type(exc).__name__
-        where = f": {exc.filename}" if exc.filename else f" ({exc})" if str(exc) else ""
-        print(f"grpo-dynamics {args.command}: error: cannot read or write a file: {what}{where}", file=sys.stderr)
-        return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"grpo-dynamics {args.command}: interrupted", file=sys.stderr)
         return 130
@@ -80,6 +74,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141
+    except OSError as exc:  # after BrokenPipeError, one of them
+        # unwritable or unreadable paths (permissions, a file used as a folder, a full disk ...)
+        what = exc.strerror or type(exc).__name__
+        where = f": {exc.filename}" if exc.filename else f" ({exc})" if str(exc) else ""
+        print(f"grpo-dynamics {args.command}: error: cannot read or write a file: {what}{where}", file=sys.stderr)
+        return EXIT_USAGE
 
 
 if __name__ == "__main__":  # pragma: no cover

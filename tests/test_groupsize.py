@@ -3,11 +3,13 @@ the contextual bandit and the fixed-budget study. Chapter: book/group_size.md.""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from grpo_core.errors import DataError, ParameterError
+from grpo_core.errors import ParameterError
 from grpo_core.groupsize import (
     GroupSizeConstants,
     PromptPool,
@@ -183,9 +185,11 @@ def test_estimate_constants_bad_input():
         estimate_constants(rng.normal(size=(3, 4, 3)), np.where(np.eye(3, 4) > 0, np.nan, 1.0))
     with pytest.raises(ParameterError, match="`confidence`"):
         estimate_constants(rng.normal(size=(3, 4, 3)), rng.normal(size=(3, 4)), confidence=1.0)
-    # every group at zero spread: nothing to estimate (was a confusing "`c2` ... got -2.9e-17")
-    with pytest.raises(DataError, match="every group has zero reward spread"):
-        estimate_constants(rng.normal(size=(20, 4, 3)), np.ones((20, 4)))
+    # every group at zero spread: each constant is exactly 0 and G* undefined, with a warning (the
+    # formulas left residue such as c2 = -2.9e-17, which failed with a confusing "`c2` must be >= 0")
+    with pytest.warns(RuntimeWarning, match="every group has zero reward spread"):
+        k = estimate_constants(rng.normal(size=(20, 4, 3)), np.ones((20, 4)), num_bootstrap=20)
+    assert (k.c1, k.c2, k.c3) == (0.0, 0.0, 0.0) and math.isinf(k.g_star)
 
 
 # ------------------------------------------------------------------------------ the training study

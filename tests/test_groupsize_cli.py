@@ -93,6 +93,10 @@ def test_bad_samples_files(tmp_path, capsys):
     np.savez(small, scores=np.zeros((3, 2, 4)), rewards=np.zeros((3, 2)))
     assert main(["groupsize", "--samples", str(small), "--budget", "64"]) == 2
     assert "`group_size`" in capsys.readouterr().err
+    flat = tmp_path / "flat.npz"  # every group at zero spread
+    np.savez(flat, scores=np.random.default_rng(0).normal(size=(20, 4, 3)), rewards=np.ones((20, 4)))
+    assert main(["groupsize", "--samples", str(flat), "--budget", "64"]) == 2
+    assert "every group in" in capsys.readouterr().err
     text = tmp_path / "text.npz"
     text.write_text("not an archive")
     assert main(["groupsize", "--samples", str(text), "--budget", "64"]) == 2

@@ -104,7 +104,9 @@ def oscillator_expressions(lag: str = "constant", momentum: str = "heavy_ball") 
     else:
         d1, d2 = (k - 1.0) / 2.0, (k - 1.0) * (2.0 * k - 1.0) / 6.0
     mass = (1.0 + mu + gain * d2) / 2.0
-    damping = (1.0 - mu) - gain * d1
+    raw_damping = (1.0 - mu) - gain * d1
+    # the same snap of rounding residue to 0 as grpo_core.oscillator.coefficients
+    damping = where(fn.abs(raw_damping) <= osc.DAMPING_ROUNDING * (1.0 + mu + gain * d1), 0.0, raw_damping)
     zeta = damping / (2.0 * fn.sqrt(mass * gain))
     tol = osc.CRITICAL_TOLERANCE
     regime = where(

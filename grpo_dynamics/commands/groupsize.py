@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import warnings
 
 from grpo_core.errors import DataError, ParameterError
 
@@ -55,12 +56,18 @@ def handler(args: argparse.Namespace) -> int:
         raise ParameterError("c1", "give `--c1`, `--c2` and `--c3` (or `--samples FILE.npz` to estimate them)")
     if args.samples is not None:
         scores, rewards = _load_samples(args.samples)
-        k = groupsize.estimate_constants(
-            scores, rewards, num_bootstrap=check_integer("bootstrap", args.bootstrap, low=0),
-            confidence=check_real("confidence", args.confidence, low=0.0, high=1.0, low_inclusive=False,
-                                  high_inclusive=False),
-            seed=check_integer("seed", args.seed, low=0),
-        )
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="every group has zero reward spread")  # said below
+            k = groupsize.estimate_constants(
+                scores, rewards, num_bootstrap=check_integer("bootstrap", args.bootstrap, low=0),
+                confidence=check_real("confidence", args.confidence, low=0.0, high=1.0, low_inclusive=False,
+                                      high_inclusive=False),
+                seed=check_integer("seed", args.seed, low=0),
+            )
+        r = np.asarray(rewards, dtype=float)
+        if np.all(r == r[:, :1]):
+            raise DataError(f"every group in {args.samples} has zero reward spread ({r.shape[0]} groups): the "
+                            "samples carry no gradient signal and the constants c1, c2, c3 cannot be estimated")
     else:
         k = groupsize.GroupSizeConstants(
             c1=check_real("c1", args.c1, low=0.0), c2=check_real("c2", args.c2, low=0.0),
