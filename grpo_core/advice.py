@@ -288,7 +288,10 @@ def _recommend(v: dict[str, Any]) -> str:
     lines = []
     if not v["stable_exact"]:
         lines.append(
-            f"UNSTABLE: deviations grow by a factor {_factor(v['spectral_radius'])} per step. Lower eta below "
+            (f"UNSTABLE: deviations grow by a factor {_factor(v['spectral_radius'])} per step. "
+             if v["spectral_radius"] > 1.0 + 1e-9 else
+             "ON THE THRESHOLD (to rounding): deviations neither decay nor grow. ")
+            + "Lower eta below "
             f"{_g(eta_x)} (exact threshold at this mu and k_ref)"
             + (f" or k_ref to {k_stable} or less" if k_first not in (1, math.inf) else "")
             + ", or lower mu."

@@ -33,7 +33,7 @@ import pandas as pd
 from . import oscillator, stability
 from .bandit import BanditSpec, fixed_point, gradient_covariance, simulate
 from .errors import ParameterError
-from .hyperparameters import check_beta, check_eta, check_k_ref, check_mu
+from .hyperparameters import check_beta, check_eta, check_k_ref, check_mu, check_mu_array
 from .validation import check_array, check_integer, check_real
 
 __all__ = [
@@ -150,14 +150,25 @@ def oscillator_gain(spec: BanditSpec, eta, mu, curvature) -> np.ndarray:
     -------
     ndarray
 
+    Raises
+    ------
+    ParameterError
+        ``eta`` or ``curvature`` not finite and > 0, ``mu`` outside [0, 1).
+
     Examples
     --------
     >>> float(oscillator_gain(BanditSpec.binary(momentum="ema"), 0.5, 0.5, 0.4))
     0.1
     """
-    a = np.asarray(eta, dtype=float) * np.asarray(curvature, dtype=float)
+    eta = check_array("eta", eta)
+    curvature = check_array("curvature", curvature)
+    mu = check_mu_array(mu)
+    for name, arr in (("eta", eta), ("curvature", curvature)):
+        if arr.size and np.any(arr <= 0):
+            raise ParameterError(name, f"`{name}` must be > 0; min is {float(np.min(arr))!r}")
+    a = eta * curvature
     if spec.momentum == "ema":
-        a = a * (1.0 - np.asarray(mu, dtype=float))
+        a = a * (1.0 - mu)
     return a
 
 

@@ -15,6 +15,7 @@ from .errors import ParameterError
 from .validation import check_array, check_choice, check_integer, check_real
 
 __all__ = [
+    "MAX_K_REF",
     "LAG_MODELS",
     "MOMENTUM_STYLES",
     "check_eta",
@@ -36,6 +37,10 @@ LAG_MODELS = ("constant", "refresh")
 #: Momentum conventions: heavy ball ``v = mu v + g`` and EMA ``v = mu v + (1 - mu) g`` (Adam's beta1).
 MOMENTUM_STYLES = ("heavy_ball", "ema")
 
+
+#: Largest refresh interval accepted (about 1.1e12 steps, far past any training run): beyond it the
+#: lag moments (d^2 ~ k^2) and int64 arithmetic lose meaning (2**64 wrapped to a negative lag).
+MAX_K_REF = 2**40
 
 def check_eta(eta: Any) -> float:
     """Step size ``eta``: a finite number ``> 0``.
@@ -103,7 +108,7 @@ def check_k_ref(k_ref: Any) -> int:
     >>> check_k_ref(4.0)
     4
     """
-    return check_integer("k_ref", k_ref, low=1)
+    return check_integer("k_ref", k_ref, low=1, high=MAX_K_REF)
 
 
 def check_curvature(curvature: Any) -> float:
@@ -316,5 +321,7 @@ def check_k_ref_array(k_ref: Any) -> np.ndarray:
     """
     arr = check_array("k_ref", k_ref, low=1.0)
     if arr.size and not np.all(arr == np.round(arr)):
-        raise ParameterError("k_ref", "`k_ref` must be an integer >= 1; got non-integer value(s)")
+        raise ParameterError("k_ref", "`k_ref` must be an integer in [1, 2**40]; got non-integer value(s)")
+    if arr.size and np.max(arr) > MAX_K_REF:
+        raise ParameterError("k_ref", f"`k_ref` must be an integer in [1, 2**40]; got {np.max(arr):.4g}")
     return arr.astype(np.int64)

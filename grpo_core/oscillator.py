@@ -1263,12 +1263,18 @@ def variance_trajectory(
     Returns
     -------
     ndarray, shape (n_steps + 1,)
-        Reward units squared; entry 0 is 0.
+        Reward units squared; entry 0 is 0. An unstable setting grows without bound: past
+        float64's range the entries are ``inf`` (never NaN).
 
     Raises
     ------
     ParameterError
         Bad ``coeffs``, ``n_steps < 1``, ``noise_scale < 0``, ``group_size < 1``.
+
+    Warns
+    -----
+    RuntimeWarning
+        If the variance overflows float64 (an unstable setting).
 
     References
     ----------
@@ -1296,4 +1302,12 @@ def variance_trajectory(
             a = maps[k % len(maps)]
             p = a @ p @ a.T + q
             out[k + 1] = p[0, 0]
+    bad = ~np.isfinite(out)
+    if bad.any():
+        # a variance is >= 0: once it overflowed (inf - inf made NaN in the products) it is inf
+        out[int(np.argmax(bad)):] = np.inf
+        import warnings
+
+        warnings.warn(f"variance_trajectory: the variance overflowed float64 at step {int(np.argmax(bad))} "
+                      "(an unstable setting); it is inf from there", RuntimeWarning, stacklevel=2)
     return out

@@ -25,6 +25,7 @@ import numpy as np
 from .errors import ParameterError
 from .hyperparameters import (
     LAG_MODELS,
+    MAX_K_REF,
     MOMENTUM_STYLES,
     check_beta,
     check_curvature,
@@ -554,7 +555,7 @@ def is_stable_exact(a: Any, mu: Any, k_ref: Any, lag: str = "constant", momentum
 _PARAMETERS = ("eta", "mu", "k_ref", "curvature", "beta")
 _METHODS = ("exact", "continuous")
 #: Largest k_ref the exact k_ref search tries (critical_value); beyond it critical_a_exact loses digits.
-K_REF_SEARCH_MAX = 2**40
+K_REF_SEARCH_MAX = MAX_K_REF
 
 
 def critical_value(

@@ -1042,4 +1042,6 @@ def loglog_slope(x, y) -> float:
         raise ParameterError("y", f"`y` must have the shape of `x` {xa.shape}; got {ya.shape}")
     if np.any(xa <= 0) or np.any(ya <= 0):
         raise ParameterError("y", "`x` and `y` must be > 0 for a log-log fit")
+    if np.ptp(np.log(xa)) == 0:
+        raise ParameterError("x", f"`x` must hold at least two different values for a slope; got all {xa[0]!r}")
     return float(np.polyfit(np.log(xa), np.log(ya), 1)[0])

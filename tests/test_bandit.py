@@ -532,3 +532,14 @@ def test_case_08_bad_hyperparameters_refused_by_the_bandit(case):
         with pytest.raises(ParameterError) as info:
             simulate(BanditSpec.binary(), eta=item["eta"], mu=item["mu"], k_ref=item["k_ref"], steps=3)
         assert info.value.parameter == item["bad"]
+
+
+def test_oscillator_gain_validates_its_inputs():
+    from grpo_core.bandit_stability import oscillator_gain
+
+    spec = BanditSpec.binary()
+    for args, name in (((float("nan"), 0.5, 1.0), "eta"), ((0.1, 0.5, -1.0), "curvature"), ((0.1, 1.0, 1.0), "mu")):
+        with pytest.raises(ParameterError) as err:
+            oscillator_gain(spec, *args)
+        assert err.value.parameter == name
+    assert oscillator_gain(spec, [0.1, 0.2], 0.5, [1.0, 2.0]).tolist() == pytest.approx([0.1, 0.4])

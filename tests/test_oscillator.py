@@ -602,3 +602,28 @@ def test_array_functions_validate():
         osc.simulate("not coefficients", 10)
     with pytest.raises(ParameterError):
         osc.time_to_fraction(c, 1.0)
+
+
+def test_k_ref_beyond_2_to_the_40_is_refused_not_wrapped():
+    # 2**64 wrapped to a negative lag in int64 arithmetic and gave a wrong 'underdamped'
+    for call in (lambda: osc.coefficients(0.1, 0.5, 2**64, 1.0),
+                 lambda: stability.critical_a_exact(0.5, 2**70, "refresh"),
+                 lambda: advise(0.1, 0.5, 2**70, 1.0)):
+        with pytest.raises(ParameterError, match="`k_ref` must be an integer in \\[1, "):
+            call()
+    assert osc.coefficients(1e-13, 0.5, 2**40, 1.0).k_ref == 2**40
+
+
+def test_variance_of_an_unstable_setting_is_inf_with_a_warning_never_nan():
+    with pytest.warns(RuntimeWarning, match="overflowed float64"):
+        v = osc.variance_trajectory(osc.coefficients(10.0, 0.9, 16, 1.0), 5000, 1.0, 8)
+    assert not np.isnan(v).any() and np.isinf(v[-1])
+    first = int(np.argmax(np.isinf(v)))
+    assert np.all(np.isinf(v[first:])) and np.all(np.isfinite(v[:first]))
+
+
+def test_advise_exactly_at_the_critical_eta_does_not_claim_growth():
+    eta_c = stability.critical_value("eta", mu=0.5, k_ref=4, curvature=1.0)
+    rec = advise(eta_c, 0.5, 4, 1.0).recommendation
+    assert "grow by a factor 1 -" not in rec
+    assert rec.startswith("ON THE THRESHOLD") or rec.startswith("Stable")

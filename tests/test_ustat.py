@@ -261,3 +261,10 @@ def test_std_scaled_monte_carlo_matches_the_bandit_modules_exact_covariance():
     std = df[df.estimator == "std"]
     np.testing.assert_allclose(std.mse, std.exact, rtol=0.02)
     np.testing.assert_allclose(std.exact, std_scaled_mse(HARD_PROBS, HARD_REWARDS, [2, 8, 64]), rtol=1e-12)
+
+
+def test_loglog_slope_needs_two_different_x():
+    from grpo_core.ustat import loglog_slope
+
+    with pytest.raises(ParameterError, match="`x` must hold at least two different values"):
+        loglog_slope([2, 2, 2], [1, 2, 3])

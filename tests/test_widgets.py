@@ -400,3 +400,15 @@ def test_explorers_use_only_core_ipywidgets():
         modules = {w._model_module for w in seen} | {w._view_module for w in seen if w._view_module}
         assert modules <= core, f"{type(ex).__name__} uses {modules - core}"
         assert all(isinstance(w, ipywidgets.Widget) for w in seen)
+
+
+def test_controls_refuse_an_integer_too_large_for_a_float_and_a_negative_seed():
+    from grpo_core.errors import ParameterError
+    from widgets.explorers import oscillator_explorer
+
+    ex = oscillator_explorer()
+    before = ex.controls["eta"].value
+    ex.controls["eta"].value = 10**400  # OverflowError in float(): was an uncaught exception
+    assert ex.controls["eta"].value == before
+    with pytest.raises(ParameterError, match="`seed` must be an integer >= 0"):
+        oscillator_explorer(seed=-1)

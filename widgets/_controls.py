@@ -207,7 +207,7 @@ class NumberControl(widgets.VBox):
             number = float(str(new).strip()) if isinstance(new, str) else float(new)
             if isinstance(new, bool):
                 raise TypeError
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # OverflowError: an int too large for a float
             number = math.nan
         if not math.isfinite(number):
             message = (f"`{self.name}`: {html.escape(repr(new))} is not a finite number; "

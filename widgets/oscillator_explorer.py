@@ -14,6 +14,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from grpo_core import oscillator, stability
+from grpo_core.validation import check_integer
 
 from . import explorer_charts, oscillator_charts
 from ._controls import Explorer, LiveChart, NumberControl, readout_table
@@ -172,7 +173,7 @@ class OscillatorExplorer(Explorer):
         self.momentum = widgets.ToggleButtons(
             options=[("heavy ball", "heavy_ball"), ("EMA (Adam β1)", "ema")], value=momentum,
             description="momentum")
-        self.seed = seed
+        self.seed = check_integer("seed", seed, low=0)  # refused here, not as numpy's message in the status
         self.readout = widgets.HTML()
         self.regime_html = widgets.HTML()
         self._output("trajectory")
