@@ -192,6 +192,29 @@ class Thresholds:
     swing_min_periods: float = 5.0
     window: int = 5
 
+    def __post_init__(self) -> None:
+        # fractions in [0, 1] and ordered levels; counts >= 1; every other threshold finite and > 0
+        # (a bad value would silently change every verdict)
+        fractions = ("zero_spread_info", "zero_spread_warning", "zero_spread_critical", "min_stretch_fraction",
+                     "excess_over_binary", "entropy_warning", "entropy_critical", "progress_still_rising",
+                     "clip_critical", "oscillation_p_value", "sustained_growth", "sustained_autocorrelation")
+        for name in fractions:
+            check_real(name, getattr(self, name), low=0.0, high=1.0)
+        for name in ("min_stretch_steps", "window"):
+            check_integer(name, getattr(self, name), low=1)
+        for name in ("trend_z", "flat_z", "growth_warning", "growth_critical", "onset_factor", "kl_still_growing",
+                     "oscillation_growth_warning", "oscillation_growth_critical", "swing_ratio", "swing_min_periods"):
+            check_real(name, getattr(self, name), low=0.0, low_inclusive=False)
+        check_real("falling_z", self.falling_z, high=0.0, high_inclusive=False)
+        for lo, hi in (("zero_spread_info", "zero_spread_warning"), ("zero_spread_warning", "zero_spread_critical"),
+                       ("entropy_critical", "entropy_warning"), ("growth_warning", "growth_critical"),
+                       ("oscillation_growth_warning", "oscillation_growth_critical")):
+            if getattr(self, lo) > getattr(self, hi):
+                raise ParameterError(lo, f"`{lo}` ({getattr(self, lo)!r}) must not exceed `{hi}` "
+                                         f"({getattr(self, hi)!r})")
+        for key, value in self.floors.items():
+            check_real(f"floors[{key!r}]", value, low=0.0)
+
 
 DEFAULT_THRESHOLDS = Thresholds()
 #: Most points a plateau forecast fits (longer logs are bin-averaged first; 500 bins keep a

@@ -110,6 +110,9 @@ CRITICAL_TOLERANCE = 1e-3
 #: A damping ``|C| <= DAMPING_ROUNDING * (1 + mu + g d)`` is rounding residue of a setting exactly on
 #: the continuous threshold (``1 - 0.99 - 0.01`` is 8.7e-18 in floating point) and is taken as 0.
 DAMPING_ROUNDING = 8 * float(np.finfo(float).eps)
+#: Largest memory :func:`simulate` allocates (its noise draws and trajectories); larger runs are
+#: refused up front rather than failing inside numpy.
+MAX_MEMORY_BYTES = 4 << 30
 
 #: Below this |x| the series of ``expm1(x)/x`` and ``sin(x)/x`` replace the direct quotients.
 _SERIES_EPS = 1e-4
@@ -803,7 +806,8 @@ def simulate(
     ------
     ParameterError
         Bad ``coeffs``, ``n_steps < 1``, ``n_seeds < 1``, ``noise_scale < 0``, ``group_size < 1``,
-        non-finite ``e0``, negative ``seed``.
+        non-finite ``e0``, negative ``seed``; a run needing more than :data:`MAX_MEMORY_BYTES`
+        (4 GiB).
 
     Warns
     -----
@@ -830,6 +834,11 @@ def simulate(
         raise ParameterError("coeffs", "`coeffs` must hold at least one configuration")
     n_steps, n_seeds, noise_scale, group_size, e0 = _check_sim_args(n_steps, n_seeds, noise_scale, group_size, e0)
     n_conf = len(confs)
+    need = 16 * n_conf * n_seeds * (n_steps + 1)  # the noise draws and the trajectories, float64
+    if need > MAX_MEMORY_BYTES:
+        raise ParameterError("n_steps", f"`n_steps` ({n_steps}) x `n_seeds` ({n_seeds}) x configurations ({n_conf}) "
+                                        f"needs about {need / 2**30:.3g} GiB (limit {MAX_MEMORY_BYTES / 2**30:g} GiB): "
+                                        "lower `n_steps` or `n_seeds`, or simulate in chunks of seeds")
     noise = _noise_array(noise, seed, (n_conf, n_seeds, n_steps), noise_scale, squeeze=single)
     sigma = np.array([_noise_std_per_step(c, noise_scale, group_size) for c in confs])
     kernels = {"constant": _simulate_constant, "refresh": _simulate_refresh}

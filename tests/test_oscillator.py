@@ -627,3 +627,12 @@ def test_advise_exactly_at_the_critical_eta_does_not_claim_growth():
     rec = advise(eta_c, 0.5, 4, 1.0).recommendation
     assert "grow by a factor 1 -" not in rec
     assert rec.startswith("ON THE THRESHOLD") or rec.startswith("Stable")
+
+
+def test_simulations_too_large_for_memory_are_refused_up_front():
+    c = osc.coefficients(0.01, 0.5, 2, 1.0)
+    for call in (lambda: osc.simulate(c, 10**12), lambda: osc.discrete_trajectory(c, 10**12),
+                 lambda: osc.simulate(c, 10**6, 10**4, noise_scale=1.0)):
+        with pytest.raises(ParameterError, match="GiB \\(limit 4 GiB\\)") as err:
+            call()
+        assert err.value.parameter == "n_steps"
