@@ -90,8 +90,8 @@ def oscillator_expressions(lag: str = "constant", momentum: str = "heavy_ball") 
     --------
     >>> from widgets.oscillator_charts import oscillator_expressions
     >>> ex = oscillator_expressions()
-    >>> str(ex["damping"])
-    '((1.0 - mu) - ((eta * curvature) * k_ref))'
+    >>> str(ex["mass"])
+    '(((1.0 + mu) + ((eta * curvature) * (k_ref * k_ref))) / 2.0)'
     >>> round(float(ex["damping"].evaluate(eta=0.01, mu=0.9, k_ref=4, curvature=1.0)), 12)
     0.06
     """
