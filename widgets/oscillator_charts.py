@@ -227,9 +227,15 @@ def slider_chart(
     y_max, y_min = 2.0, -0.5
     response = ex["response"]
     progress = 1.0 - fn.max(fn.min(response, 1e3), -1e3)
+    # the curve is cut after its first point outside the frame: a diverging oscillation clipped at
+    # the frame would fill the plot with vertical strokes
     base = alt.Chart(alt.sequence(0, horizon + 1, 1, as_="t")).transform_calculate(
         progress=str(where(var("t", "datum.t") > 0, progress, 0.0)),
-    )
+    ).transform_calculate(
+        outside=f"(datum.progress > {y_max!r} || datum.progress < {y_min!r}) ? 1 : 0",
+    ).transform_window(
+        exits="sum(outside)", sort=[alt.SortField("t")], frame=[None, -1],
+    ).transform_filter("!(datum.exits > 0)")
     x = alt.X("t:Q", title="optimizer step t", scale=alt.Scale(domain=[0, horizon], nice=False))
     line = base.mark_line(clip=True, strokeWidth=2.5, color="#3b6fb6").encode(
         x=x,
