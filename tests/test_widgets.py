@@ -58,7 +58,7 @@ def test_integer_control_rounds_with_message():
 
 
 def test_control_rejects_bad_construction():
-    with pytest.raises(ValueError, match="outside"):
+    with pytest.raises(ParameterError, match="`mu` must be a finite number in \\[0, 1\\]; got 2.0"):
         NumberControl("mu", "mu", 2.0, 0.0, 1.0)
     with pytest.raises(ValueError, match="low > 0"):
         NumberControl("eta", "eta", 0.5, 0.0, 1.0, log=True)
@@ -412,3 +412,15 @@ def test_controls_refuse_an_integer_too_large_for_a_float_and_a_negative_seed():
     assert ex.controls["eta"].value == before
     with pytest.raises(ParameterError, match="`seed` must be an integer >= 0"):
         oscillator_explorer(seed=-1)
+
+
+def test_explorers_refuse_bad_initial_arguments_by_name():
+    from widgets.explorers import bandit_explorer, group_size_explorer, oscillator_explorer
+
+    for call, name in ((lambda: oscillator_explorer(eta=-1), "eta"), (lambda: oscillator_explorer(eta="abc"), "eta"),
+                       (lambda: oscillator_explorer(lag="x"), "lag"), (lambda: bandit_explorer(baseline="x"), "baseline"),
+                       (lambda: group_size_explorer(correct_sets="x"), "correct_sets"),
+                       (lambda: group_size_explorer(budget=0), "budget")):
+        with pytest.raises(ParameterError) as err:  # was ipywidgets' ValueError or TraitError
+            call()
+        assert err.value.parameter == name

@@ -29,7 +29,8 @@ import altair as alt
 import ipywidgets as widgets
 import numpy as np
 
-from grpo_core.errors import GrpoError
+from grpo_core.errors import GrpoError, ParameterError
+from grpo_core.validation import check_real
 
 __all__ = [
     "NumberControl",
@@ -92,6 +93,20 @@ def _format_number(value: float, integer: bool) -> str:
     return f"{value:.6g}"
 
 
+def toggle(name: str, options: list[tuple[str, str]], value: str, description: str) -> widgets.ToggleButtons:
+    """ToggleButtons over ``(label, value)`` options, refusing an unknown initial ``value`` by name.
+
+    Raises
+    ------
+    ParameterError
+        If ``value`` is not one of the options' values (ipywidgets would raise a TraitError).
+    """
+    allowed = [v for _, v in options]
+    if value not in allowed:
+        raise ParameterError(name, f"`{name}` must be one of {allowed}; got {value!r}")
+    return widgets.ToggleButtons(options=options, value=value, description=description)
+
+
 class NumberControl(widgets.VBox):
     """A labelled slider with a text box for typed values and a message line.
 
@@ -128,8 +143,10 @@ class NumberControl(widgets.VBox):
 
     Raises
     ------
+    ParameterError
+        If ``value`` is not a finite number in ``[low, high]`` (the message names ``name``).
     ValueError
-        If the range is empty, ``value`` lies outside it, or ``log`` is asked with ``low <= 0``.
+        If the range is empty, or ``log`` is asked with ``low <= 0``.
 
     Examples
     --------
@@ -155,8 +172,8 @@ class NumberControl(widgets.VBox):
     ):
         if not (math.isfinite(low) and math.isfinite(high) and low < high):
             raise ValueError(f"`{name}`: empty or infinite range [{low}, {high}]")
-        if not low <= value <= high:
-            raise ValueError(f"`{name}`: initial value {value} outside [{low}, {high}]")
+        # the initial value is the caller's argument: refuse it by name and range (grpo_core's rule)
+        value = check_real(name, value, low=low, high=high)
         if log and low <= 0:
             raise ValueError(f"`{name}`: a logarithmic control needs low > 0; got {low}")
         self.name = name

@@ -20,7 +20,7 @@ import numpy as np
 from grpo_core import bandit, oscillator
 
 from . import explorer_charts
-from ._controls import Explorer, LiveChart, NumberControl, readout_table
+from ._controls import Explorer, LiveChart, NumberControl, readout_table, toggle
 
 __all__ = ["BanditExplorer", "bandit_explorer", "bandit_prediction", "CHUNK_SEEDS"]
 
@@ -121,11 +121,9 @@ class BanditExplorer(Explorer):
             "first_seed": NumberControl("first_seed", "first seed", first_seed, *r["first_seed"],
                                         integer=True),
         }
-        self.lag = widgets.ToggleButtons(options=[("constant lag", "constant"), ("refresh", "refresh")],
-                                         value=lag, description="lag model")
-        self.baseline = widgets.ToggleButtons(
-            options=[("leave-one-out", "leave_one_out"), ("group mean", "mean")], value=baseline,
-            description="baseline")
+        self.lag = toggle("lag", [("constant lag", "constant"), ("refresh", "refresh")], lag, "lag model")
+        self.baseline = toggle("baseline", [("leave-one-out", "leave_one_out"), ("group mean", "mean")],
+                               baseline, "baseline")
         self.run_button = widgets.Button(description="Run", button_style="primary", icon="play")
         self.stop_button = widgets.Button(description="Stop", icon="stop", disabled=True)
         self.progress = widgets.IntProgress(value=0, min=0, max=1, description="seeds done",

@@ -20,7 +20,7 @@ import pandas as pd
 from grpo_core import groupsize
 
 from . import ustat_charts
-from ._controls import Explorer, NumberControl, readout_table
+from ._controls import Explorer, NumberControl, readout_table, toggle
 
 __all__ = ["GroupSizeExplorer", "group_size_explorer", "compute_group_size_view"]
 
@@ -115,9 +115,8 @@ class GroupSizeExplorer(Explorer):
             "group_size": NumberControl("group_size", "G (group size)", group_size, *r["group_size"],
                                         integer=True),
         }
-        self.correct_sets = widgets.ToggleButtons(
-            options=[("one skill (shared)", "shared"), ("different skills", "random")],
-            value=correct_sets, description="prompts")
+        self.correct_sets = toggle("correct_sets", [("one skill (shared)", "shared"),
+                                                    ("different skills", "random")], correct_sets, "prompts")
         self.readout = widgets.HTML()
         self._output("mse")
         for c in self.controls.values():

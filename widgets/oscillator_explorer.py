@@ -17,7 +17,7 @@ from grpo_core import oscillator, stability
 from grpo_core.validation import check_integer
 
 from . import explorer_charts, oscillator_charts
-from ._controls import Explorer, LiveChart, NumberControl, readout_table
+from ._controls import Explorer, LiveChart, NumberControl, readout_table, toggle
 
 __all__ = ["OscillatorExplorer", "oscillator_explorer", "compute_oscillator_view"]
 
@@ -168,11 +168,9 @@ class OscillatorExplorer(Explorer):
                                          *r["noise_scale"], 0.05),
             "steps": NumberControl("steps", "steps shown", steps, *r["steps"], integer=True),
         }
-        self.lag = widgets.ToggleButtons(options=[("constant lag", "constant"), ("refresh", "refresh")],
-                                         value=lag, description="lag model")
-        self.momentum = widgets.ToggleButtons(
-            options=[("heavy ball", "heavy_ball"), ("EMA (Adam β1)", "ema")], value=momentum,
-            description="momentum")
+        self.lag = toggle("lag", [("constant lag", "constant"), ("refresh", "refresh")], lag, "lag model")
+        self.momentum = toggle("momentum", [("heavy ball", "heavy_ball"), ("EMA (Adam β1)", "ema")], momentum,
+                               "momentum")
         self.seed = check_integer("seed", seed, low=0)  # refused here, not as numpy's message in the status
         self.readout = widgets.HTML()
         self.regime_html = widgets.HTML()
