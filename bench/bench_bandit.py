@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from bench._timing import timed
-from grpo_core import bandit_stability as bs
 from grpo_core.bandit import BanditSpec, simulate
+from grpo_core.bandit import stability as bs
 
 ROOT = Path(__file__).resolve().parents[1]
 

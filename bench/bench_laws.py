@@ -24,8 +24,8 @@ from scipy import optimize
 
 from bench._timing import best_of
 from grpo_core import laws
-from grpo_core.datasets import real_log_path
-from grpo_core.logs import read_log
+from grpo_core.runs.datasets import real_log_path
+from grpo_core.runs.logs import read_log
 
 
 def _qwen():

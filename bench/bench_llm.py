@@ -11,7 +11,7 @@ Rows
     per second.
 ``callback``
     The same GRPO run twice from the same weights and seed, without and with
-    :class:`grpo_core.callback.DynamicsCallback` (``every=50``): wall seconds per step of each,
+    :class:`grpo_core.runs.callback.DynamicsCallback` (``every=50``): wall seconds per step of each,
     their ratio, and the callback's own time per step (writing lines + periodic diagnosis) as a
     fraction of the step time. The own-time fraction is the robust number on a shared machine; the
     A/B ratio also carries the machine's noise.
@@ -44,9 +44,9 @@ def _grpo(model_dir: Path, tok, cfg, out: Path, steps: int, callback: bool):
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
     from trl import GRPOTrainer
 
-    from grpo_core.callback import DynamicsCallback
     from grpo_core.llm.experiment import RunContext, grpo_args, reward_functions
     from grpo_core.llm.tasks import sample_problems
+    from grpo_core.runs.callback import DynamicsCallback
 
     model = AutoModelForCausalLM.from_pretrained(str(model_dir))
     probs = sample_problems("add2", cfg.prompts_per_step * (steps + 1), seed=1)

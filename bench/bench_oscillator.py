@@ -20,8 +20,8 @@ import numpy as np
 from scipy.optimize import brentq
 
 from bench._timing import best_of
-from grpo_core import oscillator as osc
-from grpo_core import stability
+from grpo_core.model import oscillator as osc
+from grpo_core.model import stability
 
 
 def _root_finding_threshold(mu: float, k: int, lag: str) -> float:

@@ -23,7 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from bench._timing import best_of
-from grpo_core import groupsize, ustat
+from grpo_core import groupsize
+from grpo_core.groupsize import ustat
 from grpo_core.softmax import sample_categorical, score
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from grpo_core import stability
+from grpo_core.model import stability
 from grpo_dynamics.cli import main
 
 REQUIRED_KEYS = {

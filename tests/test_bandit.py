@@ -1,4 +1,4 @@
-"""The softmax bandit (grpo_core.bandit) and its comparison with the oscillator (grpo_core.bandit_stability).
+"""The softmax bandit (grpo_core.bandit) and its comparison with the oscillator (grpo_core.bandit.stability).
 
 Equation references are to the book chapters "The bandit: where the mean field is exact" and
 "From update rule to oscillator".
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from grpo_core import ParameterError, stability, ustat
+from grpo_core import ParameterError
 from grpo_core.bandit import (
     BanditSpec,
     advantage_coefficients,
@@ -24,7 +24,7 @@ from grpo_core.bandit import (
     simulate,
     stiffness,
 )
-from grpo_core.bandit_stability import (
+from grpo_core.bandit.stability import (
     classify_trajectory,
     critical_a,
     critical_k_ref,
@@ -35,6 +35,8 @@ from grpo_core.bandit_stability import (
     predicted_regimes,
     threshold_table,
 )
+from grpo_core.groupsize import ustat
+from grpo_core.model import stability
 
 INF = math.inf
 
@@ -535,7 +537,7 @@ def test_case_08_bad_hyperparameters_refused_by_the_bandit(case):
 
 
 def test_oscillator_gain_validates_its_inputs():
-    from grpo_core.bandit_stability import oscillator_gain
+    from grpo_core.bandit.stability import oscillator_gain
 
     spec = BanditSpec.binary()
     for args, name in (((float("nan"), 0.5, 1.0), "eta"), ((0.1, 0.5, -1.0), "curvature"), ((0.1, 1.0, 1.0), "mu")):

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from grpo_core import ParameterError
-from grpo_core import bandit_stability as bs
 from grpo_core.bandit import BanditSpec
+from grpo_core.bandit import stability as bs
 from widgets import bandit_charts, grpo_charts
 from widgets.oscillator_charts import phase_diagram_data
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from scipy.special import expit
 
-from grpo_core import stability
+from grpo_core.model import stability
 from grpo_dynamics.cli import main
 
 

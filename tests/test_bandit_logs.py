@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from grpo_core import bandit as bd
-from grpo_core.bandit_logs import SCENARIOS, instability_sweep, run_log, scenario_log, simulate_log
-from grpo_core.diagnostics import MODES, diagnose
 from grpo_core.errors import ParameterError
+from grpo_core.runs.bandit_logs import SCENARIOS, instability_sweep, run_log, scenario_log, simulate_log
+from grpo_core.runs.diagnostics import MODES, diagnose
 
 
 def test_run_log_is_the_runs_metrics():

@@ -24,7 +24,7 @@ from vega_page import (
     wait_text,
 )
 
-from grpo_core import oscillator, stability
+from grpo_core.model import oscillator, stability
 
 pytestmark = [pytest.mark.browser, pytest.mark.book]
 
@@ -57,7 +57,7 @@ def opened(book_server, probe):
 @pytest.fixture(scope="module")
 def qwen_forecast_grid():
     """The grid both pages precompute from the Qwen run's raw reward."""
-    from grpo_core import datasets, logs
+    from grpo_core.runs import datasets, logs
     from widgets.explorer_charts import static_forecast_grid
 
     steps, reward = logs.read_log(datasets.real_log_path("qwen2.5-3b-instruct_gsm8k_unsloth")).series("reward")

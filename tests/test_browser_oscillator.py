@@ -24,7 +24,7 @@ from vega_page import (
     wait_text,
 )
 
-from grpo_core import oscillator, stability
+from grpo_core.model import oscillator, stability
 
 pytestmark = [pytest.mark.browser, pytest.mark.book]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from grpo_core.datasets import real_log_path
+from grpo_core.runs.datasets import real_log_path
 from grpo_dynamics.cli import main
 
 TESTS = Path(__file__).parent

@@ -12,8 +12,9 @@ import pandas as pd
 import pytest
 
 from grpo_core import laws
-from grpo_core.datasets import real_log_path
-from grpo_core.diagnostics import (
+from grpo_core.errors import DataError, ParameterError
+from grpo_core.runs.datasets import real_log_path
+from grpo_core.runs.diagnostics import (
     MODES,
     SYNTHETIC_KINDS,
     Thresholds,
@@ -28,8 +29,7 @@ from grpo_core.diagnostics import (
     synthetic_log,
     train_eval_decoupling,
 )
-from grpo_core.errors import DataError, ParameterError
-from grpo_core.logs import from_records, read_log
+from grpo_core.runs.logs import from_records, read_log
 
 CASES = Path(__file__).parent / "data" / "cases"
 
@@ -470,7 +470,7 @@ def test_findings_table_keeps_steps_as_integers(qwen):
 
 
 def test_thresholds_are_validated():
-    from grpo_core.diagnostics import Thresholds
+    from grpo_core.runs.diagnostics import Thresholds
 
     for kw, name in (({"zero_spread_info": 2.0}, "zero_spread_info"), ({"window": 0}, "window"),
                      ({"zero_spread_info": 0.6}, "zero_spread_info"), ({"growth_critical": 5.0}, "growth_warning"),

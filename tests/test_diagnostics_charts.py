@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from grpo_core.diagnostics import diagnose
-from grpo_core.logs import read_log
+from grpo_core.runs.diagnostics import diagnose
+from grpo_core.runs.logs import read_log
 from widgets import diagnostics_charts as dc
 
 CASES = Path(__file__).parent / "data" / "cases"

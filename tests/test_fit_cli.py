@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from grpo_core import laws
-from grpo_core.datasets import real_log_path
+from grpo_core.runs.datasets import real_log_path
 from grpo_dynamics.cli import main
 
 QWEN = str(real_log_path("qwen2.5-3b-instruct_gsm8k_unsloth"))
@@ -66,7 +66,7 @@ def test_json_forecast_and_smoothing(capsys):
 def _qwen_reward():
     import warnings
 
-    from grpo_core.logs import read_log
+    from grpo_core.runs.logs import read_log
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

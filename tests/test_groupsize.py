@@ -24,7 +24,7 @@ from grpo_core.groupsize import (
     summarise_study,
     train_fixed_budget,
 )
-from grpo_core.ustat import bandit_moments, group_gradient
+from grpo_core.groupsize.ustat import bandit_moments, group_gradient
 
 # ------------------------------------------------------------------------------ the law and G*
 

@@ -11,9 +11,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from grpo_core import DataError, ParameterError, laws, oscillator
-from grpo_core.datasets import real_log_path
-from grpo_core.logs import read_log
+from grpo_core import DataError, ParameterError, laws
+from grpo_core.model import oscillator
+from grpo_core.runs.datasets import real_log_path
+from grpo_core.runs.logs import read_log
 
 T300 = np.arange(1, 301, dtype=float)
 

@@ -8,15 +8,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from grpo_core.callback import (
+from grpo_core.errors import DataError, ParameterError
+from grpo_core.runs.callback import (
     DIAGNOSIS_FILE,
     DISCARDED_FILE,
     METRICS_FILE,
     DynamicsCallback,
     read_metrics_lines,
 )
-from grpo_core.errors import DataError, ParameterError
-from grpo_core.logs import read_log
+from grpo_core.runs.logs import read_log
 
 ARGS = SimpleNamespace(num_generations=4, per_device_train_batch_size=32, world_size=1, gradient_accumulation_steps=1)
 

@@ -8,7 +8,6 @@ import json
 import numpy as np
 import pytest
 
-from grpo_core.callback import DISCARDED_FILE
 from grpo_core.errors import ParameterError
 from grpo_core.llm.config import make_config
 from grpo_core.llm.tasks import (
@@ -21,6 +20,7 @@ from grpo_core.llm.tasks import (
     sample_mixture,
     sample_problems,
 )
+from grpo_core.runs.callback import DISCARDED_FILE
 
 
 def _small(tmp_path, **kw):

@@ -1,4 +1,4 @@
-"""The oscillator model (grpo_core.oscillator) and its exact stability (grpo_core.stability).
+"""The oscillator model (grpo_core.model.oscillator) and its exact stability (grpo_core.model.stability).
 
 Equation references are to the book chapter "From update rule to
 oscillator" (book/oscillator.md).
@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
-from grpo_core import oscillator as osc
-from grpo_core import stability
-from grpo_core.advice import advise
 from grpo_core.errors import ParameterError
+from grpo_core.model import oscillator as osc
+from grpo_core.model import stability
+from grpo_core.model.advice import advise
 
 # ---------------------------------------------------------------------------------------------
 # Closed-form step response

@@ -8,8 +8,8 @@ import re
 import numpy as np
 import pytest
 
-from grpo_core import oscillator as osc
-from grpo_core import stability
+from grpo_core.model import oscillator as osc
+from grpo_core.model import stability
 from widgets import oscillator_charts as oc
 from widgets.vega_expr import fn, lit, var, where
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from grpo_core.advice import advise
 from grpo_core.errors import ParameterError
+from grpo_core.model.advice import advise
 from widgets.rendering import vendor_base_url, wrap_report
 
 

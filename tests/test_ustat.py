@@ -1,4 +1,4 @@
-"""The GRPO gradient as a U-statistic (grpo_core.ustat): identities, unbiasedness, exact MSE.
+"""The GRPO gradient as a U-statistic (grpo_core.groupsize.ustat): identities, unbiasedness, exact MSE.
 
 Equation references are to the chapter book/ustatistic.md ("The GRPO gradient is a U-statistic").
 """
@@ -11,8 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grpo_core.errors import ParameterError
-from grpo_core.softmax import arm_counts, sample_categorical, score
-from grpo_core.ustat import (
+from grpo_core.groupsize.ustat import (
     ESTIMATORS,
     EXACT_ESTIMATORS,
     bandit_moments,
@@ -27,6 +26,7 @@ from grpo_core.ustat import (
     std_scaled_mse,
     u_kernel,
 )
+from grpo_core.softmax import arm_counts, sample_categorical, score
 
 # A bandit prompt used throughout: 5 arms, graded rewards, V != 0 and no symmetry.
 PROBS = np.array([0.1, 0.2, 0.3, 0.15, 0.25])
@@ -264,7 +264,7 @@ def test_std_scaled_monte_carlo_matches_the_bandit_modules_exact_covariance():
 
 
 def test_loglog_slope_needs_two_different_x():
-    from grpo_core.ustat import loglog_slope
+    from grpo_core.groupsize.ustat import loglog_slope
 
     with pytest.raises(ParameterError, match="`x` must hold at least two different values"):
         loglog_slope([2, 2, 2], [1, 2, 3])

@@ -12,7 +12,7 @@ import pytest
 
 from grpo_core.errors import ParameterError
 from grpo_core.groupsize import constants_by_spread, minibatch_mse, optimal_group_size, summarise_study
-from grpo_core.ustat import bandit_moments, monte_carlo_mse
+from grpo_core.groupsize.ustat import bandit_moments, monte_carlo_mse
 from widgets import ustat_charts as uc
 
 SPREADS = np.round(np.arange(0.02, 0.305, 0.01), 2)

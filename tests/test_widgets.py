@@ -13,8 +13,8 @@ import math
 
 import pytest
 
-from grpo_core import oscillator, stability
 from grpo_core.errors import ParameterError
+from grpo_core.model import oscillator, stability
 from widgets._controls import NumberControl, StatusLine, short_message
 
 
@@ -87,7 +87,8 @@ def log_ex():
 def test_log_explorer_shows_the_library_fit(log_ex):
     import warnings
 
-    from grpo_core import datasets, laws, logs
+    from grpo_core import laws
+    from grpo_core.runs import datasets, logs
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -104,7 +105,7 @@ def test_log_explorer_shows_the_library_fit(log_ex):
 def test_log_explorer_lists_the_diagnosis(log_ex):
     import warnings
 
-    from grpo_core import datasets, diagnostics
+    from grpo_core.runs import datasets, diagnostics
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

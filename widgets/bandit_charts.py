@@ -1,7 +1,7 @@
 """Altair charts of the softmax bandit (book chapter "The bandit: where the mean field is exact").
 
 Pure builders: each takes the DataFrames produced by :mod:`grpo_core.bandit` and
-:mod:`grpo_core.bandit_stability` and returns an Altair chart; nothing is simulated here.
+:mod:`grpo_core.bandit.stability` and returns an Altair chart; nothing is simulated here.
 
 * :func:`flow_chart` -- the one-dimensional mean-field flow ``F`` against ``p`` (fixed points where
   it crosses zero; std scaling's bistability).
@@ -88,7 +88,7 @@ def k_ref_sweep_chart(trajectories: pd.DataFrame, regimes: pd.DataFrame, p_star:
     Parameters
     ----------
     trajectories : DataFrame
-        Columns ``k_ref``, ``step``, ``p``, ``kind`` (from :func:`grpo_core.bandit_stability.k_ref_sweep`).
+        Columns ``k_ref``, ``step``, ``p``, ``kind`` (from :func:`grpo_core.bandit.stability.k_ref_sweep`).
     regimes : DataFrame
         Columns ``k_ref``, ``measured``, ``continuous``, ``exact``.
     p_star : float
@@ -143,7 +143,7 @@ def threshold_chart(measured: pd.DataFrame, boundaries: pd.DataFrame, *, width: 
     ----------
     measured : DataFrame
         Columns ``lag``, ``mu``, ``k_ref``, ``measured`` (from
-        :func:`grpo_core.bandit_stability.threshold_table`).
+        :func:`grpo_core.bandit.stability.threshold_table`).
     boundaries : DataFrame
         Columns ``lag``, ``mu``, ``k_ref``, ``method``, ``a_star`` (from
         :func:`widgets.oscillator_charts.phase_diagram_data`).
@@ -256,7 +256,7 @@ def variants_chart(frame: pd.DataFrame, *, width: int = 240, height: int = 190, 
     Parameters
     ----------
     frame : DataFrame
-        From :func:`grpo_core.bandit_stability.compare_variants` (``panel``, ``label``, ``kind``,
+        From :func:`grpo_core.bandit.stability.compare_variants` (``panel``, ``label``, ``kind``,
         ``step``, and the column ``y``).
     width, height : int
     y : str

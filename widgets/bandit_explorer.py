@@ -2,7 +2,7 @@
 
 A live-kernel explorer (Jupyter, Colab, VS Code). The simulation is
 :func:`grpo_core.bandit.simulate` (vectorised over seeds); the prediction is the damped oscillator
-of :mod:`grpo_core.oscillator` with the bandit's own fixed point and stiffness
+of :mod:`grpo_core.model.oscillator` with the bandit's own fixed point and stiffness
 (:func:`grpo_core.bandit.fixed_point`). The run happens in a worker thread, in chunks of seeds:
 the kernel stays responsive, a progress bar advances after each chunk, the chart is redrawn with
 the seeds done so far, and **Stop** ends the run after the current chunk. Each seed owns its own
@@ -17,7 +17,8 @@ import time
 import ipywidgets as widgets
 import numpy as np
 
-from grpo_core import bandit, oscillator
+from grpo_core import bandit
+from grpo_core.model import oscillator
 
 from . import explorer_charts
 from ._controls import Explorer, LiveChart, NumberControl, readout_table, toggle

@@ -1,7 +1,7 @@
 """Altair charts of a diagnosed training log (pure functions returning charts).
 
 Used by the chapter "Reading a training log", the ``grpo-dynamics diagnose --report`` page and the
-log explorer. Every number drawn comes from :mod:`grpo_core.diagnostics` (the forecast, the
+log explorer. Every number drawn comes from :mod:`grpo_core.runs.diagnostics` (the forecast, the
 zero-spread series and its binary expectation, the findings' onsets); the builders only draw. Long
 logs are thinned to at most ``max_points`` points per series (bin means) so that pages stay small.
 """
@@ -12,9 +12,9 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from grpo_core import diagnostics as _diag
 from grpo_core.errors import DataError, ParameterError
-from grpo_core.logs import RunLog
+from grpo_core.runs import diagnostics as _diag
+from grpo_core.runs.logs import RunLog
 
 from .laws_charts import LAW_COLORS
 
@@ -40,7 +40,7 @@ _SERIES_COLORS = ["#333333", "#009E73", "#CC79A7", "#56B4E9", "#F0E442", "#99999
 
 def _check_log(log) -> RunLog:
     if not isinstance(log, RunLog):
-        raise ParameterError("log", f"`log` must be a grpo_core.logs.RunLog; got {type(log).__name__}")
+        raise ParameterError("log", f"`log` must be a grpo_core.runs.logs.RunLog; got {type(log).__name__}")
     return log
 
 
@@ -89,7 +89,7 @@ def reward_chart(log: RunLog, diagnosis=None, *, metric: str = "reward", eval_me
     ----------
     log : RunLog
     diagnosis : Diagnosis, optional
-        From :func:`grpo_core.diagnostics.diagnose`; adds the smoothed curve, the fitted law with
+        From :func:`grpo_core.runs.diagnostics.diagnose`; adds the smoothed curve, the fitted law with
         its band, the plateau (dashed) with its band (shaded), and the findings' onsets. A forecast
         marked unreliable (an unstable run) is drawn as the smoothed curve only.
     metric : str
@@ -114,7 +114,7 @@ def reward_chart(log: RunLog, diagnosis=None, *, metric: str = "reward", eval_me
 
     Examples
     --------
-    >>> from grpo_core.diagnostics import diagnose, synthetic_log
+    >>> from grpo_core.runs.diagnostics import diagnose, synthetic_log
     >>> log = synthetic_log("healthy", n_steps=120)
     >>> chart = reward_chart(log, diagnose(log, n_boot=0))
     >>> len(chart.layer) >= 4
@@ -170,7 +170,7 @@ def zero_spread_chart(log: RunLog, diagnosis=None, *, group_size: int | None = N
                       width: int = 620, height: int = 200, max_points: int = 1500) -> alt.LayerChart:
     """Fraction of groups with zero reward spread per step, smoothed, against ``p^G + (1 - p)^G``.
 
-    Draws :func:`grpo_core.diagnostics.zero_spread_series`: the observed fraction (points), its
+    Draws :func:`grpo_core.runs.diagnostics.zero_spread_series`: the observed fraction (points), its
     rolling mean (line), the binary-reward expectation at the logged accuracy (dashed, when
     ``group_size`` is given and the reward can be 0/1), the warning and critical levels (faint
     rules), and the advantage-degeneration finding's stretch (shaded) if there is one.
@@ -180,7 +180,7 @@ def zero_spread_chart(log: RunLog, diagnosis=None, *, group_size: int | None = N
     log : RunLog
     diagnosis : Diagnosis, optional
     group_size, binary_reward, num_prompts
-        As :func:`grpo_core.diagnostics.zero_spread_series`.
+        As :func:`grpo_core.runs.diagnostics.zero_spread_series`.
     width, height, max_points : int
 
     Returns
@@ -194,7 +194,7 @@ def zero_spread_chart(log: RunLog, diagnosis=None, *, group_size: int | None = N
 
     Examples
     --------
-    >>> from grpo_core.diagnostics import synthetic_log
+    >>> from grpo_core.runs.diagnostics import synthetic_log
     >>> chart = zero_spread_chart(synthetic_log("advantage_degeneration", n_steps=100), group_size=2)
     >>> isinstance(chart, alt.LayerChart)
     True
@@ -271,7 +271,7 @@ def metric_chart(log: RunLog, metrics, diagnosis=None, *, title: str | None = No
 
     Examples
     --------
-    >>> from grpo_core.diagnostics import synthetic_log
+    >>> from grpo_core.runs.diagnostics import synthetic_log
     >>> chart = metric_chart(synthetic_log("dynamic_instability", n_steps=100), ["grad_norm"])
     >>> chart.to_dict()["layer"][0]["encoding"]["y"]["scale"]["type"]
     'log'
@@ -327,7 +327,7 @@ def diagnosis_charts(log: RunLog, diagnosis=None, *, group_size: int | None = No
 
     Examples
     --------
-    >>> from grpo_core.diagnostics import synthetic_log
+    >>> from grpo_core.runs.diagnostics import synthetic_log
     >>> sorted(diagnosis_charts(synthetic_log("healthy", n_steps=80)))
     ['entropy', 'grad_norm', 'kl', 'reward', 'zero_spread']
     """
@@ -353,7 +353,7 @@ def diagnosis_dashboard(log: RunLog, diagnosis=None, **kwargs) -> alt.VConcatCha
 
     Examples
     --------
-    >>> from grpo_core.diagnostics import synthetic_log
+    >>> from grpo_core.runs.diagnostics import synthetic_log
     >>> isinstance(diagnosis_dashboard(synthetic_log("healthy", n_steps=80)), alt.VConcatChart)
     True
     """
@@ -365,7 +365,7 @@ def zero_spread_expectation_chart(group_sizes=(2, 4, 8, 16), *, mark_p: float | 
                                   width: int = 520, height: int = 260) -> alt.LayerChart:
     """Expected fraction of zero-spread groups ``p^G + (1 - p)^G`` against the accuracy ``p``.
 
-    One line per group size (:func:`grpo_core.diagnostics.expected_zero_spread_fraction`), the
+    One line per group size (:func:`grpo_core.runs.diagnostics.expected_zero_spread_fraction`), the
     warning and critical levels of advantage degeneration as faint rules, and, with ``mark_p``,
     the values at that accuracy as labelled points.
 
@@ -429,7 +429,7 @@ def instability_sweep_chart(table: pd.DataFrame, *, threshold: float | None = No
     Parameters
     ----------
     table : DataFrame
-        From :func:`grpo_core.bandit_logs.instability_sweep` (``k_ref``, ``flagged``, ``p_range``).
+        From :func:`grpo_core.runs.bandit_logs.instability_sweep` (``k_ref``, ``flagged``, ``p_range``).
     threshold : float, optional
         Predicted critical ``k_ref`` (a vertical dashed rule).
     width, height : int

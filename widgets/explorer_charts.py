@@ -17,9 +17,9 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from grpo_core import oscillator as osc
-from grpo_core import stability
-from grpo_core.hyperparameters import check_lag, check_momentum
+from grpo_core.model import oscillator as osc
+from grpo_core.model import stability
+from grpo_core.model.hyperparameters import check_lag, check_momentum
 
 from . import oscillator_charts
 from .vega_expr import var, where
@@ -148,7 +148,7 @@ def trajectory_view_chart(frames: dict[str, pd.DataFrame], *, width: int = 440,
     Examples
     --------
     >>> import numpy as np
-    >>> from grpo_core.oscillator import coefficients, closed_form_trajectory
+    >>> from grpo_core.model.oscillator import coefficients, closed_form_trajectory
     >>> from widgets.oscillator_charts import noise_bands_data
     >>> c = coefficients(0.05, 0.5, 4, 1.0)
     >>> bands = noise_bands_data(c, (8,), n_seeds=8, n_steps=20)
@@ -292,7 +292,7 @@ def static_phase_chart(
     Sliders (top-level params, :data:`STATIC_PHASE_PARAMS`): ``eta``, ``curvature``, ``mu`` (0.01
     grid) and ``k_ref`` (snapped to :data:`PHASE_K_REFS` by the lookup). The page draws, for the
     current ``mu``, the exact stability boundary of the chosen lag model (a table precomputed by
-    :func:`grpo_core.stability.critical_a_exact` for every ``mu`` of the slider grid and every
+    :func:`grpo_core.model.stability.critical_a_exact` for every ``mu`` of the slider grid and every
     ``K_ref`` of :data:`PHASE_K_REFS`, filtered by the param) and the continuous one (a Vega
     expression, :func:`widgets.oscillator_charts.oscillator_expressions`), the point
     ``(K_ref, eta K)`` and two text marks, by Vega-Lite name:

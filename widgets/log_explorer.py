@@ -1,8 +1,8 @@
 """Log explorer: pick a shipped training log or upload your own; see the fits, the forecast, the findings.
 
 Live kernels only (Jupyter, Colab, VS Code): the file is read, fitted and diagnosed in Python by
-:func:`grpo_core.logs.read_log`, :func:`grpo_core.laws.fit_all`, :func:`grpo_core.laws.forecast`
-and :func:`grpo_core.diagnostics.diagnose`; the charts are the builders of
+:func:`grpo_core.runs.logs.read_log`, :func:`grpo_core.laws.fit_all`, :func:`grpo_core.laws.forecast`
+and :func:`grpo_core.runs.diagnostics.diagnose`; the charts are the builders of
 :mod:`widgets.laws_charts`. Nothing is computed here that the library does not compute.
 """
 
@@ -15,8 +15,9 @@ from pathlib import Path
 
 import ipywidgets as widgets
 
-from grpo_core import datasets, laws, logs
+from grpo_core import laws
 from grpo_core.errors import GrpoError
+from grpo_core.runs import datasets, logs
 
 from ._controls import Explorer, NumberControl, readout_table, short_message
 
@@ -24,7 +25,7 @@ __all__ = ["LogExplorer", "log_explorer"]
 
 #: Bootstrap replicates of the live forecast band (the chapter uses more; 50 keeps a redraw ~1 s).
 LIVE_BOOTSTRAP = 50
-#: Files the upload button offers (any text log :func:`grpo_core.logs.read_log` reads).
+#: Files the upload button offers (any text log :func:`grpo_core.runs.logs.read_log` reads).
 UPLOAD_ACCEPT = ".csv,.tsv,.txt,.json,.jsonl"
 
 
@@ -96,7 +97,7 @@ class LogExplorer(Explorer):
     def load_bytes(self, name: str, content: bytes) -> bool:
         """Read an uploaded file's ``content`` as a log and select it; False if it is not a log.
 
-        A file that :func:`grpo_core.logs.read_log` cannot read is refused with the message
+        A file that :func:`grpo_core.runs.logs.read_log` cannot read is refused with the message
         ``"<name> is not a training log this explorer can read: <why>"`` and the explorer keeps
         the log it had.
         """
@@ -222,7 +223,7 @@ class LogExplorer(Explorer):
         self._chart("forecast", laws_charts.forecast_chart(fc, metric=self.metric.value, width=470))
 
     def _update_findings(self) -> None:
-        from grpo_core import diagnostics
+        from grpo_core.runs import diagnostics
 
         self.findings = None
         self.findings_html.value = ""
@@ -258,13 +259,13 @@ def _findings_html(report) -> str:
 def log_explorer(log: str | None = None, *, metric: str = "reward", fraction: float = 0.4) -> LogExplorer:
     """An interactive view of one training log: fits of the reward laws, a forecast, the diagnostics.
 
-    Choose one of the logs shipped with the package (:func:`grpo_core.datasets.list_real_logs`)
+    Choose one of the logs shipped with the package (:func:`grpo_core.runs.datasets.list_real_logs`)
     or upload your own (TRL ``trainer_state.json``, JSON lines, a notebook's CSV, verl metrics;
-    whatever :func:`grpo_core.logs.read_log` reads). The explorer fits every law of
+    whatever :func:`grpo_core.runs.logs.read_log` reads). The explorer fits every law of
     :func:`grpo_core.laws.fit_all` to the chosen metric, forecasts the plateau from the first
     ``fraction`` of the steps (:func:`grpo_core.laws.forecast`, residual block bootstrap with
     :data:`LIVE_BOOTSTRAP` replicates) and lists the findings of
-    :func:`grpo_core.diagnostics.diagnose`.
+    :func:`grpo_core.runs.diagnostics.diagnose`.
 
     Parameters
     ----------

@@ -1,7 +1,7 @@
 """Altair charts of the GRPO oscillator model (book chapter "From update rule to oscillator").
 
 Every builder is a pure function returning an ``alt.Chart`` (or layered/concatenated chart); the
-numbers come from :mod:`grpo_core.oscillator` and :mod:`grpo_core.stability`.
+numbers come from :mod:`grpo_core.model.oscillator` and :mod:`grpo_core.model.stability`.
 
 * :func:`slider_chart` -- THE static slider chart: sliders bound to the top-level params ``eta``,
   ``mu``, ``k_ref`` and ``curvature``; the closed-form trajectory is computed in the page's Vega
@@ -24,10 +24,10 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from grpo_core import oscillator as osc
-from grpo_core import stability
 from grpo_core.errors import ParameterError
-from grpo_core.hyperparameters import check_curvature, check_lag, check_momentum
+from grpo_core.model import oscillator as osc
+from grpo_core.model import stability
+from grpo_core.model.hyperparameters import check_curvature, check_lag, check_momentum
 from grpo_core.validation import check_integer
 
 from .vega_expr import Expr, fn, lit, var, where
@@ -65,8 +65,8 @@ def oscillator_expressions(lag: str = "constant", momentum: str = "heavy_ball") 
     """The continuous oscillator model written as :class:`~widgets.vega_expr.Expr` objects.
 
     Variables: the params ``eta``, ``mu``, ``k_ref``, ``curvature`` and the datum field ``t``
-    (``datum.t`` in Vega). The formulas are those of :func:`grpo_core.oscillator.coefficients`
-    (``beta = 0``: ``curvature`` is the whole stiffness) and :func:`grpo_core.oscillator.relaxation`
+    (``datum.t`` in Vega). The formulas are those of :func:`grpo_core.model.oscillator.coefficients`
+    (``beta = 0``: ``curvature`` is the whole stiffness) and :func:`grpo_core.model.oscillator.relaxation`
     (its stable forms: the cancellation-free roots, ``expm1(x)/x`` and ``sinc`` by series near 0).
 
     Parameters
@@ -105,7 +105,7 @@ def oscillator_expressions(lag: str = "constant", momentum: str = "heavy_ball") 
         d1, d2 = (k - 1.0) / 2.0, (k - 1.0) * (2.0 * k - 1.0) / 6.0
     mass = (1.0 + mu + gain * d2) / 2.0
     raw_damping = (1.0 - mu) - gain * d1
-    # the same snap of rounding residue to 0 as grpo_core.oscillator.coefficients
+    # the same snap of rounding residue to 0 as grpo_core.model.oscillator.coefficients
     damping = where(fn.abs(raw_damping) <= osc.DAMPING_ROUNDING * (1.0 + mu + gain * d1), 0.0, raw_damping)
     zeta = damping / (2.0 * fn.sqrt(mass * gain))
     tol = osc.CRITICAL_TOLERANCE
@@ -170,11 +170,11 @@ def slider_chart(
     setting shows a growing curve that leaves the frame). Text marks, by Vega-Lite name:
 
     * ``regime_label``: exactly ``overdamped``, ``critically damped``, ``underdamped`` or ``unstable``
-      (continuous model, same rule as :func:`grpo_core.oscillator.classify_regime`);
+      (continuous model, same rule as :func:`grpo_core.model.oscillator.classify_regime`);
     * ``zeta_label``: the damping ratio, ``"damping ratio ζ = 0.41"``;
     * ``threshold_label``: the continuous and the exact critical ``eta`` at the current ``mu``,
       ``k_ref`` and ``curvature`` (the exact one looked up from a table precomputed by
-      :func:`grpo_core.stability.critical_a_exact` on the slider grid).
+      :func:`grpo_core.model.stability.critical_a_exact` on the slider grid).
 
     The chart asks vega-embed for the SVG renderer (``usermeta.embedOptions``), so the labels are
     ``<text>`` elements a browser test can read.
@@ -494,19 +494,19 @@ def noise_bands_data(
     """Simulated and exact mean +/- 2 sd of the reward progress for each group size.
 
     Columns: ``t``, ``group_size``, ``sim_mean``, ``sim_lo``, ``sim_hi`` (over ``n_seeds`` runs of
-    :func:`grpo_core.oscillator.simulate`), ``mean`` (exact recurrence), ``lo``, ``hi`` (mean +/- 2 sd
-    from :func:`grpo_core.oscillator.variance_trajectory`) and ``stationary_sd`` (the continuous
+    :func:`grpo_core.model.oscillator.simulate`), ``mean`` (exact recurrence), ``lo``, ``hi`` (mean +/- 2 sd
+    from :func:`grpo_core.model.oscillator.variance_trajectory`) and ``stationary_sd`` (the continuous
     formula's ``sqrt(Var)``). Progress is ``1 - e/e0`` with ``e0 = 1``. Each group size gets its own
     noise draws, from ``numpy.random.default_rng([seed, G])``.
 
     Raises
     ------
     ParameterError
-        Invalid arguments (see :func:`grpo_core.oscillator.simulate`).
+        Invalid arguments (see :func:`grpo_core.model.oscillator.simulate`).
 
     Examples
     --------
-    >>> from grpo_core.oscillator import coefficients
+    >>> from grpo_core.model.oscillator import coefficients
     >>> from widgets.oscillator_charts import noise_bands_data
     >>> df = noise_bands_data(coefficients(0.05, 0.5, 2, 1.0), n_seeds=8, n_steps=10)
     >>> sorted(df.group_size.unique().tolist()), len(df)
@@ -550,7 +550,7 @@ def noise_bands_chart(data: pd.DataFrame) -> alt.LayerChart:
 
     Examples
     --------
-    >>> from grpo_core.oscillator import coefficients
+    >>> from grpo_core.model.oscillator import coefficients
     >>> from widgets.oscillator_charts import noise_bands_data, noise_bands_chart
     >>> chart = noise_bands_chart(noise_bands_data(coefficients(0.05, 0.5, 2, 1.0), n_seeds=8, n_steps=10))
     >>> len(chart.layer)

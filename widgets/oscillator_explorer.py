@@ -1,7 +1,7 @@
 """Oscillator explorer: drag eta, mu, K_ref, K, beta and G; see the regime, thresholds and trajectories.
 
-A live-kernel explorer (Jupyter, Colab, VS Code) over :mod:`grpo_core.oscillator` and
-:mod:`grpo_core.stability`. Every number it shows is computed by those modules; the charts are the
+A live-kernel explorer (Jupyter, Colab, VS Code) over :mod:`grpo_core.model.oscillator` and
+:mod:`grpo_core.model.stability`. Every number it shows is computed by those modules; the charts are the
 builders of :mod:`widgets.oscillator_charts`. The book's static pages carry a kernel-free
 counterpart (Vega expressions) in the chapter "From update rule to oscillator".
 """
@@ -13,7 +13,7 @@ import math
 import ipywidgets as widgets
 import numpy as np
 
-from grpo_core import oscillator, stability
+from grpo_core.model import oscillator, stability
 from grpo_core.validation import check_integer
 
 from . import explorer_charts, oscillator_charts
@@ -64,7 +64,7 @@ def compute_oscillator_view(
     Parameters
     ----------
     eta, mu, k_ref, curvature, beta : float
-        As :func:`grpo_core.oscillator.coefficients` (validated there).
+        As :func:`grpo_core.model.oscillator.coefficients` (validated there).
     group_size : int
         ``G >= 1``: the per-step gradient noise variance is ``noise_scale**2 / G``.
     lag : {"constant", "refresh"}
@@ -81,7 +81,7 @@ def compute_oscillator_view(
     Returns
     -------
     dict
-        ``coefficients`` (:class:`~grpo_core.oscillator.OscillatorCoefficients`), ``regime`` (code
+        ``coefficients`` (:class:`~grpo_core.model.oscillator.OscillatorCoefficients`), ``regime`` (code
         name, continuous model), ``regime_label``, ``stable_exact`` (bool), ``verdict`` and
         ``verdict_label`` (``"unstable"`` when the exact recurrence is unstable; the continuous
         regime when both models are stable; ``"stable_exact_only"`` past the continuous threshold
@@ -255,12 +255,12 @@ def oscillator_explorer(
     """Interactive damped-oscillator model: sliders for eta, mu, K_ref, K, beta, G and the lag model.
 
     Shows, for the current hyperparameters, the closed-form trajectory of the continuous model
-    (:func:`grpo_core.oscillator.closed_form_trajectory`), the exact discrete recurrence
-    (:func:`~grpo_core.oscillator.discrete_trajectory`) and a noise band from
-    :data:`BAND_SEEDS` stochastic runs at group size G (:func:`~grpo_core.oscillator.simulate`);
-    the regime and damping ratio (:func:`~grpo_core.oscillator.coefficients`); both thresholds
-    (:func:`grpo_core.stability.critical_a_continuous`, :func:`~grpo_core.stability.critical_a_exact`,
-    :func:`~grpo_core.stability.critical_value`); and the current point on the (eta K, K_ref)
+    (:func:`grpo_core.model.oscillator.closed_form_trajectory`), the exact discrete recurrence
+    (:func:`~grpo_core.model.oscillator.discrete_trajectory`) and a noise band from
+    :data:`BAND_SEEDS` stochastic runs at group size G (:func:`~grpo_core.model.oscillator.simulate`);
+    the regime and damping ratio (:func:`~grpo_core.model.oscillator.coefficients`); both thresholds
+    (:func:`grpo_core.model.stability.critical_a_continuous`, :func:`~grpo_core.model.stability.critical_a_exact`,
+    :func:`~grpo_core.model.stability.critical_value`); and the current point on the (eta K, K_ref)
     phase diagram.
 
     Parameters
@@ -275,7 +275,7 @@ def oscillator_explorer(
         Curvature K of the effective potential.
     beta : float in [0, 5]
         KL weight (adds ``beta`` to the stiffness per unit step; see
-        :func:`grpo_core.oscillator.coefficients`).
+        :func:`grpo_core.model.oscillator.coefficients`).
     group_size : int in [1, 256]
         Group size G (noise temperature).
     lag : {"constant", "refresh"}

@@ -46,7 +46,7 @@ def setup_book(page_depth: int = 0) -> None:
 def wrap_report(text: str, width: int = 78) -> str:
     """Wrap a multi-line text report to ``width`` columns, keeping each line's indentation.
 
-    Reports such as :meth:`grpo_core.advice.Advice.summary` or a diagnosis's ``summary()`` are
+    Reports such as :meth:`grpo_core.model.advice.Advice.summary` or a diagnosis's ``summary()`` are
     laid out for a terminal; on a book page a code output shows about 78 monospace characters
     before it scrolls sideways. Each line longer than ``width`` is broken at spaces; its
     continuation lines get the line's own indentation plus four spaces. Blank lines and short

@@ -1,7 +1,7 @@
 """Altair charts of the U-statistic view and of the group-size choice.
 
 Book chapters "The GRPO gradient is a U-statistic" and "Choosing the group size". Every builder
-is a pure function returning an Altair chart; the numbers come from :mod:`grpo_core.ustat` and
+is a pure function returning an Altair chart; the numbers come from :mod:`grpo_core.groupsize.ustat` and
 :mod:`grpo_core.groupsize`.
 
 * :func:`mse_chart` -- MSE against G (log-log) for the five estimators: Monte Carlo points with
@@ -26,7 +26,7 @@ import pandas as pd
 
 from grpo_core.errors import ParameterError
 from grpo_core.groupsize import GroupSizeConstants, optimal_group_size
-from grpo_core.ustat import BanditMoments
+from grpo_core.groupsize.ustat import BanditMoments
 from grpo_core.validation import check_integer
 
 from .vega_expr import Expr, fn, var, where
@@ -47,7 +47,7 @@ __all__ = [
     "explorer_mse_chart",
 ]
 
-#: Legend labels of the estimators of :data:`grpo_core.ustat.ESTIMATORS` (and the gap).
+#: Legend labels of the estimators of :data:`grpo_core.groupsize.ustat.ESTIMATORS` (and the gap).
 ESTIMATOR_LABELS = {
     "vanilla": "vanilla (no baseline)",
     "mean": "mean baseline (GRPO)",
@@ -83,7 +83,7 @@ def _color(names) -> alt.Color:
 def _check_mc(df: pd.DataFrame) -> None:
     need = {"group_size", "estimator", "mse", "mse_se", "exact"}
     if not isinstance(df, pd.DataFrame) or need - set(df.columns):
-        raise ParameterError("df", f"`df` must be a DataFrame from grpo_core.ustat.monte_carlo_mse (columns {sorted(need)})")
+        raise ParameterError("df", f"`df` must be a DataFrame from grpo_core.groupsize.ustat.monte_carlo_mse (columns {sorted(need)})")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -97,7 +97,7 @@ def mse_chart(df: pd.DataFrame, *, relative: bool = True, width: int = 420, heig
     Parameters
     ----------
     df : pandas.DataFrame
-        Output of :func:`grpo_core.ustat.monte_carlo_mse` (the ``gap`` rows are ignored).
+        Output of :func:`grpo_core.groupsize.ustat.monte_carlo_mse` (the ``gap`` rows are ignored).
     relative : bool
         Divide by the squared norm of each estimator's target (||g||^2, or ||g/sd||^2 for the
         std-scaled one) so that all five share one axis.
@@ -117,7 +117,7 @@ def mse_chart(df: pd.DataFrame, *, relative: bool = True, width: int = 420, heig
 
     Examples
     --------
-    >>> from grpo_core.ustat import monte_carlo_mse
+    >>> from grpo_core.groupsize.ustat import monte_carlo_mse
     >>> df = monte_carlo_mse([0.2, 0.8], [1.0, 0.0], [2, 4], 500)
     >>> type(mse_chart(df)).__name__
     'LayerChart'
@@ -154,7 +154,7 @@ def gap_chart(df: pd.DataFrame, *, width: int = 420, height: int = 280) -> alt.L
     Parameters
     ----------
     df : pandas.DataFrame
-        Output of :func:`grpo_core.ustat.monte_carlo_mse` with ``oracle`` and ``gap`` rows.
+        Output of :func:`grpo_core.groupsize.ustat.monte_carlo_mse` with ``oracle`` and ``gap`` rows.
     width, height : int
 
     Returns
@@ -168,7 +168,7 @@ def gap_chart(df: pd.DataFrame, *, width: int = 420, height: int = 280) -> alt.L
 
     Examples
     --------
-    >>> from grpo_core.ustat import monte_carlo_mse
+    >>> from grpo_core.groupsize.ustat import monte_carlo_mse
     >>> df = monte_carlo_mse([0.2, 0.8], [1.0, 0.0], [2, 4], 500, estimators=("oracle",))
     >>> type(gap_chart(df)).__name__
     'LayerChart'
@@ -197,8 +197,8 @@ def hoeffding_chart(df: pd.DataFrame, moments: BanditMoments, *, width: int = 46
     Parameters
     ----------
     df : pandas.DataFrame
-        :func:`grpo_core.ustat.monte_carlo_mse` output with ``leave_one_out`` and ``gap`` rows.
-    moments : grpo_core.ustat.BanditMoments
+        :func:`grpo_core.groupsize.ustat.monte_carlo_mse` output with ``leave_one_out`` and ``gap`` rows.
+    moments : grpo_core.groupsize.ustat.BanditMoments
         The same prompt's exact moments.
     width, height : int
 
@@ -213,7 +213,7 @@ def hoeffding_chart(df: pd.DataFrame, moments: BanditMoments, *, width: int = 46
 
     Examples
     --------
-    >>> from grpo_core.ustat import bandit_moments, monte_carlo_mse
+    >>> from grpo_core.groupsize.ustat import bandit_moments, monte_carlo_mse
     >>> df = monte_carlo_mse([0.2, 0.8], [1.0, 0.0], [2, 4], 500, estimators=("leave_one_out",))
     >>> type(hoeffding_chart(df, bandit_moments([0.2, 0.8], [1.0, 0.0]))).__name__
     'LayerChart'
@@ -244,7 +244,7 @@ def bias_variance_chart(moments: BanditMoments, group_sizes, *, width: int = 420
 
     Parameters
     ----------
-    moments : grpo_core.ustat.BanditMoments
+    moments : grpo_core.groupsize.ustat.BanditMoments
     group_sizes : sequence of int, each >= 2
     width, height : int
 
@@ -259,7 +259,7 @@ def bias_variance_chart(moments: BanditMoments, group_sizes, *, width: int = 420
 
     Examples
     --------
-    >>> from grpo_core.ustat import bandit_moments
+    >>> from grpo_core.groupsize.ustat import bandit_moments
     >>> type(bias_variance_chart(bandit_moments([0.2, 0.8], [1.0, 0.0]), [2, 4, 8])).__name__
     'Chart'
     """

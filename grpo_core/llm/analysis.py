@@ -377,7 +377,7 @@ def transfer_table(runs: Sequence[Run], *, distances: dict | None = None) -> pd.
 
 def diagnose_runs(runs: Sequence[Run], *, n_boot: int = 100, eval_metric: str | None = "sampled_accuracy",
                   max_reward: float | None = 1.0) -> tuple[pd.DataFrame, dict]:
-    """Run :func:`grpo_core.diagnostics.diagnose` on every run's metrics.
+    """Run :func:`grpo_core.runs.diagnostics.diagnose` on every run's metrics.
 
     Parameters
     ----------
@@ -407,16 +407,16 @@ def diagnose_runs(runs: Sequence[Run], *, n_boot: int = 100, eval_metric: str | 
     ------
     ParameterError
         Bad ``n_boot`` (< 0), or a run whose ``G`` or prompts per step
-        :func:`~grpo_core.diagnostics.diagnose` refuses.
+        :func:`~grpo_core.runs.diagnostics.diagnose` refuses.
     DataError
         A run none of whose metrics the checks can read (from
-        :func:`~grpo_core.diagnostics.diagnose`).
+        :func:`~grpo_core.runs.diagnostics.diagnose`).
 
     References
     ----------
     Book chapters "Reading a training log" (the failure modes) and "GRPO on a language model".
     """
-    from ..diagnostics import diagnose
+    from ..runs.diagnostics import diagnose
 
     rows, out = [], {}
     for run in runs:

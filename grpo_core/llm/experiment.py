@@ -36,7 +36,15 @@ import numpy as np
 
 from ..errors import GrpoError, ParameterError
 from .config import ExperimentConfig, check_environment, check_model_loadable
-from .runs import clean_weights, last_checkpoint, prepare_run_dir, provenance, read_json, run_name, write_json
+from .runs import (
+    clean_weights,
+    last_checkpoint,
+    prepare_run_dir,
+    provenance,
+    read_json,
+    run_name,
+    write_json,
+)
 
 __all__ = [
     "RunContext",
@@ -692,7 +700,7 @@ def measure_gradient_constants(model, tokenizer, cfg: ExperimentConfig, eval_set
 
 def build_trainer(cfg: ExperimentConfig, ctx: RunContext, model, tokenizer, train_set, eval_sets: dict,
                   *, extra_callbacks: list | None = None, dynamics: bool = True):
-    """TRL ``GRPOTrainer`` with the :class:`~grpo_core.callback.DynamicsCallback` (metrics file,
+    """TRL ``GRPOTrainer`` with the :class:`~grpo_core.runs.callback.DynamicsCallback` (metrics file,
     periodic diagnosis) and the periodic held-out evaluation (``eval_every`` > 0).
 
     Parameters
@@ -712,7 +720,7 @@ def build_trainer(cfg: ExperimentConfig, ctx: RunContext, model, tokenizer, trai
     extra_callbacks : list of TrainerCallback, optional
         Appended after the project's callbacks.
     dynamics : bool, default True
-        Add the :class:`~grpo_core.callback.DynamicsCallback` (diagnosis every
+        Add the :class:`~grpo_core.runs.callback.DynamicsCallback` (diagnosis every
         ``diagnose_every`` steps, train-eval check on ``sampled_accuracy`` when the periodic
         evaluation samples).
 
@@ -735,7 +743,7 @@ def build_trainer(cfg: ExperimentConfig, ctx: RunContext, model, tokenizer, trai
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
     from trl import GRPOTrainer
 
-    from ..callback import DynamicsCallback
+    from ..runs.callback import DynamicsCallback
     from .evaluation import EvalCallback, evaluate
 
     callbacks = []
@@ -830,7 +838,7 @@ def finish_run(cfg: ExperimentConfig, ctx: RunContext, trainer=None) -> dict[str
     DataError
         An existing ``summary.json`` that is not valid JSON.
     """
-    from ..callback import DynamicsCallback
+    from ..runs.callback import DynamicsCallback
 
     summary_path = ctx.path / "summary.json"
     old = read_json(summary_path) if summary_path.exists() else {}

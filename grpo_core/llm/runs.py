@@ -7,7 +7,7 @@ A run folder holds
                             ``prompts_per_step``, ``completions``) and the run name
 ``provenance.json``         package versions, device, threads, seed, git revision, date, command
 ``metrics.jsonl``           one normalised line per optimizer step (append-only; written by
-                            :class:`grpo_core.callback.DynamicsCallback`), evaluation lines
+                            :class:`grpo_core.runs.callback.DynamicsCallback`), evaluation lines
                             with ``"split": "eval"``
 ``evals.json``              the evaluation suite at the start and at the end of training
 ``warmup.json``             the supervised warm-up (tiny model): steps, loss, time, cache hit
@@ -399,8 +399,8 @@ class Run:
     config : dict
         ``config.json`` (plus ``run_name``).
     provenance : dict
-    metrics : grpo_core.logs.RunLog
-        ``metrics.jsonl`` read with :func:`grpo_core.logs.read_log`.
+    metrics : grpo_core.runs.logs.RunLog
+        ``metrics.jsonl`` read with :func:`grpo_core.runs.logs.read_log`.
     evals : dict
         ``evals.json``: ``{"start": {set: result}, "end": {...}}`` (empty if missing).
     summary : dict
@@ -501,11 +501,11 @@ def load_run(folder: str | Path) -> Run:
     ------
     DataError
         The folder has no ``config.json`` or ``metrics.jsonl``, or one of its JSON files cannot be
-        read (:func:`read_json`, :func:`grpo_core.logs.read_log`).
+        read (:func:`read_json`, :func:`grpo_core.runs.logs.read_log`).
     """
     import warnings
 
-    from ..logs import read_log
+    from ..runs.logs import read_log
 
     folder = Path(folder)
     if not (folder / "config.json").exists():

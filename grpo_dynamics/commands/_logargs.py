@@ -39,8 +39,8 @@ def mapping(items: list[str] | None) -> dict[str, str] | None:
 
 
 def read_log_from_args(args: argparse.Namespace):
-    """Read ``args.log`` with the shared options; returns a :class:`grpo_core.logs.RunLog`."""
-    from grpo_core.logs import read_log
+    """Read ``args.log`` with the shared options; returns a :class:`grpo_core.runs.logs.RunLog`."""
+    from grpo_core.runs.logs import read_log
 
     return read_log(args.log, format=args.format, mapping=mapping(args.map), trl_version=args.trl_version)
 

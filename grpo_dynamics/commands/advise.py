@@ -47,7 +47,7 @@ def register(subparsers) -> None:
 
 
 def handler(args: argparse.Namespace) -> int:
-    from grpo_core.advice import advise
+    from grpo_core.model.advice import advise
 
     adv = advise(
         args.eta, args.mu, args.k_ref, args.curvature, args.beta,

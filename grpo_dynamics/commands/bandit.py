@@ -104,9 +104,10 @@ def _finite(x):
 def handler(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from grpo_core import bandit, bandit_stability
+    from grpo_core import bandit
+    from grpo_core.bandit import stability as bandit_stability
     from grpo_core.errors import ParameterError
-    from grpo_core.hyperparameters import check_beta
+    from grpo_core.model.hyperparameters import check_beta
     from grpo_core.validation import check_integer
 
     spec = _spec(args)

@@ -58,7 +58,7 @@ def register(subparsers) -> None:
 def handler(args: argparse.Namespace) -> int:
     import warnings
 
-    from grpo_core.diagnostics import diagnose
+    from grpo_core.runs.diagnostics import diagnose
     from grpo_core.validation import check_integer
 
     group_size = None if args.group_size is None else check_integer("group_size", args.group_size, low=2)

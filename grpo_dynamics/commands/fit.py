@@ -6,7 +6,7 @@ Examples::
     grpo-dynamics fit run.csv --metric "rewards/correctness/mean" --json
     grpo-dynamics fit run.csv --metric reward --fit-fraction 0.4 --plot fit.html
 
-Every format :func:`grpo_core.logs.read_log` reads is accepted (TRL ``trainer_state.json`` of every
+Every format :func:`grpo_core.runs.logs.read_log` reads is accepted (TRL ``trainer_state.json`` of every
 era, notebook CSV exports, verl dumps, JSONL). The laws, fits and criteria are those of
 :mod:`grpo_core.laws`; the book chapter "Fitting real reward curves" explains them.
 """

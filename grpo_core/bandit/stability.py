@@ -1,7 +1,7 @@
 """Measuring the softmax bandit against the oscillator model: regimes, thresholds, noise vs G.
 
-The bandit (:mod:`grpo_core.bandit`) is simulated; the oscillator model (:mod:`grpo_core.oscillator`,
-:mod:`grpo_core.stability`) predicts. The bridge is the stiffness ``K`` measured on the bandit at
+The bandit (:mod:`grpo_core.bandit`) is simulated; the oscillator model (:mod:`grpo_core.model.oscillator`,
+:mod:`grpo_core.model.stability`) predicts. The bridge is the stiffness ``K`` measured on the bandit at
 its fixed point (:func:`grpo_core.bandit.stiffness`): the model's restoring gain per optimizer step
 is ``a = eta * K`` with the momentum convention of the bandit's spec (heavy ball ``v = mu v + g``:
 gain ``a``; EMA ``v = mu v + (1 - mu) g``: gain ``(1 - mu) a``). ``K`` already contains the KL
@@ -30,11 +30,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import oscillator, stability
-from .bandit import BanditSpec, fixed_point, gradient_covariance, simulate
-from .errors import ParameterError
-from .hyperparameters import check_beta, check_eta, check_k_ref, check_mu, check_mu_array
-from .validation import check_array, check_integer, check_real
+from ..errors import ParameterError
+from ..model import oscillator, stability
+from ..model.hyperparameters import check_beta, check_eta, check_k_ref, check_mu, check_mu_array
+from ..validation import check_array, check_integer, check_real
+from . import BanditSpec, fixed_point, gradient_covariance, simulate
 
 __all__ = [
     "REGIMES",
@@ -304,8 +304,8 @@ class CriticalA:
 def predicted_critical_a(spec: BanditSpec, mu, k_ref) -> tuple[np.ndarray, np.ndarray]:
     """Oscillator predictions of the critical ``a = eta K`` (continuous model, exact recurrence).
 
-    From :func:`grpo_core.stability.critical_a_continuous` and
-    :func:`grpo_core.stability.critical_a_exact` with the spec's lag model and momentum convention
+    From :func:`grpo_core.model.stability.critical_a_continuous` and
+    :func:`grpo_core.model.stability.critical_a_exact` with the spec's lag model and momentum convention
     (for EMA the returned ``a`` is ``eta K``, the threshold on the learning rate times K).
 
     Returns
@@ -423,7 +423,7 @@ def predicted_critical_k_ref(spec: BanditSpec, *, eta: float, mu: float, curvatu
     """Oscillator predictions of the critical ``k_ref`` at fixed ``eta``, ``mu`` and stiffness.
 
     Continuous: the real-valued ``K_ref`` at which the damping vanishes; exact: the smallest unstable
-    integer of the discrete recurrence (:func:`grpo_core.stability.critical_value`, ``beta = 0``
+    integer of the discrete recurrence (:func:`grpo_core.model.stability.critical_value`, ``beta = 0``
     because the measured ``curvature`` already contains the KL pull).
 
     Returns
@@ -546,9 +546,9 @@ def predicted_regimes(spec: BanditSpec, *, eta, mu, k_ref, curvature: float, ste
     """The oscillator's regime predictions for the bandit's hyperparameters.
 
     ``continuous``: the continuous model's regime from its damping ratio
-    (:func:`grpo_core.oscillator.coefficients`: overdamped / critically damped / underdamped /
+    (:func:`grpo_core.model.oscillator.coefficients`: overdamped / critically damped / underdamped /
     unstable), mapped to monotone / oscillatory / divergent. ``exact``: the exact discrete
-    recurrence run from rest (:func:`grpo_core.oscillator.discrete_trajectory`) and classified with
+    recurrence run from rest (:func:`grpo_core.model.oscillator.discrete_trajectory`) and classified with
     the same rule as the measurements (:func:`classify_trajectory`).
 
     Parameters
@@ -640,9 +640,9 @@ def predicted_noise(spec: BanditSpec, *, eta: float, mu: float, k_ref: int, beta
     At the fixed point ``theta*`` the one-step estimate has the exact covariance ``Sigma``
     (:func:`grpo_core.bandit.gradient_covariance`); its component along the logit gap
     ``x`` (``u = 1_H/|H| - 1_L/|L|``) has variance ``sigma_x^2 = u' Sigma u``, and ``e = p - p*``
-    moves by ``dp/dx`` per unit gap. The linearised recurrence (:mod:`grpo_core.oscillator`, gain
+    moves by ``dp/dx`` per unit gap. The linearised recurrence (:mod:`grpo_core.model.oscillator`, gain
     ``a = eta K``) driven by per-step noise of standard deviation ``eta (dp/dx) sigma_x`` has the
-    stationary variance of :func:`grpo_core.oscillator.stationary_variance_exact` (we pass
+    stationary variance of :func:`grpo_core.model.oscillator.stationary_variance_exact` (we pass
     ``noise_scale = (dp/dx) sigma_x sqrt(G)`` and ``group_size = G``, so that ``s^2 / G`` is the
     exact per-step variance, 1/G^2 terms included).
 

@@ -56,10 +56,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .errors import ParameterError
-from .grpo import DEFAULT_SPREAD_RTOL, DEFAULT_STD_EPS, group_advantages
-from .softmax import check_probabilities
-from .validation import check_array, check_choice, check_integer, check_real
+from ..errors import ParameterError
+from ..grpo import DEFAULT_SPREAD_RTOL, DEFAULT_STD_EPS, group_advantages
+from ..softmax import check_probabilities
+from ..validation import check_array, check_choice, check_integer, check_real
 
 __all__ = [
     "ESTIMATORS",
@@ -995,7 +995,7 @@ def std_scaled_mse(probs, rewards, group_sizes, *, eps: float = DEFAULT_STD_EPS)
     >>> std_scaled_mse([0.5, 0.5], [1.0, 0.0], [2, 64]).round(4).tolist()
     [0.2715, 0.0002]
     """
-    from .bandit import BanditSpec, gradient_covariance
+    from ..bandit import BanditSpec, gradient_covariance
 
     p = check_probabilities("probs", probs)
     if p.ndim != 1 or np.any(p <= 0):

@@ -118,8 +118,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .errors import DataError, ParameterError
-from .validation import check_choice
+from ...errors import DataError, ParameterError
+from ...validation import check_choice
 
 __all__ = [
     "RunLog",
@@ -685,7 +685,7 @@ def read_log(
 
     Examples
     --------
-    >>> from grpo_core.datasets import real_log_path
+    >>> from grpo_core.runs.datasets import real_log_path
     >>> log = read_log(real_log_path("qwen2.5-3b-instruct_gsm8k_unsloth"))
     >>> log.format, len(log.train), log.reward_std_kind
     ('notebook', 250, 'group_mean_std')
@@ -1305,7 +1305,7 @@ def example_log_path(name: str) -> Path:
     """
     from importlib import resources
 
-    from .errors import ParameterError
+    from ...errors import ParameterError
 
     folder = Path(str(resources.files("grpo_core.data").joinpath("example_logs")))
     names = list_example_logs()

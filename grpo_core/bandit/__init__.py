@@ -89,11 +89,18 @@ import numpy as np
 from scipy import optimize
 from scipy.special import gammaln, xlog1py, xlogy
 
-from .errors import ParameterError
-from .grpo import DEFAULT_STD_EPS, clipped_surrogate, group_advantages
-from .hyperparameters import LAG_MODELS, MOMENTUM_STYLES, check_beta, check_eta, check_k_ref, check_mu
-from .softmax import log_softmax
-from .validation import check_array, check_choice, check_integer, check_real
+from ..errors import ParameterError
+from ..grpo import DEFAULT_STD_EPS, clipped_surrogate, group_advantages
+from ..model.hyperparameters import (
+    LAG_MODELS,
+    MOMENTUM_STYLES,
+    check_beta,
+    check_eta,
+    check_k_ref,
+    check_mu,
+)
+from ..softmax import log_softmax
+from ..validation import check_array, check_choice, check_integer, check_real
 
 __all__ = [
     "LAGS",
@@ -664,7 +671,7 @@ def gradient_covariance(spec: BanditSpec, theta, theta_behaviour=None) -> tuple[
     References
     ----------
     Our derivation (book chapter "The bandit", section "Noise"). For the leave-one-out baseline the
-    trace equals the U-statistic MSE of :meth:`grpo_core.ustat.BanditMoments.mse` (tested).
+    trace equals the U-statistic MSE of :meth:`grpo_core.groupsize.ustat.BanditMoments.mse` (tested).
 
     Examples
     --------

@@ -1,8 +1,8 @@
 """Bandit runs as training logs, and bandit runs made to fail in each failure mode on purpose.
 
 :func:`run_log` turns one (configuration, seed) of a :class:`~grpo_core.bandit.BanditRun` recorded
-with ``metrics=True`` into a :class:`~grpo_core.logs.RunLog`, the same table
-:func:`~grpo_core.logs.read_log` makes of a TRL log, so :func:`~grpo_core.diagnostics.diagnose`
+with ``metrics=True`` into a :class:`~grpo_core.runs.logs.RunLog`, the same table
+:func:`~grpo_core.runs.logs.read_log` makes of a TRL log, so :func:`~grpo_core.runs.diagnostics.diagnose`
 reads a simulated run exactly as it reads a real one. :func:`simulate_log` adds an eval metric
 measured on a finite eval set, which may differ from the training reward (a reward that pays
 format only). :data:`SCENARIOS` are the runs of the book chapter "Reading a training log": a
@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import bandit as _bandit
-from .errors import ParameterError
+from .. import bandit as _bandit
+from ..errors import ParameterError
+from ..validation import check_array, check_choice, check_integer, check_real
 from .logs import RunLog, from_frame
-from .validation import check_array, check_choice, check_integer, check_real
 
 __all__ = ["run_log", "simulate_log", "Scenario", "SCENARIOS", "scenario_log", "instability_sweep"]
 
@@ -194,7 +194,7 @@ class Scenario:
     Attributes
     ----------
     name : str
-        Key in :data:`SCENARIOS` (a failure mode of :data:`grpo_core.diagnostics.MODES`, or
+        Key in :data:`SCENARIOS` (a failure mode of :data:`grpo_core.runs.diagnostics.MODES`, or
         ``"healthy"``).
     title : str
         What was done, in a few words.
@@ -301,7 +301,7 @@ def scenario_log(name: str, *, seed: int = 0, eval_every: int | None = None, eva
 
     Examples
     --------
-    >>> from grpo_core.diagnostics import diagnose
+    >>> from grpo_core.runs.diagnostics import diagnose
     >>> sc = SCENARIOS["advantage_degeneration"]
     >>> diagnose(scenario_log(sc.name), group_size=sc.group_size, forecast=False).primary.mode
     'advantage_degeneration'
@@ -319,7 +319,7 @@ def instability_sweep(k_refs, *, seeds: int = 4, scenario: str = "healthy", step
     """Diagnose the scenario's bandit at several refresh intervals: which runs are flagged unstable.
 
     All (k_ref x seed) runs are one vectorised :func:`grpo_core.bandit.simulate` call; each run is
-    then diagnosed (:func:`grpo_core.diagnostics.diagnose`, no forecast).
+    then diagnosed (:func:`grpo_core.runs.diagnostics.diagnose`, no forecast).
 
     Parameters
     ----------

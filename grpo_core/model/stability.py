@@ -1,6 +1,6 @@
 """Stability of the GRPO oscillator: the continuous threshold and the exact discrete one.
 
-The continuous model ``M e'' + C e' + K_eff e = 0`` (:mod:`grpo_core.oscillator`) loses stability
+The continuous model ``M e'' + C e' + K_eff e = 0`` (:mod:`grpo_core.model.oscillator`) loses stability
 when its damping ``C`` reaches 0: for heavy-ball momentum and a constant lag ``d = k_ref`` that is
 the paper's ``eta K K_ref = 1 - mu``. The update itself is a discrete recurrence,
 
@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ParameterError
+from ..errors import ParameterError
+from ..validation import check_array, check_broadcast, check_choice
 from .hyperparameters import (
     LAG_MODELS,
     MAX_K_REF,
@@ -38,7 +39,6 @@ from .hyperparameters import (
     check_mu,
     check_mu_array,
 )
-from .validation import check_array, check_broadcast, check_choice
 
 __all__ = [
     "LAG_MODELS",
@@ -98,7 +98,7 @@ def lag_moments(k_ref: Any, lag: str = "constant") -> tuple[np.ndarray, np.ndarr
 
     Examples
     --------
-    >>> from grpo_core.stability import lag_moments
+    >>> from grpo_core.model.stability import lag_moments
     >>> [float(x) for x in lag_moments(4, "refresh")]
     [1.5, 3.5]
     """
@@ -149,7 +149,7 @@ def critical_a_continuous(mu: Any, k_ref: Any, lag: str = "constant", momentum: 
 
     Examples
     --------
-    >>> from grpo_core.stability import critical_a_continuous
+    >>> from grpo_core.model.stability import critical_a_continuous
     >>> critical_a_continuous(0.5, [1, 2, 4]).tolist()
     [0.5, 0.25, 0.125]
     >>> critical_a_continuous(0.0, [1, 3], lag="refresh").tolist()
@@ -242,7 +242,7 @@ def monodromy(a: Any, mu: Any, k_ref: Any, momentum: str = "heavy_ball") -> np.n
 
     Examples
     --------
-    >>> from grpo_core.stability import monodromy
+    >>> from grpo_core.model.stability import monodromy
     >>> monodromy(0.1, 0.0, 4).round(6).tolist()  # mu = 0: e_{s+K} = (1 - K a) e_s
     [[0.6, 0.0], [0.7, 0.0]]
     """
@@ -334,7 +334,7 @@ def spectral_radius(
 
     Examples
     --------
-    >>> from grpo_core.stability import spectral_radius
+    >>> from grpo_core.model.stability import spectral_radius
     >>> [round(float(r), 6) for r in spectral_radius([0.4, 0.6], 0.5, 1)]  # d = 1: a* = 1 - mu
     [0.948683, 1.048809]
     """
@@ -421,7 +421,7 @@ def critical_a_exact(mu: Any, k_ref: Any, lag: str = "constant", momentum: str =
     Examples
     --------
     >>> import numpy as np
-    >>> from grpo_core.stability import critical_a_exact
+    >>> from grpo_core.model.stability import critical_a_exact
     >>> d = np.array([1, 2, 4, 8, 16])
     >>> np.round(critical_a_exact(0.0, d) * d, 3).tolist()
     [1.0, 1.236, 1.389, 1.476, 1.523]
@@ -501,8 +501,8 @@ def critical_a_damping(mu: Any, k_ref: Any, lag: str = "constant", momentum: str
 
     Examples
     --------
-    >>> from grpo_core.oscillator import coefficients
-    >>> from grpo_core.stability import critical_a_damping
+    >>> from grpo_core.model.oscillator import coefficients
+    >>> from grpo_core.model.stability import critical_a_damping
     >>> a = float(critical_a_damping(0.5, 4)[()])
     >>> round(coefficients(eta=a, mu=0.5, k_ref=4, curvature=1.0).damping_ratio, 12)
     1.0
@@ -543,7 +543,7 @@ def is_stable_exact(a: Any, mu: Any, k_ref: Any, lag: str = "constant", momentum
 
     Examples
     --------
-    >>> from grpo_core.stability import is_stable_exact
+    >>> from grpo_core.model.stability import is_stable_exact
     >>> is_stable_exact([0.49, 0.51], 0.5, 1).tolist()
     [True, False]
     """
@@ -628,7 +628,7 @@ def critical_value(
 
     Examples
     --------
-    >>> from grpo_core.stability import critical_value
+    >>> from grpo_core.model.stability import critical_value
     >>> round(critical_value("k_ref", eta=0.01, mu=0.9, curvature=1.0, method="continuous"), 9)
     10.0
     >>> critical_value("k_ref", eta=0.01, mu=0.9, curvature=1.0)  # exact: first unstable integer
@@ -747,7 +747,7 @@ def threshold_table(
 
     Examples
     --------
-    >>> from grpo_core.stability import threshold_table
+    >>> from grpo_core.model.stability import threshold_table
     >>> threshold_table().round(3).loc[0.5].tolist()
     [1.0, 1.123, 1.247, 1.361, 1.448]
     """

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ParameterError
-from .validation import check_array, check_choice, check_integer, check_real
+from ..errors import ParameterError
+from ..validation import check_array, check_choice, check_integer, check_real
 
 __all__ = [
     "MAX_K_REF",
@@ -52,7 +52,7 @@ def check_eta(eta: Any) -> float:
 
     Examples
     --------
-    >>> from grpo_core.hyperparameters import check_eta
+    >>> from grpo_core.model.hyperparameters import check_eta
     >>> check_eta("0.01")
     0.01
     """
@@ -78,7 +78,7 @@ def check_mu(mu: Any) -> float:
 
     Examples
     --------
-    >>> from grpo_core.hyperparameters import check_mu
+    >>> from grpo_core.model.hyperparameters import check_mu
     >>> check_mu(0.9)
     0.9
     """
@@ -104,7 +104,7 @@ def check_k_ref(k_ref: Any) -> int:
 
     Examples
     --------
-    >>> from grpo_core.hyperparameters import check_k_ref
+    >>> from grpo_core.model.hyperparameters import check_k_ref
     >>> check_k_ref(4.0)
     4
     """
@@ -130,7 +130,7 @@ def check_curvature(curvature: Any) -> float:
 
     Examples
     --------
-    >>> from grpo_core.hyperparameters import check_curvature
+    >>> from grpo_core.model.hyperparameters import check_curvature
     >>> check_curvature(2)
     2.0
     """
@@ -156,7 +156,7 @@ def check_beta(beta: Any) -> float:
 
     Examples
     --------
-    >>> from grpo_core.hyperparameters import check_beta
+    >>> from grpo_core.model.hyperparameters import check_beta
     >>> check_beta(0)
     0.0
     """
@@ -182,7 +182,7 @@ def check_kl_curvature(kl_curvature: Any) -> float:
 
     Examples
     --------
-    >>> from grpo_core.hyperparameters import check_kl_curvature
+    >>> from grpo_core.model.hyperparameters import check_kl_curvature
     >>> check_kl_curvature(1)
     1.0
     """
@@ -208,7 +208,7 @@ def check_group_size(group_size: Any) -> int:
 
     Examples
     --------
-    >>> from grpo_core.hyperparameters import check_group_size
+    >>> from grpo_core.model.hyperparameters import check_group_size
     >>> check_group_size(16)
     16
     """
@@ -234,7 +234,7 @@ def check_lag(lag: Any) -> str:
 
     Examples
     --------
-    >>> from grpo_core.hyperparameters import check_lag
+    >>> from grpo_core.model.hyperparameters import check_lag
     >>> check_lag('refresh')
     'refresh'
     """
@@ -260,7 +260,7 @@ def check_momentum(momentum: Any) -> str:
 
     Examples
     --------
-    >>> from grpo_core.hyperparameters import check_momentum
+    >>> from grpo_core.model.hyperparameters import check_momentum
     >>> check_momentum('ema')
     'ema'
     """
@@ -286,7 +286,7 @@ def check_mu_array(mu: Any) -> np.ndarray:
 
     Examples
     --------
-    >>> from grpo_core.hyperparameters import check_mu_array
+    >>> from grpo_core.model.hyperparameters import check_mu_array
     >>> check_mu_array([0.0, 0.5])
     array([0. , 0.5])
     """
@@ -315,7 +315,7 @@ def check_k_ref_array(k_ref: Any) -> np.ndarray:
 
     Examples
     --------
-    >>> from grpo_core.hyperparameters import check_k_ref_array
+    >>> from grpo_core.model.hyperparameters import check_k_ref_array
     >>> check_k_ref_array([1, 4.0])
     array([1, 4])
     """

@@ -3,12 +3,12 @@
 :class:`DynamicsCallback` is a ``transformers.TrainerCallback``. Give it to any ``Trainer`` (TRL's
 ``GRPOTrainer`` in particular) and it
 
-* appends every log entry, normalised by :func:`grpo_core.logs.normalize_record`, as one JSON line
+* appends every log entry, normalised by :func:`grpo_core.runs.logs.normalize_record`, as one JSON line
   to ``<output_dir>/metrics.jsonl`` the moment the trainer logs it (``logging_steps=1`` gives one
   training line per optimizer step; evaluation entries are lines of their own with
   ``"split": "eval"``). The file is the ``"grpo_dynamics"`` format of
-  :func:`grpo_core.logs.read_log`: the book, ``grpo-dynamics diagnose`` and ``fit`` read it;
-* every ``every`` optimizer steps runs :func:`grpo_core.diagnostics.diagnose` on what has been
+  :func:`grpo_core.runs.logs.read_log`: the book, ``grpo-dynamics diagnose`` and ``fit`` read it;
+* every ``every`` optimizer steps runs :func:`grpo_core.runs.diagnostics.diagnose` on what has been
   logged so far and prints the verdict, each finding and the plateau forecast (and keeps the
   result in :attr:`DynamicsCallback.last_diagnosis`);
 * at the end of training writes ``<output_dir>/diagnosis.json`` (the final diagnosis).
@@ -45,8 +45,8 @@ import warnings
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..validation import check_integer
 from .logs import from_records, normalize_record
-from .validation import check_integer
 
 try:  # transformers is an optional dependency of grpo_core (the ``llm`` extra)
     from transformers import TrainerCallback as _Base
@@ -76,7 +76,7 @@ def read_metrics_lines(path: str | os.PathLike) -> list[dict[str, Any]]:
     -------
     list of dict
         One dict per non-blank line, in file order, as written (normalised by
-        :func:`grpo_core.logs.normalize_record`: ``step``, ``split`` and the metrics). Empty when
+        :func:`grpo_core.runs.logs.normalize_record`: ``step``, ``split`` and the metrics). Empty when
         the file does not exist.
 
     Raises
@@ -89,7 +89,7 @@ def read_metrics_lines(path: str | os.PathLike) -> list[dict[str, Any]]:
     UserWarning
         When a broken last line is dropped.
     """
-    from .errors import DataError
+    from ..errors import DataError
 
     p = Path(path)
     if not p.exists():
@@ -125,7 +125,7 @@ class DynamicsCallback(_Base):
         Prompts per optimizer step; default from the trainer's arguments
         (``per_device_train_batch_size * world_size * gradient_accumulation_steps / G``).
     binary_reward : bool, optional
-        Whether the reward is 0/1 (default: decided by :func:`grpo_core.diagnostics.diagnose`).
+        Whether the reward is 0/1 (default: decided by :func:`grpo_core.runs.diagnostics.diagnose`).
     eval_metric : str, optional
         Evaluation column for the train-eval decoupling check (default: chosen by ``diagnose``).
     n_boot : int
@@ -143,7 +143,7 @@ class DynamicsCallback(_Base):
         The metrics file.
     records : list of dict
         Every normalised record of this run so far (those kept on resume included).
-    last_diagnosis : grpo_core.diagnostics.Diagnosis or None
+    last_diagnosis : grpo_core.runs.diagnostics.Diagnosis or None
     diagnosis_seconds : float
         Wall time spent in periodic diagnoses (for overhead measurements).
     write_seconds : float
@@ -290,11 +290,11 @@ class DynamicsCallback(_Base):
 
     # -- diagnosis ------------------------------------------------------------------------------
     def diagnose_now(self, *, print_it: bool = True, n_boot: int | None = None, min_steps: int | None = None):
-        """Diagnose the records so far; returns the :class:`~grpo_core.diagnostics.Diagnosis`
+        """Diagnose the records so far; returns the :class:`~grpo_core.runs.diagnostics.Diagnosis`
         (or ``None`` with fewer than ``min_steps`` training lines, default :attr:`min_steps`, or
         when the log cannot be diagnosed; the reason is printed)."""
+        from ..errors import GrpoError
         from .diagnostics import diagnose
-        from .errors import GrpoError
 
         train = [r for r in self.records if r.get("split") == "train" and r.get("reward") is not None]
         if len(train) < (self.min_steps if min_steps is None else min_steps):

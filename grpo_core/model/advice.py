@@ -13,13 +13,7 @@ import math
 from dataclasses import dataclass, fields
 from typing import Any
 
-from .oscillator import (
-    _MAX_DISCRETE_STEPS,
-    REGIME_LABELS,
-    coefficients,
-    settling_time,
-    time_to_fraction,
-)
+from .oscillator import _MAX_DISCRETE_STEPS, REGIME_LABELS, coefficients, settling_time, time_to_fraction
 from .stability import (
     K_REF_SEARCH_MAX,
     critical_a_continuous,
@@ -46,7 +40,7 @@ class Advice:
     a : float
         ``eta * K``.
     mass, damping, stiffness, damping_ratio : float
-        Continuous-model coefficients (see :func:`grpo_core.oscillator.coefficients`).
+        Continuous-model coefficients (see :func:`grpo_core.model.oscillator.coefficients`).
     regime : str
         Continuous-model regime (``overdamped``, ``critically_damped``, ``underdamped``, ``unstable``).
     time_to_90, time_to_90_discrete : float
@@ -225,7 +219,7 @@ def advise(
     beta : float, default 0
         KL weight, ``>= 0``; adds ``beta * kl_curvature`` to the stiffness.
     kl_curvature : float, default 1
-        See :func:`grpo_core.oscillator.coefficients`.
+        See :func:`grpo_core.model.oscillator.coefficients`.
     lag : {"constant", "refresh"}
     momentum : {"heavy_ball", "ema"}
 
@@ -244,7 +238,7 @@ def advise(
 
     Examples
     --------
-    >>> from grpo_core.advice import advise
+    >>> from grpo_core.model.advice import advise
     >>> adv = advise(eta=0.01, mu=0.9, k_ref=4, curvature=1.0)
     >>> adv.regime, adv.stable_exact, round(adv.critical_k_ref_continuous, 6), adv.critical_k_ref_exact
     ('underdamped', True, 10.0, 12.0)

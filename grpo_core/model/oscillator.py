@@ -17,9 +17,9 @@ This module holds everything that chapter computes:
   vectorised over seeds), with the exact stationary variance from a discrete Lyapunov equation;
 * time scales (time to 90% of the plateau, settling time).
 
-The stability thresholds (continuous and exact discrete) live in :mod:`grpo_core.stability` and
+The stability thresholds (continuous and exact discrete) live in :mod:`grpo_core.model.stability` and
 are re-exported here (``oscillator.critical_a_exact is stability.critical_a_exact``); the
-hyperparameter checks are in :mod:`grpo_core.hyperparameters`.
+hyperparameter checks are in :mod:`grpo_core.model.hyperparameters`.
 
 Units: time ``t`` is in optimizer steps; ``e`` is in the units of the reward (for a 0/1 reward, a
 probability); ``mass`` is in steps^2, ``damping`` in steps, ``stiffness`` dimensionless (per step^2
@@ -34,7 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ParameterError
+from ..errors import ParameterError
+from ..validation import check_array, check_broadcast, check_choice, check_integer, check_real
 from .hyperparameters import (
     LAG_MODELS,
     MOMENTUM_STYLES,
@@ -59,7 +60,6 @@ from .stability import (
     spectral_radius,
     threshold_table,
 )
-from .validation import check_array, check_broadcast, check_choice, check_integer, check_real
 
 __all__ = [
     "LAG_MODELS",
@@ -83,7 +83,7 @@ __all__ = [
     "variance_trajectory",
     "time_to_fraction",
     "settling_time",
-    # re-exported from grpo_core.stability
+    # re-exported from grpo_core.model.stability
     "critical_a_continuous",
     "critical_a_exact",
     "critical_a_damping",
@@ -234,7 +234,7 @@ def relaxation(t: Any, mass: Any, damping: Any, stiffness: Any) -> np.ndarray:
     Examples
     --------
     >>> import numpy as np
-    >>> from grpo_core.oscillator import relaxation
+    >>> from grpo_core.model.oscillator import relaxation
     >>> t = np.array([0.0, 1.0, 5.0])
     >>> np.round(relaxation(t, mass=1.0, damping=2.0, stiffness=1.0), 6)  # critical: (1+t) e^-t
     array([1.      , 0.735759, 0.040428])
@@ -310,7 +310,7 @@ def reward_curve(t: Any, r0: Any, r_inf: Any, mass: Any, damping: Any, stiffness
 
     Examples
     --------
-    >>> from grpo_core.oscillator import reward_curve
+    >>> from grpo_core.model.oscillator import reward_curve
     >>> [round(float(x), 4) for x in reward_curve([0, 2, 50], 0.2, 0.8, 1.0, 2.0, 1.0)]
     [0.2, 0.5564, 0.8]
     """
@@ -349,7 +349,7 @@ def classify_regime(damping_ratio: Any, damping: Any) -> np.ndarray:
 
     Examples
     --------
-    >>> from grpo_core.oscillator import classify_regime
+    >>> from grpo_core.model.oscillator import classify_regime
     >>> classify_regime([2.0, 1.0, 0.3, -0.1], [1.0, 1.0, 1.0, -0.1]).tolist()
     ['overdamped', 'critically_damped', 'underdamped', 'unstable']
     """
@@ -533,7 +533,7 @@ def coefficients(
 
     Examples
     --------
-    >>> from grpo_core.oscillator import coefficients
+    >>> from grpo_core.model.oscillator import coefficients
     >>> c = coefficients(eta=0.05, mu=0.5, k_ref=4, curvature=1.0)
     >>> round(c.mass, 4), round(c.damping, 4), c.stiffness, round(c.damping_ratio, 4), c.regime
     (1.15, 0.3, 0.05, 0.6255, 'underdamped')
@@ -616,7 +616,7 @@ def closed_form_trajectory(coeffs: OscillatorCoefficients, t: Any, e0: float = 1
 
     Examples
     --------
-    >>> from grpo_core.oscillator import coefficients, closed_form_trajectory
+    >>> from grpo_core.model.oscillator import coefficients, closed_form_trajectory
     >>> c = coefficients(eta=0.01, mu=0.0, k_ref=1, curvature=1.0)
     >>> [round(float(x), 4) for x in closed_form_trajectory(c, [0, 100, 300])]
     [1.0, 0.3642, 0.0478]
@@ -820,7 +820,7 @@ def simulate(
 
     Examples
     --------
-    >>> from grpo_core.oscillator import coefficients, simulate
+    >>> from grpo_core.model.oscillator import coefficients, simulate
     >>> c = coefficients(eta=0.05, mu=0.5, k_ref=2, curvature=1.0)
     >>> paths = simulate(c, n_steps=1000, n_seeds=64, noise_scale=1.0, group_size=4, seed=1)
     >>> paths.shape
@@ -889,7 +889,7 @@ def simulate_reference(
 
     Examples
     --------
-    >>> from grpo_core.oscillator import coefficients, simulate, simulate_reference
+    >>> from grpo_core.model.oscillator import coefficients, simulate, simulate_reference
     >>> c = coefficients(eta=0.05, mu=0.5, k_ref=3, curvature=1.0, lag="refresh")
     >>> bool(np.allclose(simulate_reference(c, 50, 3, noise_scale=1.0, seed=2),
     ...                  simulate(c, 50, 3, noise_scale=1.0, seed=2)))
@@ -947,7 +947,7 @@ def discrete_trajectory(coeffs: OscillatorCoefficients, n_steps: int, e0: float 
 
     Examples
     --------
-    >>> from grpo_core.oscillator import coefficients, discrete_trajectory
+    >>> from grpo_core.model.oscillator import coefficients, discrete_trajectory
     >>> discrete_trajectory(coefficients(0.1, 0.0, 2, 1.0, lag="refresh"), 4).round(4).tolist()
     [1.0, 0.9, 0.8, 0.72, 0.64]
     """
@@ -998,7 +998,7 @@ def stationary_variance(coeffs: OscillatorCoefficients, noise_scale: float, grou
 
     Examples
     --------
-    >>> from grpo_core.oscillator import coefficients, stationary_variance
+    >>> from grpo_core.model.oscillator import coefficients, stationary_variance
     >>> c = coefficients(eta=0.02, mu=0.0, k_ref=1, curvature=1.0)
     >>> round(stationary_variance(c, noise_scale=1.0, group_size=4), 8)
     0.00255102
@@ -1074,7 +1074,7 @@ def stationary_variance_exact(coeffs: OscillatorCoefficients, noise_scale: float
 
     Examples
     --------
-    >>> from grpo_core.oscillator import coefficients, stationary_variance_exact
+    >>> from grpo_core.model.oscillator import coefficients, stationary_variance_exact
     >>> c = coefficients(eta=0.02, mu=0.0, k_ref=1, curvature=1.0)
     >>> round(stationary_variance_exact(c, noise_scale=1.0, group_size=4), 8)
     0.00257628
@@ -1147,7 +1147,7 @@ def time_to_fraction(coeffs: OscillatorCoefficients, fraction: float = 0.9, meth
 
     Examples
     --------
-    >>> from grpo_core.oscillator import coefficients, time_to_fraction
+    >>> from grpo_core.model.oscillator import coefficients, time_to_fraction
     >>> c = coefficients(eta=0.01, mu=0.0, k_ref=1, curvature=1.0)
     >>> round(time_to_fraction(c), 2), time_to_fraction(c, method="discrete")
     (227.29, 227.0)
@@ -1220,7 +1220,7 @@ def settling_time(coeffs: OscillatorCoefficients, tolerance: float = 0.1) -> flo
 
     Examples
     --------
-    >>> from grpo_core.oscillator import coefficients, settling_time, time_to_fraction
+    >>> from grpo_core.model.oscillator import coefficients, settling_time, time_to_fraction
     >>> c = coefficients(eta=0.05, mu=0.9, k_ref=1, curvature=1.0)  # underdamped
     >>> round(time_to_fraction(c), 1), round(settling_time(c), 1)
     (7.0, 86.2)
@@ -1291,7 +1291,7 @@ def variance_trajectory(
 
     Examples
     --------
-    >>> from grpo_core.oscillator import coefficients, variance_trajectory
+    >>> from grpo_core.model.oscillator import coefficients, variance_trajectory
     >>> c = coefficients(eta=0.1, mu=0.0, k_ref=1, curvature=1.0)
     >>> variance_trajectory(c, 3, noise_scale=1.0, group_size=1).round(6).tolist()
     [0.0, 0.01, 0.02, 0.0281]

@@ -52,9 +52,9 @@ from typing import Any
 import numpy as np
 from scipy import optimize, stats
 
-from . import oscillator
-from .errors import DataError, ParameterError
-from .validation import check_array, check_choice, check_integer, check_real
+from ..errors import DataError, ParameterError
+from ..model import oscillator
+from ..validation import check_array, check_choice, check_integer, check_real
 
 __all__ = [
     "Law",
@@ -267,7 +267,7 @@ class ThreePhaseLaw(Law):
     """The three-phase (inertial) law: the damped oscillator's step response from rest.
 
     ``R(t) = R_inf - (R_inf - R_0) * relaxation(t - t0; M = tau, C = 1, K = k)`` with
-    :func:`grpo_core.oscillator.relaxation` (zero initial slope, every damping regime), and
+    :func:`grpo_core.model.oscillator.relaxation` (zero initial slope, every damping regime), and
     ``R(t) = R_0`` before the onset ``t0`` (only when ``onset=True``; else ``t0 = 0``).
 
     Parameters

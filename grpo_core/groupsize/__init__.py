@@ -1,7 +1,7 @@
 r"""Choosing the group size G under a fixed rollout budget: the c1, c2, c3 law and G*.
 
 A training step draws B prompts and G completions per prompt: N = B G rollouts. With the
-unbiased leave-one-out estimator of each prompt's gradient (:mod:`grpo_core.ustat`), prompts drawn
+unbiased leave-one-out estimator of each prompt's gradient (:mod:`grpo_core.groupsize.ustat`), prompts drawn
 i.i.d. from the prompt distribution, the minibatch gradient's exact mean squared error is (our
 derivation, book chapter "Choosing the group size")
 
@@ -40,11 +40,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .errors import ParameterError
-from .grpo import DEFAULT_STD_EPS, group_advantages
-from .softmax import arm_counts, sample_categorical, score, softmax
+from ..errors import ParameterError
+from ..grpo import DEFAULT_STD_EPS, group_advantages
+from ..softmax import arm_counts, sample_categorical, score, softmax
+from ..validation import check_array, check_choice, check_integer, check_real
 from .ustat import bandit_traces, check_groups, group_gradient
-from .validation import check_array, check_choice, check_integer, check_real
 
 __all__ = [
     "PromptPool",
@@ -82,7 +82,7 @@ class PromptPool:
     Prompt x's policy is ``pi_x = softmax(theta + offsets[x])``; arm a earns ``rewards[x, a]``
     (a Bernoulli(rewards[x, a]) draw when ``bernoulli``). The prompt distribution is uniform over
     the pool. The gradient of log pi_x(a) with respect to the shared theta is e_a - pi_x, so the
-    per-prompt moments are those of :func:`grpo_core.ustat.bandit_traces`.
+    per-prompt moments are those of :func:`grpo_core.groupsize.ustat.bandit_traces`.
 
     Attributes
     ----------
@@ -865,7 +865,7 @@ def minibatch_mse_monte_carlo(
     """Monte Carlo MSE of the minibatch gradient E||g_hat - grad J||^2, with its standard error.
 
     Each batch draws B prompts uniformly from the pool and G completions per prompt and averages
-    the B per-prompt estimates (:func:`grpo_core.ustat.group_gradient`); the target is the exact
+    the B per-prompt estimates (:func:`grpo_core.groupsize.ustat.group_gradient`); the target is the exact
     full gradient grad J = E_x g(x). For checking :func:`minibatch_mse` / :func:`pool_constants`.
 
     Parameters

@@ -1,6 +1,6 @@
 """Name what is going wrong in a GRPO training log: four failure modes, oscillation, forecast.
 
-:func:`diagnose` takes a :class:`~grpo_core.logs.RunLog` (or a path) and checks four failure
+:func:`diagnose` takes a :class:`~grpo_core.runs.logs.RunLog` (or a path) and checks four failure
 modes, each with an operational definition and documented thresholds (the
 definitions and thresholds are ours, justified below and in the book chapter "Reading a
 training log"):
@@ -46,10 +46,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .errors import DataError, GrpoError, ParameterError
-from .laws import plateau_outside_unit_interval
-from .logs import RunLog, read_log
-from .validation import check_array, check_integer, check_real
+from ...errors import DataError, GrpoError, ParameterError
+from ...laws import plateau_outside_unit_interval
+from ...validation import check_array, check_integer, check_real
+from ..logs import RunLog, read_log
 
 __all__ = [
     "MODES",
@@ -500,7 +500,7 @@ def expected_zero_spread_fraction(p, group_size):
     g_arr = np.asarray(group_size)
     if g_arr.dtype.kind not in "iuf" or g_arr.dtype == bool or np.any(~np.isfinite(g_arr.astype(float))) \
             or np.any(g_arr != np.round(g_arr)) or np.any(g_arr < 1):
-        from .errors import ParameterError
+        from ...errors import ParameterError
         raise ParameterError("group_size", f"`group_size` must be an integer >= 1; got {group_size!r}")
     g_arr = g_arr.astype(float)
     out = p_arr ** g_arr + (1.0 - p_arr) ** g_arr
@@ -537,7 +537,7 @@ def group_size_for_zero_spread(p, target: float = 0.5, max_group_size: int = 409
     >>> group_size_for_zero_spread(0.02, 0.5)
     35
     """
-    from .errors import ParameterError
+    from ...errors import ParameterError
 
     p = check_real("p", p, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
     target = check_real("target", target, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
@@ -721,7 +721,7 @@ def oscillation(steps, values, *, min_period: float = 4.0, max_period: float | N
     >>> bool(osc.detected), round(osc.period), bool(osc.growth_factor > 3)
     (True, 22, True)
     """
-    from .errors import ParameterError
+    from ...errors import ParameterError
 
     t = check_array("steps", steps, ndim=1, min_size=16)
     y = check_array("values", values, ndim=1, min_size=16)
@@ -855,7 +855,7 @@ def zero_spread_series(log: RunLog, *, group_size: int | None = None, binary_rew
 
     Examples
     --------
-    >>> from grpo_core.logs import from_records
+    >>> from grpo_core.runs.logs import from_records
     >>> log = from_records([{"step": s, "reward": 0.18, "frac_reward_zero_std": 0.5} for s in range(1, 11)])
     >>> round(float(zero_spread_series(log, group_size=4)["expected"].iloc[0]), 4)
     0.4532
@@ -945,7 +945,7 @@ def advantage_degeneration(log: RunLog, *, group_size: int | None = None, binary
 
     Examples
     --------
-    >>> from grpo_core.logs import from_records
+    >>> from grpo_core.runs.logs import from_records
     >>> log = from_records([{"step": s, "reward": 0.05, "frac_reward_zero_std": 0.9} for s in range(1, 41)])
     >>> f = advantage_degeneration(log, group_size=2)
     >>> f.severity, round(f.evidence["expected_binary"], 3)
@@ -1079,7 +1079,7 @@ def policy_concentration(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESH
 
     Examples
     --------
-    >>> from grpo_core.logs import from_records
+    >>> from grpo_core.runs.logs import from_records
     >>> recs = [{"step": s, "entropy": 0.6 * 0.95 ** s, "reward": 0.7 - 0.5 * 0.97 ** s} for s in range(1, 121)]
     >>> policy_concentration(from_records(recs)).severity
     'critical'
@@ -1213,7 +1213,7 @@ def dynamic_instability(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHO
 
     Examples
     --------
-    >>> from grpo_core.logs import from_records
+    >>> from grpo_core.runs.logs import from_records
     >>> recs = [{"step": s, "grad_norm": 0.3 if s < 30 else 0.3 * 1.2 ** (s - 30)} for s in range(1, 101)]
     >>> f = dynamic_instability(from_records(recs))
     >>> f.severity, f.onset
@@ -1395,7 +1395,7 @@ def train_eval_decoupling(log: RunLog, *, eval_metric: str | None = None, correc
 
     Examples
     --------
-    >>> from grpo_core.logs import from_records
+    >>> from grpo_core.runs.logs import from_records
     >>> recs = [{"step": s, "reward": 0.2 + 0.006 * s} for s in range(1, 101)]
     >>> recs += [{"step": s, "eval_reward": 0.3 + 0.001 * (s % 20 == 0)} for s in range(10, 101, 10)]
     >>> train_eval_decoupling(from_records(recs)).severity
@@ -1514,14 +1514,14 @@ def plateau_forecast(log: RunLog, *, metric: str = "reward", window: int = 20, n
 
     Examples
     --------
-    >>> from grpo_core.logs import from_records
+    >>> from grpo_core.runs.logs import from_records
     >>> t = np.arange(1, 301)
     >>> y = 1.5 / (1 + np.exp(-(t - 90) / 20)) + np.random.default_rng(0).normal(0, 0.1, 300)
     >>> fc = plateau_forecast(from_records([{"step": int(s), "reward": float(v)} for s, v in zip(t, y)]))
     >>> fc["law"], bool(fc["plateau_low"] < 1.5 < fc["plateau_high"])
     ('logistic', True)
     """
-    from . import laws
+    from ... import laws
 
     window = check_integer("window", window, low=1)
     tail = check_integer("tail", tail, low=1)
@@ -1567,7 +1567,7 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
     Parameters
     ----------
     log : RunLog or path
-        A log (a path is read with :func:`grpo_core.logs.read_log`).
+        A log (a path is read with :func:`grpo_core.runs.logs.read_log`).
     group_size : int, optional
         ``G`` (TRL ``num_generations``), for the binary zero-spread expectation.
     binary_reward : bool, optional
@@ -1761,8 +1761,8 @@ def synthetic_log(kind: str = "healthy", *, n_steps: int = 300, group_size: int 
     >>> diagnose(log, group_size=2, forecast=False).modes
     ['advantage_degeneration']
     """
-    from .logs import from_frame
-    from .validation import check_choice
+    from ...validation import check_choice
+    from ..logs import from_frame
 
     kind = check_choice("kind", kind, SYNTHETIC_KINDS)
     n = check_integer("n_steps", n_steps, low=50)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from .errors import ParameterError
+from ..errors import ParameterError
 
 __all__ = ["real_log_path", "list_real_logs", "REAL_LOGS_README"]
 
