@@ -52,6 +52,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize, stats
 
+from .._json import json_ready
 from ..errors import DataError, ParameterError
 from ..model import oscillator
 from ..validation import check_array, check_choice, check_integer, check_real
@@ -722,11 +723,6 @@ def _lag1_autocorrelation(r: np.ndarray) -> float:
 # ---------------------------------------------------------------------------------------------
 
 
-def _json_number(x: Any) -> Any:
-    if isinstance(x, float | np.floating):
-        return float(x) if math.isfinite(x) else None
-    return x
-
 
 @dataclass(frozen=True)
 class FitResult:
@@ -912,21 +908,21 @@ class FitResult:
         osc = self.oscillator
         return {
             "law": self.law,
-            "params": {k: _json_number(v) for k, v in self.params.items()},
-            "stderr": {k: _json_number(v) for k, v in self.stderr.items()},
+            "params": {k: json_ready(v) for k, v in self.params.items()},
+            "stderr": {k: json_ready(v) for k, v in self.stderr.items()},
             "at_bound": list(self.at_bound),
             "n": self.n,
-            "r2": _json_number(self.r2),
-            "aic": _json_number(self.aic),
-            "aicc": _json_number(self.aicc),
-            "bic": _json_number(self.bic),
-            "rss": _json_number(self.rss),
-            "sigma": _json_number(self.sigma),
-            "residual_autocorr": _json_number(self.residual_autocorr),
-            "plateau": _json_number(self.plateau),
-            "plateau_stderr": _json_number(self.plateau_stderr),
-            "t90": _json_number(self.t90),
-            "oscillator": None if osc is None else {k: _json_number(v) for k, v in osc.items()},
+            "r2": json_ready(self.r2),
+            "aic": json_ready(self.aic),
+            "aicc": json_ready(self.aicc),
+            "bic": json_ready(self.bic),
+            "rss": json_ready(self.rss),
+            "sigma": json_ready(self.sigma),
+            "residual_autocorr": json_ready(self.residual_autocorr),
+            "plateau": json_ready(self.plateau),
+            "plateau_stderr": json_ready(self.plateau_stderr),
+            "t90": json_ready(self.t90),
+            "oscillator": None if osc is None else {k: json_ready(v) for k, v in osc.items()},
             "success": bool(self.success),
             "notes": self.notes,
         }
@@ -1303,7 +1299,7 @@ class FitComparison:
             "criterion": self.criterion,
             "n": self.n,
             "dropped": self.dropped,
-            "noise_r2_ceiling": _json_number(self.noise_r2_ceiling),
+            "noise_r2_ceiling": json_ready(self.noise_r2_ceiling),
         }
 
 
@@ -1465,7 +1461,7 @@ class Forecast:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary (without the curves)."""
-        j = _json_number
+        j = json_ready
         return {
             "law": self.law,
             "fraction": self.fraction,

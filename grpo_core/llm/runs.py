@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._json import json_ready
 from ..errors import DataError, ParameterError
 from ..validation import check_integer
 
@@ -157,21 +158,10 @@ def write_json(path: str | Path, obj: Any) -> Path:
     """
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(_clean(obj), indent=1, sort_keys=False) + "\n")
+    tmp.write_text(json.dumps(json_ready(obj), indent=1, sort_keys=False) + "\n")
     os.replace(tmp, path)
     return path
 
-
-def _clean(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_clean(v) for v in obj]
-    if isinstance(obj, np.generic):
-        obj = obj.item()
-    if isinstance(obj, float) and not np.isfinite(obj):
-        return None
-    return obj
 
 
 def read_json(path: str | Path) -> Any:

@@ -15,6 +15,8 @@ import json
 import math
 from pathlib import Path
 
+from grpo_core._json import json_ready
+
 
 def _exact(x: float) -> str:
     """An input echoed with all its digits (``:g`` printed mu = 0.9999999 as 1), without a trailing .0."""
@@ -97,9 +99,6 @@ def _spec(args):
     return BanditSpec.binary(arms=arms, correct=args.correct, **common)
 
 
-def _finite(x):
-    return None if x is None or (isinstance(x, float) and not math.isfinite(x)) else x
-
 
 def handler(args: argparse.Namespace) -> int:
     import numpy as np
@@ -122,9 +121,9 @@ def handler(args: argparse.Namespace) -> int:
         row = df.iloc[0]
         out = {"sweep": "k_ref", "eta": row.eta, "mu": row.mu, "lag": spec.lag, "momentum": spec.momentum,
                "estimator": spec.estimator, "beta": beta, "curvature": row.curvature, "a": row.a,
-               "measured_critical_k_ref": _finite(row.measured_critical_k_ref),
-               "predicted_continuous": _finite(row.predicted_continuous),
-               "predicted_exact": _finite(row.predicted_exact), "k_max": int(args.k_max),
+               "measured_critical_k_ref": json_ready(row.measured_critical_k_ref),
+               "predicted_continuous": json_ready(row.predicted_continuous),
+               "predicted_exact": json_ready(row.predicted_exact), "k_max": int(args.k_max),
                "growth_rates": [float(r) for r in row.growth_rates]}
         return _emit(args, out, _sweep_report(out, "k_ref"))
     if args.sweep == "eta":
@@ -134,12 +133,12 @@ def handler(args: argparse.Namespace) -> int:
         k = res.curvature
         out = {"sweep": "eta", "mu": float(res.mu[0]), "k_ref": int(res.k_ref[0]), "lag": spec.lag,
                "momentum": spec.momentum, "estimator": spec.estimator, "beta": beta, "curvature": k,
-               "measured_critical_eta": _finite(float(res.measured[0]) / k),
-               "predicted_continuous": _finite(float(res.predicted_continuous[0]) / k),
-               "predicted_exact": _finite(float(res.predicted_exact[0]) / k),
-               "measured_critical_a": _finite(float(res.measured[0])),
-               "predicted_continuous_a": _finite(float(res.predicted_continuous[0])),
-               "predicted_exact_a": _finite(float(res.predicted_exact[0]))}
+               "measured_critical_eta": json_ready(float(res.measured[0]) / k),
+               "predicted_continuous": json_ready(float(res.predicted_continuous[0]) / k),
+               "predicted_exact": json_ready(float(res.predicted_exact[0]) / k),
+               "measured_critical_a": json_ready(float(res.measured[0])),
+               "predicted_continuous_a": json_ready(float(res.predicted_continuous[0])),
+               "predicted_exact_a": json_ready(float(res.predicted_exact[0]))}
         return _emit(args, out, _sweep_report(out, "eta"))
 
     if args.eta is None:

@@ -16,6 +16,7 @@ import json
 import math
 import warnings
 
+from grpo_core._json import json_ready
 from grpo_core.errors import DataError, ParameterError
 
 
@@ -88,7 +89,7 @@ def handler(args: argparse.Namespace) -> int:
     ]
     out = k.as_dict() | {"budget": budget, "best_group_size": best, "table": table}
     if args.json:
-        print(json.dumps(_finite(out), allow_nan=False))
+        print(json.dumps(json_ready(out), allow_nan=False))
     else:
         print(_report(k, budget, best, table))
     return 0
@@ -119,16 +120,6 @@ def _load_samples(path: str):
         why = "it holds Python objects, which are not loaded" if "pickle" in str(exc) else str(exc)
         raise DataError(f"`samples`: cannot read the arrays of {path} ({why})") from None
 
-
-def _finite(obj):
-    """JSON has no infinity: G* = inf (no between-prompt variance) becomes null."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {key: _finite(v) for key, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_finite(v) for v in obj]
-    return obj
 
 
 def _report(k, budget: int, best: int, table: list[dict]) -> str:

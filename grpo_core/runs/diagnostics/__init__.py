@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..._json import json_ready
 from ...errors import DataError, GrpoError, ParameterError
 from ...laws import plateau_outside_unit_interval
 from ...validation import check_array, check_integer, check_real
@@ -230,23 +231,6 @@ _CORRECTNESS_WORDS = ("correct", "accuracy", "acc", "answer", "exact", "solution
 # Results
 # ============================================================================================
 
-def _json(x: Any) -> Any:
-    """Make a value JSON-ready (numpy scalars, tuples, non-finite floats -> None)."""
-    if isinstance(x, dict):
-        return {str(k): _json(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_json(v) for v in x]
-    if isinstance(x, np.ndarray):
-        return [_json(v) for v in x.tolist()]
-    if isinstance(x, bool | np.bool_):
-        return bool(x)
-    if isinstance(x, int | np.integer):
-        return int(x)
-    if isinstance(x, float | np.floating):
-        f = float(x)
-        return f if math.isfinite(f) else None
-    return x
-
 
 @dataclass(frozen=True)
 class Finding:
@@ -277,7 +261,7 @@ class Finding:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (``mode``, ``severity``, ``steps``, ``onset``, ``evidence``, ``message``)."""
-        return _json({"mode": self.mode, "severity": self.severity, "steps": list(self.steps),
+        return json_ready({"mode": self.mode, "severity": self.severity, "steps": list(self.steps),
                       "onset": self.onset, "evidence": self.evidence, "message": self.message})
 
 
@@ -334,7 +318,7 @@ class Oscillation:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict of the attributes."""
-        return _json(asdict(self))
+        return json_ready(asdict(self))
 
 
 @dataclass
@@ -408,7 +392,7 @@ class Diagnosis:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict: ``findings``, ``healthy``, ``forecast``, ``oscillation``, ``checked``,
         ``skipped``, ``format``, ``source``, ``reward_std_kind``, ``steps``, ``notes``."""
-        return _json({
+        return json_ready({
             "healthy": self.healthy,
             "findings": [f.to_dict() for f in self.findings],
             "forecast": _forecast_json(self.forecast),
