@@ -104,6 +104,7 @@ class GroupSizeConstants:
         Returns
         -------
         ndarray shaped like ``group_size``
+            The minibatch gradient's MSE (squared gradient units).
 
         Raises
         ------

@@ -287,8 +287,8 @@ def study_logits(study: pd.DataFrame, *, group_size: int, step: int, budget: int
     Parameters
     ----------
     study : pandas.DataFrame
-        :func:`train_fixed_budget` output with ``record_theta=True`` (several budgets may be
-        concatenated).
+        A study recorded with ``record_theta=True`` (:func:`train_fixed_budget`; one budget or
+        several concatenated).
     group_size : int
         G of the runs to read.
     step : int
@@ -311,11 +311,9 @@ def study_logits(study: pd.DataFrame, *, group_size: int, step: int, budget: int
     Examples
     --------
     >>> from grpo_core.groupsize import beta_difficulty_pool
-    >>> pool = beta_difficulty_pool(32, 4, mean=0.3, spread=0.1)
-    >>> st = train_fixed_budget(pool, 16, [2, 4], num_seeds=3, num_steps=4, checkpoints=[0, 4],
-    ...                         record_theta=True)
-    >>> study_logits(st, group_size=4, step=0).tolist()[0], study_logits(st, group_size=4, step=4).shape
-    ([0.0, 0.0, 0.0, 0.0], (3, 4))
+    >>> st = train_fixed_budget(beta_difficulty_pool(8, 3), 8, [4], num_seeds=2, num_steps=2, record_theta=True)
+    >>> study_logits(st, group_size=4, step=0).tolist()     # every run starts at theta = 0
+    [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
     """
     cols = []
     while _logit_column(len(cols)) in study.columns:

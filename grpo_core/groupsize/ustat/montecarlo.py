@@ -219,7 +219,7 @@ def monte_carlo_mse(
     Parameters
     ----------
     probs : array_like, shape (A,)
-        Policy pi.
+        Policy pi of the one prompt whose groups are drawn.
     rewards : array_like, shape (A,)
         Arm rewards (means when ``bernoulli``).
     group_sizes : sequence of int, each >= 2
