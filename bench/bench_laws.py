@@ -24,6 +24,8 @@ from scipy import optimize
 
 from bench._timing import best_of
 from grpo_core import laws
+from grpo_core.laws import fit as laws_fit
+from grpo_core.laws import models as laws_models
 from grpo_core.runs.datasets import real_log_path
 from grpo_core.runs.logs import read_log
 
@@ -38,7 +40,7 @@ def _qwen():
 def _scipy_two_point(law, t, y, starts, lb, ub):
     """The same multi-start fit with scipy's own finite differences (reference for the Jacobian)."""
     yscale = float(np.ptp(y))
-    x_scale = laws._typical_scales(law, t, y)
+    x_scale = laws_fit._typical_scales(law, t, y)
     best = None
     for x0 in starts:
         x0 = np.clip(x0, lb + 1e-9 * (ub - lb), ub - 1e-9 * (ub - lb))
@@ -64,14 +66,14 @@ def main(quick: bool = False) -> list[dict]:
     t0 = time.perf_counter()
     cmp = laws.fit_all(tl, yl)
     fast = time.perf_counter() - t0
-    saved = laws._SEARCH_POINTS
-    laws._SEARCH_POINTS = n_long + 1
+    saved = laws_fit._SEARCH_POINTS
+    laws_fit._SEARCH_POINTS = n_long + 1
     try:
         t0 = time.perf_counter()
         cmp_full = laws.fit_all(tl, yl)
         full = time.perf_counter() - t0
     finally:
-        laws._SEARCH_POINTS = saved
+        laws_fit._SEARCH_POINTS = saved
     rows.append({
         "case": f"fit_all, 3 laws, synthetic {n_long:,}-step curve: subsample search vs all points",
         "seconds": fast, "reference_s": full, "ratio": full / fast,
@@ -83,9 +85,9 @@ def main(quick: bool = False) -> list[dict]:
     law = laws.LAWS["three_phase"]
     lb, ub = law.bounds(t, y)
     starts = law.initial_guesses(t, y)
-    ours = best_of(lambda: laws._solve(law, t, y, starts, lb, ub), 1 if quick else 3)
+    ours = best_of(lambda: laws_fit._solve(law, t, y, starts, lb, ub), 1 if quick else 3)
     ref = best_of(lambda: _scipy_two_point(law, t, y, starts, lb, ub), 1 if quick else 3)
-    a = laws._solve(law, t, y, starts, lb, ub)
+    a = laws_fit._solve(law, t, y, starts, lb, ub)
     b = _scipy_two_point(law, t, y, starts, lb, ub)
     rows.append({
         "case": "three-phase fit (6 starts, 250 points): batched Jacobian vs scipy 2-point",
@@ -108,10 +110,10 @@ def main(quick: bool = False) -> list[dict]:
     fit = laws.fit_law(t[:150], y[:150], "three_phase")
     params = fit.param_vector() * np.exp(np.random.default_rng(1).normal(0, 0.05, (200, 4)))
     params[:, 3] = np.abs(params[:, 3])
-    vec = best_of(lambda: laws._time_to_fraction_batch(law, params, 0.9, span=150.0), 3)
-    loop = best_of(lambda: [laws._time_to_fraction(law, p, 0.9) for p in params])
-    v = laws._time_to_fraction_batch(law, params, 0.9, span=150.0)
-    lo = np.array([laws._time_to_fraction(law, p, 0.9) for p in params])
+    vec = best_of(lambda: laws_models._time_to_fraction_batch(law, params, 0.9, span=150.0), 3)
+    loop = best_of(lambda: [laws_models._time_to_fraction(law, p, 0.9) for p in params])
+    v = laws_models._time_to_fraction_batch(law, params, 0.9, span=150.0)
+    lo = np.array([laws_models._time_to_fraction(law, p, 0.9) for p in params])
     rows.append({
         "case": "t90 of 200 parameter vectors: shared-grid vectorised vs Brent loop",
         "seconds": vec, "reference_s": loop, "ratio": loop / vec,

@@ -319,3 +319,24 @@ def test_study_path_reports_g_star_and_the_best_g():
         study_path(st.drop(columns="theta_0"), pool, reference_group_size=4)
     with pytest.raises(ParameterError, match="`reference_group_size`"):
         study_path(st, pool, reference_group_size=8)
+
+
+def test_study_logits_read_back_the_recorded_policies():
+    from grpo_core.groupsize import study_logits
+
+    pool = beta_difficulty_pool(32, 4, mean=0.3, spread=0.1)
+    runs = [train_fixed_budget(pool, n, [2, 4], num_seeds=3, num_steps=6, learning_rate=0.05, optimizer="adam",
+                               checkpoints=[0, 6], record_theta=True, seed=n) for n in (8, 16)]
+    st = pd.concat(runs, ignore_index=True)
+    np.testing.assert_array_equal(study_logits(st, group_size=4, step=0, budget=16), np.zeros((3, 4)))
+    late = study_logits(st, group_size=4, step=6, budget=16)
+    assert late.shape == (3, 4) and np.all(np.abs(late) > 0)
+    # the logits are the ones the recorded rewards came from: J(theta) per seed, in seed order
+    rewards = runs[1].query("group_size == 4 and step == 6").sort_values("seed").reward.to_numpy()
+    np.testing.assert_allclose(pool.expected_reward(late), rewards, rtol=1e-12)
+    with pytest.raises(ParameterError, match="`budget`"):
+        study_logits(st, group_size=4, step=6)
+    with pytest.raises(ParameterError, match="`group_size` = 8"):
+        study_logits(st, group_size=8, step=6, budget=16)
+    with pytest.raises(ParameterError, match="`study`"):
+        study_logits(st.drop(columns="theta_0"), group_size=4, step=6, budget=16)

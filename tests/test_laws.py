@@ -12,6 +12,7 @@ import pytest
 from scipy import stats
 
 from grpo_core import DataError, ParameterError, laws
+from grpo_core.laws import models as laws_models
 from grpo_core.model import oscillator
 from grpo_core.runs.datasets import real_log_path
 from grpo_core.runs.logs import read_log
@@ -231,10 +232,10 @@ def test_time_to_90_percent():
     assert res.time_to_fraction(0.5) == pytest.approx(math.log(2) / 0.02, rel=1e-6)
     # Three-phase, critically damped: (1 + g t) exp(-g t) = 0.1 with g = 1 / (2 tau).
     law = laws.LAWS["three_phase"]
-    t90 = laws._time_to_fraction(law, np.array([0.0, 1.0, 0.04, 6.25]), 0.9)
+    t90 = laws_models._time_to_fraction(law, np.array([0.0, 1.0, 0.04, 6.25]), 0.9)
     g = 1 / 12.5
     assert (1 + g * t90) * math.exp(-g * t90) == pytest.approx(0.1, abs=1e-9)
-    batch = laws._time_to_fraction_batch(law, np.array([[0.0, 1.0, 0.04, 6.25], [0.0, 1.0, 0.02, 0.0]]), 0.9, 300.0)
+    batch = laws_models._time_to_fraction_batch(law, np.array([[0.0, 1.0, 0.04, 6.25], [0.0, 1.0, 0.02, 0.0]]), 0.9, 300.0)
     np.testing.assert_allclose(batch, [t90, math.log(10) / 0.02], rtol=2e-3)
     with pytest.raises(ParameterError, match="`fraction`"):
         res.time_to_fraction(1.0)
