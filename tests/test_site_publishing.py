@@ -8,9 +8,7 @@ import os
 import re
 import shlex
 import subprocess
-import sys
 import venv
-from pathlib import Path
 
 import pytest
 import yaml
