@@ -25,13 +25,14 @@ def run(capsys, *argv):
     return code, out, err
 
 
-LOG_CASES = {
-    "01-all-groups-zero-spread": "trainer_state.json",
-    "02-zero-loss-but-learning": "trainer_state.json",
-    "03-growing-oscillation": "log.csv",
-    "06-collapse-after-high-lr": "trainer_state.json",
-    "07-entropy-collapse-verl": "metrics.jsonl",
-}
+# every user case whose input is a training log (the others' input.txt holds hyperparameters)
+LOG_CASES = {d.name: f.name for d in sorted(CASES.iterdir()) for f in d.iterdir()
+             if f.suffix in (".json", ".jsonl", ".csv") and f.name != "expected.json"}
+
+
+def test_the_log_cases_are_found():
+    assert sorted(LOG_CASES) == ["01-all-groups-zero-spread", "02-zero-loss-but-learning", "03-growing-oscillation",
+                                 "06-collapse-after-high-lr", "07-entropy-collapse-verl"]
 
 
 @pytest.mark.parametrize("name", sorted(LOG_CASES))

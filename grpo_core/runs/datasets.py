@@ -58,6 +58,7 @@ def real_log_path(name: str) -> Path:
     Returns
     -------
     pathlib.Path
+        The file inside the installed package (``grpo_core/data/real_logs``).
 
     Raises
     ------
@@ -98,6 +99,8 @@ def example_log_path(name: str) -> Path:
     Returns
     -------
     pathlib.Path
+        The file in ``grpo_core/data/example_logs``; it holds the same bytes as the case's input
+        in ``tests/data/cases``.
 
     Raises
     ------

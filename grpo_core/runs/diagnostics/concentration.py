@@ -43,6 +43,7 @@ def policy_concentration(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESH
     Returns
     -------
     Finding or None
+        ``None`` while the late entropy stays above ``entropy_warning`` of its initial level.
 
     Raises
     ------

@@ -57,6 +57,8 @@ def train_eval_decoupling(log: RunLog, *, eval_metric: str | None = None, correc
     Returns
     -------
     Finding or None
+        The most severe comparison (every one in ``evidence["comparisons"]``); ``None`` when no
+        measure is left behind by a rising reward.
 
     Raises
     ------
