@@ -1,6 +1,6 @@
 """Reading and diagnosing long training logs; writing the HTML report.
 
-A constructed log (:func:`grpo_core.runs.diagnostics.synthetic_log`, the unstable kind, so every check
+A constructed log (:func:`grpo_core.runs.synthetic.synthetic_log`, the unstable kind, so every check
 has something to do) is written as a TRL ``trainer_state.json``, as JSON lines and as a CSV, then
 read back and diagnosed. The aim: a 100,000-step log read and diagnosed in under 2 s. Rows print
 the seconds of each stage and the total; ``report_s`` is the HTML report of the same log (charts
@@ -15,8 +15,9 @@ import time
 import warnings
 from pathlib import Path
 
-from grpo_core.runs.diagnostics import diagnose, synthetic_log
+from grpo_core.runs.diagnostics import diagnose
 from grpo_core.runs.logs import read_log
+from grpo_core.runs.synthetic import synthetic_log
 
 _TRL_NAMES = {"reward/accuracy": "rewards/accuracy/mean"}
 

@@ -79,9 +79,9 @@ def render_report(log, diagnosis, *, group_size: int | None = None, binary_rewar
 
     Examples
     --------
-    >>> from grpo_core.runs.diagnostics import diagnose, synthetic_log
-    >>> log = synthetic_log("policy_concentration", n_steps=80)
-    >>> page = render_report(log, diagnose(log, n_boot=0))
+    >>> from grpo_core.runs import diagnostics, synthetic
+    >>> log = synthetic.synthetic_log("policy_concentration", n_steps=80)
+    >>> page = render_report(log, diagnostics.diagnose(log, n_boot=0))
     >>> "policy_concentration" in page and "<script src=" not in page
     True
     """

@@ -13,23 +13,22 @@ import pytest
 
 from grpo_core import laws
 from grpo_core.errors import DataError, ParameterError
+from grpo_core.grpo import expected_zero_spread_fraction
 from grpo_core.runs.datasets import real_log_path
 from grpo_core.runs.diagnostics import (
     MODES,
-    SYNTHETIC_KINDS,
     Thresholds,
     advantage_degeneration,
     diagnose,
     dynamic_instability,
-    expected_zero_spread_fraction,
     group_size_for_zero_spread,
     oscillation,
     plateau_forecast,
     policy_concentration,
-    synthetic_log,
     train_eval_decoupling,
 )
 from grpo_core.runs.logs import from_records, read_log
+from grpo_core.runs.synthetic import SYNTHETIC_KINDS, synthetic_log
 
 CASES = Path(__file__).parent / "data" / "cases"
 

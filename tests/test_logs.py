@@ -473,7 +473,7 @@ def test_series_unknown_column_lists_the_available_ones():
 
 def test_example_logs_are_the_case_inputs():
     """The shipped example logs (used by the book) are byte-identical to the cases' inputs."""
-    from grpo_core.runs.logs import example_log_path, list_example_logs
+    from grpo_core.runs.datasets import example_log_path, list_example_logs
 
     pairs = {"01": "01-all-groups-zero-spread/trainer_state.json", "02": "02-zero-loss-but-learning/trainer_state.json",
              "03": "03-growing-oscillation/log.csv", "06": "06-collapse-after-high-lr/trainer_state.json",

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from grpo_core.errors import DataError, ParameterError
+from grpo_core.grpo import expected_zero_spread_fraction
 from grpo_core.runs import diagnostics as _diag
 from grpo_core.runs.logs import RunLog
 
@@ -114,7 +115,8 @@ def reward_chart(log: RunLog, diagnosis=None, *, metric: str = "reward", eval_me
 
     Examples
     --------
-    >>> from grpo_core.runs.diagnostics import diagnose, synthetic_log
+    >>> from grpo_core.runs.diagnostics import diagnose
+    >>> from grpo_core.runs.synthetic import synthetic_log
     >>> log = synthetic_log("healthy", n_steps=120)
     >>> chart = reward_chart(log, diagnose(log, n_boot=0))
     >>> len(chart.layer) >= 4
@@ -194,7 +196,7 @@ def zero_spread_chart(log: RunLog, diagnosis=None, *, group_size: int | None = N
 
     Examples
     --------
-    >>> from grpo_core.runs.diagnostics import synthetic_log
+    >>> from grpo_core.runs.synthetic import synthetic_log
     >>> chart = zero_spread_chart(synthetic_log("advantage_degeneration", n_steps=100), group_size=2)
     >>> isinstance(chart, alt.LayerChart)
     True
@@ -271,7 +273,7 @@ def metric_chart(log: RunLog, metrics, diagnosis=None, *, title: str | None = No
 
     Examples
     --------
-    >>> from grpo_core.runs.diagnostics import synthetic_log
+    >>> from grpo_core.runs.synthetic import synthetic_log
     >>> chart = metric_chart(synthetic_log("dynamic_instability", n_steps=100), ["grad_norm"])
     >>> chart.to_dict()["layer"][0]["encoding"]["y"]["scale"]["type"]
     'log'
@@ -327,7 +329,7 @@ def diagnosis_charts(log: RunLog, diagnosis=None, *, group_size: int | None = No
 
     Examples
     --------
-    >>> from grpo_core.runs.diagnostics import synthetic_log
+    >>> from grpo_core.runs.synthetic import synthetic_log
     >>> sorted(diagnosis_charts(synthetic_log("healthy", n_steps=80)))
     ['entropy', 'grad_norm', 'kl', 'reward', 'zero_spread']
     """
@@ -353,7 +355,7 @@ def diagnosis_dashboard(log: RunLog, diagnosis=None, **kwargs) -> alt.VConcatCha
 
     Examples
     --------
-    >>> from grpo_core.runs.diagnostics import synthetic_log
+    >>> from grpo_core.runs.synthetic import synthetic_log
     >>> isinstance(diagnosis_dashboard(synthetic_log("healthy", n_steps=80)), alt.VConcatChart)
     True
     """
@@ -365,7 +367,7 @@ def zero_spread_expectation_chart(group_sizes=(2, 4, 8, 16), *, mark_p: float | 
                                   width: int = 520, height: int = 260) -> alt.LayerChart:
     """Expected fraction of zero-spread groups ``p^G + (1 - p)^G`` against the accuracy ``p``.
 
-    One line per group size (:func:`grpo_core.runs.diagnostics.expected_zero_spread_fraction`), the
+    One line per group size (:func:`grpo_core.grpo.expected_zero_spread_fraction`), the
     warning and critical levels of advantage degeneration as faint rules, and, with ``mark_p``,
     the values at that accuracy as labelled points.
 
@@ -392,7 +394,7 @@ def zero_spread_expectation_chart(group_sizes=(2, 4, 8, 16), *, mark_p: float | 
     """
     p = np.linspace(0.0, 1.0, 201)
     gs = [int(g) for g in group_sizes]
-    df = pd.concat([pd.DataFrame({"p": p, "fraction": _diag.expected_zero_spread_fraction(p, g), "G": f"G = {g}"})
+    df = pd.concat([pd.DataFrame({"p": p, "fraction": expected_zero_spread_fraction(p, g), "G": f"G = {g}"})
                     for g in gs], ignore_index=True)
     order = [f"G = {g}" for g in gs]
     color = alt.Color("G:N", sort=order, legend=alt.Legend(title="group size"))
@@ -410,7 +412,7 @@ def zero_spread_expectation_chart(group_sizes=(2, 4, 8, 16), *, mark_p: float | 
         from grpo_core.validation import check_real
 
         mp = check_real("mark_p", mark_p, low=0.0, high=1.0)
-        pts = pd.DataFrame({"p": mp, "fraction": _diag.expected_zero_spread_fraction(mp, np.array(gs)),
+        pts = pd.DataFrame({"p": mp, "fraction": expected_zero_spread_fraction(mp, np.array(gs)),
                             "G": order})
         pts["label"] = pts["fraction"].map(lambda v: f"{v:.3f}")
         layers += [

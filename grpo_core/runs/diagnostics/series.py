@@ -1,0 +1,136 @@
+"""Small numerics on a logged curve that the checks share: smoothing, noise, rises, trends, runs."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from ...errors import DataError
+from ..logs import RunLog
+from .thresholds import Thresholds
+
+
+def _quiet_series(log: RunLog, metric: str, split: str = "train") -> tuple[np.ndarray, np.ndarray]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return log.series(metric, split=split)
+
+
+def _pct(x: float) -> str:
+    """A fraction as a percentage for messages: '43%', '<1%', '0.5%'."""
+    if x <= 0:
+        return "0%"
+    if x < 0.01:
+        return "<1%"
+    return f"{x:.0%}"
+
+
+def _window(n: int, th: Thresholds) -> int:
+    return int(max(th.window, min(n // 4 if n >= 8 else 1, round(0.02 * n)))) if n > 0 else 1
+
+
+def _smooth(values: np.ndarray, window: int, how: str = "mean") -> np.ndarray:
+    s = pd.Series(values).rolling(window, center=True, min_periods=1)
+    return (s.median() if how == "median" else s.mean()).to_numpy()
+
+
+def _noise_sd(values: np.ndarray) -> float:
+    """Noise standard deviation from first differences (robust to slow trends): MAD / sqrt(2)."""
+    if values.size < 3:
+        return float("nan")
+    d = np.diff(values)
+    mad = float(np.median(np.abs(d - np.median(d)))) * 1.4826
+    sd = mad / math.sqrt(2)
+    if sd <= 0:
+        sd = float(np.std(d)) / math.sqrt(2)
+    return sd
+
+
+def _rise(values: np.ndarray, early_points: int | None = None) -> dict[str, float]:
+    """Early and late means and the rise's z-score.
+
+    Early: the first 10% of the points (at least 2), so that a curve that rises fast is not
+    already high in its "early" window (or ``early_points``); late: the last 25% (at least 2);
+    halves under 8 points.
+    The standard error uses the step-to-step noise (first differences), which a slow trend does
+    not inflate.
+    """
+    n = values.size
+    if n >= 8:
+        qe, ql = max(2, int(round(0.1 * n))), max(2, n // 4)
+        if early_points is not None:
+            qe = int(min(max(2, early_points), n - ql))
+    else:
+        qe = ql = max(1, n // 2)
+    early, late = float(np.mean(values[:qe])), float(np.mean(values[-ql:]))
+    sd = _noise_sd(values) if n >= 8 else float(np.std(values, ddof=1)) if n >= 3 else float("nan")
+    se = sd * math.sqrt(1.0 / qe + 1.0 / ql) if math.isfinite(sd) else float("nan")
+    q = ql
+    gain = late - early
+    if not math.isfinite(se) or se <= 0:
+        z = math.copysign(float("inf"), gain) if gain != 0 else 0.0
+    else:
+        z = gain / se
+    return {"early": early, "late": late, "gain": gain, "z": z, "points": q}
+
+
+def _trend(steps: np.ndarray, values: np.ndarray) -> dict[str, float]:
+    """Least-squares slope of a curve and its z-score, with early/late means for messages.
+
+    ``z = slope / se(slope)``, ``se`` from the residuals about the line (a curved, saturating
+    rise inflates them, which only makes the test conservative). Every point counts, so one
+    unlucky early eval does not decide whether a curve rose.
+    """
+    t = steps.astype(float)
+    n = values.size
+    rise = _rise(values)
+    if n < 3 or np.ptp(t) == 0:
+        return {**rise, "slope": float("nan"), "z": 0.0}
+    tc = t - t.mean()
+    sxx = float(np.dot(tc, tc))
+    slope = float(np.dot(tc, values - values.mean()) / sxx)
+    resid = values - values.mean() - slope * tc
+    s2 = float(np.dot(resid, resid)) / max(n - 2, 1)
+    se = math.sqrt(s2 / sxx) if s2 > 0 else 0.0
+    z = slope / se if se > 0 else (math.copysign(math.inf, slope) if slope != 0 else 0.0)
+    return {**rise, "slope": slope, "z": z}
+
+
+def _longest_run(mask: np.ndarray, max_gap: int = 0) -> tuple[int, int]:
+    """(start, length) of the longest run of True, bridging gaps of at most ``max_gap`` False."""
+    if not mask.any():
+        return 0, 0
+    m = np.concatenate([[False], mask, [False]]).astype(np.int8)
+    d = np.diff(m)
+    starts, ends = np.flatnonzero(d == 1), np.flatnonzero(d == -1)
+    if max_gap > 0 and starts.size > 1:
+        keep = (starts[1:] - ends[:-1]) > max_gap  # gap before run i+1 too long: a new run starts
+        starts = starts[np.concatenate([[True], keep])]
+        ends = ends[np.concatenate([keep, [True]])]
+    lengths = ends - starts
+    i = int(np.argmax(lengths))
+    return int(starts[i]), int(lengths[i])
+
+
+def _bin(steps: np.ndarray, values: np.ndarray, max_points: int = 2000) -> tuple[np.ndarray, np.ndarray]:
+    """Bin means down to at most ``max_points`` points (long logs)."""
+    n = values.size
+    if n <= max_points:
+        return steps, values
+    k = int(math.ceil(n / max_points))
+    m = (n // k) * k
+    return steps[:m].reshape(-1, k).mean(axis=1), values[:m].reshape(-1, k).mean(axis=1)
+
+
+def _need(log: RunLog, mode: str, *metrics: str) -> None:
+    missing = [m for m in metrics if not log.has(m)]
+    if missing:
+        raise DataError(f"{mode} needs the column(s) {', '.join(missing)}, which {log.source} does not have")
+
+
+def _is_binary_compatible(values: np.ndarray) -> bool:
+    return bool(values.size and np.all((values >= -1e-9) & (values <= 1 + 1e-9)))
+

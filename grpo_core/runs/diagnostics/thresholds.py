@@ -1,0 +1,148 @@
+"""The operational thresholds of every check, each with its reason, in one place (:class:`Thresholds`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...errors import ParameterError
+from ...validation import check_integer, check_real
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Operational thresholds of the four failure modes (all documented and justified here).
+
+    Attributes
+    ----------
+    zero_spread_info, zero_spread_warning, zero_spread_critical : float
+        Fraction of zero-spread groups (smoothed over ``window`` steps, sustained over a stretch)
+        for an info / warning / critical advantage-degeneration finding: 0.25, 0.5, 0.9. At a
+        fraction f the batch carries the gradient of (1 - f) of its groups: at 0.5 half the
+        rollouts are wasted (the effective batch is halved, the gradient variance doubled); at
+        0.9 the update rests on a tenth of the batch, and at 1 there is no gradient at all.
+    min_stretch_fraction, min_stretch_steps : float, int
+        A level must hold over at least ``max(min_stretch_steps, min_stretch_fraction * T)``
+        steps (0.1 and 5): a few unlucky steps are not a failure mode.
+    excess_over_binary : float
+        Observed minus expected zero-spread fraction above which the spread is called
+        "below what a 0/1 reward at this accuracy gives" (0.15, about three standard errors of a
+        fraction measured on 8 groups per step and averaged over 5 steps: sqrt(0.25 / 40) = 0.08
+        is the worst case, heterogeneity across prompts raises it further, see
+        :func:`advantage_degeneration`).
+    entropy_warning, entropy_critical : float
+        Late entropy over initial entropy at or below which the policy is called concentrated
+        (0.5) or collapsed (0.1). Halving the entropy in nats removes about half of the
+        effective number of outputs' log; a tenth leaves a nearly deterministic policy.
+    progress_still_rising : float
+        The reward counts as "still rising" when the entropy halved before the reward had made
+        this fraction (0.75) of its total gain, i.e. at least a quarter of the gain came later.
+    trend_z : float
+        z-score of a rise (late minus early mean over its standard error) above which a curve
+        is called rising (3.0: about a 1-in-700 chance for noise alone, one-sided).
+    flat_z : float
+        z-score below which an eval curve is called flat (2.0: its rise is not significant at the
+        one-sided 2.3% level; a truly flat eval curve passes 97.7% of the time).
+    falling_z : float
+        z-score at or below which an eval curve is called falling (-2.0).
+    growth_warning, growth_critical : float
+        Late level over (floored) early level of a growth metric for a warning (10) or critical
+        (100) instability: one and two orders of magnitude. A stationary metric fluctuates by a
+        factor of 2-3 at most; a factor of 10 that persists to the end of the log is growth.
+    onset_factor : float
+        The onset of growth is the first step from which the smoothed metric stays above this
+        multiple (3) of its early level (allowing 10% of later steps below it).
+    floors : dict of str to float
+        Floor of the early level per metric, so that a metric that starts at 0 (the KL to the
+        reference at step 1) is not called growing when it reaches a normal value: ``kl`` 0.05
+        (warning at 0.5, critical at 5 nats per token: the sequence-level log-ratio of a
+        200-token completion would be ~100 nats), ``ppo_kl`` 0.01, clip fractions 0.02 (warning
+        at 20% of tokens clipped), ``importance_ratio_max`` 1.0 (warning at a ratio of 10).
+    clip_critical : float
+        Clip fractions are bounded by 1, so their critical level is absolute: 0.5 (half the
+        tokens clipped: the update is mostly the clip, not the gradient).
+    kl_still_growing : float
+        The KL to the reference policy drifts up whenever the policy learns (without bound when
+        ``beta = 0``), unlike the gradient norm or the clip fractions, which are stationary in a
+        stable run. A KL growth counts as instability only if it is still growing at the end:
+        the last 10% of the log at least 1.5x the level at 65-75% of it (an exponential with the
+        warning factor 10 over the log grows by ~1.8x over that stretch; a saturating drift by
+        little).
+    oscillation_p_value : float
+        Fisher g-test p-value below which a periodogram peak is an oscillation (0.01).
+    oscillation_growth_warning, oscillation_growth_critical : float
+        Growth factor of the oscillation's amplitude envelope over the analysed span for a warning
+        (1.5) or critical (3.0) instability.
+    sustained_growth, sustained_autocorrelation : float
+        An oscillation that does not decay (growth factor >= 2/3 over the log) and repeats itself
+        (autocorrelation at one period >= 0.5) is a limit cycle, a warning: the linear dynamics is
+        past its threshold and saturation holds the amplitude. A stable oscillator driven by noise
+        has autocorrelation ``exp(-2 pi zeta / sqrt(1 - zeta^2))`` at one period, which reaches 0.5
+        only for a damping ratio ``zeta <= 0.11``, i.e. at the threshold for practical purposes.
+        Any other detected oscillation is info (underdamped, stable).
+    swing_ratio, swing_min_periods : float
+        Erratic swings: a significant periodogram peak without a clean repetition, but a median
+        swing amplitude at least 3x the step-to-step noise (:attr:`Oscillation.swing_ratio`)
+        over at least 5 periods (so that one collapse or one knee of the learning curve cannot
+        make the median), is a warning. Stable runs measure 0.5-1.7 (the cases, the real logs,
+        the constructed and bandit logs); the two-arm bandit past its refresh-lag threshold 3-15,
+        where saturation makes its oscillation irregular.
+    window : int
+        Default smoothing window in steps for the short logs (5); long logs use 2% of their
+        length.
+    """
+
+    zero_spread_info: float = 0.25
+    zero_spread_warning: float = 0.5
+    zero_spread_critical: float = 0.9
+    min_stretch_fraction: float = 0.1
+    min_stretch_steps: int = 5
+    excess_over_binary: float = 0.15
+    entropy_warning: float = 0.5
+    entropy_critical: float = 0.1
+    progress_still_rising: float = 0.75
+    trend_z: float = 3.0
+    flat_z: float = 2.0
+    falling_z: float = -2.0
+    growth_warning: float = 10.0
+    growth_critical: float = 100.0
+    onset_factor: float = 3.0
+    floors: dict[str, float] = field(default_factory=lambda: {
+        "grad_norm": 1e-8, "kl": 0.05, "ppo_kl": 0.01, "clip_ratio_region": 0.02, "clip_ratio_low": 0.02,
+        "clip_ratio_high": 0.02, "importance_ratio_max": 1.0,
+    })
+    clip_critical: float = 0.5
+    kl_still_growing: float = 1.5
+    oscillation_p_value: float = 0.01
+    oscillation_growth_warning: float = 1.5
+    oscillation_growth_critical: float = 3.0
+    sustained_growth: float = 2.0 / 3.0
+    sustained_autocorrelation: float = 0.5
+    swing_ratio: float = 3.0
+    swing_min_periods: float = 5.0
+    window: int = 5
+
+    def __post_init__(self) -> None:
+        # fractions in [0, 1] and ordered levels; counts >= 1; every other threshold finite and > 0
+        # (a bad value would silently change every verdict)
+        fractions = ("zero_spread_info", "zero_spread_warning", "zero_spread_critical", "min_stretch_fraction",
+                     "excess_over_binary", "entropy_warning", "entropy_critical", "progress_still_rising",
+                     "clip_critical", "oscillation_p_value", "sustained_growth", "sustained_autocorrelation")
+        for name in fractions:
+            check_real(name, getattr(self, name), low=0.0, high=1.0)
+        for name in ("min_stretch_steps", "window"):
+            check_integer(name, getattr(self, name), low=1)
+        for name in ("trend_z", "flat_z", "growth_warning", "growth_critical", "onset_factor", "kl_still_growing",
+                     "oscillation_growth_warning", "oscillation_growth_critical", "swing_ratio", "swing_min_periods"):
+            check_real(name, getattr(self, name), low=0.0, low_inclusive=False)
+        check_real("falling_z", self.falling_z, high=0.0, high_inclusive=False)
+        for lo, hi in (("zero_spread_info", "zero_spread_warning"), ("zero_spread_warning", "zero_spread_critical"),
+                       ("entropy_critical", "entropy_warning"), ("growth_warning", "growth_critical"),
+                       ("oscillation_growth_warning", "oscillation_growth_critical")):
+            if getattr(self, lo) > getattr(self, hi):
+                raise ParameterError(lo, f"`{lo}` ({getattr(self, lo)!r}) must not exceed `{hi}` "
+                                         f"({getattr(self, hi)!r})")
+        for key, value in self.floors.items():
+            check_real(f"floors[{key!r}]", value, low=0.0)
+
+
+DEFAULT_THRESHOLDS = Thresholds()

@@ -1,0 +1,364 @@
+"""Building the normalised tables: a short pipeline of named stages (:func:`_build`).
+
+Row handling (each action is appended to :attr:`RunLog.notes` and, when it changes data,
+raised as a :class:`LogWarning`)
+-------------------------------------------------------------------------------------------
+* Rows of the same step and split are **merged**: TRL writes partial rows (the reward keys only
+  on generation steps when a batch is reused, eval rows and the summary row at the same step).
+  Where two rows of one step give *different* values for the same column (a run resumed from a
+  checkpoint re-logs the steps after it), the **last** one wins: it is the one the resumed run
+  continued from. This is warned with the number of steps affected.
+* Steps out of order are sorted (stable), with a warning.
+* Rows without a step value are dropped, with a warning; non-integer steps are an error.
+* Cells that are not numbers (``"No log"`` in notebook tables) become NaN, with a warning; a
+  column with no number at all is dropped, with a note. NaN cells are kept (no row is dropped for
+  them); :meth:`RunLog.series` drops them per metric and warns how many.
+* An empty file, a file without rows, an unknown format, a missing step column or a truncated
+  JSON file raise :class:`~grpo_core.errors.DataError` naming the file and what to do; the broken
+  *last* line of a JSONL file (a run killed mid-write) is dropped with a warning, a broken line
+  elsewhere is an error.
+
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ...errors import DataError, ParameterError
+from ...validation import check_choice
+from .detect import _detect
+from .keys import _mapper
+from .runlog import RunLog
+from .schema import _SPLITS, _STEP_CANDIDATES, _note
+from .trl import _reward_std_kind, parse_version
+
+
+def _build(records, frame, *, container, fmt, mapping, source, notes, meta, trl_version, reward_std_kind) -> RunLog:
+    """The pipeline: rows -> versions -> user mapping -> format -> names -> steps -> numbers -> splits."""
+    if reward_std_kind is not None:
+        check_choice("reward_std_kind", reward_std_kind, ("group_mean_std", "batch_std", "unknown"))
+    frame = _rows(records, frame, source)
+    frame, versions = _versions(frame, meta, trl_version)
+    frame, protected = _user_mapping(frame, mapping, source, notes)
+    fmt = _format(frame, fmt, mapping, protected, source)
+    frame, split_of_row = _split_column(frame, fmt, source)
+    frame, targets, step_col = _targets(frame, fmt, protected, source, notes)
+    columns_map = {c: n for c, (n, _) in targets.items() if c != n}
+    frame, split_of_row, steps = _steps(frame, step_col, split_of_row, source, notes)
+    # Numbers: every cell that is not a number becomes NaN (with a warning unless it is a
+    # known placeholder such as "No log"); a column with no number at all is dropped.
+    values = _numeric_columns(frame, [c for c in frame.columns if c != step_col], source, notes)
+    tables, summary = _split_tables(values, targets, split_of_row, steps, source, notes)
+    kind, era = _reward_std_kind(tables["train"], frame.columns, fmt, versions, reward_std_kind, notes, source)
+    if versions:
+        meta["trl_version"] = sorted(versions)[0] if len(versions) == 1 else sorted(versions)
+    if era:
+        meta["trl_era"] = era
+    _note_renamed(columns_map, step_col, notes)
+    return RunLog(train=tables["train"], eval=tables["eval"], format=fmt, reward_std_kind=kind, source=source,
+                  notes=notes, container=container, columns=columns_map, summary=summary, meta=meta)
+
+
+def _rows(records, frame, source: str) -> pd.DataFrame:
+    """The rows as one table with string column names, each once."""
+    if records is not None:
+        if not records:
+            raise DataError(f"{source}: no records (the log has no rows)")
+        for i, rec in enumerate(records):
+            if not isinstance(rec, Mapping):
+                raise DataError(f"{source}: record {i} is a {type(rec).__name__}, not an object of metric names "
+                                "to values")
+        frame = pd.DataFrame.from_records(records)
+    if frame is None or len(frame) == 0:
+        raise DataError(f"{source}: no rows (only a header?)")
+    frame.columns = [str(c) for c in frame.columns]
+    if frame.columns.duplicated().any():
+        dup = sorted(set(frame.columns[frame.columns.duplicated()]))
+        raise DataError(f"{source}: column name(s) {dup} appear more than once")
+    return frame
+
+
+def _versions(frame: pd.DataFrame, meta: dict, trl_version: str | None) -> tuple[pd.DataFrame, set[str]]:
+    """TRL versions recorded in the rows (our callback writes ``trl_version``), the file or the argument."""
+    versions: set[str] = set()
+    if "trl_version" in frame.columns:
+        versions = {str(v) for v in frame["trl_version"].dropna().unique()}
+        frame = frame.drop(columns=["trl_version"])
+    if "trl_version" in meta:
+        versions.add(str(meta["trl_version"]))
+    if trl_version is not None:
+        if parse_version(trl_version) is None:
+            raise ParameterError("trl_version", f"`trl_version` must be a version number such as '0.19.1' or "
+                                                f"'0.27'; got {trl_version!r}")
+        versions = {str(trl_version)}
+    return frame, versions
+
+
+def _user_mapping(frame: pd.DataFrame, mapping, source: str, notes: list[str]) -> tuple[pd.DataFrame, set[str]]:
+    """Apply ``mapping`` (normalised name -> the file's column); the names it gave."""
+    if not mapping:
+        return frame, set()
+    if not isinstance(mapping, Mapping):
+        raise DataError(f"`mapping` must be a dict of normalised name -> column; got {type(mapping).__name__}")
+    renamed_by_user: dict[str, str] = {}
+    for target, column in mapping.items():
+        if column not in frame.columns:
+            raise DataError(f"{source}: `mapping` names column {column!r} (for {target!r}), which the file "
+                            f"does not have; columns: {', '.join(frame.columns)}")
+        if not isinstance(target, str) or not target:
+            raise DataError(f"`mapping` keys must be normalised column names; got {target!r}")
+        renamed_by_user[column] = target
+    clash = set(renamed_by_user.values()) & (set(frame.columns) - set(renamed_by_user))
+    for c in clash:
+        frame = frame.drop(columns=[c])
+        _note(notes, f"column {c!r} replaced by the one `mapping` names for it", warn=True)
+    frame = frame.rename(columns=renamed_by_user)
+    _note(notes, "mapped by the user: " + ", ".join(f"{c!r} -> {t!r}" for c, t in renamed_by_user.items()),
+          warn=False)
+    return frame, set(renamed_by_user.values())
+
+
+def _shown_columns(frame: pd.DataFrame) -> str:
+    return ", ".join(list(frame.columns)[:20]) + (" ..." if frame.shape[1] > 20 else "")
+
+
+def _format(frame: pd.DataFrame, fmt: str, mapping, protected: set[str], source: str) -> str:
+    """The given format, or the one the columns the user did not map say."""
+    if fmt != "auto":
+        return fmt
+    detected = _detect([c for c in frame.columns if c not in protected])
+    if detected is not None:
+        return detected
+    if mapping:
+        return "generic"
+    raise DataError(
+        f"{source}: unknown log format (columns: {_shown_columns(frame)}). Recognised: TRL trainer_state.json or "
+        "log_history, notebook progress-table CSV, verl metrics, grpo-dynamics metrics.jsonl. For "
+        "another table give the column mapping, e.g. mapping={'step': 'iter', 'reward': 'acc'} "
+        "(command line: --map step=iter --map reward=acc)")
+
+
+def _split_column(frame: pd.DataFrame, fmt: str, source: str) -> tuple[pd.DataFrame, pd.Series | None]:
+    """The per-row ``split`` of our own format (``None`` for the others)."""
+    if "split" not in frame.columns or fmt not in ("grpo_dynamics", "generic"):
+        return frame, None
+    split_of_row = frame["split"].astype(str).str.lower().where(frame["split"].notna(), "train")
+    bad = sorted(set(split_of_row.unique()) - set(_SPLITS))
+    if bad:
+        raise DataError(f"{source}: `split` must be one of {list(_SPLITS)}; found {bad}")
+    return frame.drop(columns=["split"]), split_of_row
+
+
+def _targets(frame: pd.DataFrame, fmt: str, protected: set[str], source: str,
+             notes: list[str]) -> tuple[pd.DataFrame, dict[str, tuple[str, str]], str]:
+    """Every column -> (normalised name, split), and the one step column."""
+    mapper = _mapper(fmt)
+    targets: dict[str, tuple[str, str]] = {}
+    for col in frame.columns:
+        if col in protected:
+            targets[col] = (col, "train")
+        elif col in ("step",):
+            targets[col] = ("step", "train")
+        else:
+            targets[col] = mapper(col)
+    if "step" in protected:
+        # the user named the step column: any other column the format reads as the step gives way
+        for c in [c for c, (n, _) in targets.items() if n == "step" and c != "step"]:
+            frame = frame.drop(columns=[c])
+            del targets[c]
+            _note(notes, f"column {c!r} ignored: `mapping` names another column as the step", warn=True)
+    step_cols = [c for c, (n, _) in targets.items() if n == "step"]
+    if not step_cols:
+        for cand in _STEP_CANDIDATES:
+            if cand in frame.columns:
+                targets[cand] = ("step", "train")
+                step_cols = [cand]
+                break
+    if not step_cols:
+        raise DataError(
+            f"{source}: no step column (columns: {_shown_columns(frame)}); name the column that counts optimizer "
+            "steps with mapping={'step': '<column>'} (command line: --map step=<column>)")
+    if len(step_cols) > 1:
+        raise DataError(f"{source}: several columns could be the step: {step_cols}; choose one with "
+                        f"mapping={{'step': '{step_cols[0]}'}}")
+    return frame, targets, step_cols[0]
+
+
+def _steps(frame: pd.DataFrame, step_col: str, split_of_row: pd.Series | None, source: str,
+           notes: list[str]) -> tuple[pd.DataFrame, pd.Series | None, np.ndarray]:
+    """The step of each row (int64, >= 0); rows without one dropped, with a warning."""
+    steps = pd.to_numeric(frame[step_col], errors="coerce").to_numpy(dtype=float)
+    missing = ~np.isfinite(steps)
+    if missing.all():
+        raise DataError(f"{source}: the step column {step_col!r} holds no numbers")
+    if missing.any():
+        _note(notes, f"dropped {int(missing.sum())} row(s) without a step value (first at row {int(np.argmax(missing))})",
+              warn=True)
+        frame = frame.loc[~missing]
+        if split_of_row is not None:
+            split_of_row = split_of_row.loc[~missing]
+        steps = steps[~missing]
+    if np.any(steps != np.round(steps)):
+        bad = steps[steps != np.round(steps)][:3]
+        raise DataError(f"{source}: steps must be whole numbers; found {bad.tolist()} in column {step_col!r}")
+    if np.any(steps < 0):
+        raise DataError(f"{source}: steps must be >= 0; found {int(steps.min())}")
+    return frame, split_of_row, steps.astype(np.int64)
+
+
+def _split_tables(values: dict[str, np.ndarray], targets: dict[str, tuple[str, str]], split_of_row,
+                  steps: np.ndarray, source: str, notes: list[str]) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
+    """The train and eval tables and the summary row.
+
+    Our own format says the split per row (``split``); every other format says it per column (an
+    ``eval_``/``val-core/`` key, a summary key). A row contributes to a split when it has a value in
+    one of that split's columns other than ``epoch`` (TRL repeats ``epoch`` and ``step`` in eval and
+    summary rows).
+    """
+    n_rows = steps.size
+    tables: dict[str, pd.DataFrame] = {}
+    summary: dict[str, Any] = {}
+    used = np.zeros(n_rows, bool)
+    for split in _SPLITS:
+        cols, keep = _rows_of_split(split, values, targets, split_of_row, n_rows)
+        used |= keep
+        if split == "summary":
+            summary = _summary_row(cols, keep, values, steps, notes)
+            continue
+        data = {c: values[c][keep] for c in cols}
+        tables[split] = _tidy(data, steps[keep], {c: targets[c][0] for c in cols}, split, source, notes)
+    if not used.all():
+        # a row with a step but not one number (every cell empty or NaN): say so, never drop it quietly
+        empty_steps = steps[~used]
+        shown = ", ".join(str(int(s)) for s in empty_steps[:5]) + (", ..." if len(empty_steps) > 5 else "")
+        _note(notes, f"{source}: dropped {len(empty_steps)} row(s) with a step but no metric value (every cell "
+                     f"empty or NaN; step(s) {shown})", warn=True)
+    if tables["train"].empty or tables["train"].shape[1] <= 1:
+        raise DataError(f"{source}: no training rows with metrics (rows: {n_rows}; "
+                        f"eval rows: {len(tables['eval'])})")
+    return tables, summary
+
+
+def _rows_of_split(split: str, values: dict[str, np.ndarray], targets, split_of_row,
+                   n_rows: int) -> tuple[list[str], np.ndarray]:
+    """The columns of one split and which rows belong to it."""
+    if split_of_row is not None:
+        return list(values), split_of_row.to_numpy() == split
+    cols = [c for c in values if targets[c][1] == split]
+    keep = np.zeros(n_rows, bool)
+    for c in cols:
+        if targets[c][0] != "epoch":
+            keep |= ~np.isnan(values[c])
+    return cols, keep
+
+
+def _summary_row(cols: list[str], keep: np.ndarray, values: dict[str, np.ndarray], steps: np.ndarray,
+                 notes: list[str]) -> dict[str, Any]:
+    """The last summary row (``train_runtime``, ``train_loss``...), or ``{}``."""
+    if not keep.any():
+        return {}
+    last = np.flatnonzero(keep)[-1]
+    summary: dict[str, Any] = {c: float(values[c][last]) for c in cols if not np.isnan(values[c][last])}
+    summary["step"] = int(steps[last])
+    _note(notes, f"kept the final summary row ({', '.join(sorted(summary))}) apart from the "
+                 "training rows", warn=False)
+    return summary
+
+
+def _note_renamed(columns_map: dict[str, str], step_col: str, notes: list[str]) -> None:
+    renamed = {c: n for c, n in columns_map.items() if c != step_col or n != "step"}
+    if renamed:
+        shown = ", ".join(f"{c!r} -> {n!r}" for c, n in list(renamed.items())[:12])
+        more = f" and {len(renamed) - 12} more" if len(renamed) > 12 else ""
+        _note(notes, f"renamed {len(renamed)} column(s): {shown}{more}", warn=False)
+
+
+_NA_TOKENS = frozenset({"", "nan", "none", "null", "na", "n/a", "no log", "-"})
+
+
+def _numeric_columns(frame: pd.DataFrame, cols: list[str], source: str, notes: list[str]) -> dict[str, np.ndarray]:
+    out: dict[str, np.ndarray] = {}
+    for col in cols:
+        s = frame[col]
+        if s.dtype.kind in "fiub":
+            out[col] = s.to_numpy(dtype=float, na_value=np.nan)
+            continue
+        numeric = pd.to_numeric(s, errors="coerce")
+        text = s.astype(str).str.strip().str.lower()
+        placeholder = s.notna() & numeric.isna() & text.isin(_NA_TOKENS)
+        bad = s.notna() & numeric.isna() & ~placeholder
+        if bad.any() and not numeric.notna().any():
+            _note(notes, f"dropped column {col!r}: no numbers in it (e.g. {s[bad].iloc[0]!r})", warn=False)
+            continue
+        if bad.any():
+            _note(notes, f"{source}: {int(bad.sum())} cell(s) of {col!r} are not numbers (e.g. {s[bad].iloc[0]!r} "
+                         f"in data row {int(np.flatnonzero(bad.to_numpy())[0]) + 1}); set to NaN", warn=True)
+        if placeholder.any():
+            _note(notes, f"{int(placeholder.sum())} placeholder cell(s) of {col!r} (e.g. {s[placeholder].iloc[0]!r}) "
+                         "read as missing", warn=False)
+        out[col] = numeric.to_numpy(dtype=float, na_value=np.nan)
+    return out
+
+
+def _tidy(data: dict[str, np.ndarray], steps: np.ndarray, names: dict[str, str], split: str, source: str,
+          notes: list[str]) -> pd.DataFrame:
+    """Rename, merge columns of one meaning and rows of one step, sort by step."""
+    if len(steps) == 0:
+        return pd.DataFrame({"step": pd.Series([], dtype=np.int64)}, index=pd.Index([], dtype=np.int64))
+    merged_cols: dict[str, np.ndarray] = {}
+    for col, values in data.items():
+        name = names.get(col, col)
+        if name in merged_cols:
+            # Two source columns with one meaning (e.g. `completion_length` and
+            # `completions/mean_length` in a log concatenated across TRL releases): merge.
+            old = merged_cols[name]
+            both = np.isfinite(old) & np.isfinite(values) & (old != values)
+            if both.any():
+                _note(notes, f"{source}: columns mapping to {name!r} ({split}) disagree on {int(both.sum())} "
+                             f"step(s); kept {col!r}", warn=True)
+            merged_cols[name] = np.where(np.isnan(values), old, values)
+            _note(notes, f"merged column {col!r} into {name!r} ({split})", warn=False)
+        else:
+            merged_cols[name] = values
+    table = pd.DataFrame(merged_cols)
+    table.insert(0, "step", steps)
+    all_nan = [c for c in table.columns if c != "step" and table[c].isna().all()]
+    if all_nan:
+        table = table.drop(columns=all_nan)
+        for col in all_nan:
+            # the reward is what every fit and check reads: losing it must not go unseen
+            _note(notes, f"{source}: dropped column {col!r}: every value is empty or NaN ({split})",
+                  warn=col == "reward" and split == "train")
+    if len(table) > 1 and np.any(np.diff(steps) < 0):
+        n_back = int(np.sum(np.diff(steps) < 0))
+        _note(notes, f"{source}: steps were out of order ({n_back} place(s) where the step goes back, {split}); "
+                     "sorted them", warn=True)
+        table = table.sort_values("step", kind="stable")
+    dup = table["step"].duplicated(keep=False).to_numpy()
+    if dup.any():
+        dups = table.loc[dup]
+        value_cols = [c for c in table.columns if c != "step"]
+        conflict_steps: list[int] = []
+        if value_cols:
+            counts = dups.groupby("step", sort=False)[value_cols].nunique()
+            conflicted = counts.gt(1).any(axis=1)
+            conflict_steps = sorted(int(s) for s in conflicted.index[conflicted.to_numpy()])
+        merged = table.groupby("step", sort=True).last()  # last non-null value per column
+        merged.insert(0, "step", merged.index.to_numpy(dtype=np.int64))
+        n_dup = int(dups["step"].nunique())
+        if conflict_steps:
+            _note(notes, f"{source}: {len(conflict_steps)} step(s) logged more than once with different values "
+                         f"({split}; first at step {conflict_steps[0]}), e.g. a run resumed from a checkpoint; "
+                         "kept the last value of each", warn=True)
+        if n_dup > len(conflict_steps):
+            _note(notes, f"merged the partial rows of {n_dup - len(conflict_steps)} step(s) ({split}; TRL logs "
+                         "some keys in separate rows)", warn=False)
+        table = merged
+    table.index = pd.Index(table["step"].to_numpy(dtype=np.int64))
+    table["step"] = table["step"].astype(np.int64)
+    table.index.name = None
+    return table

@@ -1,0 +1,115 @@
+"""The container: one JSON document (``trainer_state.json``, a list), JSON lines, or CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pandas as pd
+
+from ...errors import DataError
+from .schema import _note
+
+
+def parse_text(text: str, source: str, notes: list[str], meta: dict) -> tuple[list | None, pd.DataFrame | None, str]:
+    """``(records, frame, container)`` of a log's text: JSON records, or else a CSV table."""
+    if text.lstrip()[0] in "{[":
+        records, container = _parse_json_text(text, source, notes, meta)
+        return records, None, container
+    return None, _parse_csv_text(text, source), "csv"
+
+
+def _where(text: str, pos: int) -> str:
+    line = text.count("\n", 0, pos) + 1
+    col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+    return f"line {line}, column {col}"
+
+
+def _parse_json_text(text: str, source: str, notes: list[str], meta: dict) -> tuple[list, str]:
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        # not one JSON document: JSON lines (or one broken document)
+        return _json_lines(text, source, notes, exc)
+    return _json_document(obj, source, meta)
+
+
+def _json_document(obj, source: str, meta: dict) -> tuple[list, str]:
+    """Records of one JSON document: a ``trainer_state.json``, a list of records, one record."""
+    if isinstance(obj, dict) and "log_history" in obj:
+        history = obj["log_history"]
+        if not isinstance(history, list):
+            raise DataError(f"{source}: `log_history` is a {type(history).__name__}, expected a list of dicts")
+        for key in ("global_step", "max_steps", "train_batch_size", "logging_steps", "num_train_epochs",
+                    "trl_version"):
+            if key in obj:
+                meta[key] = obj[key]
+        if not history:
+            raise DataError(f"{source}: `log_history` is empty (no step was logged yet; is "
+                            "`logging_steps` larger than the number of steps run?)")
+        return history, "trainer_state"
+    if isinstance(obj, list):
+        return obj, "json"
+    if isinstance(obj, dict):
+        return [obj], "jsonl"
+    raise DataError(f"{source}: JSON holds a {type(obj).__name__}; expected a trainer_state.json "
+                    "object with `log_history`, a list of records or one record per line")
+
+
+def _json_lines(text: str, source: str, notes: list[str], whole_error: json.JSONDecodeError) -> tuple[list, str]:
+    """Records of a JSON-lines text; ``whole_error`` is why the text is not one JSON document."""
+    # Fast path: every line at once, as one JSON array.
+    lines = text.splitlines()
+    nonblank = [(i, ln) for i, ln in enumerate(lines, 1) if ln.strip()]
+    try:
+        whole = json.loads("[" + ",".join(ln for _, ln in nonblank) + "]")
+    except json.JSONDecodeError:
+        whole = None  # some line is broken (or two share a line): find which, line by line
+    if whole is not None and len(whole) == len(nonblank) and all(isinstance(r, dict) for r in whole):
+        return whole, "jsonl"
+    records: list = []
+    for k, (lineno, line) in enumerate(nonblank):
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if k == 0:
+                # The first line is not a JSON object on its own: one (pretty-printed) JSON
+                # document that is broken or truncated.
+                err = whole_error
+                at_end = err.pos >= len(text.rstrip()) - 1
+                why = (" (the file ends before the JSON is closed: truncated, e.g. a run killed "
+                       "while writing it)") if at_end else ""
+                raise DataError(f"{source}: invalid JSON at {_where(text, err.pos)}: {err.msg}{why}") from None
+            if k == len(nonblank) - 1:
+                _note(notes, f"{source}: line {lineno} (the last) is not complete JSON ({exc.msg}); "
+                             f"kept the {len(records)} complete lines before it", warn=True)
+                break
+            raise DataError(f"{source}: line {lineno} is not valid JSON ({exc.msg} at column {exc.colno}); "
+                            "only the last line of a JSON-lines log may be incomplete") from None
+        if not isinstance(rec, dict):
+            raise DataError(f"{source}: line {lineno} is a JSON {type(rec).__name__}, expected an object "
+                            "(one record of metrics per line)")
+        records.append(rec)
+    return records, "jsonl"
+
+
+def _parse_csv_text(text: str, source: str) -> pd.DataFrame:
+    first = text.lstrip().splitlines()[0]
+    counts = {sep: first.count(sep) for sep in (",", "\t", ";")}
+    sep = max(counts, key=counts.get)
+    if counts[sep] == 0:
+        sep = ","
+    header = [h.strip() for h in next(csv.reader([first], delimiter=sep))]
+    repeated = sorted({h for h in header if header.count(h) > 1})
+    if repeated:
+        raise DataError(f"{source}: column name(s) {repeated} appear more than once in the header")
+    try:
+        frame = pd.read_csv(io.StringIO(text), sep=sep, skipinitialspace=True, low_memory=False)
+    except (pd.errors.ParserError, csv.Error) as exc:
+        raise DataError(f"{source}: not a readable CSV ({str(exc).strip()}); expected a header row "
+                        "and one row per logged step") from None
+    except pd.errors.EmptyDataError:
+        raise DataError(f"{source}: the file is empty") from None
+    frame.columns = [str(c).strip() for c in frame.columns]
+    return frame

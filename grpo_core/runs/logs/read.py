@@ -1,0 +1,165 @@
+"""Reading a log: from a file, from records in memory, from a table in memory."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ...errors import DataError
+from ...validation import check_choice
+from .build import _build
+from .parsing import parse_text
+from .runlog import RunLog
+from .schema import FORMATS
+
+
+def read_log(
+    path: str | Path,
+    *,
+    format: str = "auto",  # noqa: A002 - the natural name for users
+    mapping: Mapping[str, str] | None = None,
+    trl_version: str | None = None,
+    reward_std_kind: str | None = None,
+) -> RunLog:
+    """Read a training log of any supported format into a :class:`RunLog`.
+
+    The format is detected from the content, not the file name: a JSON object with
+    ``log_history`` is a TRL ``trainer_state.json``; a JSON list or JSON lines are records; anything
+    else is read as CSV (comma, tab or semicolon separated). The records' keys then decide
+    between TRL, notebook display names, verl, our own normalised keys, or ``mapping``.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The log file.
+    format : {"auto", "trl", "notebook", "verl", "grpo_dynamics", "generic"}
+        Force a format instead of detecting it.
+    mapping : dict of str to str, optional
+        Normalised name -> the file's column, e.g. ``{"step": "iter", "reward": "acc"}``. Applied
+        before the format's own names; each column named must exist.
+    trl_version : str, optional
+        The TRL release that wrote the log (decides what ``reward_std`` means; :mod:`grpo_core.runs.logs.trl`).
+    reward_std_kind : {"group_mean_std", "batch_std", "unknown"}, optional
+        Override the detection of what ``reward_std`` means.
+
+    Returns
+    -------
+    RunLog
+
+    Raises
+    ------
+    DataError
+        The file does not exist, is empty, has no rows, is truncated or broken JSON (the message
+        names the line and column), has no step column (the message says what ``mapping`` to
+        pass), has non-integer steps, or its format is not recognised (the message lists the
+        formats and how to map columns).
+    ParameterError
+        ``format`` or ``reward_std_kind`` is not an allowed value, or ``trl_version`` is not a
+        version number.
+
+    Warns
+    -----
+    LogWarning
+        When rows were merged, sorted or dropped, cells were not numbers, or the last JSONL line
+        was incomplete (:mod:`grpo_core.runs.logs.build`, "Row handling").
+
+    Examples
+    --------
+    >>> from grpo_core.runs.datasets import real_log_path
+    >>> log = read_log(real_log_path("qwen2.5-3b-instruct_gsm8k_unsloth"))
+    >>> log.format, len(log.train), log.reward_std_kind
+    ('notebook', 250, 'group_mean_std')
+    """
+    check_choice("format", format, ("auto",) + FORMATS)
+    p = Path(path)
+    source = str(path)
+    if not p.exists():
+        raise DataError(f"{source}: no such file")
+    if p.is_dir():
+        raise DataError(f"{source}: is a directory; pass the log file itself (trainer_state.json, "
+                        "metrics.jsonl or a CSV)")
+    raw = p.read_bytes()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{source}: not a text file (byte {exc.start} is not UTF-8); "
+                        "expected JSON, JSON lines or CSV") from None
+    if not text.strip():
+        raise DataError(f"{source}: the file is empty")
+    notes: list[str] = []
+    meta: dict[str, Any] = {}
+    records, frame, container = parse_text(text, source, notes, meta)
+    return _build(records, frame, container=container, fmt=format, mapping=mapping, source=source,
+                  notes=notes, meta=meta, trl_version=trl_version, reward_std_kind=reward_std_kind)
+
+
+def from_records(
+    records: Iterable[Mapping[str, Any]],
+    *,
+    format: str = "auto",  # noqa: A002
+    mapping: Mapping[str, str] | None = None,
+    source: str = "<records>",
+    trl_version: str | None = None,
+    reward_std_kind: str | None = None,
+) -> RunLog:
+    """Build a :class:`RunLog` from log entries in memory (a TRL ``log_history`` list, dicts).
+
+    Parameters and behaviour as :func:`read_log` (``records`` replaces the file).
+
+    Raises
+    ------
+    DataError
+        No records, a record that is not a mapping, no step column, unknown format.
+
+    Examples
+    --------
+    >>> log = from_records([{"step": 1, "loss": 0.0, "rewards/acc": 0.2},
+    ...                     {"step": 2, "loss": 0.0, "rewards/acc": 0.4}])
+    >>> log.format, list(log.train.columns)
+    ('trl', ['step', 'loss', 'reward/acc'])
+    """
+    check_choice("format", format, ("auto",) + FORMATS)
+    records = list(records)
+    for i, r in enumerate(records):
+        if not isinstance(r, Mapping):
+            raise DataError(f"{source}: record {i} is a {type(r).__name__}, not a mapping of metric names to values")
+    return _build(records, None, container="records", fmt=format, mapping=mapping, source=source,
+                  notes=[], meta={}, trl_version=trl_version, reward_std_kind=reward_std_kind)
+
+
+def from_frame(
+    frame: pd.DataFrame,
+    *,
+    format: str = "auto",  # noqa: A002
+    mapping: Mapping[str, str] | None = None,
+    source: str = "<frame>",
+    trl_version: str | None = None,
+    reward_std_kind: str | None = None,
+) -> RunLog:
+    """Build a :class:`RunLog` from a table in memory (one row per log entry).
+
+    Parameters and behaviour as :func:`read_log`; a named index that is not in the columns
+    (``step``) is used as a column.
+
+    Raises
+    ------
+    DataError
+        No rows, no step column, unknown format.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> log = from_frame(pd.DataFrame({"step": [1, 2], "reward": [0.1, 0.2], "kl": [0.0, 0.01]}))
+    >>> log.series("kl")[1]
+    array([0.  , 0.01])
+    """
+    check_choice("format", format, ("auto",) + FORMATS)
+    if not isinstance(frame, pd.DataFrame):
+        raise DataError(f"`frame` must be a pandas DataFrame; got {type(frame).__name__}")
+    if frame.index.name is not None and frame.index.name not in frame.columns:
+        frame = frame.reset_index()
+    return _build(None, frame.copy(), container="records", fmt=format, mapping=mapping, source=source,
+                  notes=[], meta={}, trl_version=trl_version, reward_std_kind=reward_std_kind)
