@@ -8,8 +8,8 @@ import re
 import numpy as np
 import pytest
 
+from grpo_core.model import noise, stability
 from grpo_core.model import oscillator as osc
-from grpo_core.model import stability
 from widgets import oscillator_charts as oc
 from widgets.vega_expr import fn, lit, var, where
 
@@ -140,7 +140,7 @@ def test_noise_bands_data_agrees_with_the_exact_variance():
     late = df[df.t > 150]
     for g, part in late.groupby("group_size"):
         sd_sim = ((part.sim_hi - part.sim_lo) / 4).mean()
-        sd_exact = np.sqrt(osc.stationary_variance_exact(c, 1.0, g))
+        sd_exact = np.sqrt(noise.stationary_variance_exact(c, 1.0, g))
         assert sd_sim == pytest.approx(sd_exact, rel=0.1)
     ratio = (late[late.group_size == 4].hi - late[late.group_size == 4].lo).mean() / \
         (late[late.group_size == 16].hi - late[late.group_size == 16].lo).mean()

@@ -18,7 +18,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from grpo_core import bandit
-from grpo_core.model import oscillator
+from grpo_core.model import oscillator, stability, trajectories
 
 from . import explorer_charts
 from ._controls import Explorer, LiveChart, NumberControl, readout_table, toggle
@@ -88,13 +88,13 @@ def bandit_prediction(spec: bandit.BanditSpec, *, eta: float, mu: float, k_ref: 
     coeffs = oscillator.coefficients(eta, mu, k_ref, fp.stiffness, 0.0, lag=spec.lag, momentum=spec.momentum)
     t = np.arange(steps + 1, dtype=float)
     e0 = p0 - fp.p_star
-    closed = fp.p_star + oscillator.closed_form_trajectory(coeffs, t, e0=e0)
-    discrete = fp.p_star + oscillator.discrete_trajectory(coeffs, steps, e0=e0)
+    closed = fp.p_star + trajectories.closed_form_trajectory(coeffs, t, e0=e0)
+    discrete = fp.p_star + trajectories.discrete_trajectory(coeffs, steps, e0=e0)
     return {
         "fixed_point": fp,
         "p0": p0,
         "coefficients": coeffs,
-        "stable_exact": bool(oscillator.is_stable_exact(coeffs.a, mu, k_ref, spec.lag, spec.momentum)),
+        "stable_exact": bool(stability.is_stable_exact(coeffs.a, mu, k_ref, spec.lag, spec.momentum)),
         "t": t,
         "mean_field": p_mf,
         "closed_form": closed,

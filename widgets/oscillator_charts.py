@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 
 from grpo_core.errors import ParameterError
+from grpo_core.model import noise, stability, trajectories
 from grpo_core.model import oscillator as osc
-from grpo_core.model import stability
 from grpo_core.model.hyperparameters import check_curvature, check_lag, check_momentum
 from grpo_core.validation import check_integer
 
@@ -348,10 +348,10 @@ def regime_trajectories_chart(
     t_fine = np.linspace(0, n_steps, 4 * n_steps + 1)
     for regime, c in regime_examples(mu, k_ref, curvature, lag=lag, momentum=momentum).items():
         label = f"{osc.REGIME_LABELS[regime]} (η = {c.eta:.3g}, ζ = {c.damping_ratio:.2f})"
-        cf = 1.0 - osc.closed_form_trajectory(c, t_fine)
+        cf = 1.0 - trajectories.closed_form_trajectory(c, t_fine)
         rows.append(pd.DataFrame({"t": t_fine, "progress": cf, "model": "closed form (continuous)", "regime": label}))
         with np.errstate(over="ignore"):
-            dt = 1.0 - osc.discrete_trajectory(c, n_steps)
+            dt = 1.0 - trajectories.discrete_trajectory(c, n_steps)
         rows.append(pd.DataFrame({"t": np.arange(n_steps + 1), "progress": dt, "model": "exact recurrence",
                                   "regime": label}))
     df = pd.concat(rows, ignore_index=True)
@@ -494,15 +494,15 @@ def noise_bands_data(
     """Simulated and exact mean +/- 2 sd of the reward progress for each group size.
 
     Columns: ``t``, ``group_size``, ``sim_mean``, ``sim_lo``, ``sim_hi`` (over ``n_seeds`` runs of
-    :func:`grpo_core.model.oscillator.simulate`), ``mean`` (exact recurrence), ``lo``, ``hi`` (mean +/- 2 sd
-    from :func:`grpo_core.model.oscillator.variance_trajectory`) and ``stationary_sd`` (the continuous
+    :func:`grpo_core.model.noise.simulate`), ``mean`` (exact recurrence), ``lo``, ``hi`` (mean +/- 2 sd
+    from :func:`grpo_core.model.noise.variance_trajectory`) and ``stationary_sd`` (the continuous
     formula's ``sqrt(Var)``). Progress is ``1 - e/e0`` with ``e0 = 1``. Each group size gets its own
     noise draws, from ``numpy.random.default_rng([seed, G])``.
 
     Raises
     ------
     ParameterError
-        Invalid arguments (see :func:`grpo_core.model.oscillator.simulate`).
+        Invalid arguments (see :func:`grpo_core.model.noise.simulate`).
 
     Examples
     --------
@@ -517,16 +517,16 @@ def noise_bands_data(
         # independent draws per group size (SeedSequence of (seed, G)), so the ratio of the simulated
         # spreads is a measurement, not a consequence of reusing the same noise
         rng = np.random.default_rng([int(seed), int(g)])
-        paths = osc.simulate(coeffs, n_steps, n_seeds, noise_scale=noise_scale, group_size=g, seed=rng)
+        paths = noise.simulate(coeffs, n_steps, n_seeds, noise_scale=noise_scale, group_size=g, seed=rng)
         prog = 1.0 - paths
-        mean = 1.0 - osc.discrete_trajectory(coeffs, n_steps)
-        sd = np.sqrt(osc.variance_trajectory(coeffs, n_steps, noise_scale, g))
+        mean = 1.0 - trajectories.discrete_trajectory(coeffs, n_steps)
+        sd = np.sqrt(noise.variance_trajectory(coeffs, n_steps, noise_scale, g))
         sim_mean, sim_sd = prog.mean(axis=0), prog.std(axis=0, ddof=1) if n_seeds > 1 else np.zeros(n_steps + 1)
         frames.append(pd.DataFrame({
             "t": np.arange(n_steps + 1), "group_size": int(g),
             "sim_mean": sim_mean, "sim_lo": sim_mean - 2 * sim_sd, "sim_hi": sim_mean + 2 * sim_sd,
             "mean": mean, "lo": mean - 2 * sd, "hi": mean + 2 * sd,
-            "stationary_sd": math.sqrt(osc.stationary_variance(coeffs, noise_scale, g)),
+            "stationary_sd": math.sqrt(noise.stationary_variance(coeffs, noise_scale, g)),
         }))
     return pd.concat(frames, ignore_index=True)
 

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ParameterError
-from ..model import oscillator, stability
+from ..model import noise, oscillator, stability, trajectories
 from ..model.hyperparameters import check_beta, check_eta, check_k_ref, check_mu, check_mu_array
 from ..validation import check_array, check_integer, check_real
 from . import BanditSpec, fixed_point, gradient_covariance, simulate
@@ -548,7 +548,7 @@ def predicted_regimes(spec: BanditSpec, *, eta, mu, k_ref, curvature: float, ste
     ``continuous``: the continuous model's regime from its damping ratio
     (:func:`grpo_core.model.oscillator.coefficients`: overdamped / critically damped / underdamped /
     unstable), mapped to monotone / oscillatory / divergent. ``exact``: the exact discrete
-    recurrence run from rest (:func:`grpo_core.model.oscillator.discrete_trajectory`) and classified with
+    recurrence run from rest (:func:`grpo_core.model.trajectories.discrete_trajectory`) and classified with
     the same rule as the measurements (:func:`classify_trajectory`).
 
     Parameters
@@ -584,7 +584,7 @@ def predicted_regimes(spec: BanditSpec, *, eta, mu, k_ref, curvature: float, ste
     rows = []
     for e, m, k in zip(eta_c, mu_c, k_c):
         c = oscillator.coefficients(float(e), float(m), int(k), curvature, 0.0, lag=spec.lag, momentum=spec.momentum)
-        traj = oscillator.discrete_trajectory(c, steps)
+        traj = trajectories.discrete_trajectory(c, steps)
         exact = str(classify_trajectory(np.clip(traj, -1e12, 1e12), 0.0)[()])
         rows.append({"eta": float(e), "mu": float(m), "k_ref": int(k), "damping_ratio": float(c.damping_ratio),
                      "continuous": names[c.regime], "exact": exact})
@@ -642,7 +642,7 @@ def predicted_noise(spec: BanditSpec, *, eta: float, mu: float, k_ref: int, beta
     ``x`` (``u = 1_H/|H| - 1_L/|L|``) has variance ``sigma_x^2 = u' Sigma u``, and ``e = p - p*``
     moves by ``dp/dx`` per unit gap. The linearised recurrence (:mod:`grpo_core.model.oscillator`, gain
     ``a = eta K``) driven by per-step noise of standard deviation ``eta (dp/dx) sigma_x`` has the
-    stationary variance of :func:`grpo_core.model.oscillator.stationary_variance_exact` (we pass
+    stationary variance of :func:`grpo_core.model.noise.stationary_variance_exact` (we pass
     ``noise_scale = (dp/dx) sigma_x sqrt(G)`` and ``group_size = G``, so that ``s^2 / G`` is the
     exact per-step variance, 1/G^2 terms included).
 
@@ -694,8 +694,8 @@ def predicted_noise(spec: BanditSpec, *, eta: float, mu: float, k_ref: int, beta
     coeffs = oscillator.coefficients(eta, mu, k_ref, fp.stiffness, 0.0, lag=spec.lag, momentum=spec.momentum)
     scale = dp_dx * math.sqrt(sigma_x2 * g)
     return {"p_star": fp.p_star, "curvature": fp.stiffness, "sigma_x2": sigma_x2, "dp_dx": dp_dx,
-            "variance_exact": oscillator.stationary_variance_exact(coeffs, scale, g),
-            "variance_continuous": oscillator.stationary_variance(coeffs, scale, g)}
+            "variance_exact": noise.stationary_variance_exact(coeffs, scale, g),
+            "variance_continuous": noise.stationary_variance(coeffs, scale, g)}
 
 
 def g_sweep(

@@ -53,6 +53,7 @@ __all__ = [
     "is_stable_exact",
     "critical_value",
     "threshold_table",
+    "exact_threshold_rows",
 ]
 
 
@@ -760,3 +761,44 @@ def threshold_table(
     scale = (1.0 - mu[:, None]) if momentum == "heavy_ball" else 1.0
     table = pd.DataFrame(a * k[None, :] / scale, index=pd.Index(mu, name="mu"), columns=pd.Index(k, name="k_ref"))
     return table
+
+
+def exact_threshold_rows(
+    mu_grid: Any, k_refs: Any, lag: str = "constant", momentum: str = "heavy_ball"
+) -> list[dict[str, Any]]:
+    """Exact critical ``a = eta K`` for every ``(mu, k_ref)`` pair, as records a static page looks up.
+
+    One record per pair, ``mu`` major: ``m`` (``round(100 mu)``, the key of a 0.01 slider grid),
+    ``k_ref`` and ``a_star`` (:func:`critical_a_exact`, to 6 significant digits: the page compares
+    ``eta K >= a_star``, so a setting within 1e-6 relative of the threshold may round either way).
+
+    Parameters
+    ----------
+    mu_grid : array_like
+        Momenta in ``[0, 1)``.
+    k_refs : array_like of int
+        Refresh intervals ``>= 1``.
+    lag : {"constant", "refresh"}
+    momentum : {"heavy_ball", "ema"}
+
+    Returns
+    -------
+    list of dict
+        ``len(mu_grid) * len(k_refs)`` records with keys ``m``, ``k_ref``, ``a_star``.
+
+    Raises
+    ------
+    ParameterError
+        Out-of-range inputs.
+
+    Examples
+    --------
+    >>> from grpo_core.model.stability import exact_threshold_rows
+    >>> exact_threshold_rows([0.8], [1, 4])
+    [{'m': 80, 'k_ref': 1, 'a_star': 0.2}, {'m': 80, 'k_ref': 4, 'a_star': 0.0557211}]
+    """
+    mu = check_mu_array(mu_grid).ravel()
+    k = check_k_ref_array(k_refs).ravel()
+    a = critical_a_exact(mu[:, None], k[None, :], check_lag(lag), check_momentum(momentum))
+    return [{"m": int(round(m * 100)), "k_ref": int(kk), "a_star": float(f"{a[i, j]:.6g}")}
+            for i, m in enumerate(mu) for j, kk in enumerate(k)]
