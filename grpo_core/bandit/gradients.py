@@ -130,6 +130,17 @@ class _Algebra:
         h = weights_b * (1.0 - np.exp(self.log_ref - logp_e))
         return h - pi_e * (h @ self.ones)[..., None]
 
+    def estimator_gradient(self, w_plus, w_minus, logp_t, pi_t, logp_b, pi_b):
+        """Reward gradient of the spec's estimator from the advantage masses ``w_+``, ``w_-``.
+
+        Returns ``(g, logp_e, pi_e, clipped)``: the score estimator evaluates at the behaviour
+        policy (``clipped`` None); the surrogate at the current one, with its clip masks.
+        """
+        if self.spec.estimator == "score":
+            return self.reward_gradient(w_plus, w_minus, None, None, pi_b), logp_b, pi_b, None
+        fp, fm, clipped = self.clip_factors(logp_t, logp_b)
+        return self.reward_gradient(w_plus, w_minus, fp, fm, pi_t), logp_t, pi_t, clipped
+
     def reward_gradient(self, w_plus, w_minus, f_plus, f_minus, pi_e) -> np.ndarray:
         """``sum_a (w_+ f_+ + w_- f_-)_a (e_a - pi_e)``; the w's are per-arm advantage masses."""
         weff = w_plus if f_plus is None else w_plus * f_plus
@@ -214,20 +225,14 @@ def expected_gradient(spec: BanditSpec, theta, theta_behaviour=None, beta: Any =
 
 def _mean_field_gradient(alg: _Algebra, logp_t, pi_t, logp_b, pi_b, beta):
     """Mean-field ascent direction and the expected clip fraction (0 for the score estimator)."""
-    spec = alg.spec
     q = alg.q
     p_b = pi_b @ q
     ap, am = alg.alphas(p_b)
     w_plus = ap[..., None] * pi_b * q
     w_minus = am[..., None] * pi_b * (1.0 - q)
+    g, logp_e, pi_e, clipped = alg.estimator_gradient(w_plus, w_minus, logp_t, pi_t, logp_b, pi_b)
     clip_frac = None
-    if spec.estimator == "score":
-        g = alg.reward_gradient(w_plus, w_minus, None, None, pi_b)
-        logp_e, pi_e = logp_b, pi_b
-    else:
-        fp, fm, clipped = alg.clip_factors(logp_t, logp_b)
-        g = alg.reward_gradient(w_plus, w_minus, fp, fm, pi_t)
-        logp_e, pi_e = logp_t, pi_t
+    if clipped is not None:
         # Expected fraction of samples whose ratio is clipped (advantage signs: rewarded +, else -).
         clip_frac = np.sum(pi_b * (q * clipped[0] * (ap[..., None] > 0) + (1 - q) * clipped[1] * (am[..., None] < 0)), -1)
     g = g - beta * alg.kl_gradient(logp_e, pi_e, pi_b)
@@ -273,14 +278,7 @@ def _stochastic_gradient(alg: _Algebra, u, logp_t, pi_t, logp_b, pi_b, beta, wan
     n_total = u.shape[0] * u.shape[2]
     w_plus = np.einsum("csba,csb->csa", n1, ap) / n_total
     w_minus = np.einsum("csba,csb->csa", n0, am) / n_total
-    clipped = None
-    if spec.estimator == "score":
-        g = alg.reward_gradient(w_plus, w_minus, None, None, pi_b)
-        logp_e, pi_e = logp_b, pi_b
-    else:
-        fp, fm, clipped = alg.clip_factors(logp_t, logp_b)
-        g = alg.reward_gradient(w_plus, w_minus, fp, fm, pi_t)
-        logp_e, pi_e = logp_t, pi_t
+    g, logp_e, pi_e, clipped = alg.estimator_gradient(w_plus, w_minus, logp_t, pi_t, logp_b, pi_b)
     freq = None
     if spec.kl_estimator == "k3" or want_metrics:
         freq = (n1 + n0).sum(axis=-2) / n_total

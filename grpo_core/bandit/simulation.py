@@ -177,6 +177,134 @@ def _check_memory(n_conf: int, n_seeds: int, n_steps: int, every: int, arms: int
             "(`record_every` of grpo_core.bandit.simulate)")
 
 
+def _configs(eta: Any, mu: Any, k_ref: Any, beta: Any) -> tuple[np.ndarray, ...]:
+    """The per-configuration hyperparameters, validated and broadcast to one length C."""
+    checked = [_per_config(n, v) for n, v in (("eta", eta), ("mu", mu), ("k_ref", k_ref), ("beta", beta))]
+    try:
+        return tuple(np.broadcast_arrays(*checked))
+    except ValueError:
+        raise ParameterError(
+            "eta", "`eta`, `mu`, `k_ref` and `beta` must be scalars or sequences of one common length; got lengths "
+            f"{np.size(eta)}, {np.size(mu)}, {np.size(k_ref)}, {np.size(beta)}"
+        ) from None
+
+
+def _run_seeds(spec: BanditSpec, seeds: Any, mean_field: Any) -> np.ndarray:
+    """Seed values of a run: a single ``-1`` in mean field (deterministic)."""
+    if not isinstance(mean_field, bool | np.bool_):
+        raise ParameterError("mean_field", f"`mean_field` must be True or False; got {mean_field!r}")
+    if mean_field:
+        return np.array([-1], dtype=np.int64)
+    if spec.group_size_is_infinite:
+        raise ParameterError("group_size", "`group_size` must be finite in a stochastic run (inf is mean field only)")
+    return _seed_values(seeds)
+
+
+def _initial_logits(spec: BanditSpec, theta0: Any, n_conf: int, a: int) -> np.ndarray:
+    """Initial logits per configuration, shape (C, A)."""
+    if theta0 is None:
+        return np.broadcast_to(np.asarray(spec.init_logits), (n_conf, a))
+    th0 = _check_logits("theta0", theta0, a)
+    if th0.ndim > 2 or (th0.ndim == 2 and th0.shape[0] not in (1, n_conf)):
+        raise ParameterError("theta0", f"`theta0` must have shape ({a},) or ({n_conf}, {a}); got {th0.shape}")
+    return np.broadcast_to(th0.reshape(-1, a), (n_conf, a))
+
+
+def _progress_bar(n_steps: int, show: bool):
+    if not show:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=n_steps, desc="bandit", unit="step", file=sys.stderr, leave=False)
+
+
+class _LagBuffer:
+    """The behaviour policy's log-probabilities at every step, for the spec's lag model.
+
+    ``"constant"``: a ring buffer of the last ``max(k_ref) + 1`` policies, read ``k_ref`` steps back
+    (per configuration); ``"refresh"``: a snapshot replaced at every multiple of ``k_ref``.
+    """
+
+    def __init__(self, lag: str, k_ref: np.ndarray, logp0: np.ndarray):
+        self.k = k_ref
+        self.constant = lag == "constant"
+        if self.constant:
+            self.depth = int(k_ref.max()) + 1
+            self.hist = np.broadcast_to(logp0, (self.depth, *logp0.shape)).copy()
+            self.conf_idx = np.arange(k_ref.size)
+            self.same_lag = bool(np.all(k_ref == k_ref[0]))
+        else:
+            self.logp_b = logp0.copy()
+
+    def behaviour(self, t: int, logp_t: np.ndarray) -> np.ndarray:
+        """Store the current policy (step ``t``) and return the behaviour policy of step ``t``."""
+        if self.constant:
+            self.hist[t % self.depth] = logp_t
+            if self.same_lag:
+                return self.hist[(t - int(self.k[0])) % self.depth]
+            return self.hist[(t - self.k) % self.depth, self.conf_idx]
+        refresh = (t % self.k) == 0
+        if np.all(refresh):
+            self.logp_b = logp_t
+        elif np.any(refresh):
+            self.logp_b = np.where(refresh[:, None, None], logp_t, self.logp_b)
+        return self.logp_b
+
+
+#: Names of the TRL-style metrics a run records with ``metrics=True`` (see :class:`BanditRun`).
+METRICS = ("reward", "reward_std", "frac_reward_zero_std", "kl", "entropy", "grad_norm", "clip_ratio")
+
+
+class _Recorder:
+    """What a run keeps: ``p`` (and with ``metrics``, the TRL-style logs) every ``every`` steps and at the end."""
+
+    def __init__(self, alg: _Algebra, n_conf: int, n_seeds: int, n_steps: int, every: int, metrics: bool,
+                 logp0: np.ndarray, pi0: np.ndarray):
+        self.alg = alg
+        self.steps = np.unique(np.r_[np.arange(0, n_steps + 1, every), n_steps])
+        self.n = self.steps.size
+        self.p = np.empty((n_conf, n_seeds, self.n))
+        self.with_metrics = metrics
+        self.metrics = {k: np.full((n_conf, n_seeds, self.n), np.nan) for k in METRICS} if metrics else {}
+        self.pos = 0
+        self._policy_state(logp0, pi0)
+        self.pos = 1
+
+    def due(self, t: int) -> bool:
+        """Whether the state after step ``t`` (0-based) is recorded."""
+        return (t + 1) == self.steps[min(self.pos, self.n - 1)]
+
+    def wants_metrics(self, t: int) -> bool:
+        return self.with_metrics and self.due(t)
+
+    def _policy_state(self, logp: np.ndarray, pi: np.ndarray) -> None:
+        """``p`` and, with metrics, the exact KL to the reference and the entropy (nats)."""
+        self.p[:, :, self.pos] = pi @ self.alg.q
+        if self.with_metrics:
+            self.metrics["kl"][:, :, self.pos] = np.sum(pi * (logp - self.alg.log_ref), -1)
+            self.metrics["entropy"][:, :, self.pos] = -np.sum(pi * logp, -1)
+
+    def record(self, t: int, logp: np.ndarray, pi: np.ndarray, g: np.ndarray, step_m: dict | None) -> None:
+        """Record the state after step ``t`` if due: the policy, the step's sampled metrics, ``|g|``."""
+        if not self.due(t):
+            return
+        if self.with_metrics:
+            for key, val in step_m.items():
+                self.metrics[key][:, :, self.pos] = val
+            self.metrics["grad_norm"][:, :, self.pos] = np.sqrt(np.sum(g * g, -1))
+        self._policy_state(logp, pi)
+        self.pos += 1
+
+
+def _mean_field_metrics(alg: _Algebra, pi_b: np.ndarray, clip_frac: np.ndarray | None) -> dict:
+    """The expectations of the sampled metrics at the behaviour policy (mean-field runs)."""
+    pb = pi_b @ alg.q
+    g = alg.spec.group_size
+    return {"reward": pb, "reward_std": np.sqrt(pb * (1 - pb)),
+            "frac_reward_zero_std": pb**g + (1 - pb) ** g if not alg.infinite else np.zeros_like(pb),
+            "clip_ratio": clip_frac if clip_frac is not None else np.zeros_like(pb)}
+
+
 def simulate(
     spec: BanditSpec,
     *,
@@ -256,124 +384,44 @@ def simulate(
     0.7058
     """
     alg = _Algebra(spec)
-    eta_c = _per_config("eta", eta)
-    mu_c = _per_config("mu", mu)
-    k_c = _per_config("k_ref", k_ref)
-    beta_c = _per_config("beta", beta)
-    try:
-        eta_c, mu_c, k_c, beta_c = np.broadcast_arrays(eta_c, mu_c, k_c, beta_c)
-    except ValueError:
-        raise ParameterError(
-            "eta", "`eta`, `mu`, `k_ref` and `beta` must be scalars or sequences of one common length; got lengths "
-            f"{np.size(eta)}, {np.size(mu)}, {np.size(k_ref)}, {np.size(beta)}"
-        ) from None
+    eta_c, mu_c, k_c, beta_c = _configs(eta, mu, k_ref, beta)
     n_conf = eta_c.size
     n_steps = check_integer("steps", steps, low=1)
     every = check_integer("record_every", record_every, low=1)
-    if not isinstance(mean_field, bool | np.bool_):
-        raise ParameterError("mean_field", f"`mean_field` must be True or False; got {mean_field!r}")
-    if mean_field:
-        seed_vals = np.array([-1], dtype=np.int64)
-    else:
-        if spec.group_size_is_infinite:
-            raise ParameterError("group_size", "`group_size` must be finite in a stochastic run (inf is mean field only)")
-        seed_vals = _seed_values(seeds)
-    n_seeds = seed_vals.size
-    a = alg.num_arms
+    seed_vals = _run_seeds(spec, seeds, mean_field)
+    n_seeds, a = seed_vals.size, alg.num_arms
     _check_memory(n_conf, n_seeds, n_steps, every, a, int(k_c.max()) if spec.lag == "constant" else 1,
                   0 if mean_field else spec.num_prompts * int(spec.group_size), metrics)
-    if theta0 is None:
-        th0 = np.broadcast_to(np.asarray(spec.init_logits), (n_conf, a))
-    else:
-        th0 = _check_logits("theta0", theta0, a)
-        if th0.ndim > 2 or (th0.ndim == 2 and th0.shape[0] not in (1, n_conf)):
-            raise ParameterError("theta0", f"`theta0` must have shape ({a},) or ({n_conf}, {a}); got {th0.shape}")
-        th0 = np.broadcast_to(th0.reshape(-1, a), (n_conf, a))
+    th0 = _initial_logits(spec, theta0, n_conf, a)
 
     theta = np.broadcast_to(th0[:, None, :], (n_conf, n_seeds, a)).copy()
     vel = np.zeros_like(theta)
     eta3, mu3, beta3 = eta_c[:, None, None], mu_c[:, None, None], beta_c[:, None, None]
     ema = spec.momentum == "ema"
     logp_t, pi_t = _policies(theta)
-
-    constant = spec.lag == "constant"
-    if constant:
-        depth = int(k_c.max()) + 1
-        hist = np.broadcast_to(logp_t, (depth, n_conf, n_seeds, a)).copy()
-        conf_idx = np.arange(n_conf)
-        same_lag = bool(np.all(k_c == k_c[0]))
-    else:
-        logp_b = logp_t.copy()
-
-    rec_steps = np.unique(np.r_[np.arange(0, n_steps + 1, every), n_steps])
-    n_rec = rec_steps.size
-    p_rec = np.empty((n_conf, n_seeds, n_rec))
-    p_rec[:, :, 0] = pi_t @ alg.q
-    rec_pos = 1
-    names = ("reward", "reward_std", "frac_reward_zero_std", "kl", "entropy", "grad_norm", "clip_ratio")
-    mets = {k: np.full((n_conf, n_seeds, n_rec), np.nan) for k in names} if metrics else {}
-    if metrics:
-        mets["kl"][:, :, 0] = np.sum(pi_t * (logp_t - alg.log_ref), -1)
-        mets["entropy"][:, :, 0] = -np.sum(pi_t * logp_t, -1)
-
-    streams = None
-    if not mean_field:
-        streams = _UniformStreams(seed_vals, spec.num_prompts, int(spec.group_size), n_steps)
+    lagged = _LagBuffer(spec.lag, k_c, logp_t)
+    rec = _Recorder(alg, n_conf, n_seeds, n_steps, every, metrics, logp_t, pi_t)
+    streams = None if mean_field else _UniformStreams(seed_vals, spec.num_prompts, int(spec.group_size), n_steps)
     work = n_conf * n_seeds * n_steps * (1 if mean_field else spec.num_prompts * spec.group_size)
-    show = (work > PROGRESS_THRESHOLD) if progress is None else bool(progress)
-    bar = None
-    if show:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=n_steps, desc="bandit", unit="step", file=sys.stderr, leave=False)
+    bar = _progress_bar(n_steps, (work > PROGRESS_THRESHOLD) if progress is None else bool(progress))
 
     for t in range(n_steps):
-        if constant:
-            slot = t % depth
-            hist[slot] = logp_t
-            if same_lag:
-                logp_b = hist[(t - int(k_c[0])) % depth]
-            else:
-                logp_b = hist[(t - k_c) % depth, conf_idx]
-        else:
-            refresh = (t % k_c) == 0
-            if np.all(refresh):
-                logp_b = logp_t
-            elif np.any(refresh):
-                logp_b = np.where(refresh[:, None, None], logp_t, logp_b)
+        logp_b = lagged.behaviour(t, logp_t)
         pi_b = np.exp(logp_b)
-        record = metrics and (t + 1) == rec_steps[min(rec_pos, n_rec - 1)]
+        want = rec.wants_metrics(t)
         if mean_field:
             g, clip_frac = _mean_field_gradient(alg, logp_t, pi_t, logp_b, pi_b, beta3)
-            step_m = None
-            if record:
-                pb = pi_b @ alg.q
-                step_m = {"reward": pb, "reward_std": np.sqrt(pb * (1 - pb)),
-                          "frac_reward_zero_std": (pb**spec.group_size + (1 - pb) ** spec.group_size
-                                                   if not alg.infinite else np.zeros_like(pb)),
-                          "clip_ratio": clip_frac if clip_frac is not None else np.zeros_like(pb)}
+            step_m = _mean_field_metrics(alg, pi_b, clip_frac) if want else None
         else:
-            u = streams.next()
-            g, step_m = _stochastic_gradient(alg, u, logp_t, pi_t, logp_b, pi_b, beta3, want_metrics=record)
-        if ema:
-            vel = mu3 * vel + (1.0 - mu3) * g
-        else:
-            vel = mu3 * vel + g
+            g, step_m = _stochastic_gradient(alg, streams.next(), logp_t, pi_t, logp_b, pi_b, beta3, want_metrics=want)
+        vel = mu3 * vel + ((1.0 - mu3) * g if ema else g)
         theta = theta + eta3 * vel
         logp_t, pi_t = _policies(theta)
-        if (t + 1) == rec_steps[min(rec_pos, n_rec - 1)]:
-            p_rec[:, :, rec_pos] = pi_t @ alg.q
-            if metrics:
-                for key, val in step_m.items():
-                    mets[key][:, :, rec_pos] = val
-                mets["kl"][:, :, rec_pos] = np.sum(pi_t * (logp_t - alg.log_ref), -1)
-                mets["entropy"][:, :, rec_pos] = -np.sum(pi_t * logp_t, -1)
-                mets["grad_norm"][:, :, rec_pos] = np.sqrt(np.sum(g * g, -1))
-            rec_pos += 1
+        rec.record(t, logp_t, pi_t, g, step_m)
         if bar is not None:
             bar.update(1)
     if bar is not None:
         bar.close()
     return BanditRun(spec=spec, eta=eta_c.copy(), mu=mu_c.copy(), k_ref=k_c.copy(), beta=beta_c.copy(),
-                     seeds=seed_vals, mean_field=bool(mean_field), steps=rec_steps, p=p_rec, theta=theta,
-                     metrics=mets)
+                     seeds=seed_vals, mean_field=bool(mean_field), steps=rec.steps, p=rec.p, theta=theta,
+                     metrics=rec.metrics)
