@@ -769,8 +769,9 @@ def exact_threshold_rows(
     """Exact critical ``a = eta K`` for every ``(mu, k_ref)`` pair, as records a static page looks up.
 
     One record per pair, ``mu`` major: ``m`` (``round(100 mu)``, the key of a 0.01 slider grid),
-    ``k_ref`` and ``a_star`` (:func:`critical_a_exact`, to 6 significant digits: the page compares
-    ``eta K >= a_star``, so a setting within 1e-6 relative of the threshold may round either way).
+    ``k_ref`` and ``a_star`` (:func:`critical_a_exact` at full precision: a page that compares
+    ``eta K >= a_star`` then gives :func:`is_stable_exact`'s answer even on a tie such as
+    ``mu = 0.96``, ``k_ref = 1``, ``eta K = 0.04``, where a rounded threshold would flip it).
 
     Parameters
     ----------
@@ -795,10 +796,10 @@ def exact_threshold_rows(
     --------
     >>> from grpo_core.model.stability import exact_threshold_rows
     >>> exact_threshold_rows([0.8], [1, 4])
-    [{'m': 80, 'k_ref': 1, 'a_star': 0.2}, {'m': 80, 'k_ref': 4, 'a_star': 0.0557211}]
+    [{'m': 80, 'k_ref': 1, 'a_star': 0.2}, {'m': 80, 'k_ref': 4, 'a_star': 0.05572114504704759}]
     """
     mu = check_mu_array(mu_grid).ravel()
     k = check_k_ref_array(k_refs).ravel()
     a = critical_a_exact(mu[:, None], k[None, :], check_lag(lag), check_momentum(momentum))
-    return [{"m": int(round(m * 100)), "k_ref": int(kk), "a_star": float(f"{a[i, j]:.6g}")}
+    return [{"m": int(round(m * 100)), "k_ref": int(kk), "a_star": float(a[i, j])}
             for i, m in enumerate(mu) for j, kk in enumerate(k)]
