@@ -135,22 +135,21 @@ def test_relaxation_envelope_property(m, k, zeta):
 
 
 def test_coefficients_follow_design_section_4():
-    eta, mu, k, curv = 0.03, 0.6, 5, 2.0
-    c = osc.coefficients(eta, mu, k, curv)
-    a = eta * curv
-    assert c.a == pytest.approx(a)
-    assert c.mass == pytest.approx((1 + mu + a * k * k) / 2)
-    assert c.damping == pytest.approx(1 - mu - a * k)
-    assert c.stiffness == pytest.approx(a)
-    assert c.damping_ratio == pytest.approx((1 - mu - a * k) / (2 * math.sqrt((1 + mu + a * k * k) / 2 * a)))
+    # by hand: a = 0.03 * 2 = 0.06; M = (1 + 0.6 + 0.06 * 25) / 2 = 1.55; C = 1 - 0.6 - 0.06 * 5 = 0.1;
+    # zeta = 0.1 / (2 sqrt(1.55 * 0.06)) = 0.1 / (2 * 0.3049590...) = 0.1639565
+    c = osc.coefficients(0.03, 0.6, 5, 2.0)
+    assert (c.a, c.mass, c.stiffness) == pytest.approx((0.06, 1.55, 0.06), abs=1e-15)
+    assert c.damping == pytest.approx(0.1, abs=1e-15)
+    assert c.damping_ratio == pytest.approx(0.1639565, abs=1e-7)
+    assert c.regime == "underdamped"
 
 
 def test_refresh_lag_uses_the_cycle_moments():
+    # lags 0..7: mean 28/8 = 3.5, mean square 140/8 = 17.5; C = 0.5 - 0.035, M = (1.5 + 0.175) / 2
     c = osc.coefficients(0.01, 0.5, 8, 1.0, lag="refresh")
-    lags = np.arange(8)
-    assert c.lag_mean == pytest.approx(lags.mean()) and c.lag_mean_square == pytest.approx((lags**2).mean())
-    assert c.damping == pytest.approx(1 - 0.5 - 0.01 * lags.mean())
-    assert c.mass == pytest.approx((1 + 0.5 + 0.01 * (lags**2).mean()) / 2)
+    assert (c.lag_mean, c.lag_mean_square) == (3.5, 17.5)
+    assert c.damping == pytest.approx(0.465, abs=1e-15)
+    assert c.mass == pytest.approx(0.8375, abs=1e-15)
 
 
 def test_ema_momentum_threshold_is_eta_k_kref_below_one():
@@ -256,18 +255,24 @@ def test_closed_form_thresholds_match_root_finding_on_the_spectral_radius(lag, m
 
 
 def test_monodromy_equals_the_product_of_per_step_maps():
+    """The closed-form one-cycle map equals the product of the simulator's own per-step maps
+    (noise._step_maps), and those maps reproduce the simulator's trajectory step by step."""
     rng = np.random.default_rng(0)
     for _ in range(30):
-        mu, k, a = rng.uniform(0, 0.99), int(rng.integers(1, 40)), rng.uniform(0, 1)
-        # per-step maps on the state (e_k, e_{k-1}, snapshot); phase 0 first refreshes the snapshot
-        step = np.array([[1 + mu, -mu, -a], [1, 0, 0], [0, 0, 1.0]])
-        reset = np.array([[1, 0, 0], [0, 1, 0], [1, 0, 0.0]])
-        prod = step @ reset
-        for _j in range(1, k):
+        mu, k, a = rng.uniform(0, 0.99), int(rng.integers(1, 40)), rng.uniform(0.01, 1)
+        c = osc.coefficients(a, mu, k, 1.0, lag="refresh")
+        maps, _ = noise._step_maps(c)
+        prod = np.eye(3)
+        for step in maps:
             prod = step @ prod
-        # acting on states whose snapshot equals e_s, the 3x3 product reduces to the 2x2 monodromy
+        # on states (e_s, e_{s-1}, snapshot) the 3x3 product acts on (e_s, e_{s-1}) alone
         embed = np.array([[1, 0], [0, 1], [1, 0.0]])
         np.testing.assert_allclose((prod @ embed)[:2], stability.monodromy(a, mu, k), atol=1e-10)
+        x, path = np.ones(3), [1.0]
+        for j in range(3 * k):
+            x = maps[j % k] @ x
+            path.append(x[0])
+        np.testing.assert_allclose(path, noise.simulate_reference(c, 3 * k)[0], rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("lag", ["constant", "refresh"])
