@@ -440,11 +440,8 @@ def stationary_variance_exact(coeffs: OscillatorCoefficients, noise_scale: float
 
     Parameters
     ----------
-    coeffs : OscillatorCoefficients
-    noise_scale : float
-        Per-sample gradient noise ``s``, ``>= 0``.
-    group_size : int
-        ``G >= 1``.
+    coeffs, noise_scale, group_size
+        As in :func:`stationary_variance`.
 
     Returns
     -------
