@@ -401,7 +401,9 @@ def simulate(
     logp_t, pi_t = _policies(theta)
     lagged = _LagBuffer(spec.lag, k_c, logp_t)
     rec = _Recorder(alg, n_conf, n_seeds, n_steps, every, metrics, logp_t, pi_t)
-    streams = None if mean_field else _UniformStreams(seed_vals, spec.num_prompts, int(spec.group_size), n_steps)
+    streams = None
+    if not mean_field:
+        streams = _UniformStreams(seed_vals, spec.num_prompts, int(spec.group_size), n_steps)
     work = n_conf * n_seeds * n_steps * (1 if mean_field else spec.num_prompts * spec.group_size)
     bar = _progress_bar(n_steps, (work > PROGRESS_THRESHOLD) if progress is None else bool(progress))
 
@@ -413,7 +415,8 @@ def simulate(
             g, clip_frac = _mean_field_gradient(alg, logp_t, pi_t, logp_b, pi_b, beta3)
             step_m = _mean_field_metrics(alg, pi_b, clip_frac) if want else None
         else:
-            g, step_m = _stochastic_gradient(alg, streams.next(), logp_t, pi_t, logp_b, pi_b, beta3, want_metrics=want)
+            u = streams.next()
+            g, step_m = _stochastic_gradient(alg, u, logp_t, pi_t, logp_b, pi_b, beta3, want_metrics=want)
         vel = mu3 * vel + ((1.0 - mu3) * g if ema else g)
         theta = theta + eta3 * vel
         logp_t, pi_t = _policies(theta)

@@ -21,7 +21,9 @@ from ..model.hyperparameters import (
 )
 from ..validation import check_array, check_choice, check_integer, check_real
 
-__all__ = ["LAGS", "ESTIMATORS", "MOMENTA", "KL_ESTIMATORS", "BASELINES", "SCALES", "MAX_ARMS", "MAX_GROUP_SIZE", "BanditSpec"]
+__all__ = [
+    "LAGS", "ESTIMATORS", "MOMENTA", "KL_ESTIMATORS", "BASELINES", "SCALES", "MAX_ARMS", "MAX_GROUP_SIZE", "BanditSpec",
+]
 
 
 LAGS = LAG_MODELS
@@ -38,7 +40,6 @@ _EDGE = 1e-6
 #: these a single step would not fit in memory (the experiments here use A <= 64, G <= 1024).
 MAX_ARMS = 100_000
 MAX_GROUP_SIZE = 1_000_000
-
 
 
 # ----------------------------------------------------------------------------------------------

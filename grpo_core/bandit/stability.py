@@ -131,8 +131,6 @@ def classify_trajectory(p, p_star, *, rtol: float = 1e-3) -> np.ndarray:
     return out.astype(object) if out.ndim else np.asarray(str(out), dtype=object)
 
 
-
-
 def _steps_for(k_ref: np.ndarray, mu: np.ndarray) -> int:
     """Length of a growth-rate run: several periods of the slowest critical oscillation."""
     k = float(np.max(k_ref))
@@ -239,8 +237,6 @@ def _broadcast_configs(eta, mu, k_ref, beta):
         raise ParameterError("eta", "`eta`, `mu`, `k_ref` and `beta` must be scalars or sequences of one length") from None
 
 
-
-
 @dataclass(frozen=True)
 class CriticalA:
     """Result of :func:`critical_a` (arrays of shape (C,) over the settings)."""
@@ -253,8 +249,6 @@ class CriticalA:
     measured: np.ndarray
     predicted_continuous: np.ndarray
     predicted_exact: np.ndarray
-
-
 
 
 def critical_a(
@@ -350,8 +344,6 @@ def critical_a(
     cont, exact = predicted_critical_a(spec, mu_c, k_c)
     return CriticalA(mu=mu_c, k_ref=k_c, beta=b, curvature=k_stiff, p_star=fp.p_star, measured=measured,
                      predicted_continuous=cont, predicted_exact=exact)
-
-
 
 
 def critical_k_ref(spec: BanditSpec, *, eta: Any, mu: Any, beta: float, k_max: int = 64) -> pd.DataFrame:
@@ -545,8 +537,6 @@ def k_ref_sweep(spec: BanditSpec, *, eta: float, mu: float, beta: float, k_refs,
     regimes.insert(3, "measured", classify_trajectory(mf.p[:, 0], fp.p_star))
     return {"trajectories": pd.concat(frames, ignore_index=True), "regimes": regimes, "p_star": fp.p_star,
             "curvature": fp.stiffness}
-
-
 
 
 def g_sweep(

@@ -294,7 +294,6 @@ def reward_curve(t: Any, r0: Any, r_inf: Any, mass: Any, damping: Any, stiffness
     return r_inf - (r_inf - r0) * rel
 
 
-
 # ----------------------------------------------------------------------------------------------
 # Coefficients of the continuous model
 # ----------------------------------------------------------------------------------------------
@@ -544,8 +543,6 @@ def coefficients(
         lag_mean=d_mean, lag_mean_square=d_sq, mass=mass, damping=damping, stiffness=gain,
         damping_ratio=zeta, regime=regime,
     )
-
-
 
 
 def _check_coeffs(coeffs: Any) -> OscillatorCoefficients:

@@ -32,7 +32,6 @@ __all__ = [
 # ----------------------------------------------------------------------------------------------
 
 
-
 def closed_form_trajectory(coeffs: OscillatorCoefficients, t: Any, e0: float = 1.0) -> np.ndarray:
     r"""Mean trajectory ``e(t)`` of the continuous model from rest at ``e0``.
 
@@ -73,7 +72,6 @@ def closed_form_trajectory(coeffs: OscillatorCoefficients, t: Any, e0: float = 1
     coeffs = _check_coeffs(coeffs)
     e0 = check_real("e0", e0)
     return e0 * relaxation(t, coeffs.mass, coeffs.damping, coeffs.stiffness)
-
 
 
 def discrete_trajectory(coeffs: OscillatorCoefficients, n_steps: int, e0: float = 1.0) -> np.ndarray:
