@@ -41,8 +41,6 @@ RANGES = {
 }
 
 
-
-
 class BanditExplorer(Explorer):
     """The widget returned by :func:`bandit_explorer` (see there)."""
 

@@ -481,8 +481,6 @@ def threshold_ratio_chart(
     ).properties(width=420, height=260)
 
 
-
-
 def noise_bands_chart(data: pd.DataFrame) -> alt.LayerChart:
     """Noise bands per group size: simulated +/- 2 sd (shaded) and the exact band (dashed lines).
 
