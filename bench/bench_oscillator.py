@@ -20,8 +20,8 @@ import numpy as np
 from scipy.optimize import brentq
 
 from bench._timing import best_of
+from grpo_core.model import noise, stability
 from grpo_core.model import oscillator as osc
-from grpo_core.model import stability
 
 
 def _root_finding_threshold(mu: float, k: int, lag: str) -> float:
@@ -38,20 +38,20 @@ def main(quick: bool = False) -> list[dict]:
     for lag in ("constant", "refresh"):
         c = osc.coefficients(0.02, 0.9, 4, 1.0, lag=lag)
         kw = dict(noise_scale=1.0, group_size=8, seed=0)
-        vec = best_of(lambda c=c, kw=kw: osc.simulate(c, n_steps, n_seeds, **kw), 3)
+        vec = best_of(lambda c=c, kw=kw: noise.simulate(c, n_steps, n_seeds, **kw), 3)
         t0 = time.perf_counter()
-        ref_out = osc.simulate_reference(c, n_steps, n_seeds, **kw)
+        ref_out = noise.simulate_reference(c, n_steps, n_seeds, **kw)
         ref = time.perf_counter() - t0
-        diff = float(np.max(np.abs(osc.simulate(c, n_steps, n_seeds, **kw) - ref_out)))
+        diff = float(np.max(np.abs(noise.simulate(c, n_steps, n_seeds, **kw) - ref_out)))
         rows.append({
             "case": f"simulate {lag} lag, {n_seeds} seeds x {n_steps} steps (with noise draws)",
             "vectorised_s": vec, "loop_s": ref, "ratio": ref / vec, "max_abs_diff": diff,
         })
         # the recurrence alone: both given the same pre-drawn noise
         z = np.random.default_rng(0).standard_normal((n_seeds, n_steps))
-        vec_k = best_of(lambda c=c, z=z: osc.simulate(c, n_steps, n_seeds, noise_scale=1.0, group_size=8, noise=z), 3)
+        vec_k = best_of(lambda c=c, z=z: noise.simulate(c, n_steps, n_seeds, noise_scale=1.0, group_size=8, noise=z), 3)
         t0 = time.perf_counter()
-        osc.simulate_reference(c, n_steps, n_seeds, noise_scale=1.0, group_size=8, noise=z)
+        noise.simulate_reference(c, n_steps, n_seeds, noise_scale=1.0, group_size=8, noise=z)
         ref_k = time.perf_counter() - t0
         rows.append({"case": f"simulate {lag} lag, recurrence only (noise given)",
                      "vectorised_s": vec_k, "loop_s": ref_k, "ratio": ref_k / vec_k})

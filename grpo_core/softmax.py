@@ -42,6 +42,13 @@ PROBABILITY_SUM_ATOL = 1e-5
 _FEW_ARMS = 32
 
 
+def _check_logits(logits) -> np.ndarray:
+    z = check_array("logits", logits, min_size=1)
+    if z.ndim == 0:
+        raise ParameterError("logits", "`logits` must have an arm axis (shape (..., A)); got a scalar")
+    return z
+
+
 def softmax(logits, axis: int = -1) -> np.ndarray:
     """Numerically stable softmax ``exp(theta - max) / sum exp(theta - max)``.
 
@@ -69,9 +76,7 @@ def softmax(logits, axis: int = -1) -> np.ndarray:
     >>> softmax([[0.0, 1000.0]]).round(6).tolist()
     [[0.0, 1.0]]
     """
-    z = check_array("logits", logits, min_size=1)
-    if z.ndim == 0:
-        raise ParameterError("logits", "`logits` must have an arm axis (shape (..., A)); got a scalar")
+    z = _check_logits(logits)
     z = z - z.max(axis=axis, keepdims=True)
     e = np.exp(z)
     return e / e.sum(axis=axis, keepdims=True)
@@ -85,20 +90,13 @@ def log_softmax(logits, axis: int = -1) -> np.ndarray:
 
     Parameters
     ----------
-    logits : array_like, shape (..., A)
-        Logits theta (nats); any finite values.
-    axis : int
-        The arm axis (default: last).
+    logits, axis
+        As in :func:`softmax` (the same :class:`ParameterError` on a scalar, empty or non-finite input).
 
     Returns
     -------
     ndarray, shape (..., A)
         Log-probabilities (nats, float64, all <= 0); ``exp`` of them sums to 1 along ``axis``.
-
-    Raises
-    ------
-    ParameterError
-        If ``logits`` is a scalar, empty or contains NaN/inf.
 
     Examples
     --------
@@ -107,9 +105,7 @@ def log_softmax(logits, axis: int = -1) -> np.ndarray:
     >>> log_softmax([0.0, -800.0]).tolist()
     [0.0, -800.0]
     """
-    z = check_array("logits", logits, min_size=1)
-    if z.ndim == 0:
-        raise ParameterError("logits", "`logits` must have an arm axis (shape (..., A)); got a scalar")
+    z = _check_logits(logits)
     if axis in (-1, z.ndim - 1) and z.shape[-1] <= _FEW_ARMS and z.ndim > 1:
         # numpy reduces a short last axis row by row (slow for many rows): with few arms, take
         # the max over slices and the sum as a product with ones (10-20x faster, same result).

@@ -24,6 +24,7 @@ from grpo_core.bandit import (
     simulate,
     stiffness,
 )
+from grpo_core.bandit.prediction import predicted_noise
 from grpo_core.bandit.stability import (
     classify_trajectory,
     critical_a,
@@ -31,7 +32,6 @@ from grpo_core.bandit.stability import (
     g_sweep,
     growth_rates,
     k_ref_sweep,
-    predicted_noise,
     predicted_regimes,
     threshold_table,
 )
@@ -537,7 +537,7 @@ def test_case_08_bad_hyperparameters_refused_by_the_bandit(case):
 
 
 def test_oscillator_gain_validates_its_inputs():
-    from grpo_core.bandit.stability import oscillator_gain
+    from grpo_core.bandit.prediction import oscillator_gain
 
     spec = BanditSpec.binary()
     for args, name in (((float("nan"), 0.5, 1.0), "eta"), ((0.1, 0.5, -1.0), "curvature"), ((0.1, 1.0, 1.0), "mu")):

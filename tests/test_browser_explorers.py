@@ -66,9 +66,7 @@ def qwen_forecast_grid():
 
 def _verdict(eta, curvature, mu, k_ref, lag="constant"):
     c = oscillator.coefficients(eta, mu, k_ref, curvature, lag=lag)
-    if not stability.is_stable_exact(c.a, mu, k_ref, lag):
-        return "unstable"
-    return "stable (exact recurrence only)" if c.regime == "unstable" else c.regime_label
+    return oscillator.VERDICT_LABELS[oscillator.coefficients_verdict(c)]
 
 
 def test_saved_explorers_render_with_their_charts(explorers):

@@ -24,7 +24,7 @@ from vega_page import (
     wait_text,
 )
 
-from grpo_core.model import oscillator, stability
+from grpo_core.model import oscillator, stability, trajectories
 
 pytestmark = [pytest.mark.browser, pytest.mark.book]
 
@@ -32,7 +32,7 @@ PAGES = ["oscillator.html", "explorers.html"]
 
 
 def _label(eta, mu, k_ref, curvature):
-    return oscillator.coefficients(eta, mu, k_ref, curvature).regime_label
+    return oscillator.VERDICT_LABELS[oscillator.coefficients_verdict(oscillator.coefficients(eta, mu, k_ref, curvature))]
 
 
 @pytest.mark.parametrize("page_name", PAGES)
@@ -58,9 +58,9 @@ def test_eta_past_the_threshold_reads_unstable(book_server, probe, page_name):
     pts, px = line_points(page, i, "trajectory")
     assert min(x for x, _ in pts) < 5 and max(x for x, _ in pts) > 250  # the whole horizon was read
     t = np.linspace(0, 300, 3001)
-    closed = np.c_[t, 1.0 - oscillator.closed_form_trajectory(c, t)]
+    closed = np.c_[t, 1.0 - trajectories.closed_form_trajectory(c, t)]
     assert max_distance_px(pts, closed, px) < 2.0
-    discrete = np.c_[np.arange(301), 1.0 - oscillator.discrete_trajectory(c, 300)]
+    discrete = np.c_[np.arange(301), 1.0 - trajectories.discrete_trajectory(c, 300)]
     assert max_distance_px(pts, discrete, px) > 4.0  # the check can tell the two apart
     scroll_to(page, i)
     probe.screenshot(f"oscillator-{page_name[:-5]}-stable")

@@ -16,8 +16,8 @@ from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
 from grpo_core.errors import ParameterError
+from grpo_core.model import noise, stability, trajectories
 from grpo_core.model import oscillator as osc
-from grpo_core.model import stability
 from grpo_core.model.advice import advise
 
 # ---------------------------------------------------------------------------------------------
@@ -135,22 +135,21 @@ def test_relaxation_envelope_property(m, k, zeta):
 
 
 def test_coefficients_follow_design_section_4():
-    eta, mu, k, curv = 0.03, 0.6, 5, 2.0
-    c = osc.coefficients(eta, mu, k, curv)
-    a = eta * curv
-    assert c.a == pytest.approx(a)
-    assert c.mass == pytest.approx((1 + mu + a * k * k) / 2)
-    assert c.damping == pytest.approx(1 - mu - a * k)
-    assert c.stiffness == pytest.approx(a)
-    assert c.damping_ratio == pytest.approx((1 - mu - a * k) / (2 * math.sqrt((1 + mu + a * k * k) / 2 * a)))
+    # by hand: a = 0.03 * 2 = 0.06; M = (1 + 0.6 + 0.06 * 25) / 2 = 1.55; C = 1 - 0.6 - 0.06 * 5 = 0.1;
+    # zeta = 0.1 / (2 sqrt(1.55 * 0.06)) = 0.1 / (2 * 0.3049590...) = 0.1639565
+    c = osc.coefficients(0.03, 0.6, 5, 2.0)
+    assert (c.a, c.mass, c.stiffness) == pytest.approx((0.06, 1.55, 0.06), abs=1e-15)
+    assert c.damping == pytest.approx(0.1, abs=1e-15)
+    assert c.damping_ratio == pytest.approx(0.1639565, abs=1e-7)
+    assert c.regime == "underdamped"
 
 
 def test_refresh_lag_uses_the_cycle_moments():
+    # lags 0..7: mean 28/8 = 3.5, mean square 140/8 = 17.5; C = 0.5 - 0.035, M = (1.5 + 0.175) / 2
     c = osc.coefficients(0.01, 0.5, 8, 1.0, lag="refresh")
-    lags = np.arange(8)
-    assert c.lag_mean == pytest.approx(lags.mean()) and c.lag_mean_square == pytest.approx((lags**2).mean())
-    assert c.damping == pytest.approx(1 - 0.5 - 0.01 * lags.mean())
-    assert c.mass == pytest.approx((1 + 0.5 + 0.01 * (lags**2).mean()) / 2)
+    assert (c.lag_mean, c.lag_mean_square) == (3.5, 17.5)
+    assert c.damping == pytest.approx(0.465, abs=1e-15)
+    assert c.mass == pytest.approx(0.8375, abs=1e-15)
 
 
 def test_ema_momentum_threshold_is_eta_k_kref_below_one():
@@ -256,18 +255,24 @@ def test_closed_form_thresholds_match_root_finding_on_the_spectral_radius(lag, m
 
 
 def test_monodromy_equals_the_product_of_per_step_maps():
+    """The closed-form one-cycle map equals the product of the simulator's own per-step maps
+    (noise._step_maps), and those maps reproduce the simulator's trajectory step by step."""
     rng = np.random.default_rng(0)
     for _ in range(30):
-        mu, k, a = rng.uniform(0, 0.99), int(rng.integers(1, 40)), rng.uniform(0, 1)
-        # per-step maps on the state (e_k, e_{k-1}, snapshot); phase 0 first refreshes the snapshot
-        step = np.array([[1 + mu, -mu, -a], [1, 0, 0], [0, 0, 1.0]])
-        reset = np.array([[1, 0, 0], [0, 1, 0], [1, 0, 0.0]])
-        prod = step @ reset
-        for _j in range(1, k):
+        mu, k, a = rng.uniform(0, 0.99), int(rng.integers(1, 40)), rng.uniform(0.01, 1)
+        c = osc.coefficients(a, mu, k, 1.0, lag="refresh")
+        maps, _ = noise._step_maps(c)
+        prod = np.eye(3)
+        for step in maps:
             prod = step @ prod
-        # acting on states whose snapshot equals e_s, the 3x3 product reduces to the 2x2 monodromy
+        # on states (e_s, e_{s-1}, snapshot) the 3x3 product acts on (e_s, e_{s-1}) alone
         embed = np.array([[1, 0], [0, 1], [1, 0.0]])
         np.testing.assert_allclose((prod @ embed)[:2], stability.monodromy(a, mu, k), atol=1e-10)
+        x, path = np.ones(3), [1.0]
+        for j in range(3 * k):
+            x = maps[j % k] @ x
+            path.append(x[0])
+        np.testing.assert_allclose(path, noise.simulate_reference(c, 3 * k)[0], rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("lag", ["constant", "refresh"])
@@ -400,9 +405,9 @@ def test_closed_form_agrees_with_the_discrete_recurrence_at_small_a(lag, mu, k_r
     # Taylor expansion error is O(a k_ref): at a k_ref <= 1e-3 (1 - mu) the paths agree to ~1e-3.
     eta = 1e-3 * (1 - mu) / k_ref
     c = osc.coefficients(eta, mu, k_ref, 1.0, lag=lag)
-    n = int(4 * osc.time_to_fraction(c, 0.99))
-    disc = osc.discrete_trajectory(c, n)
-    cont = osc.closed_form_trajectory(c, np.arange(n + 1))
+    n = int(4 * trajectories.time_to_fraction(c, 0.99))
+    disc = trajectories.discrete_trajectory(c, n)
+    cont = trajectories.closed_form_trajectory(c, np.arange(n + 1))
     assert np.max(np.abs(disc - cont)) < 2e-3
 
 
@@ -412,7 +417,7 @@ def test_discrete_recurrence_matches_hand_computation():
     e1 = 0.95
     e2 = e1 + 0.5 * (e1 - 1.0) - 0.05
     e3 = e2 + 0.5 * (e2 - e1) - 0.05 * 1.0  # lag 2 at step 2 reads e0
-    np.testing.assert_allclose(osc.discrete_trajectory(c, 3), [1.0, e1, e2, e3], rtol=1e-14)
+    np.testing.assert_allclose(trajectories.discrete_trajectory(c, 3), [1.0, e1, e2, e3], rtol=1e-14)
 
 
 @pytest.mark.parametrize("lag", ["constant", "refresh"])
@@ -420,20 +425,20 @@ def test_discrete_recurrence_matches_hand_computation():
 def test_vectorised_simulation_equals_the_plain_loop(lag, momentum):
     c = osc.coefficients(0.03, 0.6, 3, 1.2, lag=lag, momentum=momentum)
     kw = dict(noise_scale=0.7, group_size=4, e0=0.5, seed=11)
-    np.testing.assert_allclose(osc.simulate(c, 400, 7, **kw), osc.simulate_reference(c, 400, 7, **kw),
+    np.testing.assert_allclose(noise.simulate(c, 400, 7, **kw), noise.simulate_reference(c, 400, 7, **kw),
                                rtol=1e-10, atol=1e-12)
 
 
 def test_several_configurations_equal_separate_runs():
     confs = [osc.coefficients(0.02, 0.5, k, 1.0, lag=lag) for k in (1, 3) for lag in ("constant", "refresh")]
-    together = osc.simulate(confs, 200, 5, noise_scale=1.0, group_size=8, seed=3)
+    together = noise.simulate(confs, 200, 5, noise_scale=1.0, group_size=8, seed=3)
     assert together.shape == (4, 5, 201)
-    noise = np.random.default_rng(3).standard_normal((4, 5, 200))  # the one (C, S, T) draw
+    draws = np.random.default_rng(3).standard_normal((4, 5, 200))  # the one (C, S, T) draw
     for i, c in enumerate(confs):
-        alone = osc.simulate_reference(c, 200, 5, noise_scale=1.0, group_size=8, noise=noise[i])
+        alone = noise.simulate_reference(c, 200, 5, noise_scale=1.0, group_size=8, noise=draws[i])
         np.testing.assert_allclose(together[i], alone, rtol=1e-10, atol=1e-12)
     # the first configuration of a batch sees the same draws as a single run with that seed
-    np.testing.assert_allclose(together[0], osc.simulate(confs[0], 200, 5, noise_scale=1.0, group_size=8, seed=3))
+    np.testing.assert_allclose(together[0], noise.simulate(confs[0], 200, 5, noise_scale=1.0, group_size=8, seed=3))
 
 
 @pytest.mark.parametrize("k_ref", [1, 2, 7, 50])
@@ -442,23 +447,23 @@ def test_lifted_refresh_simulation_edges(k_ref, n_steps):
     # cycles longer than the run, runs ending mid-cycle, k_ref = 1 (no lag): all equal the plain loop
     c = osc.coefficients(0.04, 0.8, k_ref, 1.0, lag="refresh")
     kw = dict(noise_scale=1.0, group_size=2, e0=-0.3, seed=4)
-    np.testing.assert_allclose(osc.simulate(c, n_steps, 3, **kw), osc.simulate_reference(c, n_steps, 3, **kw),
+    np.testing.assert_allclose(noise.simulate(c, n_steps, 3, **kw), noise.simulate_reference(c, n_steps, 3, **kw),
                                rtol=1e-10, atol=1e-12)
 
 
 def test_simulation_is_reproducible_and_deterministic_without_noise():
     c = osc.coefficients(0.02, 0.5, 3, 1.0)
-    a = osc.simulate(c, 100, 4, noise_scale=1.0, seed=5)
-    b = osc.simulate(c, 100, 4, noise_scale=1.0, seed=np.random.default_rng(5))
+    a = noise.simulate(c, 100, 4, noise_scale=1.0, seed=5)
+    b = noise.simulate(c, 100, 4, noise_scale=1.0, seed=np.random.default_rng(5))
     np.testing.assert_array_equal(a, b)
-    quiet = osc.simulate(c, 100, 3)
+    quiet = noise.simulate(c, 100, 3)
     np.testing.assert_array_equal(quiet[0], quiet[2])
 
 
 def test_unstable_overflow_warns_instead_of_silent_nan():
     c = osc.coefficients(1.5, 0.5, 2, 1.0)
     with pytest.warns(RuntimeWarning, match="overflow"):
-        osc.simulate(c, 5000, 2)
+        noise.simulate(c, 5000, 2)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -470,43 +475,43 @@ def test_unstable_overflow_warns_instead_of_silent_nan():
 @pytest.mark.parametrize("momentum", ["heavy_ball", "ema"])
 def test_stationary_variance_matches_simulation(lag, momentum):
     c = osc.coefficients(0.04, 0.5, 3, 1.0, lag=lag, momentum=momentum)
-    paths = osc.simulate(c, 6000, 200, noise_scale=1.0, group_size=4, seed=7)[:, 1000:]
+    paths = noise.simulate(c, 6000, 200, noise_scale=1.0, group_size=4, seed=7)[:, 1000:]
     measured = paths.var()
-    exact = osc.stationary_variance_exact(c, 1.0, 4)
+    exact = noise.stationary_variance_exact(c, 1.0, 4)
     # sampling error: ~200 seeds x ~(5000 / correlation time) effectively independent samples
     tau = max(10.0, 2 * c.mass / c.damping)
     n_eff = 200 * 5000 / (2 * tau)
     assert measured == pytest.approx(exact, rel=5 * math.sqrt(2 / n_eff))
     # the continuous formula is close at this small a (a K_ref = 0.12)
-    assert osc.stationary_variance(c, 1.0, 4) == pytest.approx(exact, rel=0.05)
+    assert noise.stationary_variance(c, 1.0, 4) == pytest.approx(exact, rel=0.05)
 
 
 def test_stationary_variance_scales_as_one_over_group_size():
     c = osc.coefficients(0.03, 0.7, 2, 1.0)
-    v = {g: osc.stationary_variance_exact(c, 1.0, g) for g in (1, 4, 16)}
+    v = {g: noise.stationary_variance_exact(c, 1.0, g) for g in (1, 4, 16)}
     assert v[4] / v[16] == pytest.approx(4.0, rel=1e-12) and v[1] / v[4] == pytest.approx(4.0, rel=1e-12)
-    assert osc.stationary_variance(c, 1.0, 4) / osc.stationary_variance(c, 1.0, 16) == pytest.approx(4.0)
-    sims = {g: osc.simulate(c, 4000, 128, noise_scale=1.0, group_size=g, seed=1)[:, 800:].var() for g in (4, 16)}
+    assert noise.stationary_variance(c, 1.0, 4) / noise.stationary_variance(c, 1.0, 16) == pytest.approx(4.0)
+    sims = {g: noise.simulate(c, 4000, 128, noise_scale=1.0, group_size=g, seed=1)[:, 800:].var() for g in (4, 16)}
     assert sims[4] / sims[16] == pytest.approx(4.0, rel=0.1)
 
 
 def test_stationary_variance_formula_design_form_and_limits():
     eta, s, g = 0.02, 1.3, 8
     c = osc.coefficients(eta, 0.4, 2, 1.0)
-    assert osc.stationary_variance(c, s, g) == pytest.approx(eta**2 * s**2 / (2 * g * c.a * c.damping))
-    assert osc.stationary_variance(osc.coefficients(0.5, 0.4, 2, 1.0), s, g) == math.inf
-    assert osc.stationary_variance_exact(osc.coefficients(0.5, 0.4, 2, 1.0), s, g) == math.inf
+    assert noise.stationary_variance(c, s, g) == pytest.approx(eta**2 * s**2 / (2 * g * c.a * c.damping))
+    assert noise.stationary_variance(osc.coefficients(0.5, 0.4, 2, 1.0), s, g) == math.inf
+    assert noise.stationary_variance_exact(osc.coefficients(0.5, 0.4, 2, 1.0), s, g) == math.inf
     # mass-independence of the continuous formula: same C and K, different M via the lag model
     a = osc.coefficients(0.01, 0.0, 1, 1.0)
-    np.testing.assert_allclose(osc.stationary_variance(a, 1, 1), 1e-4 / (2 * a.damping * a.stiffness))
+    np.testing.assert_allclose(noise.stationary_variance(a, 1, 1), 1e-4 / (2 * a.damping * a.stiffness))
 
 
 @pytest.mark.parametrize("lag", ["constant", "refresh"])
 def test_variance_trajectory_tends_to_the_stationary_value(lag):
     c = osc.coefficients(0.05, 0.5, 4, 1.0, lag=lag)
-    v = osc.variance_trajectory(c, 4000, 1.0, 4)
+    v = noise.variance_trajectory(c, 4000, 1.0, 4)
     assert v[0] == 0.0
-    assert v[-4 * 4:].mean() == pytest.approx(osc.stationary_variance_exact(c, 1.0, 4), rel=2e-3)
+    assert v[-4 * 4:].mean() == pytest.approx(noise.stationary_variance_exact(c, 1.0, 4), rel=2e-3)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -517,32 +522,32 @@ def test_variance_trajectory_tends_to_the_stationary_value(lag):
 @pytest.mark.parametrize("eta,mu,k_ref", [(0.01, 0.0, 1), (0.01, 0.9, 4), (0.002, 0.5, 2), (0.05, 0.5, 1)])
 def test_time_to_fraction_is_the_first_passage(eta, mu, k_ref):
     c = osc.coefficients(eta, mu, k_ref, 1.0)
-    t90 = osc.time_to_fraction(c, 0.9)
+    t90 = trajectories.time_to_fraction(c, 0.9)
     grid = np.linspace(0, 2 * t90, 200001)
     first = grid[np.argmax(osc.relaxation(grid, c.mass, c.damping, c.stiffness) <= 0.1)]
     step = 2 * t90 / 200000
     assert t90 <= first + 1e-9 and first - t90 <= step * 1.001
-    disc = osc.time_to_fraction(c, 0.9, method="discrete")
-    path = osc.discrete_trajectory(c, int(disc) + 1)
+    disc = trajectories.time_to_fraction(c, 0.9, method="discrete")
+    path = trajectories.discrete_trajectory(c, int(disc) + 1)
     assert path[int(disc)] <= 0.1 < path[int(disc) - 1]
 
 
 def test_settling_time_is_the_last_exit_from_the_band():
     c = osc.coefficients(0.05, 0.9, 1, 1.0)
-    ts = osc.settling_time(c, 0.1)
+    ts = trajectories.settling_time(c, 0.1)
     grid = np.linspace(0, 3 * ts, 300001)
     e = osc.relaxation(grid, c.mass, c.damping, c.stiffness)
     last = grid[np.nonzero(np.abs(e) > 0.1)[0][-1]]
     assert ts == pytest.approx(last, abs=3 * ts / 300000 * 2)
     mono = osc.coefficients(0.001, 0.0, 1, 1.0)
-    assert osc.settling_time(mono, 0.1) == pytest.approx(osc.time_to_fraction(mono, 0.9))
+    assert trajectories.settling_time(mono, 0.1) == pytest.approx(trajectories.time_to_fraction(mono, 0.9))
 
 
 def test_unstable_has_no_plateau():
     c = osc.coefficients(0.2, 0.5, 4, 1.0)
-    assert osc.time_to_fraction(c) == math.inf
-    assert osc.time_to_fraction(c, method="discrete") == math.inf
-    assert osc.settling_time(c) == math.inf
+    assert trajectories.time_to_fraction(c) == math.inf
+    assert trajectories.time_to_fraction(c, method="discrete") == math.inf
+    assert trajectories.settling_time(c) == math.inf
 
 
 # ---------------------------------------------------------------------------------------------
@@ -594,14 +599,14 @@ def test_array_functions_validate():
     for kw, name in [(dict(group_size=0), "group_size"), (dict(noise_scale=-1.0), "noise_scale"),
                      (dict(n_seeds=0), "n_seeds"), (dict(e0=float("nan")), "e0")]:
         with pytest.raises(ParameterError) as err:
-            osc.simulate(c, 10, **({"n_seeds": 1} | kw))
+            noise.simulate(c, 10, **({"n_seeds": 1} | kw))
         assert err.value.parameter == name
     with pytest.raises(ParameterError):
-        osc.stationary_variance(c, 1.0, 0)
+        noise.stationary_variance(c, 1.0, 0)
     with pytest.raises(ParameterError):
-        osc.simulate("not coefficients", 10)
+        noise.simulate("not coefficients", 10)
     with pytest.raises(ParameterError):
-        osc.time_to_fraction(c, 1.0)
+        trajectories.time_to_fraction(c, 1.0)
 
 
 def test_k_ref_beyond_2_to_the_40_is_refused_not_wrapped():
@@ -616,7 +621,7 @@ def test_k_ref_beyond_2_to_the_40_is_refused_not_wrapped():
 
 def test_variance_of_an_unstable_setting_is_inf_with_a_warning_never_nan():
     with pytest.warns(RuntimeWarning, match="overflowed float64"):
-        v = osc.variance_trajectory(osc.coefficients(10.0, 0.9, 16, 1.0), 5000, 1.0, 8)
+        v = noise.variance_trajectory(osc.coefficients(10.0, 0.9, 16, 1.0), 5000, 1.0, 8)
     assert not np.isnan(v).any() and np.isinf(v[-1])
     first = int(np.argmax(np.isinf(v)))
     assert np.all(np.isinf(v[first:])) and np.all(np.isfinite(v[:first]))
@@ -631,8 +636,8 @@ def test_advise_exactly_at_the_critical_eta_does_not_claim_growth():
 
 def test_simulations_too_large_for_memory_are_refused_up_front():
     c = osc.coefficients(0.01, 0.5, 2, 1.0)
-    for call in (lambda: osc.simulate(c, 10**12), lambda: osc.discrete_trajectory(c, 10**12),
-                 lambda: osc.simulate(c, 10**6, 10**4, noise_scale=1.0)):
+    for call in (lambda: noise.simulate(c, 10**12), lambda: trajectories.discrete_trajectory(c, 10**12),
+                 lambda: noise.simulate(c, 10**6, 10**4, noise_scale=1.0)):
         with pytest.raises(ParameterError, match="GiB \\(limit 4 GiB\\)") as err:
             call()
         assert err.value.parameter == "n_steps"

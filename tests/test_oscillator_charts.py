@@ -8,8 +8,8 @@ import re
 import numpy as np
 import pytest
 
+from grpo_core.model import noise, stability, trajectories
 from grpo_core.model import oscillator as osc
-from grpo_core.model import stability
 from widgets import oscillator_charts as oc
 from widgets.vega_expr import fn, lit, var, where
 
@@ -102,14 +102,16 @@ def _svg_texts(chart):
     return svg, re.findall(r"<text[^>]*>([^<]*)</text>", svg)
 
 
-@pytest.mark.parametrize("eta,mu,k_ref", [(0.02, 0.8, 4), (0.06, 0.8, 4), (0.002, 0.8, 4), (0.03, 0.5, 2)])
+@pytest.mark.parametrize("eta,mu,k_ref", [(0.02, 0.8, 4), (0.06, 0.8, 4), (0.002, 0.8, 4), (0.03, 0.5, 2),
+                                         (0.053, 0.8, 4)])
 def test_vega_runtime_computes_the_same_labels(eta, mu, k_ref):
-    """Vega itself (vl-convert's engine) evaluates the expressions: the regime label, the damping ratio
-    and the exact threshold it prints equal grpo_core's."""
+    """Vega itself (vl-convert's engine) evaluates the expressions: the verdict, the damping ratio
+    and the exact threshold it prints equal grpo_core's (0.053 at mu 0.8, K_ref 4 lies between the
+    continuous threshold 0.05 and the exact one 0.0557: "stable (exact recurrence only)")."""
     chart = oc.slider_chart(eta=eta, mu=mu, k_ref=k_ref)
     svg, texts = _svg_texts(chart)
     c = osc.coefficients(eta, mu, k_ref, 1.0)
-    assert c.regime_label in texts
+    assert osc.VERDICT_LABELS[osc.coefficients_verdict(c)] in texts
     assert "regime_label_marks" in svg
     assert f"damping ratio ζ = {c.damping_ratio:.2f}".replace("-", "−") in texts
     exact = float(stability.critical_a_exact(mu, k_ref)[()])
@@ -134,18 +136,59 @@ def test_phase_diagram_data_holds_the_four_boundaries():
     assert not ((df.boundary == "continuous, refresh lag (ours)") & (df.k_ref == 1)).any()
 
 
-def test_noise_bands_data_agrees_with_the_exact_variance():
+def test_noise_bands_agree_with_the_exact_variance():
     c = osc.coefficients(0.05, 0.5, 2, 1.0)
-    df = oc.noise_bands_data(c, (4, 16), n_seeds=256, n_steps=300, seed=1)
+    df = noise.noise_bands(c, (4, 16), n_seeds=256, n_steps=300, seed=1)
     late = df[df.t > 150]
     for g, part in late.groupby("group_size"):
-        sd_sim = ((part.sim_hi - part.sim_lo) / 4).mean()
-        sd_exact = np.sqrt(osc.stationary_variance_exact(c, 1.0, g))
-        assert sd_sim == pytest.approx(sd_exact, rel=0.1)
-    ratio = (late[late.group_size == 4].hi - late[late.group_size == 4].lo).mean() / \
-        (late[late.group_size == 16].hi - late[late.group_size == 16].lo).mean()
+        sd_exact = np.sqrt(noise.stationary_variance_exact(c, 1.0, g))
+        assert part.sim_sd.mean() == pytest.approx(sd_exact, rel=0.1)
+        np.testing.assert_allclose(part.sim_hi - part.sim_lo, 4 * part.sim_sd, rtol=1e-12)
+        np.testing.assert_allclose(part.hi - part.lo, 4 * part.sd, rtol=1e-12)
+    ratio = late[late.group_size == 4].sd.mean() / late[late.group_size == 16].sd.mean()
     assert ratio == pytest.approx(2.0, rel=1e-6)  # sd ~ 1/sqrt(G)
     chart = oc.noise_bands_chart(df)
     assert len(chart.layer) == 4
     with pytest.raises(KeyError):
         oc.noise_bands_chart(df.drop(columns=["sim_lo"]))
+
+
+@pytest.mark.parametrize("lag,momentum", [("constant", "heavy_ball"), ("refresh", "heavy_ball"), ("constant", "ema")])
+def test_vega_verdict_equals_the_library_verdict_on_a_grid(lag, momentum):
+    """The page's verdict expression, fed the same threshold table, gives regime_verdict's label at
+    every (eta, mu, K_ref) of the slider grid, including just past the continuous threshold."""
+    ex = oc.oscillator_expressions(lag, momentum)
+    etas = np.round(np.arange(0.001, 0.1005, 0.001), 3)
+    mus = np.round(np.arange(0.0, 0.995, 0.03), 2)
+    k_refs = np.arange(1, 17)
+    rows = {(r["m"], r["k_ref"]): r["a_star"] for r in stability.exact_threshold_rows(mus, k_refs, lag, momentum)}
+    n_between = 0
+    for mu in mus:
+        for k in k_refs:
+            page = ex["verdict"].evaluate(eta=etas, mu=mu, k_ref=k, curvature=1.0,
+                                          a_star=rows[(int(round(mu * 100)), int(k))])
+            cs = [osc.coefficients(e, mu, k, 1.0, lag=lag, momentum=momentum) for e in etas]
+            stable = stability.is_stable_exact(etas, mu, k, lag, momentum)
+            lib = [osc.VERDICT_LABELS[osc.regime_verdict(c.regime, s)] for c, s in zip(cs, stable)]
+            assert page.tolist() == lib, (mu, k)
+            n_between += lib.count("stable (exact recurrence only)")
+    if (lag, momentum) == ("constant", "heavy_ball"):
+        assert n_between > 100  # the disputed band between the two thresholds is on the grid
+
+
+def test_verdict_between_the_thresholds_at_mu_08_k_ref_4():
+    """eta K in (0.05, 0.0557]: C <= 0 but the exact recurrence decays (spectral radius < 1), so the
+    verdict is "stable (exact recurrence only)"; the slider chart printed "unstable" here before."""
+    ex = oc.oscillator_expressions()
+    a_star = stability.exact_threshold_rows([0.8], [4])[0]["a_star"]
+    assert a_star == pytest.approx(0.0557211, abs=1e-7)
+    # a tie: on the continuous threshold at K_ref 1 (radius exactly 1); page and library agree
+    tie = stability.exact_threshold_rows([0.96], [1])[0]["a_star"]
+    assert str(ex["verdict"].evaluate(eta=0.04, mu=0.96, k_ref=1, curvature=1.0, a_star=tie)) == \
+        osc.VERDICT_LABELS[osc.coefficients_verdict(osc.coefficients(0.04, 0.96, 1, 1.0))]
+    etas = np.array([0.049, 0.051, 0.053, 0.055, 0.0557, 0.0558])
+    page = ex["verdict"].evaluate(eta=etas, mu=0.8, k_ref=4, curvature=1.0, a_star=a_star).tolist()
+    assert page == ["underdamped"] + ["stable (exact recurrence only)"] * 4 + ["unstable"]
+    for eta, label in zip(etas, page):
+        path = trajectories.discrete_trajectory(osc.coefficients(eta, 0.8, 4, 1.0), 20000)
+        assert (np.abs(path[-200:]).max() < 1.0) == (label != "unstable")

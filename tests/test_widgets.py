@@ -14,7 +14,7 @@ import math
 import pytest
 
 from grpo_core.errors import ParameterError
-from grpo_core.model import oscillator, stability
+from grpo_core.model import noise, oscillator, stability, trajectories
 from widgets._controls import NumberControl, StatusLine, short_message
 
 
@@ -216,14 +216,14 @@ def test_oscillator_explorer_follows_its_controls():
     assert ex.values["critical_k_ref_exact"] == stability.critical_value(
         "k_ref", eta=0.14, mu=0.3, curvature=0.5, beta=0.2, lag="refresh", momentum="ema")
     assert ex.values["stationary_variance_exact"] == pytest.approx(
-        oscillator.stationary_variance_exact(c, 1.0, 32))
+        noise.stationary_variance_exact(c, 1.0, 32))
     # The phase chart's point is (K_ref, eta K) with the regime as its label.
     point = [recs for mark, recs in _marks(ex.specs["phase"]) if mark == "text"][0][0]
     assert point["k_ref"] == 6 and point["a"] == pytest.approx(c.a) and point["label"] == ex.values["verdict_label"]
     # The trajectory chart carries the closed form of grpo_core.
     lines = [recs for mark, recs in _marks(ex.specs["trajectory"]) if mark == "line" and recs and "model" in recs[0]][0]
     closed = [r["progress"] for r in lines if r["model"] == "closed form (continuous)"]
-    expected = 1.0 - oscillator.closed_form_trajectory(c, range(61))
+    expected = 1.0 - trajectories.closed_form_trajectory(c, range(61))
     assert closed == pytest.approx(list(expected), abs=1e-9)
 
 
@@ -292,7 +292,7 @@ def test_live_chart_patches_data_without_rebuilding():
     closed = [r["progress"] for mark, recs in _marks(ex.specs["trajectory"]) if mark == "line" and recs
               and "model" in recs[0] for r in recs if r["model"] == "closed form (continuous)"]
     c = oscillator.coefficients(0.04, 0.5, 4, 1.0)
-    assert closed == pytest.approx(list(1.0 - oscillator.closed_form_trajectory(c, range(41))), abs=1e-9)
+    assert closed == pytest.approx(list(1.0 - trajectories.closed_form_trajectory(c, range(41))), abs=1e-9)
 
 
 # --- bandit explorer ------------------------------------------------------------------------

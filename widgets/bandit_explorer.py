@@ -18,12 +18,12 @@ import ipywidgets as widgets
 import numpy as np
 
 from grpo_core import bandit
-from grpo_core.model import oscillator
+from grpo_core.bandit import prediction
 
 from . import explorer_charts
 from ._controls import Explorer, LiveChart, NumberControl, readout_table, toggle
 
-__all__ = ["BanditExplorer", "bandit_explorer", "bandit_prediction", "CHUNK_SEEDS"]
+__all__ = ["BanditExplorer", "bandit_explorer", "CHUNK_SEEDS"]
 
 #: Most recorded points per trajectory (longer runs record every k-th step; the charts stay small).
 MAX_POINTS = 300
@@ -39,67 +39,6 @@ RANGES = {
     "steps": (20, 5000),
     "first_seed": (0, 1_000_000),
 }
-
-
-def bandit_prediction(spec: bandit.BanditSpec, *, eta: float, mu: float, k_ref: int, beta: float,
-                      steps: int) -> dict:
-    """Mean-field path and oscillator prediction for one bandit configuration.
-
-    Parameters
-    ----------
-    spec : grpo_core.bandit.BanditSpec
-        The bandit (its lag model and momentum convention are used for the prediction too).
-    eta, mu, k_ref, beta : float
-        As :func:`grpo_core.bandit.simulate`.
-    steps : int
-        Horizon (optimizer steps).
-
-    Returns
-    -------
-    dict
-        ``fixed_point`` (:class:`~grpo_core.bandit.FixedPoint`), ``p0`` (initial expected reward),
-        ``coefficients`` (the oscillator with ``curvature`` = the bandit's stiffness K and
-        ``beta = 0``, since K already contains the KL pull), ``t`` (shape (steps+1,)),
-        ``mean_field`` (the bandit's exact mean-field path, shape (steps+1,)), ``closed_form`` and
-        ``discrete`` (oscillator predictions of ``p``, shape (steps+1,)), ``stable_exact``.
-
-    Raises
-    ------
-    ParameterError
-        Out-of-range hyperparameters; a fixed point that is not interior (no restoring force,
-        e.g. too small a KL weight with std scaling), where there is nothing to predict.
-
-    Examples
-    --------
-    >>> spec = bandit.BanditSpec.binary(arms=2, group_size=8)
-    >>> pred = bandit_prediction(spec, eta=0.5, mu=0.0, k_ref=1, beta=1.0, steps=200)
-    >>> round(pred["fixed_point"].p_star, 4), round(float(pred["mean_field"][-1]), 4)
-    (0.7058, 0.7058)
-    """
-    from grpo_core.errors import ParameterError
-
-    fp = bandit.fixed_point(spec, beta)
-    if not fp.interior:
-        raise ParameterError("beta", f"no interior fixed point at `beta` = {beta:g}: p runs to "
-                                     f"{fp.p_star:.3g} with no restoring force; raise `beta`")
-    mf = bandit.simulate(spec, eta=eta, mu=mu, k_ref=k_ref, beta=beta, steps=steps, mean_field=True)
-    p_mf = mf.p[0, 0]
-    p0 = float(p_mf[0])
-    coeffs = oscillator.coefficients(eta, mu, k_ref, fp.stiffness, 0.0, lag=spec.lag, momentum=spec.momentum)
-    t = np.arange(steps + 1, dtype=float)
-    e0 = p0 - fp.p_star
-    closed = fp.p_star + oscillator.closed_form_trajectory(coeffs, t, e0=e0)
-    discrete = fp.p_star + oscillator.discrete_trajectory(coeffs, steps, e0=e0)
-    return {
-        "fixed_point": fp,
-        "p0": p0,
-        "coefficients": coeffs,
-        "stable_exact": bool(oscillator.is_stable_exact(coeffs.a, mu, k_ref, spec.lag, spec.momentum)),
-        "t": t,
-        "mean_field": p_mf,
-        "closed_form": closed,
-        "discrete": discrete,
-    }
 
 
 class BanditExplorer(Explorer):
@@ -198,7 +137,7 @@ class BanditExplorer(Explorer):
         spec = bandit.BanditSpec.binary(arms=self.arms, correct=1, group_size=p["group_size"],
                                         baseline=p["baseline"], lag=p["lag"])
         knobs = {"eta": p["eta"], "mu": p["mu"], "k_ref": p["k_ref"], "beta": p["beta"]}
-        pred = bandit_prediction(spec, steps=p["steps"], **knobs)
+        pred = prediction.predicted_path(spec, steps=p["steps"], **knobs)
         every = max(1, -(-p["steps"] // MAX_POINTS))
         pred = {k: (v[::every] if k in ("t", "mean_field", "closed_form", "discrete") else v)
                 for k, v in pred.items()}
@@ -277,7 +216,7 @@ def bandit_explorer(
     ``k_ref``, heavy-ball momentum ``mu``. The chart shows the expected reward ``p`` of every seed
     (thin), their mean, the exact mean-field path, and the oscillator prediction (closed form and
     exact recurrence) built from the bandit's fixed point and stiffness
-    (:func:`bandit_prediction`).
+    (:func:`grpo_core.bandit.prediction.predicted_path`).
 
     Parameters
     ----------

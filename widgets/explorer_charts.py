@@ -86,7 +86,7 @@ def trajectory_frames(bands: pd.DataFrame, closed_form: np.ndarray) -> dict[str,
     Parameters
     ----------
     bands : pandas.DataFrame
-        From :func:`widgets.oscillator_charts.noise_bands_data` (one group size).
+        From :func:`grpo_core.model.noise.noise_bands` (one group size).
     closed_form : ndarray, shape (T + 1,)
         ``e(t)/e0`` of the continuous model at ``t = 0..T``.
 
@@ -148,10 +148,11 @@ def trajectory_view_chart(frames: dict[str, pd.DataFrame], *, width: int = 440,
     Examples
     --------
     >>> import numpy as np
-    >>> from grpo_core.model.oscillator import coefficients, closed_form_trajectory
-    >>> from widgets.oscillator_charts import noise_bands_data
+    >>> from grpo_core.model.oscillator import coefficients
+    >>> from grpo_core.model.trajectories import closed_form_trajectory
+    >>> from grpo_core.model.noise import noise_bands
     >>> c = coefficients(0.05, 0.5, 4, 1.0)
-    >>> bands = noise_bands_data(c, (8,), n_seeds=8, n_steps=20)
+    >>> bands = noise_bands(c, (8,), n_seeds=8, n_steps=20)
     >>> chart = trajectory_view_chart(trajectory_frames(bands, closed_form_trajectory(c, np.arange(21))))
     >>> len(chart.layer)
     3
@@ -269,12 +270,6 @@ def phase_point_chart(frames: dict[str, pd.DataFrame], *, width: int = 360,
     return alt.layer(lines, dot, text).resolve_scale(color="independent").properties(width=width, height=height)
 
 
-def _exact_table(mu_grid: np.ndarray, k_refs: Sequence[int], lag: str, momentum: str) -> list[dict]:
-    a = stability.critical_a_exact(mu_grid[:, None], np.asarray(k_refs)[None, :], lag, momentum)
-    return [{"m": int(round(m * 100)), "k_ref": int(k), "a_star": float(f"{a[i, j]:.6g}")}
-            for i, m in enumerate(mu_grid) for j, k in enumerate(k_refs)]
-
-
 def static_phase_chart(
     eta: float = 0.02,
     curvature: float = 1.0,
@@ -349,7 +344,7 @@ def static_phase_chart(
                   bind=alt.binding_select(options=list(PHASE_K_REFS), name="K_ref (refresh interval) ")),
     ]
     mu_grid = np.round(np.arange(0.0, 0.995, 0.01), 2)
-    table = alt.Data(values=_exact_table(mu_grid, PHASE_K_REFS, lag, momentum))
+    table = alt.Data(values=stability.exact_threshold_rows(mu_grid, PHASE_K_REFS, lag, momentum))
     lo, hi = 1e-3, 4.0
     x = alt.X("k_ref:Q", title="K_ref (steps)", scale=alt.Scale(type="log", domain=[1, 64], nice=False))
     y = alt.Y("a_star:Q", title="η·K (per step)", scale=alt.Scale(type="log", domain=[lo, hi], nice=False))
@@ -369,13 +364,9 @@ def static_phase_chart(
     ).mark_line(color="#3b6fb6", strokeDash=[6, 3], strokeWidth=1.5, clip=True).encode(x=x, y=y).properties(
         name="continuous_boundary")
     # The current point, with the exact boundary at its K_ref looked up from the table.
-    verdict = where(
-        var("a", "datum.a") >= var("astar", "datum.a_exact"), "unstable",
-        where(ex["damping"] <= 0, "stable (exact recurrence only)", ex["regime"]),
-    )
     point_base = alt.Chart(table).transform_filter("datum.m == round(mu * 100) && datum.k_ref == k_ref") \
         .transform_calculate(a_exact="datum.a_star", a=str(ex["a"])) \
-        .transform_calculate(verdict=str(verdict), a_plot=f"clamp(datum.a, {lo}, {hi})")
+        .transform_calculate(verdict=str(ex["verdict"]), a_plot=f"clamp(datum.a, {lo}, {hi})")
     colour = alt.Color("verdict:N", legend=None, scale=alt.Scale(domain=list(_VERDICT_COLORS),
                                                                  range=list(_VERDICT_COLORS.values())))
     point = point_base.mark_point(shape="diamond", size=200, filled=True, stroke="black", strokeWidth=1).encode(
@@ -415,7 +406,7 @@ def bandit_frames(result: dict) -> dict[str, pd.DataFrame]:
     result : dict
         ``p`` (ndarray, shape (S, T'): expected reward of each seed at the recorded steps),
         ``steps`` (shape (T',)), ``seeds`` (shape (S,)) and ``prediction`` (from
-        :func:`widgets.bandit_explorer.bandit_prediction`: ``t``, ``mean_field``, ``closed_form``,
+        :func:`grpo_core.bandit.prediction.predicted_path`: ``t``, ``mean_field``, ``closed_form``,
         ``discrete``, ``fixed_point``).
 
     Returns
@@ -477,8 +468,8 @@ def bandit_view_chart(frames: dict[str, pd.DataFrame], *, width: int = 560, heig
     --------
     >>> import numpy as np
     >>> from grpo_core.bandit import BanditSpec
-    >>> from widgets.bandit_explorer import bandit_prediction
-    >>> pred = bandit_prediction(BanditSpec.binary(group_size=8), eta=0.5, mu=0.0, k_ref=1, beta=1.0, steps=10)
+    >>> from grpo_core.bandit.prediction import predicted_path
+    >>> pred = predicted_path(BanditSpec.binary(group_size=8), eta=0.5, mu=0.0, k_ref=1, beta=1.0, steps=10)
     >>> res = {"p": np.full((2, 11), 0.6), "steps": np.arange(11), "seeds": [0, 1], "prediction": pred}
     >>> len(bandit_view_chart(bandit_frames(res)).layer)
     5
@@ -529,7 +520,7 @@ def static_bandit_grid(
     One vectorised call of :func:`grpo_core.bandit.simulate` per mode runs every ``K_ref``
     together: the exact mean field and ``seeds`` stochastic runs (leave-one-out baseline, two arms,
     one correct, uniform start and reference); the prediction is
-    :func:`widgets.bandit_explorer.bandit_prediction` (the oscillator with the bandit's own fixed
+    :func:`grpo_core.bandit.prediction.predicted_path` (the oscillator with the bandit's own fixed
     point and stiffness).
 
     Returns
@@ -546,8 +537,7 @@ def static_bandit_grid(
         Invalid hyperparameters (from :mod:`grpo_core.bandit`).
     """
     from grpo_core import bandit
-
-    from .bandit_explorer import bandit_prediction
+    from grpo_core.bandit import prediction
 
     spec = bandit.BanditSpec.binary(arms=2, correct=1, group_size=group_size, baseline="leave_one_out", lag=lag)
     k = np.asarray(k_refs, dtype=int)
@@ -557,7 +547,7 @@ def static_bandit_grid(
                          record_every=record_every)
     rows, labels = [], []
     for i, kr in enumerate(k):
-        pred = bandit_prediction(spec, eta=eta, mu=mu, k_ref=int(kr), beta=beta, steps=steps)
+        pred = prediction.predicted_path(spec, eta=eta, mu=mu, k_ref=int(kr), beta=beta, steps=steps)
         c = pred["coefficients"]
         t = mf.steps
         with np.errstate(over="ignore", invalid="ignore"):
@@ -566,12 +556,7 @@ def static_bandit_grid(
                              ("exact mean field", mf.p[i, 0]), ("oscillator prediction", closed)):
             ts, v = _until_exit(t, values)
             rows.append(pd.DataFrame({"k_ref": int(kr), "step": ts, "p": v, "curve": name}))
-        if not pred["stable_exact"]:
-            verdict = "unstable"
-        elif c.regime == "unstable":
-            verdict = "stable (exact recurrence only)"
-        else:
-            verdict = c.regime_label
+        verdict = osc.VERDICT_LABELS[osc.regime_verdict(c.regime, pred["stable_exact"])]
         labels.append({"k_ref": int(kr), "regime": c.regime_label, "stable_exact": pred["stable_exact"],
                        "text": f"oscillator predicts: {verdict} (ζ = {c.damping_ratio:.2f}, η·K = {c.a:.3f})"})
     return {"curves": pd.concat(rows, ignore_index=True), "labels": pd.DataFrame(labels)}

@@ -26,7 +26,7 @@ import pandas as pd
 
 from grpo_core.errors import ParameterError
 from grpo_core.model import oscillator as osc
-from grpo_core.model import stability
+from grpo_core.model import stability, trajectories
 from grpo_core.model.hyperparameters import check_curvature, check_lag, check_momentum
 from grpo_core.validation import check_integer
 
@@ -41,7 +41,6 @@ __all__ = [
     "phase_diagram_chart",
     "threshold_ratio_chart",
     "regime_trajectories_chart",
-    "noise_bands_data",
     "noise_bands_chart",
 ]
 
@@ -52,6 +51,7 @@ _REGIME_COLORS = {
     "overdamped": "#1b9e77",
     "critically damped": "#7570b3",
     "underdamped": "#d95f02",
+    "stable (exact recurrence only)": "#a6761d",
     "unstable": "#e7298a",
 }
 
@@ -79,7 +79,9 @@ def oscillator_expressions(lag: str = "constant", momentum: str = "heavy_ball") 
     dict of str to Expr
         ``a``, ``gain``, ``mass``, ``damping``, ``stiffness``, ``damping_ratio``, ``regime`` (the
         printed label, e.g. ``"critically damped"``), ``continuous_eta`` (critical step size of the
-        continuous model) and ``response`` (``e(t)/e0``, valid for ``t > 0``).
+        continuous model), ``response`` (``e(t)/e0``, valid for ``t > 0``) and ``verdict`` (the label
+        of :func:`grpo_core.model.oscillator.regime_verdict`; it reads the exact threshold ``a = eta K``
+        from the datum field ``a_star`` of :func:`grpo_core.model.stability.exact_threshold_rows`).
 
     Raises
     ------
@@ -113,6 +115,11 @@ def oscillator_expressions(lag: str = "constant", momentum: str = "heavy_ball") 
         damping <= 0, "unstable",
         where(fn.abs(zeta - 1.0) <= tol, "critically damped", where(zeta > 1.0, "overdamped", "underdamped")),
     )
+    # the verdict of grpo_core.model.oscillator.regime_verdict, with the exact threshold a_star looked up
+    # from stability.exact_threshold_rows (tests/test_oscillator_charts.py compares the two on a grid)
+    a_star_exact = var("a_star", "datum.a_star")
+    verdict = where(a >= a_star_exact, osc.VERDICT_LABELS["unstable"],
+                    where(damping <= 0, osc.VERDICT_LABELS["stable_exact_only"], regime))
     # critical eta of the continuous model: C = 0
     g_star = (1.0 - mu) / d1
     a_star = g_star if momentum == "heavy_ball" else g_star / (1.0 - mu)
@@ -135,17 +142,8 @@ def oscillator_expressions(lag: str = "constant", momentum: str = "heavy_ball") 
     return {
         "a": a, "gain": gain, "mass": mass, "damping": damping, "stiffness": gain,
         "damping_ratio": zeta, "regime": regime, "continuous_eta": continuous_eta, "response": response,
+        "verdict": verdict,
     }
-
-
-def _exact_eta_table(k_refs: np.ndarray, mu_grid: np.ndarray, lag: str, momentum: str) -> list[dict]:
-    """Exact critical a for every (mu on the slider grid, k_ref) pair: looked up on the page."""
-    a = stability.critical_a_exact(mu_grid[:, None], k_refs[None, :], lag, momentum)
-    rows = []
-    for i, m in enumerate(mu_grid):
-        for j, k in enumerate(k_refs):
-            rows.append({"m": int(round(m * 100)), "k": int(k), "a": float(f"{a[i, j]:.6g}")})
-    return rows
 
 
 def slider_chart(
@@ -169,8 +167,9 @@ def slider_chart(
     browser: the reward's progress to the plateau ``1 - e(t)/e0`` in every regime (an unstable
     setting shows a growing curve that leaves the frame). Text marks, by Vega-Lite name:
 
-    * ``regime_label``: exactly ``overdamped``, ``critically damped``, ``underdamped`` or ``unstable``
-      (continuous model, same rule as :func:`grpo_core.model.oscillator.classify_regime`);
+    * ``regime_label``: the verdict of :func:`grpo_core.model.oscillator.regime_verdict`, exactly
+      ``overdamped``, ``critically damped``, ``underdamped`` (both models stable), ``unstable`` (the
+      exact recurrence is) or ``stable (exact recurrence only)`` (past the continuous threshold);
     * ``zeta_label``: the damping ratio, ``"damping ratio ζ = 0.41"``;
     * ``threshold_label``: the continuous and the exact critical ``eta`` at the current ``mu``,
       ``k_ref`` and ``curvature`` (the exact one looked up from a table precomputed by
@@ -245,7 +244,11 @@ def slider_chart(
     rules = alt.Chart(alt.Data(values=[{"y": 1.0, "what": "plateau"}, {"y": 0.9, "what": "90%"}])).mark_rule(
         strokeDash=[4, 4], color="gray").encode(y="y:Q").properties(name="plateau_rules")
     one = alt.Data(values=[{"_": 0}])
-    regime_text = alt.Chart(one).transform_calculate(label=str(ex["regime"])).mark_text(
+    mu_grid = np.round(np.arange(0.0, 0.995, 0.01), 2)
+    table = alt.Data(values=stability.exact_threshold_rows(mu_grid, np.arange(1, k_ref_max + 1), lag, momentum))
+    this_row = "datum.k_ref == k_ref && datum.m == round(mu * 100)"
+    regime_text = alt.Chart(table).transform_filter(this_row).transform_calculate(
+        label=str(ex["verdict"])).mark_text(
         align="left", baseline="bottom", fontSize=18, fontWeight="bold",
     ).encode(
         x=alt.value(0), y=alt.value(-34), text="label:N",
@@ -256,12 +259,8 @@ def slider_chart(
         label=str("damping ratio ζ = " + fn.format(ex["damping_ratio"], ".2f")),
     ).mark_text(align="left", baseline="bottom", fontSize=14).encode(
         x=alt.value(180), y=alt.value(-34), text="label:N").properties(name="zeta_label")
-    mu_grid = np.round(np.arange(0.0, 0.995, 0.01), 2)
-    table = _exact_eta_table(np.arange(1, k_ref_max + 1), mu_grid, lag, momentum)
-    exact_eta = var("a", "datum.a") / var("curvature")
-    thr_text = alt.Chart(alt.Data(values=table)).transform_filter(
-        "datum.k == k_ref && datum.m == round(mu * 100)"
-    ).transform_calculate(
+    exact_eta = var("a_star", "datum.a_star") / var("curvature")
+    thr_text = alt.Chart(table).transform_filter(this_row).transform_calculate(
         label=str("unstable above η = " + fn.format(ex["continuous_eta"], ".4f") + " (continuous), "
                   + fn.format(exact_eta, ".4f") + " (exact, " + lit(lag) + " lag)"),
     ).mark_text(align="left", baseline="bottom", fontSize=12, color="#444").encode(
@@ -348,10 +347,10 @@ def regime_trajectories_chart(
     t_fine = np.linspace(0, n_steps, 4 * n_steps + 1)
     for regime, c in regime_examples(mu, k_ref, curvature, lag=lag, momentum=momentum).items():
         label = f"{osc.REGIME_LABELS[regime]} (η = {c.eta:.3g}, ζ = {c.damping_ratio:.2f})"
-        cf = 1.0 - osc.closed_form_trajectory(c, t_fine)
+        cf = 1.0 - trajectories.closed_form_trajectory(c, t_fine)
         rows.append(pd.DataFrame({"t": t_fine, "progress": cf, "model": "closed form (continuous)", "regime": label}))
         with np.errstate(over="ignore"):
-            dt = 1.0 - osc.discrete_trajectory(c, n_steps)
+            dt = 1.0 - trajectories.discrete_trajectory(c, n_steps)
         rows.append(pd.DataFrame({"t": np.arange(n_steps + 1), "progress": dt, "model": "exact recurrence",
                                   "regime": label}))
     df = pd.concat(rows, ignore_index=True)
@@ -482,62 +481,13 @@ def threshold_ratio_chart(
     ).properties(width=420, height=260)
 
 
-def noise_bands_data(
-    coeffs: osc.OscillatorCoefficients,
-    group_sizes: Sequence[int] = (4, 16),
-    *,
-    noise_scale: float = 1.0,
-    n_seeds: int = 256,
-    n_steps: int = 400,
-    seed: int = 0,
-) -> pd.DataFrame:
-    """Simulated and exact mean +/- 2 sd of the reward progress for each group size.
-
-    Columns: ``t``, ``group_size``, ``sim_mean``, ``sim_lo``, ``sim_hi`` (over ``n_seeds`` runs of
-    :func:`grpo_core.model.oscillator.simulate`), ``mean`` (exact recurrence), ``lo``, ``hi`` (mean +/- 2 sd
-    from :func:`grpo_core.model.oscillator.variance_trajectory`) and ``stationary_sd`` (the continuous
-    formula's ``sqrt(Var)``). Progress is ``1 - e/e0`` with ``e0 = 1``. Each group size gets its own
-    noise draws, from ``numpy.random.default_rng([seed, G])``.
-
-    Raises
-    ------
-    ParameterError
-        Invalid arguments (see :func:`grpo_core.model.oscillator.simulate`).
-
-    Examples
-    --------
-    >>> from grpo_core.model.oscillator import coefficients
-    >>> from widgets.oscillator_charts import noise_bands_data
-    >>> df = noise_bands_data(coefficients(0.05, 0.5, 2, 1.0), n_seeds=8, n_steps=10)
-    >>> sorted(df.group_size.unique().tolist()), len(df)
-    ([4, 16], 22)
-    """
-    frames = []
-    for g in group_sizes:
-        # independent draws per group size (SeedSequence of (seed, G)), so the ratio of the simulated
-        # spreads is a measurement, not a consequence of reusing the same noise
-        rng = np.random.default_rng([int(seed), int(g)])
-        paths = osc.simulate(coeffs, n_steps, n_seeds, noise_scale=noise_scale, group_size=g, seed=rng)
-        prog = 1.0 - paths
-        mean = 1.0 - osc.discrete_trajectory(coeffs, n_steps)
-        sd = np.sqrt(osc.variance_trajectory(coeffs, n_steps, noise_scale, g))
-        sim_mean, sim_sd = prog.mean(axis=0), prog.std(axis=0, ddof=1) if n_seeds > 1 else np.zeros(n_steps + 1)
-        frames.append(pd.DataFrame({
-            "t": np.arange(n_steps + 1), "group_size": int(g),
-            "sim_mean": sim_mean, "sim_lo": sim_mean - 2 * sim_sd, "sim_hi": sim_mean + 2 * sim_sd,
-            "mean": mean, "lo": mean - 2 * sd, "hi": mean + 2 * sd,
-            "stationary_sd": math.sqrt(osc.stationary_variance(coeffs, noise_scale, g)),
-        }))
-    return pd.concat(frames, ignore_index=True)
-
-
 def noise_bands_chart(data: pd.DataFrame) -> alt.LayerChart:
     """Noise bands per group size: simulated +/- 2 sd (shaded) and the exact band (dashed lines).
 
     Parameters
     ----------
     data : pandas.DataFrame
-        From :func:`noise_bands_data`.
+        From :func:`grpo_core.model.noise.noise_bands`.
 
     Returns
     -------
@@ -546,20 +496,21 @@ def noise_bands_chart(data: pd.DataFrame) -> alt.LayerChart:
     Raises
     ------
     KeyError
-        If ``data`` lacks the columns of :func:`noise_bands_data`.
+        If ``data`` lacks the columns of :func:`grpo_core.model.noise.noise_bands`.
 
     Examples
     --------
     >>> from grpo_core.model.oscillator import coefficients
-    >>> from widgets.oscillator_charts import noise_bands_data, noise_bands_chart
-    >>> chart = noise_bands_chart(noise_bands_data(coefficients(0.05, 0.5, 2, 1.0), n_seeds=8, n_steps=10))
+    >>> from grpo_core.model.noise import noise_bands
+    >>> from widgets.oscillator_charts import noise_bands_chart
+    >>> chart = noise_bands_chart(noise_bands(coefficients(0.05, 0.5, 2, 1.0), n_seeds=8, n_steps=10))
     >>> len(chart.layer)
     4
     """
     need = {"t", "group_size", "sim_mean", "sim_lo", "sim_hi", "mean", "lo", "hi"}
     missing = need - set(data.columns)
     if missing:
-        raise KeyError(f"noise_bands_chart: data lacks columns {sorted(missing)} (use noise_bands_data)")
+        raise KeyError(f"noise_bands_chart: data lacks columns {sorted(missing)} (use grpo_core.model.noise.noise_bands)")
     color = alt.Color("group_size:N", title="group size G")
     base = alt.Chart(data).encode(x=alt.X("t:Q", title="optimizer step"), color=color)
     band = base.mark_area(opacity=0.25).encode(y=alt.Y("sim_lo:Q", title="reward progress 1 − e/e₀"), y2="sim_hi:Q")

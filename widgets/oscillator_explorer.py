@@ -13,10 +13,10 @@ import math
 import ipywidgets as widgets
 import numpy as np
 
-from grpo_core.model import oscillator, stability
+from grpo_core.model import noise, oscillator, stability, trajectories
 from grpo_core.validation import check_integer
 
-from . import explorer_charts, oscillator_charts
+from . import explorer_charts
 from ._controls import Explorer, LiveChart, NumberControl, readout_table, toggle
 
 __all__ = ["OscillatorExplorer", "oscillator_explorer", "compute_oscillator_view"]
@@ -89,7 +89,7 @@ def compute_oscillator_view(
         ``critical_a_exact``, ``critical_k_ref_continuous``, ``critical_k_ref_exact``,
         ``stationary_variance``, ``stationary_variance_exact``, the trajectories ``t`` (shape
         (T+1,)), ``closed_form`` and ``discrete`` (shape (T+1,), deviations ``e / e0`` from the
-        fixed point), and ``bands``: :func:`widgets.oscillator_charts.noise_bands_data` for G
+        fixed point), and ``bands``: :func:`grpo_core.model.noise.noise_bands` for G
         (simulated mean +/- 2 sd over ``n_seeds`` runs and the exact +/- 2 sd band, as reward
         progress ``1 - e/e0``).
 
@@ -113,20 +113,16 @@ def compute_oscillator_view(
     k_cont = float(stability.critical_value("k_ref", method="continuous", **held))
     k_exact = float(stability.critical_value("k_ref", method="exact", **held))
     t = np.arange(steps + 1, dtype=float)
-    closed = oscillator.closed_form_trajectory(c, t)
+    closed = trajectories.closed_form_trajectory(c, t)
     with np.errstate(over="ignore", invalid="ignore"):
-        discrete = oscillator.discrete_trajectory(c, steps)
-        bands = oscillator_charts.noise_bands_data(c, (group_size,), noise_scale=noise_scale,
-                                                   n_seeds=n_seeds, n_steps=steps, seed=seed)
-    var = float(oscillator.stationary_variance(c, noise_scale, group_size))
-    var_exact = (float(oscillator.stationary_variance_exact(c, noise_scale, group_size))
+        discrete = trajectories.discrete_trajectory(c, steps)
+        bands = noise.noise_bands(c, (group_size,), noise_scale=noise_scale,
+                                  n_seeds=n_seeds, n_steps=steps, seed=seed)
+    var = float(noise.stationary_variance(c, noise_scale, group_size))
+    var_exact = (float(noise.stationary_variance_exact(c, noise_scale, group_size))
                  if stable_exact else math.inf)
-    if not stable_exact:
-        verdict, verdict_label = "unstable", oscillator.REGIME_LABELS["unstable"]
-    elif c.regime != "unstable":
-        verdict, verdict_label = c.regime, c.regime_label
-    else:
-        verdict, verdict_label = "stable_exact_only", "stable (exact recurrence only)"
+    verdict = oscillator.regime_verdict(c.regime, stable_exact)
+    verdict_label = oscillator.VERDICT_LABELS[verdict]
     return {
         "coefficients": c,
         "regime": c.regime,
@@ -255,9 +251,9 @@ def oscillator_explorer(
     """Interactive damped-oscillator model: sliders for eta, mu, K_ref, K, beta, G and the lag model.
 
     Shows, for the current hyperparameters, the closed-form trajectory of the continuous model
-    (:func:`grpo_core.model.oscillator.closed_form_trajectory`), the exact discrete recurrence
-    (:func:`~grpo_core.model.oscillator.discrete_trajectory`) and a noise band from
-    :data:`BAND_SEEDS` stochastic runs at group size G (:func:`~grpo_core.model.oscillator.simulate`);
+    (:func:`grpo_core.model.trajectories.closed_form_trajectory`), the exact discrete recurrence
+    (:func:`~grpo_core.model.trajectories.discrete_trajectory`) and a noise band from
+    :data:`BAND_SEEDS` stochastic runs at group size G (:func:`~grpo_core.model.noise.simulate`);
     the regime and damping ratio (:func:`~grpo_core.model.oscillator.coefficients`); both thresholds
     (:func:`grpo_core.model.stability.critical_a_continuous`, :func:`~grpo_core.model.stability.critical_a_exact`,
     :func:`~grpo_core.model.stability.critical_value`); and the current point on the (eta K, K_ref)

@@ -8,7 +8,8 @@ gain ``a``; EMA ``v = mu v + (1 - mu) g``: gain ``(1 - mu) a``). ``K`` already c
 anchor's pull (it is measured with the KL term on), so the oscillator functions are called with
 ``curvature = K`` and ``beta = 0``.
 
-What is measured here, and how (book chapter "The bandit: where the mean field is exact"):
+The oscillator's predictions themselves (gain, thresholds, noise, the predicted path) are in
+:mod:`grpo_core.bandit.prediction`. What is measured here, and how (book chapter "The bandit: where the mean field is exact"):
 
 * :func:`classify_trajectory`: monotone / oscillatory / divergent, from a trajectory of ``p``.
 * :func:`growth_rates`: the asymptotic growth rate per step of a small perturbation of the fixed
@@ -16,8 +17,6 @@ What is measured here, and how (book chapter "The bandit: where the mean field i
 * :func:`critical_a`: the measured critical ``a = eta K`` at fixed ``mu``, ``k_ref``
   (vectorised sweep of ``eta``, then the zero crossing of the growth rate).
 * :func:`critical_k_ref`: the measured smallest unstable integer ``k_ref`` at fixed ``eta``, ``mu``.
-* :func:`predicted_noise`: the exact linear-noise prediction of the stationary variance of ``p``
-  (exact gradient covariance + the discrete recurrence's Lyapunov equation).
 * :func:`g_sweep`: mean trajectories and stationary variances across group sizes.
 """
 
@@ -31,24 +30,23 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ParameterError
-from ..model import oscillator, stability
-from ..model.hyperparameters import check_beta, check_eta, check_k_ref, check_mu, check_mu_array
+from ..model import oscillator, trajectories
+from ..model.hyperparameters import check_beta, check_eta, check_k_ref, check_mu
 from ..validation import check_array, check_integer, check_real
-from . import BanditSpec, fixed_point, gradient_covariance, simulate
+from .fixed_points import fixed_point
+from .prediction import _interior_fixed_point, predicted_critical_a, predicted_critical_k_ref, predicted_noise
+from .simulation import simulate
+from .spec import BanditSpec
 
 __all__ = [
     "REGIMES",
     "classify_trajectory",
-    "oscillator_gain",
     "growth_rates",
     "critical_a",
     "critical_k_ref",
-    "predicted_critical_a",
-    "predicted_critical_k_ref",
     "threshold_table",
     "predicted_regimes",
     "k_ref_sweep",
-    "predicted_noise",
     "g_sweep",
     "compare_variants",
     "smallest_anchoring_beta",
@@ -131,45 +129,6 @@ def classify_trajectory(p, p_star, *, rtol: float = 1e-3) -> np.ndarray:
     divergent = ((late >= 0.9 * mid) & (late > tol * scale) & (crossed | (late >= mid))) | overflowed
     out = np.where(divergent, "divergent", np.where(crossed, "oscillatory", "monotone"))
     return out.astype(object) if out.ndim else np.asarray(str(out), dtype=object)
-
-
-def oscillator_gain(spec: BanditSpec, eta, mu, curvature) -> np.ndarray:
-    """Restoring gain per optimizer step of the oscillator recurrence for this bandit.
-
-    ``a = eta * K`` for heavy-ball momentum; ``(1 - mu) * eta * K`` for EMA momentum (the same
-    recurrence with the gradient scaled by ``1 - mu``).
-
-    Parameters
-    ----------
-    spec : BanditSpec
-        Only its ``momentum`` is used.
-    eta, mu, curvature : array_like
-        Broadcast together.
-
-    Returns
-    -------
-    ndarray
-
-    Raises
-    ------
-    ParameterError
-        ``eta`` or ``curvature`` not finite and > 0, ``mu`` outside [0, 1).
-
-    Examples
-    --------
-    >>> float(oscillator_gain(BanditSpec.binary(momentum="ema"), 0.5, 0.5, 0.4))
-    0.1
-    """
-    eta = check_array("eta", eta)
-    curvature = check_array("curvature", curvature)
-    mu = check_mu_array(mu)
-    for name, arr in (("eta", eta), ("curvature", curvature)):
-        if arr.size and np.any(arr <= 0):
-            raise ParameterError(name, f"`{name}` must be > 0; min is {float(np.min(arr))!r}")
-    a = eta * curvature
-    if spec.momentum == "ema":
-        a = a * (1.0 - mu)
-    return a
 
 
 def _steps_for(k_ref: np.ndarray, mu: np.ndarray) -> int:
@@ -278,15 +237,6 @@ def _broadcast_configs(eta, mu, k_ref, beta):
         raise ParameterError("eta", "`eta`, `mu`, `k_ref` and `beta` must be scalars or sequences of one length") from None
 
 
-def _interior_fixed_point(spec: BanditSpec, beta: float):
-    fp = fixed_point(spec, beta)
-    if not fp.interior:
-        raise ParameterError(
-            "beta", f"`beta` = {beta!r} leaves no interior fixed point (p runs to {fp.p_star:.3g}), so there is "
-            "no threshold to measure; increase beta")
-    return fp
-
-
 @dataclass(frozen=True)
 class CriticalA:
     """Result of :func:`critical_a` (arrays of shape (C,) over the settings)."""
@@ -299,29 +249,6 @@ class CriticalA:
     measured: np.ndarray
     predicted_continuous: np.ndarray
     predicted_exact: np.ndarray
-
-
-def predicted_critical_a(spec: BanditSpec, mu, k_ref) -> tuple[np.ndarray, np.ndarray]:
-    """Oscillator predictions of the critical ``a = eta K`` (continuous model, exact recurrence).
-
-    From :func:`grpo_core.model.stability.critical_a_continuous` and
-    :func:`grpo_core.model.stability.critical_a_exact` with the spec's lag model and momentum convention
-    (for EMA the returned ``a`` is ``eta K``, the threshold on the learning rate times K).
-
-    Returns
-    -------
-    continuous, exact : ndarray
-        Broadcast shape of ``mu`` and ``k_ref``.
-
-    Examples
-    --------
-    >>> c, e = predicted_critical_a(BanditSpec.binary(), 0.0, [1, 4])
-    >>> c.round(4).tolist(), e.round(4).tolist()
-    ([1.0, 0.25], [1.0, 0.3473])
-    """
-    cont = stability.critical_a_continuous(mu, k_ref, spec.lag, spec.momentum)
-    exact = stability.critical_a_exact(mu, k_ref, spec.lag, spec.momentum)
-    return np.asarray(cont, dtype=float), np.asarray(exact, dtype=float)
 
 
 def critical_a(
@@ -417,28 +344,6 @@ def critical_a(
     cont, exact = predicted_critical_a(spec, mu_c, k_c)
     return CriticalA(mu=mu_c, k_ref=k_c, beta=b, curvature=k_stiff, p_star=fp.p_star, measured=measured,
                      predicted_continuous=cont, predicted_exact=exact)
-
-
-def predicted_critical_k_ref(spec: BanditSpec, *, eta: float, mu: float, curvature: float) -> tuple[float, float]:
-    """Oscillator predictions of the critical ``k_ref`` at fixed ``eta``, ``mu`` and stiffness.
-
-    Continuous: the real-valued ``K_ref`` at which the damping vanishes; exact: the smallest unstable
-    integer of the discrete recurrence (:func:`grpo_core.model.stability.critical_value`, ``beta = 0``
-    because the measured ``curvature`` already contains the KL pull).
-
-    Returns
-    -------
-    continuous, exact : float
-        ``inf`` if never unstable.
-
-    Examples
-    --------
-    >>> predicted_critical_k_ref(BanditSpec.binary(), eta=0.1, mu=0.0, curvature=1.0)
-    (10.0, 16.0)
-    """
-    kw = dict(eta=eta, mu=mu, curvature=curvature, beta=0.0, lag=spec.lag, momentum=spec.momentum)
-    return (float(stability.critical_value("k_ref", method="continuous", **kw)),
-            float(stability.critical_value("k_ref", method="exact", **kw)))
 
 
 def critical_k_ref(spec: BanditSpec, *, eta: Any, mu: Any, beta: float, k_max: int = 64) -> pd.DataFrame:
@@ -548,7 +453,7 @@ def predicted_regimes(spec: BanditSpec, *, eta, mu, k_ref, curvature: float, ste
     ``continuous``: the continuous model's regime from its damping ratio
     (:func:`grpo_core.model.oscillator.coefficients`: overdamped / critically damped / underdamped /
     unstable), mapped to monotone / oscillatory / divergent. ``exact``: the exact discrete
-    recurrence run from rest (:func:`grpo_core.model.oscillator.discrete_trajectory`) and classified with
+    recurrence run from rest (:func:`grpo_core.model.trajectories.discrete_trajectory`) and classified with
     the same rule as the measurements (:func:`classify_trajectory`).
 
     Parameters
@@ -584,7 +489,7 @@ def predicted_regimes(spec: BanditSpec, *, eta, mu, k_ref, curvature: float, ste
     rows = []
     for e, m, k in zip(eta_c, mu_c, k_c):
         c = oscillator.coefficients(float(e), float(m), int(k), curvature, 0.0, lag=spec.lag, momentum=spec.momentum)
-        traj = oscillator.discrete_trajectory(c, steps)
+        traj = trajectories.discrete_trajectory(c, steps)
         exact = str(classify_trajectory(np.clip(traj, -1e12, 1e12), 0.0)[()])
         rows.append({"eta": float(e), "mu": float(m), "k_ref": int(k), "damping_ratio": float(c.damping_ratio),
                      "continuous": names[c.regime], "exact": exact})
@@ -632,70 +537,6 @@ def k_ref_sweep(spec: BanditSpec, *, eta: float, mu: float, beta: float, k_refs,
     regimes.insert(3, "measured", classify_trajectory(mf.p[:, 0], fp.p_star))
     return {"trajectories": pd.concat(frames, ignore_index=True), "regimes": regimes, "p_star": fp.p_star,
             "curvature": fp.stiffness}
-
-
-def predicted_noise(spec: BanditSpec, *, eta: float, mu: float, k_ref: int, beta: float) -> dict:
-    """Exact linear-noise prediction of the stationary variance of ``p`` for a stochastic run.
-
-    At the fixed point ``theta*`` the one-step estimate has the exact covariance ``Sigma``
-    (:func:`grpo_core.bandit.gradient_covariance`); its component along the logit gap
-    ``x`` (``u = 1_H/|H| - 1_L/|L|``) has variance ``sigma_x^2 = u' Sigma u``, and ``e = p - p*``
-    moves by ``dp/dx`` per unit gap. The linearised recurrence (:mod:`grpo_core.model.oscillator`, gain
-    ``a = eta K``) driven by per-step noise of standard deviation ``eta (dp/dx) sigma_x`` has the
-    stationary variance of :func:`grpo_core.model.oscillator.stationary_variance_exact` (we pass
-    ``noise_scale = (dp/dx) sigma_x sqrt(G)`` and ``group_size = G``, so that ``s^2 / G`` is the
-    exact per-step variance, 1/G^2 terms included).
-
-    Parameters
-    ----------
-    spec : BanditSpec
-        Two-level symmetric bandit, finite G, exact KL.
-    eta, mu, k_ref, beta : scalars
-
-    Returns
-    -------
-    dict
-        ``p_star``, ``curvature``, ``sigma_x2`` (per-step gap-noise variance), ``dp_dx``,
-        ``variance_exact`` (discrete Lyapunov) and ``variance_continuous`` (continuous model).
-
-    Raises
-    ------
-    ParameterError
-        Non-symmetric bandit, infinite G, bad hyperparameters, no interior fixed point.
-
-    References
-    ----------
-    Our derivation; book chapter "The bandit", section "Noise and the group size".
-
-    Examples
-    --------
-    >>> spec = BanditSpec.binary(group_size=8, baseline="leave_one_out")
-    >>> r = predicted_noise(spec, eta=0.5, mu=0.0, k_ref=1, beta=1.0)
-    >>> round(r["variance_exact"] * 1e4, 2)   # measured in the chapter: 8.89e-4
-    8.84
-    """
-    eta = check_eta(eta)
-    mu = check_mu(mu)
-    k_ref = check_k_ref(k_ref)
-    beta = check_beta(beta)
-    fp = _interior_fixed_point(spec, beta)
-    if not fp.symmetric:
-        raise ParameterError("reward_probs", "`reward_probs` must have two levels with symmetric logits for the noise prediction")
-    q = np.asarray(spec.reward_probs)
-    hi = (q == q.max()).astype(float)
-    u = hi / hi.sum() - (1 - hi) / (1 - hi).sum()
-    _, cov = gradient_covariance(spec, fp.theta_star)
-    sigma_x2 = float(u @ cov @ u)
-    pi = np.exp(fp.theta_star - fp.theta_star.max())
-    pi /= pi.sum()
-    pi_h = float(pi @ hi)
-    dp_dx = (q.max() - q.min()) * pi_h * (1.0 - pi_h)
-    g = int(spec.group_size)
-    coeffs = oscillator.coefficients(eta, mu, k_ref, fp.stiffness, 0.0, lag=spec.lag, momentum=spec.momentum)
-    scale = dp_dx * math.sqrt(sigma_x2 * g)
-    return {"p_star": fp.p_star, "curvature": fp.stiffness, "sigma_x2": sigma_x2, "dp_dx": dp_dx,
-            "variance_exact": oscillator.stationary_variance_exact(coeffs, scale, g),
-            "variance_continuous": oscillator.stationary_variance(coeffs, scale, g)}
 
 
 def g_sweep(

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, fields
 from typing import Any
 
-from .oscillator import _MAX_DISCRETE_STEPS, REGIME_LABELS, coefficients, settling_time, time_to_fraction
+from .oscillator import REGIME_LABELS, coefficients
 from .stability import (
     K_REF_SEARCH_MAX,
     critical_a_continuous,
@@ -22,6 +22,7 @@ from .stability import (
     critical_value,
     spectral_radius,
 )
+from .trajectories import _MAX_DISCRETE_STEPS, settling_time, time_to_fraction
 
 __all__ = ["Advice", "advise"]
 

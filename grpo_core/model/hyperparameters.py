@@ -1,12 +1,13 @@
 """Validation of the training hyperparameters shared by the models (oscillator, bandit, advice).
 
-One checker per hyperparameter, so every public function refuses the same bad values with the
-same message (``"`mu` must be a finite number in [0, 1); got 1.0"``), plus the names of the lag
+One checker per hyperparameter, built from one table (:data:`_SCALARS`), so every public function
+refuses the same bad values with the same message (``"`mu` must be a finite number in [0, 1); got 1.0"``), plus the names of the lag
 models and momentum conventions. Notation as in the book (chapter "From update rule to oscillator").
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -42,229 +43,80 @@ MOMENTUM_STYLES = ("heavy_ball", "ema")
 #: lag moments (d^2 ~ k^2) and int64 arithmetic lose meaning (2**64 wrapped to a negative lag).
 MAX_K_REF = 2**40
 
-def check_eta(eta: Any) -> float:
-    """Step size ``eta``: a finite number ``> 0``.
+#: The scalar hyperparameters: name -> (checker, its bounds, summary, allowed values, example in, out).
+#: One row per hyperparameter drives both the check and its docstring, so every public function
+#: refuses the same bad values with the same message.
+_SCALARS: dict[str, tuple[Callable[..., Any], dict[str, Any], str, str, str, str]] = {
+    "eta": (check_real, {"low": 0.0, "low_inclusive": False}, "Step size ``eta`` (learning rate).",
+            "a finite number ``> 0``", '"0.01"', "0.01"),
+    "mu": (check_real, {"low": 0.0, "high": 1.0, "high_inclusive": False},
+           "Momentum ``mu`` (heavy ball or Adam's ``beta1``).", "a finite number in ``[0, 1)``", "0.9", "0.9"),
+    "k_ref": (check_integer, {"low": 1, "high": MAX_K_REF},
+              "Refresh interval ``k_ref`` of the behaviour policy, in optimizer steps.",
+              "an integer ``>= 1`` (``4.0`` is accepted, ``2.5`` is not)", "4.0", "4"),
+    "curvature": (check_real, {"low": 0.0, "low_inclusive": False},
+                  "Curvature ``K`` of the effective potential at the fixed point.", "a finite number ``> 0``",
+                  "2", "2.0"),
+    "beta": (check_real, {"low": 0.0}, "KL weight ``beta`` to the reference policy.", "a finite number ``>= 0``",
+             "0", "0.0"),
+    "kl_curvature": (check_real, {"low": 0.0, "low_inclusive": False},
+                     "Curvature of the KL term along the direction of motion (Fisher information).",
+                     "a finite number ``> 0``", "1", "1.0"),
+    "group_size": (check_integer, {"low": 1}, "Group size ``G`` (completions per prompt).",
+                   "an integer ``>= 1``", "16", "16"),
+    "lag": (check_choice, {"choices": LAG_MODELS}, "Lag model of the behaviour policy.",
+            "one of :data:`LAG_MODELS`", "'refresh'", "'refresh'"),
+    "momentum": (check_choice, {"choices": MOMENTUM_STYLES}, "Momentum convention.",
+                 "one of :data:`MOMENTUM_STYLES`", "'ema'", "'ema'"),
+}
 
-    Raises
-    ------
-    ParameterError
-        Otherwise, naming ``eta`` and the range.
-
-    Examples
-    --------
-    >>> from grpo_core.model.hyperparameters import check_eta
-    >>> check_eta("0.01")
-    0.01
-    """
-    return check_real("eta", eta, low=0.0, low_inclusive=False)
-
-
-def check_mu(mu: Any) -> float:
-    """Momentum ``mu`` (heavy ball or Adam's ``beta1``).
-
-    Parameters
-    ----------
-    mu : number, numeric string
-        The value to check; allowed: a finite number in ``[0, 1)``.
-
-    Returns
-    -------
-    float
-
-    Raises
-    ------
-    ParameterError
-        If the value is not allowed; the message names ``mu`` and the range.
-
-    Examples
-    --------
-    >>> from grpo_core.model.hyperparameters import check_mu
-    >>> check_mu(0.9)
-    0.9
-    """
-    return check_real("mu", mu, low=0.0, high=1.0, high_inclusive=False)
+_RETURNS = {check_real: "float", check_integer: "int", check_choice: "str"}
 
 
-def check_k_ref(k_ref: Any) -> int:
-    """Refresh interval ``k_ref`` of the behaviour policy, in optimizer steps.
+def _scalar_check(name: str) -> Callable[[Any], Any]:
+    """The checker of one row of :data:`_SCALARS`, with its docstring."""
+    checker, bounds, summary, allowed, example, shown = _SCALARS[name]
+    if checker is check_choice:
+        def check(value: Any) -> Any:
+            return check_choice(name, value, bounds["choices"])
+    else:
+        def check(value: Any) -> Any:
+            return checker(name, value, **bounds)
+    check.__name__ = check.__qualname__ = f"check_{name}"
+    check.__doc__ = f"""{summary}
 
     Parameters
     ----------
-    k_ref : number, numeric string
-        The value to check; allowed: an integer ``>= 1`` (``4.0`` is accepted, ``2.5`` is not).
+    {name} : number, numeric string
+        The value to check; allowed: {allowed}.
 
     Returns
     -------
-    int
+    {_RETURNS[checker]}
 
     Raises
     ------
     ParameterError
-        If the value is not allowed; the message names ``k_ref`` and the range.
+        If the value is not allowed; the message names ``{name}`` and the range.
 
     Examples
     --------
-    >>> from grpo_core.model.hyperparameters import check_k_ref
-    >>> check_k_ref(4.0)
-    4
+    >>> from grpo_core.model.hyperparameters import check_{name}
+    >>> check_{name}({example})
+    {shown}
     """
-    return check_integer("k_ref", k_ref, low=1, high=MAX_K_REF)
+    return check
 
 
-def check_curvature(curvature: Any) -> float:
-    """Curvature ``K`` of the effective potential at the fixed point.
-
-    Parameters
-    ----------
-    curvature : number, numeric string
-        The value to check; allowed: a finite number ``> 0``.
-
-    Returns
-    -------
-    float
-
-    Raises
-    ------
-    ParameterError
-        If the value is not allowed; the message names ``curvature`` and the range.
-
-    Examples
-    --------
-    >>> from grpo_core.model.hyperparameters import check_curvature
-    >>> check_curvature(2)
-    2.0
-    """
-    return check_real("curvature", curvature, low=0.0, low_inclusive=False)
-
-
-def check_beta(beta: Any) -> float:
-    """KL weight ``beta`` to the reference policy.
-
-    Parameters
-    ----------
-    beta : number, numeric string
-        The value to check; allowed: a finite number ``>= 0``.
-
-    Returns
-    -------
-    float
-
-    Raises
-    ------
-    ParameterError
-        If the value is not allowed; the message names ``beta`` and the range.
-
-    Examples
-    --------
-    >>> from grpo_core.model.hyperparameters import check_beta
-    >>> check_beta(0)
-    0.0
-    """
-    return check_real("beta", beta, low=0.0)
-
-
-def check_kl_curvature(kl_curvature: Any) -> float:
-    """Curvature of the KL term along the direction of motion (Fisher information).
-
-    Parameters
-    ----------
-    kl_curvature : number, numeric string
-        The value to check; allowed: a finite number ``> 0``.
-
-    Returns
-    -------
-    float
-
-    Raises
-    ------
-    ParameterError
-        If the value is not allowed; the message names ``kl_curvature`` and the range.
-
-    Examples
-    --------
-    >>> from grpo_core.model.hyperparameters import check_kl_curvature
-    >>> check_kl_curvature(1)
-    1.0
-    """
-    return check_real("kl_curvature", kl_curvature, low=0.0, low_inclusive=False)
-
-
-def check_group_size(group_size: Any) -> int:
-    """Group size ``G`` (completions per prompt).
-
-    Parameters
-    ----------
-    group_size : number, numeric string
-        The value to check; allowed: an integer ``>= 1``.
-
-    Returns
-    -------
-    int
-
-    Raises
-    ------
-    ParameterError
-        If the value is not allowed; the message names ``group_size`` and the range.
-
-    Examples
-    --------
-    >>> from grpo_core.model.hyperparameters import check_group_size
-    >>> check_group_size(16)
-    16
-    """
-    return check_integer("group_size", group_size, low=1)
-
-
-def check_lag(lag: Any) -> str:
-    """Lag model of the behaviour policy.
-
-    Parameters
-    ----------
-    lag : number, numeric string
-        The value to check; allowed: one of :data:`LAG_MODELS`.
-
-    Returns
-    -------
-    str
-
-    Raises
-    ------
-    ParameterError
-        If the value is not allowed; the message names ``lag`` and the range.
-
-    Examples
-    --------
-    >>> from grpo_core.model.hyperparameters import check_lag
-    >>> check_lag('refresh')
-    'refresh'
-    """
-    return check_choice("lag", lag, LAG_MODELS)
-
-
-def check_momentum(momentum: Any) -> str:
-    """Momentum convention.
-
-    Parameters
-    ----------
-    momentum : number, numeric string
-        The value to check; allowed: one of :data:`MOMENTUM_STYLES`.
-
-    Returns
-    -------
-    str
-
-    Raises
-    ------
-    ParameterError
-        If the value is not allowed; the message names ``momentum`` and the range.
-
-    Examples
-    --------
-    >>> from grpo_core.model.hyperparameters import check_momentum
-    >>> check_momentum('ema')
-    'ema'
-    """
-    return check_choice("momentum", momentum, MOMENTUM_STYLES)
+check_eta = _scalar_check("eta")
+check_mu = _scalar_check("mu")
+check_k_ref = _scalar_check("k_ref")
+check_curvature = _scalar_check("curvature")
+check_beta = _scalar_check("beta")
+check_kl_curvature = _scalar_check("kl_curvature")
+check_group_size = _scalar_check("group_size")
+check_lag = _scalar_check("lag")
+check_momentum = _scalar_check("momentum")
 
 
 def check_mu_array(mu: Any) -> np.ndarray:

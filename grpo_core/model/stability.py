@@ -53,12 +53,18 @@ __all__ = [
     "is_stable_exact",
     "critical_value",
     "threshold_table",
+    "exact_threshold_rows",
 ]
 
 
 # ----------------------------------------------------------------------------------------------
 # Lag moments and gain
 # ----------------------------------------------------------------------------------------------
+
+
+def _check_grid(mu: Any, k_ref: Any, lag: Any, momentum: Any) -> tuple[np.ndarray, np.ndarray, str, str]:
+    """Checked momenta, refresh intervals (arrays), lag model and momentum convention."""
+    return check_mu_array(mu), check_k_ref_array(k_ref), check_lag(lag), check_momentum(momentum)
 
 
 def _check_a_array(a: Any) -> np.ndarray:
@@ -155,9 +161,7 @@ def critical_a_continuous(mu: Any, k_ref: Any, lag: str = "constant", momentum: 
     >>> critical_a_continuous(0.0, [1, 3], lag="refresh").tolist()
     [inf, 1.0]
     """
-    mu = check_mu_array(mu)
-    k = check_k_ref_array(k_ref)
-    lag, momentum = check_lag(lag), check_momentum(momentum)
+    mu, k, lag, momentum = _check_grid(mu, k_ref, lag, momentum)
     d_mean, _ = lag_moments(k, lag)
     mu, d_mean = check_broadcast(mu=mu, k_ref=d_mean)
     with np.errstate(divide="ignore"):
@@ -339,9 +343,7 @@ def spectral_radius(
     [0.948683, 1.048809]
     """
     a = _check_a_array(a)
-    mu = check_mu_array(mu)
-    k = check_k_ref_array(k_ref)
-    lag, momentum = check_lag(lag), check_momentum(momentum)
+    mu, k, lag, momentum = _check_grid(mu, k_ref, lag, momentum)
     a, mu, k = check_broadcast(a=a, mu=mu, k_ref=k)
     g = np.asarray(_gain(a, mu, momentum), dtype=float)
     if lag == "constant":
@@ -428,9 +430,7 @@ def critical_a_exact(mu: Any, k_ref: Any, lag: str = "constant", momentum: str =
     >>> np.round(critical_a_exact(0.0, [1, 2, 8], lag="refresh"), 6).tolist()
     [2.0, 1.0, 0.25]
     """
-    mu = check_mu_array(mu)
-    k = check_k_ref_array(k_ref)
-    lag, momentum = check_lag(lag), check_momentum(momentum)
+    mu, k, lag, momentum = _check_grid(mu, k_ref, lag, momentum)
     mu, k = check_broadcast(mu=mu, k_ref=k)
     if mu.size == 1:
         return np.full(mu.shape, _critical_a_scalar(float(mu.flat[0]), int(k.flat[0]), lag, momentum))
@@ -478,22 +478,13 @@ def critical_a_damping(mu: Any, k_ref: Any, lag: str = "constant", momentum: str
 
     Parameters
     ----------
-    mu : array_like
-        Momentum in ``[0, 1)``.
-    k_ref : array_like of int
-        Refresh interval ``>= 1``; broadcasts with ``mu``.
-    lag : {"constant", "refresh"}
-    momentum : {"heavy_ball", "ema"}
+    mu, k_ref, lag, momentum
+        As in :func:`critical_a_exact` (``mu`` and ``k_ref`` broadcast).
 
     Returns
     -------
     ndarray
-        Broadcast shape.
-
-    Raises
-    ------
-    ParameterError
-        Out-of-range inputs.
+        Broadcast shape. Raises :class:`ParameterError` on out-of-range inputs.
 
     References
     ----------
@@ -507,9 +498,7 @@ def critical_a_damping(mu: Any, k_ref: Any, lag: str = "constant", momentum: str
     >>> round(coefficients(eta=a, mu=0.5, k_ref=4, curvature=1.0).damping_ratio, 12)
     1.0
     """
-    mu = check_mu_array(mu)
-    k = check_k_ref_array(k_ref)
-    lag, momentum = check_lag(lag), check_momentum(momentum)
+    mu, k, lag, momentum = _check_grid(mu, k_ref, lag, momentum)
     d1, d2 = lag_moments(k, lag)
     mu, d1 = check_broadcast(mu=mu, k_ref=d1)
     d2 = np.broadcast_to(d2, d1.shape)
@@ -753,10 +742,50 @@ def threshold_table(
     """
     import pandas as pd
 
-    mu = check_mu_array(mus).ravel()
-    k = check_k_ref_array(k_refs).ravel()
-    lag, momentum = check_lag(lag), check_momentum(momentum)
+    mu, k, lag, momentum = _check_grid(mus, k_refs, lag, momentum)
+    mu, k = mu.ravel(), k.ravel()
     a = critical_a_exact(mu[:, None], k[None, :], lag, momentum)
     scale = (1.0 - mu[:, None]) if momentum == "heavy_ball" else 1.0
     table = pd.DataFrame(a * k[None, :] / scale, index=pd.Index(mu, name="mu"), columns=pd.Index(k, name="k_ref"))
     return table
+
+
+def exact_threshold_rows(
+    mu_grid: Any, k_refs: Any, lag: str = "constant", momentum: str = "heavy_ball"
+) -> list[dict[str, Any]]:
+    """Exact critical ``a = eta K`` for every ``(mu, k_ref)`` pair, as records a static page looks up.
+
+    One record per pair, ``mu`` major: ``m`` (``round(100 mu)``, the key of a 0.01 slider grid),
+    ``k_ref`` and ``a_star`` (:func:`critical_a_exact` at full precision: a page that compares
+    ``eta K >= a_star`` then gives :func:`is_stable_exact`'s answer even on a tie such as
+    ``mu = 0.96``, ``k_ref = 1``, ``eta K = 0.04``, where a rounded threshold would flip it).
+
+    Parameters
+    ----------
+    mu_grid : array_like
+        Momenta in ``[0, 1)``.
+    k_refs : array_like of int
+        Refresh intervals ``>= 1``.
+    lag : {"constant", "refresh"}
+    momentum : {"heavy_ball", "ema"}
+
+    Returns
+    -------
+    list of dict
+        ``len(mu_grid) * len(k_refs)`` records with keys ``m``, ``k_ref``, ``a_star``.
+
+    Raises
+    ------
+    ParameterError
+        Out-of-range inputs.
+
+    Examples
+    --------
+    >>> from grpo_core.model.stability import exact_threshold_rows
+    >>> exact_threshold_rows([0.8], [1, 4])
+    [{'m': 80, 'k_ref': 1, 'a_star': 0.2}, {'m': 80, 'k_ref': 4, 'a_star': 0.05572114504704759}]
+    """
+    mu, k, lag, momentum = _check_grid(mu_grid, k_refs, lag, momentum)
+    a = critical_a_exact(mu.ravel()[:, None], k.ravel()[None, :], lag, momentum)
+    return [{"m": int(round(m * 100)), "k_ref": int(kk), "a_star": float(a[i, j])}
+            for i, m in enumerate(mu.ravel()) for j, kk in enumerate(k.ravel())]
