@@ -120,6 +120,7 @@ import pandas as pd
 
 from ...errors import DataError, ParameterError
 from ...validation import check_choice
+from . import aliases, console
 
 __all__ = [
     "RunLog",
@@ -640,6 +641,7 @@ def read_log(
     mapping: Mapping[str, str] | None = None,
     trl_version: str | None = None,
     reward_std_kind: str | None = None,
+    run: str | None = None,
 ) -> RunLog:
     """Read a training log of any supported format into a :class:`RunLog`.
 
@@ -661,6 +663,9 @@ def read_log(
         The TRL release that wrote the log (decides what ``reward_std`` means; module docstring).
     reward_std_kind : {"group_mean_std", "batch_std", "unknown"}, optional
         Override the detection of what ``reward_std`` means.
+    run : str, optional
+        Which run of a file holding several (a label of its run column, ``"arm=pure-GRPO"``, or a
+        W&B export's run name); see :mod:`grpo_core.runs.logs.aliases`.
 
     Returns
     -------
@@ -708,14 +713,18 @@ def read_log(
         raise DataError(f"{source}: the file is empty")
     notes: list[str] = []
     meta: dict[str, Any] = {}
+    options = dict(fmt=format, mapping=mapping, source=source, notes=notes, meta=meta, trl_version=trl_version,
+                   reward_std_kind=reward_std_kind, run=run)
+    # [hook: console] console, stream and verl console logs (grpo_core.runs.logs.console)
+    found = console.parse_text(text, source, notes, meta)
+    if found is not None:
+        return _build(found[0], None, container=found[1], **options)
     stripped = text.lstrip()
     if stripped[0] in "{[":
         records, container = _parse_json_text(text, source, notes, meta)
-        return _build(records, None, container=container, fmt=format, mapping=mapping, source=source,
-                      notes=notes, meta=meta, trl_version=trl_version, reward_std_kind=reward_std_kind)
+        return _build(records, None, container=container, **options)
     frame = _parse_csv_text(text, source)
-    return _build(None, frame, container="csv", fmt=format, mapping=mapping, source=source,
-                  notes=notes, meta=meta, trl_version=trl_version, reward_std_kind=reward_std_kind)
+    return _build(None, frame, container="csv", **options)
 
 
 def from_records(
@@ -870,8 +879,9 @@ def _parse_csv_text(text: str, source: str) -> pd.DataFrame:
     try:
         frame = pd.read_csv(io.StringIO(text), sep=sep, skipinitialspace=True, low_memory=False)
     except (pd.errors.ParserError, csv.Error) as exc:
-        raise DataError(f"{source}: not a readable CSV ({str(exc).strip()}); expected a header row "
-                        "and one row per logged step") from None
+        # [hook: console] a text that is no format: say what was found and what is accepted
+        raise DataError(f"{source}: no log format recognised: {console.describe_text(text)} "
+                        f"({str(exc).strip()}); {console.ACCEPTED}") from None
     except pd.errors.EmptyDataError:
         raise DataError(f"{source}: the file is empty") from None
     frame.columns = [str(c).strip() for c in frame.columns]
@@ -914,7 +924,8 @@ def _mapper(fmt: str):
 
 # --- building the tables --------------------------------------------------------------------
 
-def _build(records, frame, *, container, fmt, mapping, source, notes, meta, trl_version, reward_std_kind) -> RunLog:
+def _build(records, frame, *, container, fmt, mapping, source, notes, meta, trl_version, reward_std_kind,
+           run=None) -> RunLog:
     if reward_std_kind is not None:
         check_choice("reward_std_kind", reward_std_kind, ("group_mean_std", "batch_std", "unknown"))
     if records is not None:
@@ -931,6 +942,8 @@ def _build(records, frame, *, container, fmt, mapping, source, notes, meta, trl_
     if frame.columns.duplicated().any():
         dup = sorted(set(frame.columns[frame.columns.duplicated()]))
         raise DataError(f"{source}: column name(s) {dup} appear more than once")
+    # [hook: aliases] W&B exports, several runs, step and reward aliases (grpo_core.runs.logs.aliases)
+    frame = aliases.prepare_frame(frame, source, notes, run=run)
 
     # Versions recorded in the rows (our callback writes `trl_version`).
     versions: set[str] = set()
