@@ -39,6 +39,11 @@ Formats (``RunLog.format``; the *container* is what holds them, ``RunLog.contain
     Our own ``metrics.jsonl`` (written by the training callback): one JSON object per line, with
     the normalised keys below already; an optional ``"split"`` key (``"train"``/``"eval"``)
     and ``"trl_version"``.
+Console and stream logs (what a run printed: TRL/Unsloth/ms-swift metric dicts among progress bars,
+verl ``step:N - key:value`` lines, Kaggle stream logs) are read by :mod:`.console` into TRL or verl
+records; W&B exports, files holding several runs (``run=``), step and reward aliases
+(``reward_mean``, ``mean_reward``, ``reward/selected_mean``, per-function rewards) by :mod:`.aliases`.
+
 ``"generic"``
     Any CSV/JSONL table, with a ``mapping`` from normalised names to its columns, e.g.
     ``{"step": "iter", "reward": "my_reward_col"}``; columns that already carry a normalised
@@ -93,8 +98,9 @@ raised as a :class:`LogWarning`)
   them); :meth:`RunLog.series` drops them per metric and warns how many.
 * An empty file, a file without rows, an unknown format, a missing step column or a truncated
   JSON file raise :class:`~grpo_core.errors.DataError` naming the file and what to do; the broken
-  *last* line of a JSONL file (a run killed mid-write) is dropped with a warning, a broken line
-  elsewhere is an error.
+  *last* line of a JSONL file (a run killed mid-write) is dropped with a warning; corrupt lines
+  elsewhere are skipped with a warning that counts them and gives their line numbers, up to 10 % of
+  the lines (more is an error).
 
 References
 ----------
@@ -841,6 +847,7 @@ def _parse_json_text(text: str, source: str, notes: list[str], meta: dict) -> tu
     if whole is not None and len(whole) == len(nonblank) and all(isinstance(r, dict) for r in whole):
         return whole, "jsonl"
     records: list = []
+    broken: list[tuple[int, str]] = []
     for k, (lineno, line) in enumerate(nonblank):
         try:
             rec = json.loads(line)
@@ -857,12 +864,14 @@ def _parse_json_text(text: str, source: str, notes: list[str], meta: dict) -> tu
                 _note(notes, f"{source}: line {lineno} (the last) is not complete JSON ({exc.msg}); "
                              f"kept the {len(records)} complete lines before it", warn=True)
                 break
-            raise DataError(f"{source}: line {lineno} is not valid JSON ({exc.msg} at column {exc.colno}); "
-                            "only the last line of a JSON-lines log may be incomplete") from None
+            # [hook: corrupt lines] a few broken lines mid-file are skipped and counted, many are an error
+            broken.append((lineno, f"line {lineno} is not valid JSON ({exc.msg} at column {exc.colno})"))
+            continue
         if not isinstance(rec, dict):
             raise DataError(f"{source}: line {lineno} is a JSON {type(rec).__name__}, expected an object "
                             "(one record of metrics per line)")
         records.append(rec)
+    aliases.report_broken_lines(broken, len(nonblank), source, notes)
     return records, "jsonl"
 
 
@@ -942,8 +951,6 @@ def _build(records, frame, *, container, fmt, mapping, source, notes, meta, trl_
     if frame.columns.duplicated().any():
         dup = sorted(set(frame.columns[frame.columns.duplicated()]))
         raise DataError(f"{source}: column name(s) {dup} appear more than once")
-    # [hook: aliases] W&B exports, several runs, step and reward aliases (grpo_core.runs.logs.aliases)
-    frame = aliases.prepare_frame(frame, source, notes, run=run)
 
     # Versions recorded in the rows (our callback writes `trl_version`).
     versions: set[str] = set()
@@ -978,6 +985,10 @@ def _build(records, frame, *, container, fmt, mapping, source, notes, meta, trl_
         frame = frame.rename(columns=renamed_by_user)
         _note(notes, "mapped by the user: " + ", ".join(f"{c!r} -> {t!r}" for c, t in renamed_by_user.items()),
               warn=False)
+
+    # [hook: aliases] W&B exports, several runs, step and reward aliases (grpo_core.runs.logs.aliases;
+    # after the user's mapping, so a column it names is never renamed)
+    frame = aliases.prepare_frame(frame, source, notes, run=run)
 
     # Format.
     if fmt == "auto":

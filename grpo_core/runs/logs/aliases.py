@@ -11,8 +11,8 @@ names) before the format's key mapping, and rewrites only what that mapping cann
   and ``train/global_step`` are read as the step when there is no other; several step columns that
   agree on every row (``step`` and ``training/global_step`` of verl) are one step column. Step
   columns that disagree stay an error (named by the reader).
-* **Several runs in one table** (a text column such as ``arm`` whose labels each hold a whole run,
-  steps repeating across labels): ``run=`` picks one (``"pure-GRPO"`` or ``"arm=pure-GRPO"``);
+* **Several runs in one table** (a text column named like a run label, ``arm``, ``run``, ``name``,
+  ``experiment`` ..., whose labels each hold a whole run, steps repeating across labels): ``run=`` picks one (``"pure-GRPO"`` or ``"arm=pure-GRPO"``);
   without it the reader stops with the labels, since merging the runs would be wrong.
 * **Aliases** of the total reward and of other metrics, used only when the canonical column is absent:
   see :data:`REWARD_ALIASES` and :data:`METRIC_ALIASES`. Without a total reward, a single per-function
@@ -32,7 +32,12 @@ import pandas as pd
 
 from ...errors import DataError
 
-__all__ = ["prepare_frame", "REWARD_ALIASES", "METRIC_ALIASES", "STEP_ALIASES"]
+__all__ = ["prepare_frame", "REWARD_ALIASES", "METRIC_ALIASES", "STEP_ALIASES", "report_broken_lines",
+           "MAX_BROKEN_FRACTION"]
+
+#: At most this fraction of a JSON-lines log's lines may be broken mid-file (skipped with a warning);
+#: more means the file is not JSON lines, or is damaged beyond a stray write, and is an error.
+MAX_BROKEN_FRACTION = 0.1
 
 #: The total reward under other names (first found wins; only when no canonical reward column).
 REWARD_ALIASES = ("reward_mean", "mean_reward", "reward/mean", "reward/selected_mean", "train/reward",
@@ -56,10 +61,13 @@ _COVERED = {
     "clipped_ratio": {"response_length/clip_ratio", "completions/clipped_ratio"},
 }
 #: Step columns besides the ones every format knows (``step``, ``Step``, ``global_step`` ...).
-STEP_ALIASES = ("system/step", "train/global_step", "trainer/global_step", "iteration", "iter")
+STEP_ALIASES = ("system/step", "train/global_step", "trainer/global_step")
 _STEP_KNOWN = ("step", "Step", "global_step", "training/global_step", "_step")
 _WANDB = re.compile(r"^(.+?) - (.+)$")
-_LABEL_NAMES = ("arm", "run", "run_name", "name", "experiment", "variant", "group", "tag", "config")
+# Names of a column that labels runs (a text column of another name is left to the reader, which warns
+# when steps repeat with different values).
+_LABEL_NAMES = ("arm", "run", "run_name", "run_id", "name", "experiment", "exp", "exp_name", "variant", "group",
+                "tag", "config", "method", "algorithm", "condition", "setting", "seed_name")
 
 
 def _note(notes: list[str], message: str, *, warn: bool) -> None:
@@ -156,7 +164,7 @@ def _label_column(frame: pd.DataFrame, step_col: str) -> str | None:
         if labels.isna().any() or pd.to_numeric(labels, errors="coerce").notna().any():
             continue
         n = labels.nunique()
-        if 2 <= n <= 100 and (col.lower() in _LABEL_NAMES or n <= 20):
+        if 2 <= n <= 100 and col.lower() in _LABEL_NAMES:
             if not frame.assign(_s=steps).duplicated(subset=[col, "_s"]).any():
                 return col
     return None
@@ -254,3 +262,30 @@ def _total_reward(frame: pd.DataFrame, source: str, notes: list[str]) -> pd.Data
                      f"functions {means} (every weight taken as 1)", warn=True)
     total = values.sum(axis=1, min_count=len(means)).to_numpy(dtype=float)
     return frame.assign(reward=np.where(values.isna().any(axis=1), np.nan, total))
+
+
+def report_broken_lines(broken: list[tuple[int, str]], n_lines: int, source: str, notes: list[str]) -> None:
+    """Warn about the corrupt lines skipped in a JSON-lines log (count and line numbers), or refuse it.
+
+    Parameters
+    ----------
+    broken : list of (line number, message)
+        The lines that are not valid JSON, in order (not counting an incomplete last line).
+    n_lines : int
+        The number of non-blank lines of the file.
+
+    Raises
+    ------
+    DataError
+        More than :data:`MAX_BROKEN_FRACTION` of the lines are broken (the message names the first).
+    """
+    if not broken:
+        return
+    if len(broken) > MAX_BROKEN_FRACTION * n_lines:
+        raise DataError(f"{source}: {broken[0][1]}; {len(broken)} of {n_lines} lines are broken (more than "
+                        f"{MAX_BROKEN_FRACTION:.0%}); only the last line of a JSON-lines log may be incomplete, "
+                        "and a few corrupt lines are skipped")
+    lines = [n for n, _ in broken]
+    shown = ", ".join(map(str, lines[:10])) + (", ..." if len(lines) > 10 else "")
+    _note(notes, f"{source}: skipped {len(lines)} corrupt line(s) of {n_lines} (not valid JSON; line(s) {shown}); "
+                 "kept the other lines", warn=True)

@@ -164,6 +164,11 @@ def _bar_steps(text: str, positions: list[int], n_train: int, kinds: list[str]) 
         return redraws, "the progress bar's redraw at each log"
     if len(redraws) == len(kinds) and all(b >= a for a, b in zip(redraws, redraws[1:])):
         return [s for s, k in zip(redraws, kinds) if k == "train"], "the progress bar's redraw at each log"
+    if len(redraws) > len(kinds) == n_train and all(b > a for a, b in zip(redraws, redraws[1:])):
+        # a log cut while running: stdout (the dicts) is buffered behind stderr (the bar), so the
+        # last redraws have no dict yet; the k-th dict is still the k-th log
+        return redraws[:n_train], (f"the progress bar's redraw at each log ({len(redraws) - n_train} later "
+                                   "redraw(s) have no dict yet: buffered output of a cut log)")
     bars = [(m.start(), int(m.group(1))) for m in _BAR.finditer(text)]
     starts = [b[0] for b in bars]
     before = []
@@ -177,10 +182,20 @@ def _bar_steps(text: str, positions: list[int], n_train: int, kinds: list[str]) 
     return None, ""
 
 
+# The start of a printed metrics dict (counted, so a dict cut off or garbled is never lost unseen).
+_DICT_START = re.compile(r"\{'(?:loss|reward|grad_norm|learning_rate|train_runtime|eval_[\w/]+)'\s*:")
+
+
 def _dict_records(text: str, source: str, notes: list[str], meta: dict) -> list[dict]:
     found = _find_dicts(text)
     if not found:
         return []
+    starts = [m.start() for m in _DICT_START.finditer(text)]
+    read = {p for p, _ in found}
+    lost = [p for p in starts if p not in read]
+    if lost:
+        _warn(notes, f"{source}: {len(lost)} printed metric dict(s) could not be read (cut off or not a Python "
+                     f"dict; first at line {text.count(chr(10), 0, lost[0]) + 1}); read the other {len(found)}")
     positions = [p for p, _ in found]
     records = [dict(d) for _, d in found]
     kinds = [_kind(r) for r in records]
