@@ -756,7 +756,7 @@ def from_records(
     >>> log = from_records([{"step": 1, "loss": 0.0, "rewards/acc": 0.2},
     ...                     {"step": 2, "loss": 0.0, "rewards/acc": 0.4}])
     >>> log.format, list(log.train.columns)
-    ('trl', ['step', 'loss', 'reward/acc'])
+    ('trl', ['step', 'loss', 'reward/acc', 'reward'])
     """
     check_choice("format", format, ("auto",) + FORMATS)
     records = list(records)
