@@ -171,7 +171,7 @@ def test_widgets_never_import_the_command_line(graph):
 
 def test_the_layering_table_is_the_package_docstring():
     doc = (ROOT / "grpo_core" / "__init__.py").read_text()
-    for part, layer in LAYERS.items():
+    for part in LAYERS:
         if part in ("data",):
             continue
         assert part in doc, f"grpo_core/__init__.py must describe {part!r}"

@@ -5,16 +5,26 @@ public Unsloth GRPO notebooks (LGPL-3.0); their README says which run each file 
 settings. They are used by the book, the tests and the log explorer, and travel with the installed
 package (so they work on Colab too). The example logs in ``grpo_core/data/example_logs`` are
 constructed logs of the user cases (their README says which).
+
+The 20 real runs in ``grpo_core/data/real_runs`` (:func:`real_runs`, :func:`real_run`) are training
+logs other people committed to public repositories (TRL, Unsloth, ms-swift, verl, custom loops), each
+folder with the raw file exactly as committed, a plain per-step parse (``parsed_rows.csv``) and a
+``meta.json`` (source repository, path and commit, hyperparameters, the reward metric, a reader's
+description of the curve); that folder's ``README.md`` and ``index.csv`` describe the set.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from ..errors import ParameterError
 
-__all__ = ["real_log_path", "list_real_logs", "REAL_LOGS_README", "example_log_path", "list_example_logs"]
+__all__ = ["real_log_path", "list_real_logs", "REAL_LOGS_README", "example_log_path", "list_example_logs",
+           "RealRun", "real_runs", "real_run"]
 
 _PACKAGE = "grpo_core.data"
 #: Name of the README describing the real logs (models, settings, provenance).
@@ -114,3 +124,92 @@ def example_log_path(name: str) -> Path:
     """
     return _find("example_logs", name,
                  lambda candidate: name in (candidate, candidate.rsplit(".", 1)[0], candidate.split("-", 1)[0]))
+
+
+# --- the 20 real runs -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RealRun:
+    """One run of ``grpo_core/data/real_runs``.
+
+    Attributes
+    ----------
+    run_id : str
+        The folder name, e.g. ``"01-Sunshine535-rho1-collapse"``.
+    path : pathlib.Path
+        The raw file as committed upstream (what a user hands to ``grpo-dynamics``).
+    meta : dict
+        The parsed ``meta.json`` (``source_repo``, ``commit``, ``reward_metric``, ``group_size_G``,
+        ``learning_rate``, ``curve_description``, ``failure_signals`` ...).
+    folder : pathlib.Path
+        The run's folder (``parsed_rows.csv`` and ``meta.json`` are in it).
+    """
+
+    run_id: str
+    path: Path
+    meta: dict[str, Any]
+    folder: Path
+
+    @property
+    def parsed_rows_path(self) -> Path:
+        """``parsed_rows.csv``: one row per logged step, a plain parse of the raw file (for checking)."""
+        return self.folder / "parsed_rows.csv"
+
+    @property
+    def run(self) -> str | None:
+        """The ``run`` selection for :func:`~grpo_core.runs.logs.read_log` when the raw file holds several
+        runs (``meta.json``'s ``run_filter``, e.g. ``"arm=pure-GRPO"``), else ``None``."""
+        selection = self.meta.get("run_filter")
+        if not selection:
+            return None
+        (column, label), = selection.items()
+        return f"{column}={label}"
+
+
+def _runs_folder() -> Path:
+    return Path(str(resources.files(_PACKAGE).joinpath("real_runs")))
+
+
+def real_runs() -> list[str]:
+    """Ids of the real runs in ``grpo_core/data/real_runs`` (folder names, sorted; 20 of them).
+
+    Examples
+    --------
+    >>> ids = real_runs()
+    >>> len(ids), ids[0]
+    (20, '01-Sunshine535-rho1-collapse')
+    """
+    return sorted(p.name for p in _runs_folder().iterdir() if p.is_dir() and (p / "meta.json").is_file())
+
+
+def real_run(run_id: str) -> RealRun:
+    """One real run: the path of its raw file and its parsed ``meta.json``.
+
+    Parameters
+    ----------
+    run_id : str
+        An id from :func:`real_runs`, or its number (``"01"``, ``"13"``).
+
+    Returns
+    -------
+    RealRun
+
+    Raises
+    ------
+    ParameterError
+        No run has that id (the message lists the valid ids).
+
+    Examples
+    --------
+    >>> r = real_run("13")
+    >>> r.path.name, r.meta["reward_metric"], r.run
+    ('grpo_curves.csv', 'critic/score/mean', 'arm=pure-GRPO')
+    """
+    ids = real_runs()
+    key = str(run_id)
+    match = [i for i in ids if key in (i, i.split("-", 1)[0])]
+    if len(match) != 1:
+        raise ParameterError("run_id", f"`run_id` must be one of {ids} (or its number); got {run_id!r}")
+    folder = _runs_folder() / match[0]
+    meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    return RealRun(run_id=match[0], path=folder / meta["raw_file"], meta=meta, folder=folder)

@@ -6,7 +6,7 @@ import argparse
 
 
 def add_log_arguments(p: argparse.ArgumentParser) -> None:
-    """``--format``, ``--map KEY=COLUMN`` (repeatable) and ``--trl-version``."""
+    """``--format``, ``--map KEY=COLUMN`` (repeatable), ``--trl-version`` and ``--run``."""
     p.add_argument("--format", default="auto",
                    help="log format: auto (default), trl, notebook, verl, grpo_dynamics, generic")
     p.add_argument("--map", action="append", metavar="KEY=COLUMN",
@@ -15,6 +15,9 @@ def add_log_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trl-version", dest="trl_version", default=None,
                    help="TRL version that wrote the log (decides whether reward_std is the per-group mean "
                         "(< 0.27) or the batch std)")
+    p.add_argument("--run", default=None, metavar="RUN",
+                   help="which run of a file holding several (a label of its run column, e.g. --run pure-GRPO "
+                        "or --run arm=pure-GRPO; a W&B export's run name)")
 
 
 def mapping(items: list[str] | None) -> dict[str, str] | None:
@@ -42,7 +45,8 @@ def read_log_from_args(args: argparse.Namespace):
     """Read ``args.log`` with the shared options; returns a :class:`grpo_core.runs.logs.RunLog`."""
     from grpo_core.runs.logs import read_log
 
-    return read_log(args.log, format=args.format, mapping=mapping(args.map), trl_version=args.trl_version)
+    return read_log(args.log, format=args.format, mapping=mapping(args.map), trl_version=args.trl_version,
+                    run=getattr(args, "run", None))
 
 
 def output_path(flag: str, path: str | None, suffixes: tuple[str, ...], inputs: tuple[str, ...] = ()):

@@ -15,8 +15,9 @@ raised as a :class:`LogWarning`)
   them); :meth:`RunLog.series` drops them per metric and warns how many.
 * An empty file, a file without rows, an unknown format, a missing step column or a truncated
   JSON file raise :class:`~grpo_core.errors.DataError` naming the file and what to do; the broken
-  *last* line of a JSONL file (a run killed mid-write) is dropped with a warning, a broken line
-  elsewhere is an error.
+  *last* line of a JSONL file (a run killed mid-write) is dropped with a warning; corrupt lines
+  elsewhere are skipped with a warning that counts them and gives their line numbers, up to 10 % of
+  the lines (more is an error).
 
 """
 
@@ -30,6 +31,7 @@ import pandas as pd
 
 from ...errors import DataError, ParameterError
 from ...validation import check_choice
+from . import aliases
 from .detect import _detect
 from .keys import _mapper
 from .runlog import RunLog
@@ -37,13 +39,16 @@ from .schema import _SPLITS, _STEP_CANDIDATES, _note
 from .trl import _reward_std_kind, parse_version
 
 
-def _build(records, frame, *, container, fmt, mapping, source, notes, meta, trl_version, reward_std_kind) -> RunLog:
+def _build(records, frame, *, container, fmt, mapping, source, notes, meta, trl_version, reward_std_kind,
+           run=None) -> RunLog:
     """The pipeline: rows -> versions -> user mapping -> format -> names -> steps -> numbers -> splits."""
     if reward_std_kind is not None:
         check_choice("reward_std_kind", reward_std_kind, ("group_mean_std", "batch_std", "unknown"))
     frame = _rows(records, frame, source)
     frame, versions = _versions(frame, meta, trl_version)
     frame, protected = _user_mapping(frame, mapping, source, notes)
+    # after the user's mapping, so a column it names is never renamed
+    frame = aliases.prepare_frame(frame, source, notes, run=run)
     fmt = _format(frame, fmt, mapping, protected, source)
     frame, split_of_row = _split_column(frame, fmt, source)
     frame, targets, step_col = _targets(frame, fmt, protected, source, notes)

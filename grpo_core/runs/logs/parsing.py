@@ -9,11 +9,16 @@ import json
 import pandas as pd
 
 from ...errors import DataError
+from . import aliases, console
 from .schema import _note
 
 
 def parse_text(text: str, source: str, notes: list[str], meta: dict) -> tuple[list | None, pd.DataFrame | None, str]:
-    """``(records, frame, container)`` of a log's text: JSON records, or else a CSV table."""
+    """``(records, frame, container)`` of a log's text: a console or stream log (:mod:`.console`),
+    JSON records, or else a CSV table."""
+    found = console.parse_text(text, source, notes, meta)
+    if found is not None:
+        return found[0], None, found[1]
     if text.lstrip()[0] in "{[":
         records, container = _parse_json_text(text, source, notes, meta)
         return records, None, container
@@ -69,6 +74,7 @@ def _json_lines(text: str, source: str, notes: list[str], whole_error: json.JSON
     if whole is not None and len(whole) == len(nonblank) and all(isinstance(r, dict) for r in whole):
         return whole, "jsonl"
     records: list = []
+    broken: list[tuple[int, str]] = []
     for k, (lineno, line) in enumerate(nonblank):
         try:
             rec = json.loads(line)
@@ -85,12 +91,14 @@ def _json_lines(text: str, source: str, notes: list[str], whole_error: json.JSON
                 _note(notes, f"{source}: line {lineno} (the last) is not complete JSON ({exc.msg}); "
                              f"kept the {len(records)} complete lines before it", warn=True)
                 break
-            raise DataError(f"{source}: line {lineno} is not valid JSON ({exc.msg} at column {exc.colno}); "
-                            "only the last line of a JSON-lines log may be incomplete") from None
+            # a few broken lines mid-file are skipped and counted, many are an error
+            broken.append((lineno, f"line {lineno} is not valid JSON ({exc.msg} at column {exc.colno})"))
+            continue
         if not isinstance(rec, dict):
             raise DataError(f"{source}: line {lineno} is a JSON {type(rec).__name__}, expected an object "
                             "(one record of metrics per line)")
         records.append(rec)
+    aliases.report_broken_lines(broken, len(nonblank), source, notes)
     return records, "jsonl"
 
 
@@ -107,8 +115,9 @@ def _parse_csv_text(text: str, source: str) -> pd.DataFrame:
     try:
         frame = pd.read_csv(io.StringIO(text), sep=sep, skipinitialspace=True, low_memory=False)
     except (pd.errors.ParserError, csv.Error) as exc:
-        raise DataError(f"{source}: not a readable CSV ({str(exc).strip()}); expected a header row "
-                        "and one row per logged step") from None
+        # a text that is no format: say what was found and what is accepted
+        raise DataError(f"{source}: no log format recognised: {console.describe_text(text)} "
+                        f"({str(exc).strip()}); {console.ACCEPTED}") from None
     except pd.errors.EmptyDataError:
         raise DataError(f"{source}: the file is empty") from None
     frame.columns = [str(c).strip() for c in frame.columns]

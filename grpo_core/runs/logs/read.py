@@ -23,6 +23,7 @@ def read_log(
     mapping: Mapping[str, str] | None = None,
     trl_version: str | None = None,
     reward_std_kind: str | None = None,
+    run: str | None = None,
 ) -> RunLog:
     """Read a training log of any supported format into a :class:`RunLog`.
 
@@ -44,6 +45,9 @@ def read_log(
         The TRL release that wrote the log (decides what ``reward_std`` means; :mod:`grpo_core.runs.logs.trl`).
     reward_std_kind : {"group_mean_std", "batch_std", "unknown"}, optional
         Override the detection of what ``reward_std`` means.
+    run : str, optional
+        Which run of a file holding several (a label of its run column, ``"arm=pure-GRPO"``, or a
+        W&B export's run name); see :mod:`grpo_core.runs.logs.aliases`.
 
     Returns
     -------
@@ -93,7 +97,7 @@ def read_log(
     meta: dict[str, Any] = {}
     records, frame, container = parse_text(text, source, notes, meta)
     return _build(records, frame, container=container, fmt=format, mapping=mapping, source=source,
-                  notes=notes, meta=meta, trl_version=trl_version, reward_std_kind=reward_std_kind)
+                  notes=notes, meta=meta, trl_version=trl_version, reward_std_kind=reward_std_kind, run=run)
 
 
 def from_records(
@@ -119,7 +123,7 @@ def from_records(
     >>> log = from_records([{"step": 1, "loss": 0.0, "rewards/acc": 0.2},
     ...                     {"step": 2, "loss": 0.0, "rewards/acc": 0.4}])
     >>> log.format, list(log.train.columns)
-    ('trl', ['step', 'loss', 'reward/acc'])
+    ('trl', ['step', 'loss', 'reward/acc', 'reward'])
     """
     check_choice("format", format, ("auto",) + FORMATS)
     records = list(records)

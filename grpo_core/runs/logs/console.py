@@ -1,0 +1,315 @@
+"""Read the metrics out of text logs: what a training run printed, not a metrics file.
+
+People often have only the console output of a run (``nohup python train.py > run.log 2>&1``, a
+Kaggle notebook's log, a pasted terminal). The metrics are in it, mixed with progress bars,
+warnings and other output. :func:`parse_text` finds them and returns one record per logged dict,
+with the optimizer step it belongs to; :func:`grpo_core.runs.logs.read_log` then normalises the
+records like any other log.
+
+Formats
+-------
+TRL / ``transformers`` console log
+    Every line (or ``\\r``-separated segment) holding a printed metrics dict
+    ``{'loss': 0.01, 'grad_norm': 0.3, 'reward': 0.75, ...}`` wherever it sits. Values may be
+    numbers or numbers in quotes (Unsloth prints ``'0.005131'``). Dicts without a known metric key
+    (``{'bos_token_id': None, ...}``) are not metrics and are skipped. The dicts carry no step:
+    it is taken from ``global_step/max_steps`` (ms-swift, ``"9/547"``) or ``step`` when the dict
+    has one; else from the progress bar, where ``ProgressCallback.on_log`` clears and redraws the
+    bar at the step of each log (``5/200`` printed twice around a blank clear); else from the
+    bar just before each dict; else the dicts are numbered 1, 2, ... with a warning.
+    Dicts with ``eval_`` keys are evaluation rows; dicts of evaluation metrics printed without the
+    prefix (Unsloth: ``runtime``, ``samples_per_second`` ...) get it, so they never overwrite the
+    training values of the same step. The final ``train_runtime`` dict is the summary row.
+ms-swift console log
+    The same dict lines with ``global_step/max_steps``, ``percentage``, ``elapsed_time`` ...
+verl console
+    Lines ``step:12 - actor/entropy:0.51 - critic/score/mean:0.25 - ...`` (values may be
+    printed as ``np.float64(0.25)``).
+Stream log (Kaggle, Jupyter)
+    A JSON list (or JSON lines) of ``{"stream_name": "stdout", "time": ..., "data": "..."}``
+    records: the ``data`` fields are joined in order and read as a console log.
+
+References
+----------
+``transformers`` ``ProgressCallback.on_log`` (``self.training_bar.write(str(logs))``); ms-swift
+``swift/trainers/mixin.py`` (``global_step/max_steps``); verl ``verl/utils/tracking.py``
+(console logger, ``step:{step} - key:value``).
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import json
+import re
+import warnings
+from typing import Any
+
+from ...errors import DataError
+
+__all__ = ["parse_text", "looks_like_console", "stream_text", "describe_text", "ACCEPTED"]
+
+#: One line saying what a text log may hold (used in the error for an unknown format).
+ACCEPTED = ("accepted: TRL trainer_state.json or log_history (JSON/JSONL), CSV tables (TRL keys, notebook "
+            "progress tables, W&B exports, verl metrics), metrics JSONL (TRL, verl, ms-swift logging.jsonl, "
+            "custom loops with a step key), console logs with printed metric dicts {'loss': ...} (TRL, "
+            "Unsloth, ms-swift), verl console lines 'step:N - key:value', Kaggle/Jupyter stream logs")
+
+# A printed Python dict on one line, without nested braces.
+_DICT = re.compile(r"\{'[^{}\n\r]*\}")
+# A tqdm bar: "| 5/200 [".
+_BAR = re.compile(r"\|\s*(\d+)/(\d+)\s*\[")
+# A bar, a clear (>= 20 blanks) and the same bar again: ProgressCallback.on_log wrote a log there.
+_REDRAW = re.compile(r"(\d+)/(\d+) \[[^\]\n]*\]\s{20,}[^|]*\|[^|]*\|\s*(\d+)/\2 \[")
+_VERL_LINE = re.compile(r"(?:^|[\s\]>])step:(\d+) - (.+)$", re.M)
+_VERL_NUMBER = re.compile(r"^(?:np\.float\d+\(|np\.int\d+\(|tensor\()?\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf|-inf)")
+
+#: Keys that make a printed dict a metrics dict.
+_METRIC_KEYS = frozenset({"loss", "grad_norm", "learning_rate", "reward", "kl", "train_runtime",
+                          "global_step/max_steps", "eval_loss", "eval_reward", "completion_length"})
+#: Evaluation metrics ``Trainer.evaluate`` reports; printed without ``eval_`` they mark an eval dict.
+_EVAL_ONLY = frozenset({"runtime", "samples_per_second", "steps_per_second"})
+_SUMMARY_KEYS = frozenset({"train_runtime", "train_samples_per_second", "train_steps_per_second", "train_loss",
+                           "total_flos", "epoch"})
+_TRAIN_ONLY = frozenset({"grad_norm", "learning_rate"})
+
+
+def looks_like_console(text: str) -> bool:
+    """Whether ``text`` is a console or stream log (not a JSON document or a CSV table).
+
+    Cheap: looks at the start of the text for a stream record, and for a printed metrics dict or a
+    verl ``step:N -`` line anywhere.
+    """
+    head = text.lstrip()[:4000]
+    if head[:1] in "[{" and '"stream_name"' in head and '"data"' in head:
+        return True
+    if head[:1] in "[{" and not head.startswith("{'"):
+        return False
+    return bool(_find_dicts(text, limit=1)) or bool(_VERL_LINE.search(text))
+
+
+def stream_text(text: str, source: str) -> str:
+    """The ``data`` fields of a stream log (JSON list or JSON lines of records), joined in order.
+
+    Raises
+    ------
+    DataError
+        The stream log is not valid JSON (the message names the line).
+    """
+    body = text.strip()
+    try:
+        records = json.loads(body)
+    except json.JSONDecodeError:
+        records = []
+        for lineno, line in enumerate(body.splitlines(), 1):
+            line = line.strip().lstrip(",").rstrip(",").strip()
+            if line in ("", "[", "]"):
+                continue
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{source}: stream log line {lineno} is not valid JSON ({exc.msg})") from None
+    if isinstance(records, dict):
+        records = [records]
+    return "".join(str(r.get("data", "")) for r in records if isinstance(r, dict))
+
+
+def _find_dicts(text: str, limit: int | None = None) -> list[tuple[int, dict]]:
+    """(position, dict) of every printed metrics dict in ``text``."""
+    found: list[tuple[int, dict]] = []
+    for m in _DICT.finditer(text):
+        chunk = m.group()
+        if "'" not in chunk[:2]:
+            continue
+        try:
+            value = ast.literal_eval(chunk)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            continue
+        if not isinstance(value, dict) or not any(isinstance(k, str) and (k in _METRIC_KEYS or k.startswith(
+                ("eval_", "rewards/"))) for k in value):
+            continue
+        found.append((m.start(), value))
+        if limit is not None and len(found) >= limit:
+            break
+    return found
+
+
+def _kind(record: dict) -> str:
+    keys = set(record)
+    if "train_runtime" in keys:
+        return "summary"
+    if any(k.startswith("eval_") for k in keys):
+        return "eval"
+    if keys & _EVAL_ONLY and not keys & _TRAIN_ONLY:
+        return "eval_unprefixed"
+    return "train"
+
+
+def _given_step(record: dict) -> int | None:
+    value = record.get("global_step/max_steps", record.get("step", record.get("global_step")))
+    if value is None:
+        return None
+    text = str(value).split("/")[0].strip()
+    try:
+        step = float(text)
+    except ValueError:
+        return None
+    return int(step) if step == int(step) else None
+
+
+def _bar_steps(text: str, positions: list[int], n_train: int, kinds: list[str]) -> tuple[list[int] | None, str]:
+    """Steps of the training dicts from the progress bar, and how they were found."""
+    redraws = [int(m.group(1)) for m in _REDRAW.finditer(text) if m.group(1) == m.group(3)]
+    if len(redraws) == n_train and all(b > a for a, b in zip(redraws, redraws[1:])):
+        return redraws, "the progress bar's redraw at each log"
+    if len(redraws) == len(kinds) and all(b >= a for a, b in zip(redraws, redraws[1:])):
+        return [s for s, k in zip(redraws, kinds) if k == "train"], "the progress bar's redraw at each log"
+    if len(redraws) > len(kinds) == n_train and all(b > a for a, b in zip(redraws, redraws[1:])):
+        # a log cut while running: stdout (the dicts) is buffered behind stderr (the bar), so the
+        # last redraws have no dict yet; the k-th dict is still the k-th log
+        return redraws[:n_train], (f"the progress bar's redraw at each log ({len(redraws) - n_train} later "
+                                   "redraw(s) have no dict yet: buffered output of a cut log)")
+    bars = [(m.start(), int(m.group(1))) for m in _BAR.finditer(text)]
+    starts = [b[0] for b in bars]
+    before = []
+    for pos, kind in zip(positions, kinds):
+        if kind != "train":
+            continue
+        i = bisect.bisect(starts, pos) - 1
+        before.append(bars[i][1] if i >= 0 else None)
+    if before and None not in before and all(b > a for a, b in zip(before, before[1:])):
+        return before, "the progress bar just before each dict"
+    return None, ""
+
+
+# The start of a printed metrics dict (counted, so a dict cut off or garbled is never lost unseen).
+_DICT_START = re.compile(r"\{'(?:loss|reward|grad_norm|learning_rate|train_runtime|eval_[\w/]+)'\s*:")
+
+
+def _dict_records(text: str, source: str, notes: list[str], meta: dict) -> list[dict]:
+    found = _find_dicts(text)
+    if not found:
+        return []
+    starts = [m.start() for m in _DICT_START.finditer(text)]
+    read = {p for p, _ in found}
+    lost = [p for p in starts if p not in read]
+    if lost:
+        _warn(notes, f"{source}: {len(lost)} printed metric dict(s) could not be read (cut off or not a Python "
+                     f"dict; first at line {text.count(chr(10), 0, lost[0]) + 1}); read the other {len(found)}")
+    positions = [p for p, _ in found]
+    records = [dict(d) for _, d in found]
+    kinds = [_kind(r) for r in records]
+    n_train = kinds.count("train")
+    given = [_given_step(r) for r in records]
+    if all(g is not None for g, k in zip(given, kinds) if k == "train"):
+        steps, how = [g for g, k in zip(given, kinds) if k == "train"], "the dicts' own step"
+        for r in records:
+            total = str(r.get("global_step/max_steps", ""))
+            if "/" in total and total.split("/")[1].strip().isdigit():
+                meta.setdefault("max_steps", int(total.split("/")[1]))
+    else:
+        steps, how = _bar_steps(text, positions, n_train, kinds)
+        if steps is None:
+            steps, how = list(range(1, n_train + 1)), ""
+            _warn(notes, f"{source}: the {n_train} printed metric dicts carry no step and the progress bar does "
+                         "not say it; numbered them 1..{n_train} (pass a log with steps for true step numbers)"
+                  .replace("{n_train}", str(n_train)))
+    out: list[dict] = []
+    last = 0
+    it = iter(steps)
+    n_eval_fixed = 0
+    for record, kind in zip(records, kinds):
+        record.pop("global_step/max_steps", None)
+        if kind == "train":
+            last = next(it)
+        elif kind == "summary":
+            # ms-swift adds its progress keys (memory, speed) to the summary: not training values
+            record = {k: v for k, v in record.items() if k in _SUMMARY_KEYS}
+        elif kind == "eval_unprefixed":
+            n_eval_fixed += 1
+            record = {k if k in ("epoch", "step") or k.startswith("eval_") else f"eval_{k}": v
+                      for k, v in record.items()}
+        record["step"] = last
+        out.append(record)
+    if how:
+        notes.append(f"read {len(out)} printed metric dict(s) ({n_train} training); steps from {how}")
+    if n_eval_fixed:
+        notes.append(f"{n_eval_fixed} dict(s) of evaluation metrics printed without the `eval_` prefix "
+                     "(Unsloth) kept as evaluation rows")
+    return out
+
+
+def _verl_records(text: str) -> list[dict]:
+    out = []
+    for m in _VERL_LINE.finditer(text):
+        record: dict[str, Any] = {"step": int(m.group(1))}
+        for part in m.group(2).split(" - "):
+            key, sep, value = part.partition(":")
+            if not sep:
+                continue
+            number = _VERL_NUMBER.match(value.strip())
+            if number:
+                record[key.strip()] = float(number.group(1))
+        if len(record) > 1:
+            out.append(record)
+    return out
+
+
+def _warn(notes: list[str], message: str) -> None:
+    from .schema import LogWarning
+
+    notes.append(message)
+    warnings.warn(message, LogWarning, stacklevel=4)
+
+
+def parse_text(text: str, source: str, notes: list[str], meta: dict) -> tuple[list[dict], str] | None:
+    """Records of a console or stream log, or ``None`` when ``text`` is not one.
+
+    Parameters
+    ----------
+    text : str
+        The whole file, decoded (``\\r\\n`` and ``\\r`` line ends are fine).
+    source : str
+        Name used in messages.
+    notes, meta : list, dict
+        Appended to / filled in (``max_steps`` from ms-swift's ``global_step/max_steps``).
+
+    Returns
+    -------
+    (records, container) or None
+        One dict per logged row with a ``"step"`` key (container ``"console"``, ``"stream"`` or
+        ``"verl_console"``); ``None`` when no metric line is found (the caller tries JSON and CSV).
+
+    Raises
+    ------
+    DataError
+        A stream log that is not valid JSON, or one whose text has no metric line.
+    """
+    if not looks_like_console(text):
+        return None
+    container = "console"
+    head = text.lstrip()[:4000]
+    if head[:1] in "[{" and '"stream_name"' in head:
+        text, container = stream_text(text, source), "stream"
+        notes.append("stream log: read the metrics printed in its `data` fields")
+    records = _dict_records(text, source, notes, meta)
+    if not records:
+        records = _verl_records(text)
+        if records:
+            container = "verl_console"
+    if not records:
+        if container == "stream":
+            raise DataError(f"{source}: a stream log whose text has no printed metric dict or verl step line; "
+                            f"{ACCEPTED}")
+        return None
+    return records, container
+
+
+def describe_text(text: str) -> str:
+    """A short description of a text that is no known format (for a one-line error)."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    first = lines[0].strip()[:60] if lines else ""
+    braces = sum("{" in ln for ln in lines)
+    return (f"{len(lines)} line(s) of text starting {first!r}, with no printed metric dict "
+            f"({{'loss': ...}}, {braces} line(s) with braces) and no verl 'step:N - key:value' line, "
+            "and not a CSV table")
