@@ -8,6 +8,7 @@ import re
 import numpy as np
 import pytest
 
+from grpo_core.errors import ParameterError
 from grpo_core.model import oscillator as osc
 from grpo_core.model import stability
 from widgets import oscillator_charts as oc
@@ -147,5 +148,5 @@ def test_noise_bands_data_agrees_with_the_exact_variance():
     assert ratio == pytest.approx(2.0, rel=1e-6)  # sd ~ 1/sqrt(G)
     chart = oc.noise_bands_chart(df)
     assert len(chart.layer) == 4
-    with pytest.raises(KeyError):
+    with pytest.raises(ParameterError, match=r"`data` lacks column\(s\) \['sim_lo'\] \(use noise_bands_data\)"):
         oc.noise_bands_chart(df.drop(columns=["sim_lo"]))

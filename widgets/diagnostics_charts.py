@@ -17,6 +17,7 @@ from grpo_core.runs import diagnostics as _diag
 from grpo_core.runs.logs import RunLog
 
 from .laws_charts import LAW_COLORS
+from .style import GREYS, INK, OKABE_ITO, WIDTH, step_x
 
 __all__ = [
     "SEVERITY_COLORS",
@@ -30,12 +31,11 @@ __all__ = [
 ]
 
 #: Colours of the severities (Okabe-Ito): info blue, warning orange, critical vermillion.
-SEVERITY_COLORS = {"info": "#0072B2", "warning": "#E69F00", "critical": "#D55E00"}
-_DATA = "#9a9a9a"
-_LINE = "#333333"
-_EVAL = "#CC79A7"
+SEVERITY_COLORS = {"info": OKABE_ITO["blue"], "warning": OKABE_ITO["orange"], "critical": OKABE_ITO["vermillion"]}
+_DATA = "#9a9a9a"  # the raw points, lighter than GREY under the smoothed INK line
+_EVAL = OKABE_ITO["pink"]
 #: Colours of several metrics on one panel (Okabe-Ito, without the severity colours).
-_SERIES_COLORS = ["#333333", "#009E73", "#CC79A7", "#56B4E9", "#F0E442", "#999999"]
+_SERIES_COLORS = [INK, OKABE_ITO["green"], OKABE_ITO["pink"], OKABE_ITO["sky"], OKABE_ITO["yellow"], GREYS["mid"]]
 
 
 def _check_log(log) -> RunLog:
@@ -82,7 +82,7 @@ def _onset_rules(diagnosis, height_domain=None) -> list[alt.Chart]:
 
 
 def reward_chart(log: RunLog, diagnosis=None, *, metric: str = "reward", eval_metric: str | None = None,
-                 width: int = 620, height: int = 260, max_points: int = 1500) -> alt.LayerChart:
+                 width: int = WIDTH["column"], height: int = 260, max_points: int = 1500) -> alt.LayerChart:
     """The reward per step with its smoothed curve, the fitted law, the forecast plateau and band.
 
     Parameters
@@ -122,7 +122,7 @@ def reward_chart(log: RunLog, diagnosis=None, *, metric: str = "reward", eval_me
     """
     _check_log(log)
     raw = _series(log, metric, max_points)
-    x = alt.X("step:Q", title="optimizer step")
+    x = step_x()
     y_title = metric
     layers = [
         alt.Chart(raw).mark_line(strokeWidth=0.6, opacity=0.5, color=_DATA).encode(
@@ -140,7 +140,7 @@ def reward_chart(log: RunLog, diagnosis=None, *, metric: str = "reward", eval_me
             fit = pd.DataFrame({"step": ft[keep], "value": fv[keep], "low": np.asarray(fc["fitted_low"])[keep],
                                 "high": np.asarray(fc["fitted_high"])[keep],
                                 "law": f"{fc['law']} law (R² {fc['r2_smoothed']:.2f} on the smoothed curve)"})
-            color = LAW_COLORS.get(fc["law"], "#0072B2")
+            color = LAW_COLORS.get(fc["law"], OKABE_ITO["blue"])
             band = pd.DataFrame({"step": [raw["step"].min(), raw["step"].max()], "low": fc["plateau_low"],
                                  "high": fc["plateau_high"], "plateau": fc["plateau"]})
             layers += [
@@ -153,7 +153,7 @@ def reward_chart(log: RunLog, diagnosis=None, *, metric: str = "reward", eval_me
                 alt.Chart(fit).mark_line(color=color, strokeWidth=2.5).encode(
                     x=x, y="value:Q", tooltip=["law:N", alt.Tooltip("value:Q", format=".4g")]),
             ]
-        layers.append(alt.Chart(smooth).mark_line(color=_LINE, strokeWidth=1.5).encode(
+        layers.append(alt.Chart(smooth).mark_line(color=INK, strokeWidth=1.5).encode(
             x=x, y="value:Q", tooltip=["curve:N", "step:Q", alt.Tooltip("value:Q", format=".4g")]))
     if eval_metric is None and len(log.eval) and log.has("reward", "eval") and metric == "reward":
         eval_metric = "reward"
@@ -167,7 +167,7 @@ def reward_chart(log: RunLog, diagnosis=None, *, metric: str = "reward", eval_me
 
 def zero_spread_chart(log: RunLog, diagnosis=None, *, group_size: int | None = None,
                       binary_reward: bool | None = None, num_prompts: int | None = None,
-                      width: int = 620, height: int = 200, max_points: int = 1500) -> alt.LayerChart:
+                      width: int = WIDTH["column"], height: int = 200, max_points: int = 1500) -> alt.LayerChart:
     """Fraction of groups with zero reward spread per step, smoothed, against ``p^G + (1 - p)^G``.
 
     Draws :func:`grpo_core.runs.diagnostics.zero_spread_series`: the observed fraction (points), its
@@ -207,7 +207,7 @@ def zero_spread_chart(log: RunLog, diagnosis=None, *, group_size: int | None = N
     s, obs = _thin(table["step"].to_numpy(float), table["observed"].to_numpy(), max_points)
     _, sm = _thin(table["step"].to_numpy(float), table["smoothed"].to_numpy(), max_points)
     _, ex = _thin(table["step"].to_numpy(float), table["expected_smoothed"].to_numpy(), max_points)
-    x = alt.X("step:Q", title="optimizer step")
+    x = step_x()
     y = alt.Y("value:Q", title="zero-spread fraction", scale=alt.Scale(domain=[0, 1]))
     lines = [pd.DataFrame({"step": s, "value": sm, "series": f"rolling mean ({table.attrs['window']} steps)"})]
     if np.isfinite(ex).any():
@@ -215,7 +215,7 @@ def zero_spread_chart(log: RunLog, diagnosis=None, *, group_size: int | None = N
                                    "series": f"0/1-reward expectation p^G + (1-p)^G, G = {group_size} (rolling mean)"}))
     line_df = pd.concat(lines, ignore_index=True)
     domain = list(dict.fromkeys(line_df["series"]))
-    color = alt.Color("series:N", scale=alt.Scale(domain=domain, range=[_LINE, "#0072B2"][: len(domain)]),
+    color = alt.Color("series:N", scale=alt.Scale(domain=domain, range=[INK, OKABE_ITO["blue"]][: len(domain)]),
                       legend=alt.Legend(title=None, orient="top", labelLimit=0))
     th = _diag.DEFAULT_THRESHOLDS
     levels = pd.DataFrame({"value": [th.zero_spread_warning, th.zero_spread_critical],
@@ -243,7 +243,7 @@ def zero_spread_chart(log: RunLog, diagnosis=None, *, group_size: int | None = N
 
 
 def metric_chart(log: RunLog, metrics, diagnosis=None, *, title: str | None = None, log_scale: bool | None = None,
-                 width: int = 620, height: int = 180, max_points: int = 1500) -> alt.LayerChart:
+                 width: int = WIDTH["column"], height: int = 180, max_points: int = 1500) -> alt.LayerChart:
     """One or more training metrics per step (entropy, KL, gradient norm ...), with findings' onsets.
 
     Parameters
@@ -287,7 +287,7 @@ def metric_chart(log: RunLog, metrics, diagnosis=None, *, title: str | None = No
         log_scale = bool(np.all(v > 0) and v.max() / v.min() > 100)
     scale = alt.Scale(type="log") if log_scale else alt.Scale(zero=False)
     y = alt.Y("value:Q", title=title or ", ".join(present), scale=scale)
-    enc = dict(x=alt.X("step:Q", title="optimizer step"), y=y,
+    enc = dict(x=step_x(), y=y,
                tooltip=["series:N", "step:Q", alt.Tooltip("value:Q", format=".4g")])
     if len(present) > 1:
         # none of the severity colours of the onset rules: a series must not read as an onset
@@ -295,7 +295,7 @@ def metric_chart(log: RunLog, metrics, diagnosis=None, *, title: str | None = No
                                  scale=alt.Scale(domain=present, range=_SERIES_COLORS[: len(present)]))
         line = alt.Chart(df).mark_line(strokeWidth=1.5).encode(**enc)
     else:
-        line = alt.Chart(df).mark_line(strokeWidth=1.5, color=_LINE).encode(**enc)
+        line = alt.Chart(df).mark_line(strokeWidth=1.5, color=INK).encode(**enc)
     chart = alt.layer(line, *_onset_rules(diagnosis)).properties(width=width, height=height)
     # the onset rules fix their colour domain to the severities: shared with the series' colours,
     # every series would fall outside it and draw without a stroke
@@ -304,7 +304,7 @@ def metric_chart(log: RunLog, metrics, diagnosis=None, *, title: str | None = No
 
 def diagnosis_charts(log: RunLog, diagnosis=None, *, group_size: int | None = None,
                      binary_reward: bool | None = None, num_prompts: int | None = None,
-                     width: int = 620, max_points: int = 1500) -> dict[str, alt.LayerChart]:
+                     width: int = WIDTH["column"], max_points: int = 1500) -> dict[str, alt.LayerChart]:
     """Every panel the log allows, by name: ``reward``, ``zero_spread``, ``entropy``, ``kl``,
     ``grad_norm``, ``clip`` (those whose columns exist), in that order.
 
@@ -461,7 +461,7 @@ def instability_sweep_chart(table: pd.DataFrame, *, threshold: float | None = No
     bars = alt.Chart(agg).mark_bar(color=SEVERITY_COLORS["warning"], opacity=0.8, size=14).encode(
         x=x, y=alt.Y("flagged:Q", title="share of runs flagged unstable", scale=alt.Scale(domain=[0, 1])),
         tooltip=["k_ref:Q", alt.Tooltip("flagged:Q", format=".0%"), "runs:Q"])
-    line = alt.Chart(agg).mark_line(point=alt.OverlayMarkDef(color=_LINE), color=_LINE).encode(
+    line = alt.Chart(agg).mark_line(point=alt.OverlayMarkDef(color=INK), color=INK).encode(
         x=x, y=alt.Y("p_range:Q", title="range of p over the second half", scale=alt.Scale(domain=[0, 1])),
         tooltip=["k_ref:Q", alt.Tooltip("p_range:Q", format=".3f")])
     left = [bars]

@@ -30,6 +30,16 @@ from grpo_core.model import stability
 from grpo_core.model.hyperparameters import check_curvature, check_lag, check_momentum
 from grpo_core.validation import check_integer
 
+from .style import (
+    ACCENT,
+    FONT,
+    NOTE,
+    OSCILLATOR_REGIMES,
+    REGIME_COLORS,
+    color_scale,
+    k_ref_x,
+    require_columns,
+)
 from .vega_expr import Expr, fn, lit, var, where
 
 __all__ = [
@@ -48,12 +58,6 @@ __all__ = [
 #: Names of the slider chart's top-level params (a browser test moves them).
 SLIDER_PARAMS = ("eta", "mu", "k_ref", "curvature")
 
-_REGIME_COLORS = {
-    "overdamped": "#1b9e77",
-    "critically damped": "#7570b3",
-    "underdamped": "#d95f02",
-    "unstable": "#e7298a",
-}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -237,7 +241,7 @@ def slider_chart(
         exits="sum(outside)", sort=[alt.SortField("t")], frame=[None, -1],
     ).transform_filter("!(datum.exits > 0)")
     x = alt.X("t:Q", title="optimizer step t", scale=alt.Scale(domain=[0, horizon], nice=False))
-    line = base.mark_line(clip=True, strokeWidth=2.5, color="#3b6fb6").encode(
+    line = base.mark_line(clip=True, strokeWidth=2.5, color=ACCENT).encode(
         x=x,
         y=alt.Y("progress:Q", title="reward progress 1 − e(t)/e₀",
                 scale=alt.Scale(domain=[y_min, y_max], clamp=False)),
@@ -246,10 +250,10 @@ def slider_chart(
         strokeDash=[4, 4], color="gray").encode(y="y:Q").properties(name="plateau_rules")
     one = alt.Data(values=[{"_": 0}])
     regime_text = alt.Chart(one).transform_calculate(label=str(ex["regime"])).mark_text(
-        align="left", baseline="bottom", fontSize=18, fontWeight="bold",
+        align="left", baseline="bottom", fontSize=FONT["verdict"], fontWeight="bold",
     ).encode(
         x=alt.value(0), y=alt.value(-34), text="label:N",
-        color=alt.Color("label:N", scale=alt.Scale(domain=list(_REGIME_COLORS), range=list(_REGIME_COLORS.values())),
+        color=alt.Color("label:N", scale=color_scale(REGIME_COLORS, OSCILLATOR_REGIMES),
                         legend=None),
     ).properties(name="regime_label")
     zeta_text = alt.Chart(one).transform_calculate(
@@ -264,7 +268,7 @@ def slider_chart(
     ).transform_calculate(
         label=str("unstable above η = " + fn.format(ex["continuous_eta"], ".4f") + " (continuous), "
                   + fn.format(exact_eta, ".4f") + " (exact, " + lit(lag) + " lag)"),
-    ).mark_text(align="left", baseline="bottom", fontSize=12, color="#444").encode(
+    ).mark_text(align="left", baseline="bottom", fontSize=12, color=NOTE).encode(
         x=alt.value(0), y=alt.value(-10), text="label:N").properties(name="threshold_label")
     chart = alt.layer(rules, line, regime_text, zeta_text, thr_text).add_params(*params).properties(
         width=width, height=height,
@@ -474,7 +478,7 @@ def threshold_ratio_chart(
     scale = (1.0 - df["mu"]) if momentum == "heavy_ball" else 1.0
     df["ratio"] = df["a_star"] * df["k_ref"] / scale
     return alt.Chart(df).mark_line(strokeWidth=2).encode(
-        x=alt.X("k_ref:Q", title="K_ref (steps)", scale=alt.Scale(type="log", nice=False)),
+        x=k_ref_x(),
         y=alt.Y("ratio:Q", title="exact threshold × K_ref / (1 − μ)", scale=alt.Scale(type="log")),
         color=alt.Color("mu:N", title="μ"),
         strokeDash=alt.StrokeDash("lag:N", title="lag model"),
@@ -545,7 +549,7 @@ def noise_bands_chart(data: pd.DataFrame) -> alt.LayerChart:
 
     Raises
     ------
-    KeyError
+    ParameterError
         If ``data`` lacks the columns of :func:`noise_bands_data`.
 
     Examples
@@ -556,10 +560,8 @@ def noise_bands_chart(data: pd.DataFrame) -> alt.LayerChart:
     >>> len(chart.layer)
     4
     """
-    need = {"t", "group_size", "sim_mean", "sim_lo", "sim_hi", "mean", "lo", "hi"}
-    missing = need - set(data.columns)
-    if missing:
-        raise KeyError(f"noise_bands_chart: data lacks columns {sorted(missing)} (use noise_bands_data)")
+    require_columns(data, "data", ["t", "group_size", "sim_mean", "sim_lo", "sim_hi", "mean", "lo", "hi"],
+                    source="noise_bands_data")
     color = alt.Color("group_size:N", title="group size G")
     base = alt.Chart(data).encode(x=alt.X("t:Q", title="optimizer step"), color=color)
     band = base.mark_area(opacity=0.25).encode(y=alt.Y("sim_lo:Q", title="reward progress 1 − e/e₀"), y2="sim_hi:Q")
