@@ -7,6 +7,7 @@ import re
 
 import numpy as np
 import pytest
+from conftest import marks
 
 from grpo_core.errors import ParameterError
 from grpo_core.model import oscillator as osc
@@ -146,7 +147,13 @@ def test_noise_bands_data_agrees_with_the_exact_variance():
     ratio = (late[late.group_size == 4].hi - late[late.group_size == 4].lo).mean() / \
         (late[late.group_size == 16].hi - late[late.group_size == 16].lo).mean()
     assert ratio == pytest.approx(2.0, rel=1e-6)  # sd ~ 1/sqrt(G)
-    chart = oc.noise_bands_chart(df)
-    assert len(chart.layer) == 4
+    seen = marks(oc.noise_bands_chart(df))
+    # the simulated band (area), its mean (solid) and the exact +-2 sd (dashed), by group size
+    assert (seen["area"]["y"], seen["area"]["y2"], seen["area"]["color"]) == ("sim_lo", "sim_hi", "group_size")
+    assert seen["area"]["x.title"] == "optimizer step" and seen["area"]["y.title"] == "reward progress 1 − e/e₀"
+    assert seen["line"]["y"] == "sim_mean"
+    dashed = [layer.encoding.y.shorthand for layer in oc.noise_bands_chart(df).layer
+              if getattr(layer.mark, "strokeDash", None) == [5, 3]]
+    assert dashed == ["lo:Q", "hi:Q"]
     with pytest.raises(ParameterError, match=r"`data` lacks column\(s\) \['sim_lo'\] \(use noise_bands_data\)"):
         oc.noise_bands_chart(df.drop(columns=["sim_lo"]))

@@ -9,6 +9,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import marks
 
 from grpo_core.errors import ParameterError
 from grpo_core.groupsize import constants_by_spread, minibatch_mse, optimal_group_size, summarise_study
@@ -96,6 +97,10 @@ def test_study_charts_build():
     # the y-axis is the reward relative to the best G: 0 at the best
     assert chart.to_dict()["facet"]["column"]["field"] == "budget"
     path = pd.DataFrame({"step": [5], "budget": 16, "g_star": [4.5], "best_g": [4], "tied_low": [4], "tied_high": [8]})
-    assert uc.best_g_path_chart(path).to_dict()["layer"]
+    seen = marks(uc.best_g_path_chart(path))
+    assert seen["line"]["x"] == "step" and seen["line"]["y"] == "g_star"
+    assert seen["line"]["y.scale"] == {"type": "log", "base": 2} and seen["line"]["y.title"] == "group size G"
+    assert (seen["rule"]["y"], seen["rule"]["y2"]) == ("tied_low", "tied_high") and seen["point"]["y"] == "best_g"
+    assert seen["line"]["x.title"] == "checkpoint (optimizer step)" and seen["line"]["color"] == "N"
     with pytest.raises(ParameterError, match="`summary`"):
         uc.study_chart(df.drop(columns="reward"))
