@@ -64,7 +64,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"grpo-dynamics {args.command}: error: file not found: {name}", file=sys.stderr)
         return EXIT_USAGE
     except IsADirectoryError as exc:
-        print(f"grpo-dynamics {args.command}: error: expected a file, got a directory: {exc.filename}", file=sys.stderr)
+        print(
+            f"grpo-dynamics {args.command}: error: expected a file, got a directory: {exc.filename}",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"grpo-dynamics {args.command}: interrupted", file=sys.stderr)
@@ -78,7 +81,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # unwritable or unreadable paths (permissions, a file used as a folder, a full disk ...)
         what = exc.strerror or type(exc).__name__
         where = f": {exc.filename}" if exc.filename else f" ({exc})" if str(exc) else ""
-        print(f"grpo-dynamics {args.command}: error: cannot read or write a file: {what}{where}", file=sys.stderr)
+        print(
+            f"grpo-dynamics {args.command}: error: cannot read or write a file: {what}{where}",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
 
 

@@ -123,7 +123,10 @@ class PageProbe:
 
     def _route(self, route):
         host = urlparse(route.request.url).hostname
-        if route.request.url.startswith(("data:", "blob:", "about:", "file:")) or host in ("127.0.0.1", "localhost"):
+        if route.request.url.startswith(("data:", "blob:", "about:", "file:")) or host in (
+            "127.0.0.1",
+            "localhost",
+        ):
             route.continue_()
         else:
             self.external_requests.append(route.request.url)

@@ -21,7 +21,9 @@ MODULES = sorted(
 # Our bug, not a third party's: the callback's example opens metrics.jsonl and never calls
 # on_train_end, so the file is closed by the garbage collector (a ResourceWarning). The example
 # lives in grpo_core/runs/callback.py; remove this mark when it ends the training.
-_UNCLOSED = pytest.mark.filterwarnings("ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning")
+_UNCLOSED = pytest.mark.filterwarnings(
+    "ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning"
+)
 _MARKS = {"grpo_core.runs.callback": [_UNCLOSED]}
 
 #: Docstring examples collected today, at least: per grpo_core subpackage (a module split inside
@@ -49,7 +51,9 @@ def test_docstring_examples(name):
         module = importlib.import_module(name)
     except ImportError as exc:  # optional heavy dependency missing: say so, do not hide it
         pytest.skip(f"{name}: {exc}")
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, verbose=False)
+    result = doctest.testmod(
+        module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, verbose=False
+    )
     assert result.failed == 0, f"{name}: {result.failed} docstring example(s) failed"
 
 

@@ -31,5 +31,7 @@ def test_grpo_core_imports_no_ui_and_no_notebook_code():
 
 
 def test_widgets_never_import_the_command_line():
-    offenders = [str(p.relative_to(ROOT)) for p in (ROOT / "widgets").rglob("*.py") if "grpo_dynamics" in _imports(p)]
+    offenders = [
+        str(p.relative_to(ROOT)) for p in (ROOT / "widgets").rglob("*.py") if "grpo_dynamics" in _imports(p)
+    ]
     assert not offenders

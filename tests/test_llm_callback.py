@@ -18,7 +18,9 @@ from grpo_core.runs.callback import (
 )
 from grpo_core.runs.logs import read_log
 
-ARGS = SimpleNamespace(num_generations=4, per_device_train_batch_size=32, world_size=1, gradient_accumulation_steps=1)
+ARGS = SimpleNamespace(
+    num_generations=4, per_device_train_batch_size=32, world_size=1, gradient_accumulation_steps=1
+)
 
 
 def _state(step=0, main=True):
@@ -128,7 +130,9 @@ def test_with_trl_grpo_trainer_on_the_tiny_model(tmp_path):
 
     torch.set_num_threads(1)
     tok = build_char_tokenizer()
-    model = build_tiny_model(tok, TinyModelSpec(hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2))
+    model = build_tiny_model(
+        tok, TinyModelSpec(hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2)
+    )
     probs = sample_problems("add2", 64, seed=0)
     data = Dataset.from_list([{"prompt": p["prompt"], "answer": p["answer"]} for p in probs])
     args = GRPOConfig(output_dir=str(tmp_path / "ckpt"), per_device_train_batch_size=16, num_generations=4,

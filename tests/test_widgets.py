@@ -65,7 +65,10 @@ def test_control_rejects_bad_construction():
 
 
 def test_short_message_is_one_line_without_traceback():
-    assert short_message(ParameterError("mu", "`mu` must be in [0, 1); got 1.0")) == "`mu` must be in [0, 1); got 1.0"
+    assert (
+        short_message(ParameterError("mu", "`mu` must be in [0, 1); got 1.0"))
+        == "`mu` must be in [0, 1); got 1.0"
+    )
     msg = short_message(RuntimeError("line one\nline two " + "x" * 1000))
     assert msg.startswith("RuntimeError: line one line two") and len(msg) <= 300 and "\n" not in msg
     s = StatusLine()
@@ -99,7 +102,9 @@ def test_log_explorer_shows_the_library_fit(log_ex):
     assert log_ex.values["best_law"] == comparison.best
     assert log_ex.values["plateau"] == pytest.approx(comparison.best_fit.plateau, rel=1e-6)
     assert set(log_ex.specs) >= {"fits", "forecast"}
-    assert log_ex.values["forecast_low"] <= log_ex.values["forecast_plateau"] <= log_ex.values["forecast_high"]
+    assert (
+        log_ex.values["forecast_low"] <= log_ex.values["forecast_plateau"] <= log_ex.values["forecast_high"]
+    )
 
 
 def test_log_explorer_lists_the_diagnosis(log_ex):
@@ -109,7 +114,9 @@ def test_log_explorer_lists_the_diagnosis(log_ex):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        report = diagnostics.diagnose(datasets.real_log_path("qwen2.5-3b-instruct_gsm8k_unsloth"), forecast=False)
+        report = diagnostics.diagnose(
+            datasets.real_log_path("qwen2.5-3b-instruct_gsm8k_unsloth"), forecast=False
+        )
     assert log_ex.values["findings"] == [f.mode for f in report.findings]
     for f in report.findings:
         assert f.mode.replace("_", " ") in log_ex.findings_html.value
@@ -168,7 +175,9 @@ def test_oscillator_view_pins_hand_computed_numbers():
     # refresh lag, mean d = 1.5, mean d^2 = 3.5: M = 0.855, C = 0.41.
     hand = {
         "constant": dict(zeta=0.26 / (2 * math.sqrt(1.23 * 0.06)), a_cont=0.5 / 4, k_cont=0.5 / 0.06),
-        "refresh": dict(zeta=0.41 / (2 * math.sqrt(0.855 * 0.06)), a_cont=0.5 / 1.5, k_cont=1 + 2 * 0.5 / 0.06),
+        "refresh": dict(
+            zeta=0.41 / (2 * math.sqrt(0.855 * 0.06)), a_cont=0.5 / 1.5, k_cont=1 + 2 * 0.5 / 0.06
+        ),
     }
     assert hand["constant"]["zeta"] == pytest.approx(0.478537, abs=1e-6)
     assert hand["refresh"]["zeta"] == pytest.approx(0.905097, abs=1e-6)
@@ -239,16 +248,26 @@ def test_oscillator_explorer_follows_its_controls():
     c = oscillator.coefficients(0.14, 0.3, 6, 0.5, 0.2, lag="refresh", momentum="ema")
     assert ex.values["regime"] == c.regime
     assert ex.values["damping_ratio"] == pytest.approx(c.damping_ratio)
-    assert ex.values["critical_a_exact"] == pytest.approx(float(stability.critical_a_exact(0.3, 6, "refresh", "ema")))
+    assert ex.values["critical_a_exact"] == pytest.approx(
+        float(stability.critical_a_exact(0.3, 6, "refresh", "ema"))
+    )
     assert ex.values["critical_k_ref_exact"] == stability.critical_value(
         "k_ref", eta=0.14, mu=0.3, curvature=0.5, beta=0.2, lag="refresh", momentum="ema")
     assert ex.values["stationary_variance_exact"] == pytest.approx(
         oscillator.stationary_variance_exact(c, 1.0, 32))
     # The phase chart's point is (K_ref, eta K) with the regime as its label.
     point = [recs for mark, recs in _marks(ex.specs["phase"]) if mark == "text"][0][0]
-    assert point["k_ref"] == 6 and point["a"] == pytest.approx(c.a) and point["label"] == ex.values["verdict_label"]
+    assert (
+        point["k_ref"] == 6
+        and point["a"] == pytest.approx(c.a)
+        and point["label"] == ex.values["verdict_label"]
+    )
     # The trajectory chart carries the closed form of grpo_core.
-    lines = [recs for mark, recs in _marks(ex.specs["trajectory"]) if mark == "line" and recs and "model" in recs[0]][0]
+    lines = [
+        recs
+        for mark, recs in _marks(ex.specs["trajectory"])
+        if mark == "line" and recs and "model" in recs[0]
+    ][0]
     closed = [r["progress"] for r in lines if r["model"] == "closed form (continuous)"]
     expected = 1.0 - oscillator.closed_form_trajectory(c, range(61))
     assert closed == pytest.approx(list(expected), abs=1e-9)
@@ -337,7 +356,9 @@ def test_bandit_explorer_matches_the_simulator_and_prediction():
     fp = bandit.fixed_point(spec, 1.0)
     assert ex.values["p_star"] == pytest.approx(fp.p_star) == pytest.approx(1 / (1 + math.exp(-1.0)))
     # Chunked seeds give exactly the numbers of one vectorised call.
-    run = bandit.simulate(spec, eta=0.2, mu=0.5, k_ref=4, beta=1.0, steps=120, seeds=np.arange(CHUNK_SEEDS + 4))
+    run = bandit.simulate(
+        spec, eta=0.2, mu=0.5, k_ref=4, beta=1.0, steps=120, seeds=np.arange(CHUNK_SEEDS + 4)
+    )
     np.testing.assert_array_equal(ex.result["p"], run.p[0])
     # LOO baseline, beta = 1: K = 2 p* (1 - p*) = 0.39322; a = 0.2 K; M = (1.5 + 16 a)/2, C = 0.5 - 4 a
     assert ex.values["stiffness"] == pytest.approx(2 * fp.p_star * (1 - fp.p_star), rel=1e-9)
@@ -380,7 +401,9 @@ def test_group_size_explorer_matches_grpo_core():
     for spread, budget in [(0.15, 1024), (0.3, 1024), (0.05, 4096)]:
         ex.controls["spread"].value = spread
         ex.controls["budget"].value = budget
-        k = groupsize.pool_constants(groupsize.beta_difficulty_pool(POOL_PROMPTS, POOL_ARMS, mean=0.3, spread=spread))
+        k = groupsize.pool_constants(
+            groupsize.beta_difficulty_pool(POOL_PROMPTS, POOL_ARMS, mean=0.3, spread=spread)
+        )
         assert ex.values["c1"] == pytest.approx(k.c1) and ex.values["c3"] == pytest.approx(k.c3)
         assert ex.values["g_star_exact"] == pytest.approx(1 + math.sqrt(k.c3 / k.c1))
         assert ex.values["best_g"] == groupsize.best_group_size(budget, k.c1, k.c2, k.c3)
@@ -448,10 +471,14 @@ def test_controls_refuse_an_integer_too_large_for_a_float_and_a_negative_seed():
 def test_explorers_refuse_bad_initial_arguments_by_name():
     from widgets.explorers import bandit_explorer, group_size_explorer, oscillator_explorer
 
-    for call, name in ((lambda: oscillator_explorer(eta=-1), "eta"), (lambda: oscillator_explorer(eta="abc"), "eta"),
-                       (lambda: oscillator_explorer(lag="x"), "lag"), (lambda: bandit_explorer(baseline="x"), "baseline"),
-                       (lambda: group_size_explorer(correct_sets="x"), "correct_sets"),
-                       (lambda: group_size_explorer(budget=0), "budget")):
+    for call, name in (
+        (lambda: oscillator_explorer(eta=-1), "eta"),
+        (lambda: oscillator_explorer(eta="abc"), "eta"),
+        (lambda: oscillator_explorer(lag="x"), "lag"),
+        (lambda: bandit_explorer(baseline="x"), "baseline"),
+        (lambda: group_size_explorer(correct_sets="x"), "correct_sets"),
+        (lambda: group_size_explorer(budget=0), "budget"),
+    ):
         with pytest.raises(ParameterError) as err:  # was ipywidgets' ValueError or TraitError
             call()
         assert err.value.parameter == name

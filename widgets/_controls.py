@@ -409,8 +409,12 @@ def frame_records(frame) -> list[dict]:
     import pandas as pd
 
     cols = frame.columns
-    simple = (not isinstance(cols, (pd.RangeIndex, pd.MultiIndex)) and not isinstance(frame.index, pd.MultiIndex)
-              and all(isinstance(c, str) for c in cols) and len(set(cols)) == len(cols))
+    simple = (
+        not isinstance(cols, (pd.RangeIndex, pd.MultiIndex))
+        and not isinstance(frame.index, pd.MultiIndex)
+        and all(isinstance(c, str) for c in cols)
+        and len(set(cols)) == len(cols)
+    )
     values: list[list] = []
     if simple:
         for name, dtype in frame.dtypes.items():

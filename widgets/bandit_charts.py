@@ -105,8 +105,10 @@ def k_ref_sweep_chart(trajectories: pd.DataFrame, regimes: pd.DataFrame, p_star:
     require_columns(regimes, "regimes", ["k_ref", "measured", "continuous", "exact"])
     reg = regimes.set_index("k_ref")
     data = trajectories.copy()
-    data["panel"] = [f"K_ref = {k}: {reg.measured[k]} (continuous: {reg.continuous[k]}, exact: {reg.exact[k]})"
-                     for k in data["k_ref"]]
+    data["panel"] = [
+        f"K_ref = {k}: {reg.measured[k]} (continuous: {reg.continuous[k]}, exact: {reg.exact[k]})"
+        for k in data["k_ref"]
+    ]
     data["regime"] = [reg.measured[k] for k in data["k_ref"]]
     data["p_star"] = float(p_star)
     order = [f"K_ref = {k}: {reg.measured[k]} (continuous: {reg.continuous[k]}, exact: {reg.exact[k]})"
@@ -171,10 +173,20 @@ def threshold_chart(measured: pd.DataFrame, boundaries: pd.DataFrame, *, width: 
         bl, ml = b[b["lag"] == lag], m[m["lag"] == lag]
         if bl.empty and ml.empty:
             continue
-        lines = alt.Chart(bl).mark_line().encode(
-            x=x, y=y, color=color,
-            strokeDash=alt.StrokeDash("method:N", title="prediction",
-                                      scale=alt.Scale(domain=["exact", "continuous"], range=[[1, 0], [5, 4]])))
+        lines = (
+            alt.Chart(bl)
+            .mark_line()
+            .encode(
+                x=x,
+                y=y,
+                color=color,
+                strokeDash=alt.StrokeDash(
+                    "method:N",
+                    title="prediction",
+                    scale=alt.Scale(domain=["exact", "continuous"], range=[[1, 0], [5, 4]]),
+                ),
+            )
+        )
         points = alt.Chart(ml).mark_point(size=60, filled=True, color="black").encode(
             x=x, y=y, shape=alt.Shape("source:N", title=None),
             tooltip=["mu:N", "k_ref:Q", alt.Tooltip("a_star:Q", format=".4f")])
@@ -213,7 +225,9 @@ def g_invariance_chart(trajectories: pd.DataFrame, *, width: int = 230, height: 
         column=alt.Column("baseline:N", title=None, sort=order, header=alt.Header(labelLimit=300)))
 
 
-def variance_chart(variance: pd.DataFrame, *, width: int = WIDTH["half"], height: int = 300) -> alt.LayerChart:
+def variance_chart(
+    variance: pd.DataFrame, *, width: int = WIDTH["half"], height: int = 300
+) -> alt.LayerChart:
     """Stationary variance of ``p`` against G, log-log: measured (points, +-2 se) and predicted (lines).
 
     Parameters
@@ -245,7 +259,9 @@ def variance_chart(variance: pd.DataFrame, *, width: int = WIDTH["half"], height
     return alt.layer(lines, bars, pts).properties(width=width, height=height)
 
 
-def variants_chart(frame: pd.DataFrame, *, width: int = 240, height: int = 190, y: str = "p") -> alt.FacetChart:
+def variants_chart(
+    frame: pd.DataFrame, *, width: int = 240, height: int = 190, y: str = "p"
+) -> alt.FacetChart:
     """Trajectories of bandit variants, one panel per ``panel`` value.
 
     Parameters

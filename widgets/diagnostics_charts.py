@@ -31,11 +31,22 @@ __all__ = [
 ]
 
 #: Colours of the severities (Okabe-Ito): info blue, warning orange, critical vermillion.
-SEVERITY_COLORS = {"info": OKABE_ITO["blue"], "warning": OKABE_ITO["orange"], "critical": OKABE_ITO["vermillion"]}
+SEVERITY_COLORS = {
+    "info": OKABE_ITO["blue"],
+    "warning": OKABE_ITO["orange"],
+    "critical": OKABE_ITO["vermillion"],
+}
 _DATA = "#9a9a9a"  # the raw points, lighter than GREY under the smoothed INK line
 _EVAL = OKABE_ITO["pink"]
 #: Colours of several metrics on one panel (Okabe-Ito, without the severity colours).
-_SERIES_COLORS = [INK, OKABE_ITO["green"], OKABE_ITO["pink"], OKABE_ITO["sky"], OKABE_ITO["yellow"], GREYS["mid"]]
+_SERIES_COLORS = [
+    INK,
+    OKABE_ITO["green"],
+    OKABE_ITO["pink"],
+    OKABE_ITO["sky"],
+    OKABE_ITO["yellow"],
+    GREYS["mid"],
+]
 
 
 def _check_log(log) -> RunLog:
@@ -73,12 +84,19 @@ def _onset_rules(diagnosis, height_domain=None) -> list[alt.Chart]:
         return []
     df = pd.DataFrame(rows)
     present = [s for s in SEVERITY_COLORS if s in set(df["severity"])]
-    return [alt.Chart(df).mark_rule(strokeDash=[6, 4], strokeWidth=1.5).encode(
-        x="step:Q",
-        color=alt.Color("severity:N", scale=alt.Scale(domain=present, range=[SEVERITY_COLORS[s] for s in present]),
-                        legend=alt.Legend(title="onset of")),
-        tooltip=["finding:N", "step:Q"],
-    )]
+    return [
+        alt.Chart(df)
+        .mark_rule(strokeDash=[6, 4], strokeWidth=1.5)
+        .encode(
+            x="step:Q",
+            color=alt.Color(
+                "severity:N",
+                scale=alt.Scale(domain=present, range=[SEVERITY_COLORS[s] for s in present]),
+                legend=alt.Legend(title="onset of"),
+            ),
+            tooltip=["finding:N", "step:Q"],
+        )
+    ]
 
 
 def reward_chart(log: RunLog, diagnosis=None, *, metric: str = "reward", eval_metric: str | None = None,
@@ -137,9 +155,15 @@ def reward_chart(log: RunLog, diagnosis=None, *, metric: str = "reward", eval_me
         if fc.get("reliable", True):
             ft, fv = np.asarray(fc["t"], float), np.asarray(fc["fitted"], float)
             keep = np.unique(np.linspace(0, ft.size - 1, min(ft.size, max_points)).astype(int))
-            fit = pd.DataFrame({"step": ft[keep], "value": fv[keep], "low": np.asarray(fc["fitted_low"])[keep],
-                                "high": np.asarray(fc["fitted_high"])[keep],
-                                "law": f"{fc['law']} law (R² {fc['r2_smoothed']:.2f} on the smoothed curve)"})
+            fit = pd.DataFrame(
+                {
+                    "step": ft[keep],
+                    "value": fv[keep],
+                    "low": np.asarray(fc["fitted_low"])[keep],
+                    "high": np.asarray(fc["fitted_high"])[keep],
+                    "law": f"{fc['law']} law (R² {fc['r2_smoothed']:.2f} on the smoothed curve)",
+                }
+            )
             color = LAW_COLORS.get(fc["law"], OKABE_ITO["blue"])
             band = pd.DataFrame({"step": [raw["step"].min(), raw["step"].max()], "low": fc["plateau_low"],
                                  "high": fc["plateau_high"], "plateau": fc["plateau"]})
@@ -159,15 +183,30 @@ def reward_chart(log: RunLog, diagnosis=None, *, metric: str = "reward", eval_me
         eval_metric = "reward"
     if eval_metric is not None:
         ev = _series(log, eval_metric, max_points, split="eval")
-        layers.append(alt.Chart(ev).mark_line(point=alt.OverlayMarkDef(color=_EVAL), color=_EVAL, strokeDash=[2, 2]).encode(
-            x=x, y="value:Q", tooltip=["step:Q", alt.Tooltip("value:Q", format=".4g", title=f"eval {eval_metric}")]))
+        layers.append(
+            alt.Chart(ev)
+            .mark_line(point=alt.OverlayMarkDef(color=_EVAL), color=_EVAL, strokeDash=[2, 2])
+            .encode(
+                x=x,
+                y="value:Q",
+                tooltip=["step:Q", alt.Tooltip("value:Q", format=".4g", title=f"eval {eval_metric}")],
+            )
+        )
     layers += _onset_rules(diagnosis)
     return alt.layer(*layers).properties(width=width, height=height)
 
 
-def zero_spread_chart(log: RunLog, diagnosis=None, *, group_size: int | None = None,
-                      binary_reward: bool | None = None, num_prompts: int | None = None,
-                      width: int = WIDTH["column"], height: int = 200, max_points: int = 1500) -> alt.LayerChart:
+def zero_spread_chart(
+    log: RunLog,
+    diagnosis=None,
+    *,
+    group_size: int | None = None,
+    binary_reward: bool | None = None,
+    num_prompts: int | None = None,
+    width: int = WIDTH["column"],
+    height: int = 200,
+    max_points: int = 1500,
+) -> alt.LayerChart:
     """Fraction of groups with zero reward spread per step, smoothed, against ``p^G + (1 - p)^G``.
 
     Draws :func:`grpo_core.runs.diagnostics.zero_spread_series`: the observed fraction (points), its
@@ -209,14 +248,26 @@ def zero_spread_chart(log: RunLog, diagnosis=None, *, group_size: int | None = N
     _, ex = _thin(table["step"].to_numpy(float), table["expected_smoothed"].to_numpy(), max_points)
     x = step_x()
     y = alt.Y("value:Q", title="zero-spread fraction", scale=alt.Scale(domain=[0, 1]))
-    lines = [pd.DataFrame({"step": s, "value": sm, "series": f"rolling mean ({table.attrs['window']} steps)"})]
+    lines = [
+        pd.DataFrame({"step": s, "value": sm, "series": f"rolling mean ({table.attrs['window']} steps)"})
+    ]
     if np.isfinite(ex).any():
-        lines.append(pd.DataFrame({"step": s, "value": ex,
-                                   "series": f"0/1-reward expectation p^G + (1-p)^G, G = {group_size} (rolling mean)"}))
+        lines.append(
+            pd.DataFrame(
+                {
+                    "step": s,
+                    "value": ex,
+                    "series": f"0/1-reward expectation p^G + (1-p)^G, G = {group_size} (rolling mean)",
+                }
+            )
+        )
     line_df = pd.concat(lines, ignore_index=True)
     domain = list(dict.fromkeys(line_df["series"]))
-    color = alt.Color("series:N", scale=alt.Scale(domain=domain, range=[INK, OKABE_ITO["blue"]][: len(domain)]),
-                      legend=alt.Legend(title=None, orient="top", labelLimit=0))
+    color = alt.Color(
+        "series:N",
+        scale=alt.Scale(domain=domain, range=[INK, OKABE_ITO["blue"]][: len(domain)]),
+        legend=alt.Legend(title=None, orient="top", labelLimit=0),
+    )
     th = _diag.DEFAULT_THRESHOLDS
     levels = pd.DataFrame({"value": [th.zero_spread_warning, th.zero_spread_critical],
                            "level": ["warning level", "critical level"]})
@@ -227,23 +278,43 @@ def zero_spread_chart(log: RunLog, diagnosis=None, *, group_size: int | None = N
         layers.append(alt.Chart(span).mark_rect(opacity=0.12, color=SEVERITY_COLORS[f.severity]).encode(
             x="start:Q", x2="end:Q"))
     layers += [
-        alt.Chart(pd.DataFrame({"step": s, "value": obs})).mark_circle(size=10, opacity=0.4, color=_DATA).encode(
-            x=x, y=y, tooltip=["step:Q", alt.Tooltip("value:Q", format=".3f", title=label)]),
+        alt.Chart(pd.DataFrame({"step": s, "value": obs}))
+        .mark_circle(size=10, opacity=0.4, color=_DATA)
+        .encode(x=x, y=y, tooltip=["step:Q", alt.Tooltip("value:Q", format=".3f", title=label)]),
         alt.Chart(levels).mark_rule(opacity=0.35, strokeDash=[2, 3]).encode(y="value:Q", tooltip=["level:N"]),
-        alt.Chart(line_df).mark_line(strokeWidth=2).encode(
-            x=x, y=y, color=color,
-            strokeDash=alt.StrokeDash("series:N", scale=alt.Scale(domain=domain, range=[[1, 0], [6, 3]][: len(domain)]),
-                                      legend=None)),
+        alt.Chart(line_df)
+        .mark_line(strokeWidth=2)
+        .encode(
+            x=x,
+            y=y,
+            color=color,
+            strokeDash=alt.StrokeDash(
+                "series:N", scale=alt.Scale(domain=domain, range=[[1, 0], [6, 3]][: len(domain)]), legend=None
+            ),
+        ),
     ]
     # a title above the legend ties the legend to this panel (stacked under another panel, a bare
     # legend at the top reads as the caption of the panel above)
     return alt.layer(*layers).properties(
-        width=width, height=height,
-        title=alt.TitleParams("groups with zero reward spread", anchor="start", fontSize=12, fontWeight="normal"))
+        width=width,
+        height=height,
+        title=alt.TitleParams(
+            "groups with zero reward spread", anchor="start", fontSize=12, fontWeight="normal"
+        ),
+    )
 
 
-def metric_chart(log: RunLog, metrics, diagnosis=None, *, title: str | None = None, log_scale: bool | None = None,
-                 width: int = WIDTH["column"], height: int = 180, max_points: int = 1500) -> alt.LayerChart:
+def metric_chart(
+    log: RunLog,
+    metrics,
+    diagnosis=None,
+    *,
+    title: str | None = None,
+    log_scale: bool | None = None,
+    width: int = WIDTH["column"],
+    height: int = 180,
+    max_points: int = 1500,
+) -> alt.LayerChart:
     """One or more training metrics per step (entropy, KL, gradient norm ...), with findings' onsets.
 
     Parameters
@@ -336,12 +407,21 @@ def diagnosis_charts(log: RunLog, diagnosis=None, *, group_size: int | None = No
     if log.has("reward"):
         out["reward"] = reward_chart(log, diagnosis, width=width, max_points=max_points)
     if log.has("frac_reward_zero_std") or log.has("reward_std"):
-        out["zero_spread"] = zero_spread_chart(log, diagnosis, group_size=group_size, binary_reward=binary_reward,
-                                               num_prompts=num_prompts, width=width, max_points=max_points)
-    panels = [("entropy", ["entropy"], "entropy (nats per token)"),
-              ("kl", ["kl", "ppo_kl"], "KL (nats per token)"),
-              ("grad_norm", ["grad_norm"], "gradient norm"),
-              ("clip", ["clip_ratio_region", "clip_ratio_low", "clip_ratio_high"], "clipped fraction of tokens")]
+        out["zero_spread"] = zero_spread_chart(
+            log,
+            diagnosis,
+            group_size=group_size,
+            binary_reward=binary_reward,
+            num_prompts=num_prompts,
+            width=width,
+            max_points=max_points,
+        )
+    panels = [
+        ("entropy", ["entropy"], "entropy (nats per token)"),
+        ("kl", ["kl", "ppo_kl"], "KL (nats per token)"),
+        ("grad_norm", ["grad_norm"], "gradient norm"),
+        ("clip", ["clip_ratio_region", "clip_ratio_low", "clip_ratio_high"], "clipped fraction of tokens"),
+    ]
     for name, metrics, title in panels:
         if any(log.has(m) for m in metrics):
             out[name] = metric_chart(log, metrics, diagnosis, title=title, width=width, max_points=max_points)
@@ -392,19 +472,30 @@ def zero_spread_expectation_chart(group_sizes=(2, 4, 8, 16), *, mark_p: float | 
     """
     p = np.linspace(0.0, 1.0, 201)
     gs = [int(g) for g in group_sizes]
-    df = pd.concat([pd.DataFrame({"p": p, "fraction": _diag.expected_zero_spread_fraction(p, g), "G": f"G = {g}"})
-                    for g in gs], ignore_index=True)
+    df = pd.concat(
+        [
+            pd.DataFrame({"p": p, "fraction": _diag.expected_zero_spread_fraction(p, g), "G": f"G = {g}"})
+            for g in gs
+        ],
+        ignore_index=True,
+    )
     order = [f"G = {g}" for g in gs]
     color = alt.Color("G:N", sort=order, legend=alt.Legend(title="group size"))
     th = _diag.DEFAULT_THRESHOLDS
     levels = pd.DataFrame({"fraction": [th.zero_spread_warning, th.zero_spread_critical],
                            "level": ["warning level", "critical level"]})
     layers = [
-        alt.Chart(levels).mark_rule(opacity=0.4, strokeDash=[2, 3]).encode(y="fraction:Q", tooltip=["level:N"]),
-        alt.Chart(df).mark_line(strokeWidth=2).encode(
+        alt.Chart(levels)
+        .mark_rule(opacity=0.4, strokeDash=[2, 3])
+        .encode(y="fraction:Q", tooltip=["level:N"]),
+        alt.Chart(df)
+        .mark_line(strokeWidth=2)
+        .encode(
             x=alt.X("p:Q", title="accuracy p (0/1 reward)"),
             y=alt.Y("fraction:Q", title="expected zero-spread fraction", scale=alt.Scale(domain=[0, 1])),
-            color=color, tooltip=["G:N", alt.Tooltip("p:Q", format=".2f"), alt.Tooltip("fraction:Q", format=".3f")]),
+            color=color,
+            tooltip=["G:N", alt.Tooltip("p:Q", format=".2f"), alt.Tooltip("fraction:Q", format=".3f")],
+        ),
     ]
     if mark_p is not None:
         from grpo_core.validation import check_real
@@ -414,10 +505,12 @@ def zero_spread_expectation_chart(group_sizes=(2, 4, 8, 16), *, mark_p: float | 
                             "G": order})
         pts["label"] = pts["fraction"].map(lambda v: f"{v:.3f}")
         layers += [
-            alt.Chart(pts).mark_point(filled=True, size=60).encode(x="p:Q", y="fraction:Q", color=color,
-                                                                   tooltip=["G:N", "label:N"]),
-            alt.Chart(pts).mark_text(align="left", dx=7, dy=-6).encode(x="p:Q", y="fraction:Q", text="label:N",
-                                                                       color=color),
+            alt.Chart(pts)
+            .mark_point(filled=True, size=60)
+            .encode(x="p:Q", y="fraction:Q", color=color, tooltip=["G:N", "label:N"]),
+            alt.Chart(pts)
+            .mark_text(align="left", dx=7, dy=-6)
+            .encode(x="p:Q", y="fraction:Q", text="label:N", color=color),
         ]
     return alt.layer(*layers).properties(width=width, height=height)
 
@@ -448,7 +541,8 @@ def instability_sweep_chart(table: pd.DataFrame, *, threshold: float | None = No
     Examples
     --------
     >>> import pandas as pd
-    >>> t = pd.DataFrame({"k_ref": [2, 2, 12, 12], "flagged": [False, False, True, True], "p_range": [.03, .03, .3, .3]})
+    >>> t = pd.DataFrame({"k_ref": [2, 2, 12, 12], "flagged": [False, False, True, True],
+    ...                   "p_range": [.03, .03, .3, .3]})
     >>> len(instability_sweep_chart(t, threshold=10.2).layer)
     2
     """
@@ -469,4 +563,8 @@ def instability_sweep_chart(table: pd.DataFrame, *, threshold: float | None = No
         rule = pd.DataFrame({"k_ref": [float(threshold)], "what": ["predicted threshold"]})
         left.append(alt.Chart(rule).mark_rule(strokeDash=[6, 4], color=SEVERITY_COLORS["critical"]).encode(
             x="k_ref:Q", tooltip=["what:N", alt.Tooltip("k_ref:Q", format=".1f")]))
-    return alt.layer(alt.layer(*left), line).resolve_scale(y="independent").properties(width=width, height=height)
+    return (
+        alt.layer(alt.layer(*left), line)
+        .resolve_scale(y="independent")
+        .properties(width=width, height=height)
+    )

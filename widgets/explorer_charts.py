@@ -117,7 +117,9 @@ def trajectory_frames(bands: pd.DataFrame, closed_form: np.ndarray) -> dict[str,
     if len(closed_form) != len(t):
         raise ValueError(f"`closed_form` has {len(closed_form)} values; the bands have {len(t)} steps")
     with np.errstate(over="ignore", invalid="ignore"):
-        progress = np.clip(np.nan_to_num(1.0 - np.asarray(closed_form, float), nan=hi, posinf=hi, neginf=lo), lo, hi)
+        progress = np.clip(
+            np.nan_to_num(1.0 - np.asarray(closed_form, float), nan=hi, posinf=hi, neginf=lo), lo, hi
+        )
     exact = data.drop_duplicates("t").sort_values("t")
     lines = pd.concat([
         pd.DataFrame({"t": t, "progress": progress, "model": "closed form (continuous)"}),
@@ -170,8 +172,12 @@ def trajectory_view_chart(frames: dict[str, pd.DataFrame], *, width: int = 440,
     closed = alt.Chart(lines).transform_filter("datum.model == 'closed form (continuous)'").mark_line(
         strokeWidth=2, clip=True).encode(
         x="t:Q", y="progress:Q", stroke=alt.Stroke("model:N", scale=model_scale, title="model"))
-    dots = alt.Chart(lines).transform_filter("datum.model == 'exact recurrence (mean)'").mark_circle(
-        size=10, clip=True).encode(x="t:Q", y="progress:Q", fill=alt.Fill("model:N", scale=model_scale, legend=None))
+    dots = (
+        alt.Chart(lines)
+        .transform_filter("datum.model == 'exact recurrence (mean)'")
+        .mark_circle(size=10, clip=True)
+        .encode(x="t:Q", y="progress:Q", fill=alt.Fill("model:N", scale=model_scale, legend=None))
+    )
     return alt.layer(background, closed, dots).resolve_scale(color="independent").properties(
         width=width, height=height,
         title=alt.Title("reward progress from rest",
@@ -272,7 +278,9 @@ def phase_point_chart(frames: dict[str, pd.DataFrame], *, width: int = 360,
         x="k_ref:Q", y=alt.Y("a:Q", scale=y_scale), color=colour, tooltip=["title:N", "label:N"])
     text = point.mark_text(align="left", dx=9, dy=-9, fontSize=13, fontWeight="bold").encode(
         x="k_ref:Q", y="a:Q", text="label:N", color=colour)
-    return alt.layer(lines, dot, text).resolve_scale(color="independent").properties(width=width, height=height)
+    return (
+        alt.layer(lines, dot, text).resolve_scale(color="independent").properties(width=width, height=height)
+    )
 
 
 def _exact_table(mu_grid: np.ndarray, k_refs: Sequence[int], lag: str, momentum: str) -> list[dict]:
@@ -383,12 +391,22 @@ def static_phase_chart(
         .transform_calculate(a_exact="datum.a_star", a=str(ex["a"])) \
         .transform_calculate(verdict=str(verdict), a_plot=f"clamp(datum.a, {lo}, {hi})")
     colour = alt.Color("verdict:N", legend=None, scale=color_scale(REGIME_COLORS))
-    point = point_base.mark_point(shape="diamond", size=200, filled=True, stroke="black", strokeWidth=1).encode(
-        x="k_ref:Q", y=alt.Y("a_plot:Q", scale=alt.Scale(type="log", domain=[lo, hi], nice=False)),
-        color=colour).properties(name="phase_point")
-    regime_text = point_base.mark_text(align="left", baseline="top", fontSize=FONT["verdict"], fontWeight="bold",
-                                       dx=8, dy=6).encode(
-        x=alt.value(0), y=alt.value(0), text="verdict:N", color=colour).properties(name="phase_regime_label")
+    point = (
+        point_base.mark_point(shape="diamond", size=200, filled=True, stroke="black", strokeWidth=1)
+        .encode(
+            x="k_ref:Q",
+            y=alt.Y("a_plot:Q", scale=alt.Scale(type="log", domain=[lo, hi], nice=False)),
+            color=colour,
+        )
+        .properties(name="phase_point")
+    )
+    regime_text = (
+        point_base.mark_text(
+            align="left", baseline="top", fontSize=FONT["verdict"], fontWeight="bold", dx=8, dy=6
+        )
+        .encode(x=alt.value(0), y=alt.value(0), text="verdict:N", color=colour)
+        .properties(name="phase_regime_label")
+    )
     point_text = point_base.transform_calculate(
         label="'η·K = ' + format(datum.a, '.3g') + ', K_ref = ' + datum.k_ref "
               "+ ' (exact threshold ' + format(datum.a_exact, '.3g') + ')'",
@@ -398,9 +416,14 @@ def static_phase_chart(
         {"y": 0, "text": f"solid: exact boundary ({lag} lag); dashed: continuous C = 0"}])).mark_text(
         align="right", baseline="bottom", fontSize=11, color=ACCENT, dx=-4, dy=-4).encode(
         x=alt.value(width), y=alt.value(height), text="text:N")
-    return alt.layer(exact_line, cont_line, point, regime_text, point_text, legend).add_params(*params).properties(
-        width=width, height=height,
-        usermeta={"embedOptions": {"renderer": "svg", "actions": False}},
+    return (
+        alt.layer(exact_line, cont_line, point, regime_text, point_text, legend)
+        .add_params(*params)
+        .properties(
+            width=width,
+            height=height,
+            usermeta={"embedOptions": {"renderer": "svg", "actions": False}},
+        )
     )
 
 
@@ -460,7 +483,9 @@ def bandit_frames(result: dict) -> dict[str, pd.DataFrame]:
     return {"paths": paths, "curves": curves, "fixed": fixed}
 
 
-def bandit_view_chart(frames: dict[str, pd.DataFrame], *, width: int = WIDTH["wide"], height: int = 280) -> alt.LayerChart:
+def bandit_view_chart(
+    frames: dict[str, pd.DataFrame], *, width: int = WIDTH["wide"], height: int = 280
+) -> alt.LayerChart:
     """The bandit explorer's chart: seed paths, their mean, the mean field and the oscillator prediction.
 
     Parameters
@@ -483,7 +508,8 @@ def bandit_view_chart(frames: dict[str, pd.DataFrame], *, width: int = WIDTH["wi
     >>> import numpy as np
     >>> from grpo_core.bandit import BanditSpec
     >>> from widgets.bandit_explorer import bandit_prediction
-    >>> pred = bandit_prediction(BanditSpec.binary(group_size=8), eta=0.5, mu=0.0, k_ref=1, beta=1.0, steps=10)
+    >>> pred = bandit_prediction(BanditSpec.binary(group_size=8), eta=0.5, mu=0.0, k_ref=1, beta=1.0,
+    ...                          steps=10)
     >>> res = {"p": np.full((2, 11), 0.6), "steps": np.arange(11), "seeds": [0, 1], "prediction": pred}
     >>> len(bandit_view_chart(bandit_frames(res)).layer)
     5
@@ -495,8 +521,14 @@ def bandit_view_chart(frames: dict[str, pd.DataFrame], *, width: int = WIDTH["wi
                "oscillator, exact recurrence": DARK2["magenta"]}
     colour = alt.Color("curve:N", title=None, legend=alt.Legend(orient="bottom", columns=2),
                        scale=alt.Scale(domain=names, range=[palette.get(n, ACCENT) for n in names]))
-    dash = alt.StrokeDash("curve:N", legend=None, scale=alt.Scale(
-        domain=names, range=[[1, 0] if n == "mean over seeds" or n.startswith("exact") else [5, 3] for n in names]))
+    dash = alt.StrokeDash(
+        "curve:N",
+        legend=None,
+        scale=alt.Scale(
+            domain=names,
+            range=[[1, 0] if n == "mean over seeds" or n.startswith("exact") else [5, 3] for n in names],
+        ),
+    )
     paths = alt.Chart(frames["paths"]).mark_line(strokeWidth=0.6, opacity=0.35, color=GREY, clip=True).encode(
         x=x, y=y, detail="seed:N")
     band = alt.Chart(frames["curves"]).transform_filter("isValid(datum.lo)").mark_area(
@@ -554,7 +586,9 @@ def static_bandit_grid(
 
     from .bandit_explorer import bandit_prediction
 
-    spec = bandit.BanditSpec.binary(arms=2, correct=1, group_size=group_size, baseline="leave_one_out", lag=lag)
+    spec = bandit.BanditSpec.binary(
+        arms=2, correct=1, group_size=group_size, baseline="leave_one_out", lag=lag
+    )
     k = np.asarray(k_refs, dtype=int)
     mf = bandit.simulate(spec, eta=eta, mu=mu, k_ref=k, beta=beta, steps=steps, mean_field=True,
                          record_every=record_every)
@@ -577,8 +611,14 @@ def static_bandit_grid(
             verdict = "stable (exact recurrence only)"
         else:
             verdict = c.regime_label
-        labels.append({"k_ref": int(kr), "regime": c.regime_label, "stable_exact": pred["stable_exact"],
-                       "text": f"oscillator predicts: {verdict} (ζ = {c.damping_ratio:.2f}, η·K = {c.a:.3f})"})
+        labels.append(
+            {
+                "k_ref": int(kr),
+                "regime": c.regime_label,
+                "stable_exact": pred["stable_exact"],
+                "text": f"oscillator predicts: {verdict} (ζ = {c.damping_ratio:.2f}, η·K = {c.a:.3f})",
+            }
+        )
     return {"curves": pd.concat(rows, ignore_index=True), "labels": pd.DataFrame(labels)}
 
 
@@ -670,8 +710,17 @@ def static_forecast_grid(t, y, *, fractions: Sequence[float] = (0.2, 0.3, 0.4, 0
         key = int(round(f * 100))
         span = float(np.ptp(y)) or 1.0
         lo, hi = float(np.min(y)) - span, float(np.max(y)) + span  # keep wild forecasts in frame
-        curves.append(pd.DataFrame({"fraction": key, "step": fc.t, "forecast": np.clip(fc.curve, lo, hi),
-                                    "low": np.clip(fc.curve_low, lo, hi), "high": np.clip(fc.curve_high, lo, hi)}))
+        curves.append(
+            pd.DataFrame(
+                {
+                    "fraction": key,
+                    "step": fc.t,
+                    "forecast": np.clip(fc.curve, lo, hi),
+                    "low": np.clip(fc.curve_low, lo, hi),
+                    "high": np.clip(fc.curve_high, lo, hi),
+                }
+            )
+        )
         actual = fc.actual_tail_mean
         labels.append({"fraction": key, "t_fit_end": fc.t_fit_end, "plateau": fc.plateau,
                        "low": fc.plateau_low, "high": fc.plateau_high, "actual": actual,
@@ -727,18 +776,32 @@ def static_forecast_chart(grid: dict[str, pd.DataFrame], fraction: int = 40, *, 
     y = alt.Y("reward:Q", title=metric, scale=alt.Scale(domain=[y_lo, y_hi], nice=False))
     points = alt.Chart(grid["points"]).mark_circle(size=12, color=GREY, opacity=0.5).encode(x=x, y=y)
     sel = "datum.fraction == fraction"
-    band = alt.Chart(grid["curves"]).transform_filter(sel).mark_area(opacity=0.25, color=OKABE_ITO["blue"], clip=True).encode(
-        x="step:Q", y="low:Q", y2="high:Q")
-    curve = alt.Chart(grid["curves"]).transform_filter(sel).mark_line(
-        color=OKABE_ITO["blue"], strokeWidth=2, clip=True).encode(x="step:Q", y="forecast:Q").properties(name="forecast_curve")
+    band = (
+        alt.Chart(grid["curves"])
+        .transform_filter(sel)
+        .mark_area(opacity=0.25, color=OKABE_ITO["blue"], clip=True)
+        .encode(x="step:Q", y="low:Q", y2="high:Q")
+    )
+    curve = (
+        alt.Chart(grid["curves"])
+        .transform_filter(sel)
+        .mark_line(color=OKABE_ITO["blue"], strokeWidth=2, clip=True)
+        .encode(x="step:Q", y="forecast:Q")
+        .properties(name="forecast_curve")
+    )
     labels = alt.Chart(grid["labels"]).transform_filter(sel)
     window = labels.mark_rule(strokeDash=[4, 3], color="#555").encode(x="t_fit_end:Q")
     plateau = labels.mark_rule(color=OKABE_ITO["blue"], strokeDash=[6, 3], clip=True).encode(y="plateau:Q")
     text = labels.mark_text(align="left", baseline="top", fontSize=13, dx=6, dy=6).encode(
         x=alt.value(0), y=alt.value(0), text="text:N").properties(name="forecast_label")
-    off = labels.transform_filter(f"datum.plateau > {y_hi!r} || datum.plateau < {y_lo!r}").transform_calculate(
-        note=f"datum.plateau > {y_hi!r} ? '▲ plateau above the frame' : '▼ plateau below the frame'",
-    ).mark_text(align="right", baseline="bottom", fontSize=12, color=OKABE_ITO["blue"], dx=-6, dy=-6).encode(
-        x=alt.value(width), y=alt.value(height), text="note:N").properties(name="forecast_off_axis")
+    off = (
+        labels.transform_filter(f"datum.plateau > {y_hi!r} || datum.plateau < {y_lo!r}")
+        .transform_calculate(
+            note=f"datum.plateau > {y_hi!r} ? '▲ plateau above the frame' : '▼ plateau below the frame'",
+        )
+        .mark_text(align="right", baseline="bottom", fontSize=12, color=OKABE_ITO["blue"], dx=-6, dy=-6)
+        .encode(x=alt.value(width), y=alt.value(height), text="note:N")
+        .properties(name="forecast_off_axis")
+    )
     return alt.layer(points, band, curve, window, plateau, text, off).add_params(param).properties(
         width=width, height=height, usermeta={"embedOptions": {"renderer": "svg", "actions": False}})

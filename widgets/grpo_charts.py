@@ -55,8 +55,18 @@ def clip_objective_data(ratios=None, clip_settings: Sequence[tuple[str, float, f
     for label, lo, hi in clip_settings:
         for adv in (1.0, -1.0):
             t = clipped_surrogate(np.log(r), np.zeros_like(r), adv, eps_low=lo, eps_high=hi)
-            frames.append(pd.DataFrame({"clip": label, "advantage": f"A = {adv:+.0f}", "ratio": r,
-                                        "objective": t.objective, "weight": t.grad_logp, "clipped": t.clipped}))
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "clip": label,
+                        "advantage": f"A = {adv:+.0f}",
+                        "ratio": r,
+                        "objective": t.objective,
+                        "weight": t.grad_logp,
+                        "clipped": t.clipped,
+                    }
+                )
+            )
     return pd.concat(frames, ignore_index=True)
 
 

@@ -88,7 +88,8 @@ def law_family_chart(
 
     Examples
     --------
-    >>> chart = law_family_chart("three_phase", {"r0": 0, "r_inf": 1, "k": 0.03, "tau": 0}, "tau", [0, 10, 40])
+    >>> base = {"r0": 0, "r_inf": 1, "k": 0.03, "tau": 0}
+    >>> chart = law_family_chart("three_phase", base, "tau", [0, 10, 40])
     >>> type(chart).__name__
     'Chart'
     """
@@ -162,7 +163,11 @@ def fits_chart(
     for name, res in comparison.results.items():
         label = f"{name} (R² = {res.r2:.3f})"
         labels.append(label)
-        rows.append(pd.DataFrame({"step": grid, metric: res.predict(grid), "law": label, "best": name == comparison.best}))
+        rows.append(
+            pd.DataFrame(
+                {"step": grid, metric: res.predict(grid), "law": label, "best": name == comparison.best}
+            )
+        )
     curves = pd.concat(rows, ignore_index=True)
     scale = alt.Scale(domain=labels, range=[LAW_COLORS.get(n, OKABE_ITO["pink"]) for n in comparison.results])
     points = (
@@ -176,8 +181,15 @@ def fits_chart(
         .encode(
             x="step:Q",
             y=f"{metric}:Q",
-            color=alt.Color("law:N", scale=scale, title=[
-                "law", f"(best by {_CRITERION.get(comparison.criterion, comparison.criterion)}: {comparison.best})"]),
+            color=alt.Color(
+                "law:N",
+                scale=scale,
+                title=[
+                    "law",
+                    f"(best by {_CRITERION.get(comparison.criterion, comparison.criterion)}: "
+                    f"{comparison.best})",
+                ],
+            ),
             strokeWidth=alt.condition("datum.best", alt.value(3.2), alt.value(1.6)),
             tooltip=["law:N", alt.Tooltip("step:Q", format=".0f"), alt.Tooltip(f"{metric}:Q", format=".3f")],
         )
@@ -262,7 +274,9 @@ def residuals_chart(
                 "law:N",
                 title=None,
                 sort=list(data["law"].unique()),
-                header=alt.Header(labelAngle=0, labelOrient="top", labelAnchor="start", labelFontWeight="bold"),
+                header=alt.Header(
+                    labelAngle=0, labelOrient="top", labelAnchor="start", labelFontWeight="bold"
+                ),
             )
         )
         .resolve_scale(y="shared")
@@ -349,7 +363,10 @@ def forecast_chart(
             "plateau": [fc.plateau],
             "low": [fc.plateau_low],
             "high": [fc.plateau_high],
-            "label": [f"forecast plateau {fc.plateau:.3g} ({level}% band {fc.plateau_low:.3g} to {fc.plateau_high:.3g})"],
+            "label": [
+                f"forecast plateau {fc.plateau:.3g} ({level}% band {fc.plateau_low:.3g} to "
+                f"{fc.plateau_high:.3g})"
+            ],
         }
     )
     y_lo = float(np.min(np.concatenate([pts[metric].to_numpy(), fc.curve])))
@@ -396,7 +413,9 @@ def forecast_chart(
     )
 
 
-def forecast_sweep_chart(sweep: pd.DataFrame, *, width: int = WIDTH["column"], height: int = 260) -> alt.LayerChart:
+def forecast_sweep_chart(
+    sweep: pd.DataFrame, *, width: int = WIDTH["column"], height: int = 260
+) -> alt.LayerChart:
     """Forecast plateau (with its band) against the fraction of the curve used for the fit.
 
     Parameters
@@ -449,16 +468,33 @@ def forecast_sweep_chart(sweep: pd.DataFrame, *, width: int = WIDTH["column"], h
     # a plateau off the axis is drawn at the edge as a triangle pointing where it lies
     data["where"] = np.where(data["plateau"] > hi, "off the axis, above",
                              np.where(data["plateau"] < lo, "off the axis, below", "on the axis"))
-    shapes = {"on the axis": "circle", "off the axis, above": "triangle-up", "off the axis, below": "triangle-down"}
+    shapes = {
+        "on the axis": "circle",
+        "off the axis, above": "triangle-up",
+        "off the axis, below": "triangle-down",
+    }
     present = [k for k in shapes if (data["where"] == k).any()]
-    dots = alt.Chart(data).mark_point(size=70, filled=True, opacity=1).encode(
-        x=x,
-        y=alt.Y("plateau_c:Q", title="forecast plateau", scale=alt.Scale(domain=[lo, hi])),
-        color=color,
-        shape=alt.Shape("where:N", title="plateau", scale=alt.Scale(domain=present, range=[shapes[k] for k in present]),
-                        legend=alt.Legend(orient="bottom") if len(present) > 1 else None),
-        tooltip=["law:N", alt.Tooltip("fraction:Q", format=".0%"), alt.Tooltip("plateau:Q", format=".3f"),
-                 alt.Tooltip("low:Q", format=".3f"), alt.Tooltip("high:Q", format=".3f")],
+    dots = (
+        alt.Chart(data)
+        .mark_point(size=70, filled=True, opacity=1)
+        .encode(
+            x=x,
+            y=alt.Y("plateau_c:Q", title="forecast plateau", scale=alt.Scale(domain=[lo, hi])),
+            color=color,
+            shape=alt.Shape(
+                "where:N",
+                title="plateau",
+                scale=alt.Scale(domain=present, range=[shapes[k] for k in present]),
+                legend=alt.Legend(orient="bottom") if len(present) > 1 else None,
+            ),
+            tooltip=[
+                "law:N",
+                alt.Tooltip("fraction:Q", format=".0%"),
+                alt.Tooltip("plateau:Q", format=".3f"),
+                alt.Tooltip("low:Q", format=".3f"),
+                alt.Tooltip("high:Q", format=".3f"),
+            ],
+        )
     )
     truth = alt.Chart(pd.DataFrame({"actual": [actual]})).mark_rule(color="black", strokeDash=[4, 3]).encode(
         y="actual:Q"

@@ -283,7 +283,12 @@ def slider_chart(
 
 
 def regime_examples(
-    mu: float = 0.5, k_ref: int = 4, curvature: float = 1.0, *, lag: str = "constant", momentum: str = "heavy_ball"
+    mu: float = 0.5,
+    k_ref: int = 4,
+    curvature: float = 1.0,
+    *,
+    lag: str = "constant",
+    momentum: str = "heavy_ball",
 ) -> dict[str, osc.OscillatorCoefficients]:
     """One setting of ``eta`` per regime at fixed ``mu``, ``k_ref``, ``curvature``.
 
@@ -312,7 +317,9 @@ def regime_examples(
     a_c = float(stability.critical_a_continuous(mu, k_ref, lag, momentum)[()])
     a_x = float(stability.critical_a_exact(mu, k_ref, lag, momentum)[()])
     if not math.isfinite(a_c):
-        raise ParameterError("k_ref", "`k_ref` must be >= 2 with lag='refresh' (no lag, no continuous threshold)")
+        raise ParameterError(
+            "k_ref", "`k_ref` must be >= 2 with lag='refresh' (no lag, no continuous threshold)"
+        )
     etas = {
         "overdamped": 0.25 * a_cd / k_total,
         "critically_damped": a_cd / k_total,
@@ -353,7 +360,9 @@ def regime_trajectories_chart(
     for regime, c in regime_examples(mu, k_ref, curvature, lag=lag, momentum=momentum).items():
         label = f"{osc.REGIME_LABELS[regime]} (η = {c.eta:.3g}, ζ = {c.damping_ratio:.2f})"
         cf = 1.0 - osc.closed_form_trajectory(c, t_fine)
-        rows.append(pd.DataFrame({"t": t_fine, "progress": cf, "model": "closed form (continuous)", "regime": label}))
+        rows.append(
+            pd.DataFrame({"t": t_fine, "progress": cf, "model": "closed form (continuous)", "regime": label})
+        )
         with np.errstate(over="ignore"):
             dt = 1.0 - osc.discrete_trajectory(c, n_steps)
         rows.append(pd.DataFrame({"t": np.arange(n_steps + 1), "progress": dt, "model": "exact recurrence",
@@ -363,10 +372,18 @@ def regime_trajectories_chart(
     order = list(dict.fromkeys(df["regime"]))
     y = alt.Y("progress:Q", title="reward progress 1 − e/e₀", scale=alt.Scale(domain=[-1, 3]))
     color = alt.Color("model:N", title=None, legend=alt.Legend(orient="bottom"))
-    lines = alt.Chart().mark_line(strokeWidth=1.5, clip=True).encode(
-        x=alt.X("t:Q", title="step"), y=y, color=color).transform_filter("datum.model == 'closed form (continuous)'")
-    dots = alt.Chart().mark_circle(size=14, opacity=0.55, clip=True).encode(x="t:Q", y=y, color=color).transform_filter(
-        "datum.model == 'exact recurrence'")
+    lines = (
+        alt.Chart()
+        .mark_line(strokeWidth=1.5, clip=True)
+        .encode(x=alt.X("t:Q", title="step"), y=y, color=color)
+        .transform_filter("datum.model == 'closed form (continuous)'")
+    )
+    dots = (
+        alt.Chart()
+        .mark_circle(size=14, opacity=0.55, clip=True)
+        .encode(x="t:Q", y=y, color=color)
+        .transform_filter("datum.model == 'exact recurrence'")
+    )
     # the line on top: where the two agree the dots would hide it
     return alt.layer(dots, lines, data=df).properties(width=260, height=150).facet(
         facet=alt.Facet("regime:N", sort=order, title=None, header=alt.Header(labelFontSize=11)),
@@ -525,7 +542,10 @@ def noise_bands_data(
         prog = 1.0 - paths
         mean = 1.0 - osc.discrete_trajectory(coeffs, n_steps)
         sd = np.sqrt(osc.variance_trajectory(coeffs, n_steps, noise_scale, g))
-        sim_mean, sim_sd = prog.mean(axis=0), prog.std(axis=0, ddof=1) if n_seeds > 1 else np.zeros(n_steps + 1)
+        sim_mean, sim_sd = (
+            prog.mean(axis=0),
+            prog.std(axis=0, ddof=1) if n_seeds > 1 else np.zeros(n_steps + 1),
+        )
         frames.append(pd.DataFrame({
             "t": np.arange(n_steps + 1), "group_size": int(g),
             "sim_mean": sim_mean, "sim_lo": sim_mean - 2 * sim_sd, "sim_hi": sim_mean + 2 * sim_sd,
@@ -564,7 +584,9 @@ def noise_bands_chart(data: pd.DataFrame) -> alt.LayerChart:
                     source="noise_bands_data")
     color = alt.Color("group_size:N", title="group size G")
     base = alt.Chart(data).encode(x=alt.X("t:Q", title="optimizer step"), color=color)
-    band = base.mark_area(opacity=0.25).encode(y=alt.Y("sim_lo:Q", title="reward progress 1 − e/e₀"), y2="sim_hi:Q")
+    band = base.mark_area(opacity=0.25).encode(
+        y=alt.Y("sim_lo:Q", title="reward progress 1 − e/e₀"), y2="sim_hi:Q"
+    )
     mean = base.mark_line(strokeWidth=1.5).encode(y="sim_mean:Q")
     lo = base.mark_line(strokeDash=[5, 3], strokeWidth=1).encode(y="lo:Q")
     hi = base.mark_line(strokeDash=[5, 3], strokeWidth=1).encode(y="hi:Q")

@@ -11,8 +11,9 @@ regime, an estimator or a law has the same colour in every chapter.
   a summary line; :data:`NOTE` secondary text.
 * Error bars. :func:`two_se_bounds`: mean +- 2 standard errors; on a log axis the lower end is
   floored at half the mean (``floor=0.5``), so a noisy point keeps a finite bar.
-* Chart defaults. :data:`WIDTH` (default widths), :func:`step_x`, :func:`group_size_x`, :func:`k_ref_x` (the x axes that recur),
-  :data:`LOG2` (the group-size scale) and the text sizes :data:`FONT`.
+* Chart defaults. :data:`WIDTH` (default widths), :func:`step_x`, :func:`group_size_x`,
+  :func:`k_ref_x` (the x axes that recur), :data:`LOG2` (the group-size scale) and the text sizes
+  :data:`FONT`.
 """
 
 from __future__ import annotations

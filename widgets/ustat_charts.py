@@ -74,7 +74,9 @@ def _color(names) -> alt.Color:
     return alt.Color(
         "label:N",
         title=None,
-        scale=alt.Scale(domain=[ESTIMATOR_LABELS[n] for n in names], range=[ESTIMATOR_COLORS[n] for n in names]),
+        scale=alt.Scale(
+            domain=[ESTIMATOR_LABELS[n] for n in names], range=[ESTIMATOR_COLORS[n] for n in names]
+        ),
         legend=alt.Legend(orient="right"),
     )
 
@@ -89,7 +91,9 @@ def _check_mc(df: pd.DataFrame) -> None:
 # ----------------------------------------------------------------------------------------------
 
 
-def mse_chart(df: pd.DataFrame, *, relative: bool = True, width: int = WIDTH["half"], height: int = 320) -> alt.LayerChart:
+def mse_chart(
+    df: pd.DataFrame, *, relative: bool = True, width: int = WIDTH["half"], height: int = 320
+) -> alt.LayerChart:
     """MSE of the five estimators against G, log-log: Monte Carlo points over exact curves.
 
     Parameters
@@ -174,18 +178,24 @@ def gap_chart(df: pd.DataFrame, *, width: int = WIDTH["half"], height: int = 280
     _check_mc(df)
     d = df[df.estimator.isin(["oracle", "gap"])].copy()
     if set(d.estimator) != {"oracle", "gap"}:
-        raise ParameterError("df", "`df` needs 'oracle' and 'gap' rows (monte_carlo_mse with the oracle estimator)")
+        raise ParameterError(
+            "df", "`df` needs 'oracle' and 'gap' rows (monte_carlo_mse with the oracle estimator)"
+        )
     d["label"] = d["estimator"].map(ESTIMATOR_LABELS)
     d["lo"], d["hi"] = two_se_bounds(d["mse"], d["mse_se"])
     x = group_size_x()
     base = alt.Chart(d).encode(x=x, color=_color(["oracle", "gap"]))
-    lines = base.mark_line(strokeWidth=1.8).encode(y=alt.Y("exact:Q", title="mean squared error", scale=alt.Scale(type="log")))
+    lines = base.mark_line(strokeWidth=1.8).encode(
+        y=alt.Y("exact:Q", title="mean squared error", scale=alt.Scale(type="log"))
+    )
     points = base.mark_point(filled=True, size=45).encode(y="mse:Q")
     bars = base.mark_rule().encode(y="lo:Q", y2="hi:Q")
     return alt.layer(lines, bars, points).properties(width=width, height=height)
 
 
-def hoeffding_chart(df: pd.DataFrame, moments: BanditMoments, *, width: int = 460, height: int = 260) -> alt.LayerChart:
+def hoeffding_chart(
+    df: pd.DataFrame, moments: BanditMoments, *, width: int = 460, height: int = 260
+) -> alt.LayerChart:
     """Share of the degenerate (second-order) Hoeffding part in the leave-one-out MSE, against G.
 
     Exact line: (c3/(G(G-1))) / (tr Sigma_oracle/G + c3/(G(G-1))); points: the Monte Carlo gap
@@ -232,7 +242,9 @@ def hoeffding_chart(df: pd.DataFrame, moments: BanditMoments, *, width: int = 46
     return alt.layer(line, points).properties(width=width, height=height)
 
 
-def bias_variance_chart(moments: BanditMoments, group_sizes, *, width: int = WIDTH["half"], height: int = 280) -> alt.Chart:
+def bias_variance_chart(
+    moments: BanditMoments, group_sizes, *, width: int = WIDTH["half"], height: int = 280
+) -> alt.Chart:
     """The mean baseline's bias-variance trade-off against the unbiased estimators (exact).
 
     Every curve is divided by the oracle's MSE (so the oracle is the line at 1): the mean
@@ -386,7 +398,9 @@ def group_size_slider_chart(
                                          step=0.01, name="difficulty spread (sd of p) ")),
     ]
     ex = law_expressions()
-    lookup = alt.LookupData(data=alt.Data(values=table.to_dict("records")), key="key", fields=["c1", "c2", "c3"])
+    lookup = alt.LookupData(
+        data=alt.Data(values=table.to_dict("records")), key="key", fields=["c1", "c2", "c3"]
+    )
     g_max = hi_n
     steps = int(np.log2(g_max) * 24)
     curve = (
@@ -398,7 +412,9 @@ def group_size_slider_chart(
     )
     mse_all = _slider_mse_range(table, lo_n, hi_n)
     x = group_size_x("G", "group size G (B = N/G prompts)", domain=[2, g_max])
-    y = alt.Y("mse:Q", title="minibatch gradient MSE (exact law)", scale=alt.Scale(type="log", domain=mse_all))
+    y = alt.Y(
+        "mse:Q", title="minibatch gradient MSE (exact law)", scale=alt.Scale(type="log", domain=mse_all)
+    )
     line = curve.mark_line(strokeWidth=2.5, color=ESTIMATOR_COLORS["leave_one_out"], clip=True).encode(
         x=x, y=y).properties(name="mse_curve")
     pow2 = (
@@ -419,15 +435,26 @@ def group_size_slider_chart(
     )
     rule = one.transform_filter("datum.gstar <= 4096").mark_rule(strokeDash=[5, 4], color="#444").encode(
         x="gstar:Q").properties(name="g_star_rule")
-    g_text = one.transform_calculate(
-        label="datum.gstar > budget ? 'G* = ' + format(datum.gstar, '.1f') + ' > N: one prompt per step (B = 1)'"
-              " : 'G* = ' + format(datum.gstar, '.1f') + ' (B = N/G* = ' + format(budget / datum.gstar, '.0f') + ' prompts)'"
-    ).mark_text(align="left", baseline="bottom", fontSize=16, fontWeight="bold").encode(
-        x=alt.value(0), y=alt.value(-26), text="label:N").properties(name="g_star_label")
-    c_text = one.transform_calculate(
-        label="'c1 = ' + format(datum.c1, '.2e') + ',  c2 = ' + format(datum.c2, '.3f') + ',  c3 = ' + format(datum.c3, '.3f')"
-    ).mark_text(align="left", baseline="bottom", fontSize=12, color="#444").encode(
-        x=alt.value(0), y=alt.value(-8), text="label:N").properties(name="constants_label")
+    g_text = (
+        one.transform_calculate(
+            label="datum.gstar > budget"
+            " ? 'G* = ' + format(datum.gstar, '.1f') + ' > N: one prompt per step (B = 1)'"
+            " : 'G* = ' + format(datum.gstar, '.1f')"
+            " + ' (B = N/G* = ' + format(budget / datum.gstar, '.0f') + ' prompts)'"
+        )
+        .mark_text(align="left", baseline="bottom", fontSize=16, fontWeight="bold")
+        .encode(x=alt.value(0), y=alt.value(-26), text="label:N")
+        .properties(name="g_star_label")
+    )
+    c_text = (
+        one.transform_calculate(
+            label="'c1 = ' + format(datum.c1, '.2e') + ',  c2 = ' + format(datum.c2, '.3f')"
+            " + ',  c3 = ' + format(datum.c3, '.3f')"
+        )
+        .mark_text(align="left", baseline="bottom", fontSize=12, color="#444")
+        .encode(x=alt.value(0), y=alt.value(-8), text="label:N")
+        .properties(name="constants_label")
+    )
     return alt.layer(line, pow2, rule, g_text, c_text).add_params(*params).properties(
         width=width, height=height, usermeta={"embedOptions": {"renderer": "svg", "actions": False}})
 
@@ -597,9 +624,17 @@ def best_g_path_chart(path: pd.DataFrame, *, width: int = WIDTH["half"], height:
     x = alt.X("step:O", title="checkpoint (optimizer step)", axis=alt.Axis(labelAngle=0))
     y = alt.Y("g_star:Q", title="group size G", scale=alt.Scale(**LOG2))
     color = alt.Color("N:N", title="rollout budget")
-    pred = alt.Chart(d).mark_line(strokeDash=[5, 4], point=alt.OverlayMarkDef(shape="diamond", size=50)).encode(
-        x=x, y=y, color=color, xOffset=alt.XOffset("N:N"),
-        tooltip=["budget", "step", alt.Tooltip("g_star:Q", format=".1f", title="predicted G*")])
+    pred = (
+        alt.Chart(d)
+        .mark_line(strokeDash=[5, 4], point=alt.OverlayMarkDef(shape="diamond", size=50))
+        .encode(
+            x=x,
+            y=y,
+            color=color,
+            xOffset=alt.XOffset("N:N"),
+            tooltip=["budget", "step", alt.Tooltip("g_star:Q", format=".1f", title="predicted G*")],
+        )
+    )
     band = alt.Chart(d).mark_rule(strokeWidth=7, opacity=0.3).encode(
         x=x, y="tied_low:Q", y2="tied_high:Q", color=color, xOffset=alt.XOffset("N:N"))
     best = alt.Chart(d).mark_point(filled=True, size=70).encode(
@@ -644,14 +679,27 @@ def explorer_mse_chart(view: dict, *, width: int = WIDTH["half"], height: int = 
     names = [n for n in ("leave_one_out", "mean") if n in set(d.estimator)]
     x = alt.X("group_size:Q", title=f"group size G (N = {view['budget']} rollouts per step)",
               scale=alt.Scale(**LOG2))
-    lines = alt.Chart(d).mark_line(point=True).encode(
-        x=x, y=alt.Y("mse:Q", title="minibatch gradient MSE", scale=alt.Scale(type="log")), color=_color(names),
-        tooltip=["estimator", "group_size", alt.Tooltip("mse:Q", format=".3e")])
+    lines = (
+        alt.Chart(d)
+        .mark_line(point=True)
+        .encode(
+            x=x,
+            y=alt.Y("mse:Q", title="minibatch gradient MSE", scale=alt.Scale(type="log")),
+            color=_color(names),
+            tooltip=["estimator", "group_size", alt.Tooltip("mse:Q", format=".3e")],
+        )
+    )
     layers = [lines]
     gs = float(view["g_star_exact"])
     if np.isfinite(gs) and gs <= float(d.group_size.max()):
-        layers.append(alt.Chart(pd.DataFrame({"G": [gs]})).mark_rule(strokeDash=[5, 4], color="#444").encode(x="G:Q"))
+        layers.append(
+            alt.Chart(pd.DataFrame({"G": [gs]})).mark_rule(strokeDash=[5, 4], color="#444").encode(x="G:Q")
+        )
     chosen = d[(d.group_size == view["group_size"]) & (d.estimator == names[0])]
     if not chosen.empty:
-        layers.append(alt.Chart(chosen).mark_point(size=220, color="black", strokeWidth=2).encode(x="group_size:Q", y="mse:Q"))
+        layers.append(
+            alt.Chart(chosen)
+            .mark_point(size=220, color="black", strokeWidth=2)
+            .encode(x="group_size:Q", y="mse:Q")
+        )
     return alt.layer(*layers).properties(width=width, height=height)
