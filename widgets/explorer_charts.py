@@ -172,12 +172,9 @@ def trajectory_view_chart(frames: dict[str, pd.DataFrame], *, width: int = 440,
     closed = alt.Chart(lines).transform_filter("datum.model == 'closed form (continuous)'").mark_line(
         strokeWidth=2, clip=True).encode(
         x="t:Q", y="progress:Q", stroke=alt.Stroke("model:N", scale=model_scale, title="model"))
-    dots = (
-        alt.Chart(lines)
-        .transform_filter("datum.model == 'exact recurrence (mean)'")
-        .mark_circle(size=10, clip=True)
-        .encode(x="t:Q", y="progress:Q", fill=alt.Fill("model:N", scale=model_scale, legend=None))
-    )
+    dots = alt.Chart(lines).transform_filter("datum.model == 'exact recurrence (mean)'").mark_circle(
+        size=10, clip=True).encode(
+        x="t:Q", y="progress:Q", fill=alt.Fill("model:N", scale=model_scale, legend=None))
     return alt.layer(background, closed, dots).resolve_scale(color="independent").properties(
         width=width, height=height,
         title=alt.Title("reward progress from rest",
@@ -278,9 +275,8 @@ def phase_point_chart(frames: dict[str, pd.DataFrame], *, width: int = 360,
         x="k_ref:Q", y=alt.Y("a:Q", scale=y_scale), color=colour, tooltip=["title:N", "label:N"])
     text = point.mark_text(align="left", dx=9, dy=-9, fontSize=13, fontWeight="bold").encode(
         x="k_ref:Q", y="a:Q", text="label:N", color=colour)
-    return (
-        alt.layer(lines, dot, text).resolve_scale(color="independent").properties(width=width, height=height)
-    )
+    layers = alt.layer(lines, dot, text).resolve_scale(color="independent")
+    return layers.properties(width=width, height=height)
 
 
 def _exact_table(mu_grid: np.ndarray, k_refs: Sequence[int], lag: str, momentum: str) -> list[dict]:
@@ -391,22 +387,13 @@ def static_phase_chart(
         .transform_calculate(a_exact="datum.a_star", a=str(ex["a"])) \
         .transform_calculate(verdict=str(verdict), a_plot=f"clamp(datum.a, {lo}, {hi})")
     colour = alt.Color("verdict:N", legend=None, scale=color_scale(REGIME_COLORS))
-    point = (
-        point_base.mark_point(shape="diamond", size=200, filled=True, stroke="black", strokeWidth=1)
-        .encode(
-            x="k_ref:Q",
-            y=alt.Y("a_plot:Q", scale=alt.Scale(type="log", domain=[lo, hi], nice=False)),
-            color=colour,
-        )
-        .properties(name="phase_point")
-    )
-    regime_text = (
-        point_base.mark_text(
-            align="left", baseline="top", fontSize=FONT["verdict"], fontWeight="bold", dx=8, dy=6
-        )
-        .encode(x=alt.value(0), y=alt.value(0), text="verdict:N", color=colour)
-        .properties(name="phase_regime_label")
-    )
+    point = point_base.mark_point(shape="diamond", size=200, filled=True, stroke="black",
+                                  strokeWidth=1).encode(
+        x="k_ref:Q", y=alt.Y("a_plot:Q", scale=alt.Scale(type="log", domain=[lo, hi], nice=False)),
+        color=colour).properties(name="phase_point")
+    regime_text = point_base.mark_text(align="left", baseline="top", fontSize=FONT["verdict"],
+                                       fontWeight="bold", dx=8, dy=6).encode(
+        x=alt.value(0), y=alt.value(0), text="verdict:N", color=colour).properties(name="phase_regime_label")
     point_text = point_base.transform_calculate(
         label="'η·K = ' + format(datum.a, '.3g') + ', K_ref = ' + datum.k_ref "
               "+ ' (exact threshold ' + format(datum.a_exact, '.3g') + ')'",
@@ -416,15 +403,9 @@ def static_phase_chart(
         {"y": 0, "text": f"solid: exact boundary ({lag} lag); dashed: continuous C = 0"}])).mark_text(
         align="right", baseline="bottom", fontSize=11, color=ACCENT, dx=-4, dy=-4).encode(
         x=alt.value(width), y=alt.value(height), text="text:N")
-    return (
-        alt.layer(exact_line, cont_line, point, regime_text, point_text, legend)
-        .add_params(*params)
-        .properties(
-            width=width,
-            height=height,
-            usermeta={"embedOptions": {"renderer": "svg", "actions": False}},
-        )
-    )
+    layers = alt.layer(exact_line, cont_line, point, regime_text, point_text, legend)
+    return layers.add_params(*params).properties(
+        width=width, height=height, usermeta={"embedOptions": {"renderer": "svg", "actions": False}})
 
 
 # ----------------------------------------------------------------------------------------------
@@ -521,14 +502,8 @@ def bandit_view_chart(
                "oscillator, exact recurrence": DARK2["magenta"]}
     colour = alt.Color("curve:N", title=None, legend=alt.Legend(orient="bottom", columns=2),
                        scale=alt.Scale(domain=names, range=[palette.get(n, ACCENT) for n in names]))
-    dash = alt.StrokeDash(
-        "curve:N",
-        legend=None,
-        scale=alt.Scale(
-            domain=names,
-            range=[[1, 0] if n == "mean over seeds" or n.startswith("exact") else [5, 3] for n in names],
-        ),
-    )
+    solid = [[1, 0] if n == "mean over seeds" or n.startswith("exact") else [5, 3] for n in names]
+    dash = alt.StrokeDash("curve:N", legend=None, scale=alt.Scale(domain=names, range=solid))
     paths = alt.Chart(frames["paths"]).mark_line(strokeWidth=0.6, opacity=0.35, color=GREY, clip=True).encode(
         x=x, y=y, detail="seed:N")
     band = alt.Chart(frames["curves"]).transform_filter("isValid(datum.lo)").mark_area(
