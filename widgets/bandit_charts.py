@@ -58,7 +58,7 @@ def flow_chart(flows: pd.DataFrame, *, width: int = WIDTH["wide"], height: int =
     Raises
     ------
     ParameterError
-        Missing columns.
+        ``flows`` lacks one of its columns above.
 
     Examples
     --------
@@ -99,7 +99,7 @@ def k_ref_sweep_chart(trajectories: pd.DataFrame, regimes: pd.DataFrame, p_star:
     Raises
     ------
     ParameterError
-        Missing columns.
+        ``trajectories`` or ``regimes`` lacks one of its columns above.
     """
     require_columns(trajectories, "trajectories", ["k_ref", "step", "p", "kind"])
     require_columns(regimes, "regimes", ["k_ref", "measured", "continuous", "exact"])
@@ -156,7 +156,7 @@ def threshold_chart(measured: pd.DataFrame, boundaries: pd.DataFrame, *, width: 
     Raises
     ------
     ParameterError
-        Missing columns.
+        ``measured`` or ``boundaries`` lacks one of its columns above.
     """
     require_columns(measured, "measured", ["lag", "mu", "k_ref", "measured"])
     require_columns(boundaries, "boundaries", ["lag", "mu", "k_ref", "method", "a_star"])
@@ -212,7 +212,7 @@ def g_invariance_chart(trajectories: pd.DataFrame, *, width: int = 230, height: 
     Raises
     ------
     ParameterError
-        Missing columns.
+        ``trajectories`` lacks one of its columns above.
     """
     require_columns(trajectories, "trajectories", ["baseline", "group_size", "step", "mean"])
     order = list(dict.fromkeys(trajectories["baseline"]))
@@ -239,11 +239,12 @@ def variance_chart(
     Returns
     -------
     alt.LayerChart
+        Measured variance (points) with +-2 se bars, the prediction as dashed lines, per baseline.
 
     Raises
     ------
     ParameterError
-        Missing columns.
+        ``variance`` lacks one of its columns above.
     """
     require_columns(variance, "variance", ["baseline", "group_size", "variance", "variance_se", "predicted"])
     v = variance.copy()
@@ -276,11 +277,12 @@ def variants_chart(
     Returns
     -------
     alt.FacetChart
+        One panel per ``panel``; colour by ``label``, dash by ``kind``, against the step.
 
     Raises
     ------
     ParameterError
-        Missing columns.
+        ``frame`` lacks one of its columns above.
     """
     require_columns(frame, "frame", ["panel", "label", "kind", "step", y])
     titles = {"p": "expected reward p", "kl": "KL(pi || pi_ref) (nats)", "clip_ratio": "clipped fraction"}

@@ -17,7 +17,7 @@ from grpo_core.runs import diagnostics as _diag
 from grpo_core.runs.logs import RunLog
 
 from .laws_charts import LAW_COLORS
-from .style import GREYS, INK, OKABE_ITO, WIDTH, step_x
+from .style import GREYS, INK, OKABE_ITO, WIDTH, require_columns, step_x
 
 __all__ = [
     "SEVERITY_COLORS",
@@ -122,6 +122,7 @@ def reward_chart(log: RunLog, diagnosis=None, *, metric: str = "reward", eval_me
     Returns
     -------
     altair.LayerChart
+        Raw reward (grey), smoothed curve, fitted law with its band, eval points, finding onsets.
 
     Raises
     ------
@@ -225,6 +226,7 @@ def zero_spread_chart(
     Returns
     -------
     altair.LayerChart
+        The observed fraction (points, smoothed line), the expected fraction, flagged spans shaded.
 
     Raises
     ------
@@ -334,6 +336,7 @@ def metric_chart(
     Returns
     -------
     altair.LayerChart
+        One line per metric present (log axis when they span decades), onset rules of findings.
 
     Raises
     ------
@@ -390,6 +393,7 @@ def diagnosis_charts(log: RunLog, diagnosis=None, *, group_size: int | None = No
     Returns
     -------
     dict of str to altair.LayerChart
+        Panel name to chart; a panel whose columns the log lacks is left out.
 
     Raises
     ------
@@ -458,6 +462,7 @@ def zero_spread_expectation_chart(group_sizes=(2, 4, 8, 16), *, mark_p: float | 
     Returns
     -------
     altair.LayerChart
+        One curve per group size G over ``p`` in [0, 1]; the values at ``mark_p`` as labelled points.
 
     Raises
     ------
@@ -535,7 +540,7 @@ def instability_sweep_chart(table: pd.DataFrame, *, threshold: float | None = No
 
     Raises
     ------
-    DataError
+    ParameterError
         ``table`` lacks the columns.
 
     Examples
@@ -546,9 +551,7 @@ def instability_sweep_chart(table: pd.DataFrame, *, threshold: float | None = No
     >>> len(instability_sweep_chart(t, threshold=10.2).layer)
     2
     """
-    need = {"k_ref", "flagged", "p_range"}
-    if not need <= set(table.columns):
-        raise DataError(f"`table` needs columns {sorted(need)}; got {list(table.columns)}")
+    require_columns(table, "table", ["k_ref", "flagged", "p_range"])
     agg = table.groupby("k_ref").agg(flagged=("flagged", "mean"), p_range=("p_range", "mean"),
                                      runs=("flagged", "size")).reset_index()
     x = alt.X("k_ref:Q", title="refresh interval K_ref (steps)")

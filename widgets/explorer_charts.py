@@ -147,6 +147,7 @@ def trajectory_view_chart(frames: dict[str, pd.DataFrame], *, width: int = 440,
     Returns
     -------
     alt.LayerChart
+        The seeds' band, the closed form (line) and the exact recurrence's mean (dots).
 
     Raises
     ------
@@ -245,6 +246,7 @@ def phase_point_chart(frames: dict[str, pd.DataFrame], *, width: int = 360,
     Returns
     -------
     alt.LayerChart
+        Boundary lines (current lag model thicker) and the point, coloured and labelled by regime.
 
     Raises
     ------
@@ -328,6 +330,7 @@ def static_phase_chart(
     Returns
     -------
     alt.LayerChart
+        Sliders as top-level params; the boundaries, the point and its named text marks.
 
     Raises
     ------
@@ -478,6 +481,7 @@ def bandit_view_chart(
     Returns
     -------
     alt.LayerChart
+        Seed paths (grey), their mean, the exact mean field, the two oscillator predictions.
 
     Raises
     ------

@@ -17,6 +17,8 @@ from grpo_core.errors import ParameterError
 from grpo_core.grpo import clipped_surrogate
 from grpo_core.validation import check_array
 
+from .style import require_columns
+
 __all__ = ["clip_objective_data", "clip_objective_chart"]
 
 
@@ -82,15 +84,15 @@ def clip_objective_chart(data: pd.DataFrame, *, width: int = 270, height: int = 
     Returns
     -------
     alt.VConcatChart
+        Two rows (objective, gradient weight), coloured by clip setting.
 
     Raises
     ------
     ParameterError
-        Missing columns.
+        ``data`` lacks one of its columns above.
     """
-    need = ["clip", "advantage", "ratio", "objective", "weight"]
-    if not isinstance(data, pd.DataFrame) or any(c not in data.columns for c in need):
-        raise ParameterError("data", f"`data` must be a DataFrame with columns {need}")
+    require_columns(data, "data", ["clip", "advantage", "ratio", "objective", "weight"],
+                    source="clip_objective_data")
     color = alt.Color("clip:N", title=None, legend=alt.Legend(orient="bottom"))
     x = alt.X("ratio:Q", title="importance ratio rho = pi / pi_old")
     top = alt.Chart(data).mark_line().encode(

@@ -219,6 +219,7 @@ def residuals_chart(
     Returns
     -------
     altair.FacetChart
+        One row per law: residual points against the step, a dashed zero rule, the smoothed trend.
 
     Raises
     ------

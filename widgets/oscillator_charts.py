@@ -201,6 +201,7 @@ def slider_chart(
     Returns
     -------
     alt.LayerChart
+        Sliders bound to top-level params; the trajectory and the named text marks.
 
     Raises
     ------
@@ -441,6 +442,7 @@ def phase_diagram_chart(
     Returns
     -------
     alt.FacetChart
+        One panel per ``mu``; one line per lag model and threshold (continuous, exact).
 
     Raises
     ------
@@ -478,6 +480,7 @@ def threshold_ratio_chart(
     Returns
     -------
     alt.Chart
+        Colour by ``mu``, dash by lag model, log axis; 1 on it is the paper's threshold.
 
     Raises
     ------
@@ -566,6 +569,7 @@ def noise_bands_chart(data: pd.DataFrame) -> alt.LayerChart:
     Returns
     -------
     alt.LayerChart
+        Per group size: the simulated band (area), its mean and the exact band (dashed).
 
     Raises
     ------

@@ -162,6 +162,7 @@ def gap_chart(df: pd.DataFrame, *, width: int = WIDTH["half"], height: int = 280
     Returns
     -------
     alt.LayerChart
+        Oracle and gap: exact lines, Monte Carlo points with +-2 se bars (floored), log-log.
 
     Raises
     ------
@@ -212,6 +213,7 @@ def hoeffding_chart(
     Returns
     -------
     alt.LayerChart
+        The exact share (line) and the Monte Carlo share (points), in percent.
 
     Raises
     ------
@@ -260,6 +262,7 @@ def bias_variance_chart(
     Returns
     -------
     alt.Chart
+        Over the oracle's MSE: leave-one-out, oracle and mean-baseline MSE, its variance and bias² (dashed).
 
     Raises
     ------
@@ -487,6 +490,7 @@ def law_terms_chart(constants: GroupSizeConstants, *, max_group_size: int = 1024
     Returns
     -------
     alt.LayerChart
+        The three terms and their sum against G (log-log), the minimum G* marked.
 
     Raises
     ------
@@ -546,11 +550,12 @@ def study_chart(summary: pd.DataFrame, g_star: float | None = None, *, width: in
     Returns
     -------
     alt.FacetChart
+        One panel per budget: reward minus the best G's, +-2 se bars, one line per checkpoint.
 
     Raises
     ------
     ParameterError
-        Missing columns.
+        ``summary`` lacks one of its columns above.
 
     Examples
     --------
@@ -605,11 +610,12 @@ def best_g_path_chart(path: pd.DataFrame, *, width: int = WIDTH["half"], height:
     Returns
     -------
     alt.LayerChart
+        Per checkpoint and budget: predicted G* (diamonds), best G (dots), the tied range (bar).
 
     Raises
     ------
     ParameterError
-        Missing columns.
+        ``path`` lacks one of its columns above.
 
     Examples
     --------
