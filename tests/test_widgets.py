@@ -482,3 +482,40 @@ def test_explorers_refuse_bad_initial_arguments_by_name():
         with pytest.raises(ParameterError) as err:  # was ipywidgets' ValueError or TraitError
             call()
         assert err.value.parameter == name
+
+
+# --- style -----------------------------------------------------------------------------------
+
+
+def test_style_error_bars_are_two_se_floored_at_half_the_mean():
+    import pandas as pd
+
+    from widgets.style import two_se_bounds
+
+    lo, hi = two_se_bounds(pd.Series([1.0, 2.0]), pd.Series([0.1, 0.6]))
+    # 2 - 1.2 = 0.8 is below half the mean: floored at 1
+    assert lo.tolist() == pytest.approx([0.8, 1.0]) and hi.tolist() == pytest.approx([1.2, 3.2])
+    lo, hi = two_se_bounds(pd.Series([-0.1]), pd.Series([0.05]), floor=None)  # a signed difference
+    assert lo.tolist() == pytest.approx([-0.2]) and hi.tolist() == pytest.approx([0.0])
+
+
+def test_style_column_check_names_the_frame_and_what_is_missing():
+    import pandas as pd
+
+    from widgets.style import require_columns
+
+    require_columns(pd.DataFrame({"a": [1], "b": [2]}), "t", ["a", "b"])  # complete: no error
+    with pytest.raises(ParameterError, match=r"^`t` lacks column\(s\) \['b', 'c'\] \(use make_t\)$"):
+        require_columns(pd.DataFrame({"a": [1]}), "t", ["a", "b", "c"], source="make_t")
+    with pytest.raises(ParameterError, match="`t` must be a pandas DataFrame; got dict"):
+        require_columns({"a": [1]}, "t", ["a"])
+
+
+def test_style_regime_palette_covers_every_regime_the_model_names():
+    from widgets.style import BANDIT_REGIME_COLORS, OSCILLATOR_REGIMES, REGIME_COLORS
+
+    labels = {oscillator.coefficients(eta, mu, k, 1.0).regime_label
+              for eta in (0.001, 0.05, 0.3, 2.0) for mu in (0.0, 0.5, 0.9) for k in (1, 4)}
+    assert labels <= set(OSCILLATOR_REGIMES) <= set(REGIME_COLORS)
+    assert len(set(REGIME_COLORS.values())) == len(REGIME_COLORS)  # one colour per regime
+    assert BANDIT_REGIME_COLORS["oscillatory"] == REGIME_COLORS["underdamped"]
