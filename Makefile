@@ -71,7 +71,9 @@ test-fast: setup
 sync-notebooks: venv
 	$(BIN)/python scripts/sync_notebooks.py
 
-lint: venv
+# Uses the virtual environment as it is when it exists (no reinstall); creates it otherwise.
+lint:
+	@test -x $(BIN)/ruff || $(MAKE) venv
 	$(BIN)/ruff check .
 
 bench: setup

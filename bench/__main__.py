@@ -40,7 +40,9 @@ def main() -> None:
     parser.add_argument("topics", nargs="*", help="topics to run (default: all)")
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
     args = parser.parse_args()
-    found = sorted(m.name[len("bench_"):] for m in pkgutil.iter_modules(bench.__path__) if m.name.startswith("bench_"))
+    found = sorted(
+        m.name[len("bench_") :] for m in pkgutil.iter_modules(bench.__path__) if m.name.startswith("bench_")
+    )
     topics = args.topics or found
     unknown = sorted(set(topics) - set(found))
     if unknown:

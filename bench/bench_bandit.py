@@ -80,5 +80,10 @@ def main(quick: bool = False) -> list[dict]:
     t_thr, _ = timed(lambda: bs.threshold_table(settings, beta=1.0))
     rows.append({"case": f"threshold table ({len(settings)} critical eta*K, mean field)", "seconds": t_thr})
     if not quick:
-        rows.append({"case": "chapter book/bandit.md, all cells", "seconds": _chapter_seconds(ROOT / "book" / "bandit.md")})
+        rows.append(
+            {
+                "case": "chapter book/bandit.md, all cells",
+                "seconds": _chapter_seconds(ROOT / "book" / "bandit.md"),
+            }
+        )
     return rows

@@ -78,8 +78,10 @@ def main(quick: bool = False) -> list[dict]:
     torch.set_num_threads(1)
     rows = []
     steps = 20 if quick else 120
-    cache = os.environ.get("GRPO_WARMUP_CACHE", str(Path(__file__).resolve().parents[1] / "book" / "experiments"
-                                                   / "runs" / ".warmup-cache"))
+    cache = os.environ.get(
+        "GRPO_WARMUP_CACHE",
+        str(Path(__file__).resolve().parents[1] / "book" / "experiments" / "runs" / ".warmup-cache"),
+    )
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         cfg = make_config("cpu-tiny", output_dir=str(tmp / "policy"), warmup_cache=cache, num_threads=1)
@@ -90,8 +92,15 @@ def main(quick: bool = False) -> list[dict]:
         # sampling alone
         prompts = [p["prompt"] for p in sample_problems("add2", 256, seed=2)]
         t0 = time.perf_counter()
-        _, ids = generate_completions(model, tok, prompts, max_new_tokens=cfg.max_completion_length, do_sample=True,
-                                      num_return_sequences=cfg.group_size, batch_size=64)
+        _, ids = generate_completions(
+            model,
+            tok,
+            prompts,
+            max_new_tokens=cfg.max_completion_length,
+            do_sample=True,
+            num_return_sequences=cfg.group_size,
+            batch_size=64,
+        )
         gen_s = time.perf_counter() - t0
         tokens = sum(len(i) for i in ids)
         rows.append({"row": "generate", "completions": len(ids), "tokens": tokens, "seconds": gen_s,
@@ -114,13 +123,23 @@ def main(quick: bool = False) -> list[dict]:
                      "completions": cfg.completions, "s_per_step": step_time,
                      "tokens_per_s": float(np.nanmean(lengths)) * cfg.completions / step_time})
         without, with_ = float(np.mean(walls[False])), float(np.mean(walls[True]))
-        rows.append({"row": "callback", "steps": steps, "s_per_step_without": without, "s_per_step_with": with_,
-                     "ratio": with_ / without, "own_s_per_step": float(np.mean(own)),
-                     "own_fraction": float(np.mean(own)) / without})
+        rows.append(
+            {
+                "row": "callback",
+                "steps": steps,
+                "s_per_step_without": without,
+                "s_per_step_with": with_,
+                "ratio": with_ / without,
+                "own_s_per_step": float(np.mean(own)),
+                "own_fraction": float(np.mean(own)) / without,
+            }
+        )
 
         if not quick:
             # no warm-up cache: the wall time of a first run, warm-up included
-            full = make_config("cpu-tiny", output_dir=str(tmp / "full"), warmup_cache="", num_threads=1, seed=0)
+            full = make_config(
+                "cpu-tiny", output_dir=str(tmp / "full"), warmup_cache="", num_threads=1, seed=0
+            )
             t0 = time.perf_counter()
             summary = run_experiment(full)
             rows.append({"row": "full_run", "steps": summary["steps"], "wall_s": time.perf_counter() - t0,

@@ -49,14 +49,18 @@ def main(quick: bool = False) -> list[dict]:
         })
         # the recurrence alone: both given the same pre-drawn noise
         z = np.random.default_rng(0).standard_normal((n_seeds, n_steps))
-        vec_k = best_of(lambda c=c, z=z: noise.simulate(c, n_steps, n_seeds, noise_scale=1.0, group_size=8, noise=z), 3)
+        vec_k = best_of(
+            lambda c=c, z=z: noise.simulate(c, n_steps, n_seeds, noise_scale=1.0, group_size=8, noise=z), 3
+        )
         t0 = time.perf_counter()
         noise.simulate_reference(c, n_steps, n_seeds, noise_scale=1.0, group_size=8, noise=z)
         ref_k = time.perf_counter() - t0
         rows.append({"case": f"simulate {lag} lag, recurrence only (noise given)",
                      "vectorised_s": vec_k, "loop_s": ref_k, "ratio": ref_k / vec_k})
     draw = best_of(lambda: np.random.default_rng(0).standard_normal((n_seeds, n_steps)), 3)
-    rows.append({"case": f"noise draw alone ({n_seeds} x {n_steps} normals, shared by both)", "vectorised_s": draw})
+    rows.append(
+        {"case": f"noise draw alone ({n_seeds} x {n_steps} normals, shared by both)", "vectorised_s": draw}
+    )
 
     # thresholds
     mus = np.linspace(0.0, 0.99, 100)
@@ -80,13 +84,18 @@ def main(quick: bool = False) -> list[dict]:
             a_ref = _root_finding_threshold(m, k, lag)
             worst = max(worst, abs(a_ref / float(stability.critical_a_exact(m, k, lag)[()]) - 1))
         root_per_point = (time.perf_counter() - t0) / n_ref
-        rows.append({
-            "case": f"critical_a_exact {lag} lag",
-            "per_call_ms": per_call * 1e3, "cached_us": cached * 1e6,
-            "grid_100x256_ms": grid * 1e3, "grid_per_point_us": grid / (100 * 256) * 1e6,
-            "root_finding_per_point_ms": root_per_point * 1e3,
-            "speedup_vs_root_finding": root_per_point / (grid / (100 * 256)), "max_rel_diff_vs_root_finding": worst,
-        })
+        rows.append(
+            {
+                "case": f"critical_a_exact {lag} lag",
+                "per_call_ms": per_call * 1e3,
+                "cached_us": cached * 1e6,
+                "grid_100x256_ms": grid * 1e3,
+                "grid_per_point_us": grid / (100 * 256) * 1e6,
+                "root_finding_per_point_ms": root_per_point * 1e3,
+                "speedup_vs_root_finding": root_per_point / (grid / (100 * 256)),
+                "max_rel_diff_vs_root_finding": worst,
+            }
+        )
     stability._critical_a_scalar.cache_clear()
     kv = best_of(lambda: (stability._critical_a_scalar.cache_clear(),
                            stability.critical_value("k_ref", eta=1e-4, mu=0.9, curvature=1.0)), 5)

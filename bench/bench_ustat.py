@@ -95,8 +95,15 @@ def main(quick: bool = False) -> list[dict]:
         total = 0.0
         for chapter in ("ustatistic", "group_size"):
             t0 = time.perf_counter()
-            subprocess.run([sys.executable, str(ROOT / "scripts" / "run_chapter.py"), str(ROOT / "book" / f"{chapter}.md")],
-                           check=True, capture_output=True)
+            subprocess.run(
+                [
+                    sys.executable,
+                    str(ROOT / "scripts" / "run_chapter.py"),
+                    str(ROOT / "book" / f"{chapter}.md"),
+                ],
+                check=True,
+                capture_output=True,
+            )
             took = time.perf_counter() - t0
             total += took
             rows.append({"case": f"chapter {chapter}.md executed (kernel start included)", "fast_s": took})

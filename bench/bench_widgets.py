@@ -58,8 +58,15 @@ def _oscillator_rows(quick: bool) -> list[dict]:
         ex.controls[name].value = {"eta": 0.05, "mu": 0.5, "k_ref": 4, "curvature": 1.0, "beta": 0.0,
                                    "group_size": 8}[name]
         all_times += times
-        rows.append({"bench": "oscillator explorer", "case": f"slider {name}", "median_ms": statistics.median(times),
-                     "p90_ms": _percentile(times, 90), "aim_ms": 30})
+        rows.append(
+            {
+                "bench": "oscillator explorer",
+                "case": f"slider {name}",
+                "median_ms": statistics.median(times),
+                "p90_ms": _percentile(times, 90),
+                "aim_ms": 30,
+            }
+        )
     # The same updates with the Altair charts rebuilt each time.
     rebuild = []
     for v in moves["eta"][: max(5, n // 4)]:
@@ -67,7 +74,9 @@ def _oscillator_rows(quick: bool) -> list[dict]:
         p = ex.parameters()
         p["eta"] = float(v)
         view = compute_oscillator_view(**p)
-        explorer_charts.trajectory_view_chart(explorer_charts.trajectory_frames(view["bands"], view["closed_form"])).to_dict(validate=False)
+        explorer_charts.trajectory_view_chart(
+            explorer_charts.trajectory_frames(view["bands"], view["closed_form"])
+        ).to_dict(validate=False)
         explorer_charts.phase_point_chart(explorer_charts.phase_frames(
             view["a"], p["k_ref"], p["mu"], view["verdict_label"])).to_dict(validate=False)
         rebuild.append((time.perf_counter() - t0) * 1e3)
@@ -81,8 +90,14 @@ def _oscillator_rows(quick: bool) -> list[dict]:
     med = statistics.median(all_times)
     rows.append({"bench": "oscillator explorer", "case": "all sliders", "median_ms": med,
                  "p90_ms": _percentile(all_times, 90), "aim_ms": 30})
-    rows.append({"bench": "oscillator explorer", "case": "of which grpo_core numbers", "median_ms": statistics.median(compute),
-                 "p90_ms": _percentile(compute, 90)})
+    rows.append(
+        {
+            "bench": "oscillator explorer",
+            "case": "of which grpo_core numbers",
+            "median_ms": statistics.median(compute),
+            "p90_ms": _percentile(compute, 90),
+        }
+    )
     rows.append({"bench": "oscillator explorer", "case": "charts rebuilt by Altair each change",
                  "median_ms": statistics.median(rebuild), "p90_ms": _percentile(rebuild, 90),
                  "speedup": statistics.median(rebuild) / med})
@@ -99,8 +114,14 @@ def _bandit_rows(quick: bool) -> list[dict]:
         if case == "warm explorer":
             ex.start(block=True)
         ex.start(block=True)
-        rows.append({"bench": "bandit explorer", "case": f"{case}, {seeds} seeds x {steps} steps",
-                     "first_frame_ms": ex.timings["first_frame"] * 1e3, "total_ms": ex.timings["total"] * 1e3})
+        rows.append(
+            {
+                "bench": "bandit explorer",
+                "case": f"{case}, {seeds} seeds x {steps} steps",
+                "first_frame_ms": ex.timings["first_frame"] * 1e3,
+                "total_ms": ex.timings["total"] * 1e3,
+            }
+        )
     return rows
 
 
@@ -152,7 +173,10 @@ def _browser_rows(quick: bool) -> list[dict]:
             browser = pw.chromium.launch(executable_path=chromium, args=conf.CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1280, "height": 1000})
             page.goto(f"http://127.0.0.1:{server.server_address[1]}/explorers.html", wait_until="networkidle")
-            page.wait_for_function("() => [...document.querySelectorAll('.vega-embed')].every(e => e.querySelector('svg, canvas'))")
+            page.wait_for_function(
+                "() => [...document.querySelectorAll('.vega-embed')].every(e => e.querySelector('svg, "
+                "canvas'))"
+            )
             charts = page.evaluate(
                 "() => [...document.querySelectorAll('.vega-embed')].map(el => "
                 "[...el.querySelectorAll('g.role-mark')].map(g => g.getAttribute('class')).join(' '))")

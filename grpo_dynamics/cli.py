@@ -53,7 +53,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 success, 1 a finding, 2 a user error)."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    warnings.showwarning = _one_line_warnings
+    # The command line shows its warnings (user and runtime ones, as a plain Python process does) as
+    # one line each, whatever filters its caller set (a test runner's "error"), and leaves the
+    # caller's warning state as it was.
+    with warnings.catch_warnings():
+        for category in (UserWarning, RuntimeWarning):
+            warnings.simplefilter("default", category)
+        warnings.showwarning = _one_line_warnings
+        return _run(args)
+
+
+def _run(args) -> int:
     try:
         return int(args.func(args) or 0)
     except GrpoError as exc:
@@ -64,7 +74,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"grpo-dynamics {args.command}: error: file not found: {name}", file=sys.stderr)
         return EXIT_USAGE
     except IsADirectoryError as exc:
-        print(f"grpo-dynamics {args.command}: error: expected a file, got a directory: {exc.filename}", file=sys.stderr)
+        print(
+            f"grpo-dynamics {args.command}: error: expected a file, got a directory: {exc.filename}",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"grpo-dynamics {args.command}: interrupted", file=sys.stderr)
@@ -78,7 +91,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # unwritable or unreadable paths (permissions, a file used as a folder, a full disk ...)
         what = exc.strerror or type(exc).__name__
         where = f": {exc.filename}" if exc.filename else f" ({exc})" if str(exc) else ""
-        print(f"grpo-dynamics {args.command}: error: cannot read or write a file: {what}{where}", file=sys.stderr)
+        print(
+            f"grpo-dynamics {args.command}: error: cannot read or write a file: {what}{where}",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
 
 

@@ -16,8 +16,8 @@ from typing import Any
 __all__ = ["render_report", "write_report"]
 
 _CSS = """
-body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 2em auto; max-width: 980px;
-       color: #222; line-height: 1.45; padding: 0 1em; }
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 2em auto;
+       max-width: 980px; color: #222; line-height: 1.45; padding: 0 1em; }
 h1 { font-size: 1.5em; margin-bottom: 0.2em; } h2 { font-size: 1.15em; margin-top: 1.6em; }
 .meta { color: #555; font-size: 0.92em; }
 .verdict { display: inline-block; padding: 0.25em 0.7em; border-radius: 4px; font-weight: 600; color: white; }
@@ -95,12 +95,15 @@ def render_report(log, diagnosis, *, group_size: int | None = None, binary_rewar
     verdict = ('<span class="verdict healthy">healthy</span>' if diagnosis.healthy
                else '<span class="verdict unhealthy">needs attention</span>')
     parts = [
-        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>GRPO diagnosis: {html.escape(name)}</title><style>{_CSS}</style>",
-        f"<script>{vl_convert.javascript_bundle()}</script>", "</head><body>",
+        f"<script>{vl_convert.javascript_bundle()}</script>",
+        "</head><body>",
         f"<h1>GRPO training diagnosis: {html.escape(name)}</h1>",
-        f'<p class="meta">{html.escape(str(log.source))} &middot; format <code>{html.escape(log.format)}</code> '
+        f'<p class="meta">{html.escape(str(log.source))} &middot; format '
+        f'<code>{html.escape(log.format)}</code> '
         f"({html.escape(log.container)}) &middot; steps {diagnosis.steps[0]}&ndash;{diagnosis.steps[1]} "
         f"({len(log.train)} training rows, {len(log.eval)} eval rows) &middot; reward_std: "
         f"<code>{html.escape(log.reward_std_kind)}</code></p>",
@@ -113,27 +116,43 @@ def render_report(log, diagnosis, *, group_size: int | None = None, binary_rewar
             onset = f", onset at step {f.onset}" if f.onset is not None else ""
             parts.append(
                 f'<li><span class="badge {html.escape(f.severity)}">{html.escape(f.severity)}</span>'
-                f"<b>{html.escape(f.mode.replace('_', ' '))}</b> (steps {f.steps[0]}&ndash;{f.steps[1]}{onset}): "
-                f"{html.escape(f.message)}</li>")
+                f"<b>{html.escape(f.mode.replace('_', ' '))}</b> (steps "
+                f"{f.steps[0]}&ndash;{f.steps[1]}{onset}): "
+                f"{html.escape(f.message)}</li>"
+            )
         parts.append("</ul>")
     else:
         parts.append("<p>No failure mode found in the checks that could be run.</p>")
     if diagnosis.skipped:
-        parts.append('<p class="muted">Not checked (the log lacks what the check needs):</p><ul class="muted">')
+        parts.append(
+            '<p class="muted">Not checked (the log lacks what the check needs):</p><ul class="muted">'
+        )
         parts += [f"<li>{html.escape(m.replace('_', ' '))}: {html.escape(why)}</li>"
                   for m, why in diagnosis.skipped.items()]
         parts.append("</ul>")
     parts.append("<h2>Plateau forecast</h2>")
     fc = diagnosis.forecast
     if fc:
-        rows = [("law (lowest AIC)", fc["law"]), ("forecast plateau", fc["plateau"]),
-                (f"{fc['level']:.0%} band ({fc['band_method']})", f"{fc['plateau_low']:.4g} to {fc['plateau_high']:.4g}"),
-                (f"mean of the last {fc['tail']} steps", fc["current"]),
-                ("fraction of the rise made", f"{fc['reached']:.0%}" if fc["reached"] == fc["reached"] else "n/a"),
-                ("steps to 90% of the plateau", fc["t90"]), ("R² (raw / smoothed)", f"{fc['r2']:.3f} / "
-                                                                                  f"{fc['r2_smoothed']:.3f}")]
-        parts.append("<table>" + "".join(f"<tr><th>{html.escape(k)}</th><td>{_fmt(v)}</td></tr>" for k, v in rows)
-                     + "</table>")
+        rows = [
+            ("law (lowest AIC)", fc["law"]),
+            ("forecast plateau", fc["plateau"]),
+            (
+                f"{fc['level']:.0%} band ({fc['band_method']})",
+                f"{fc['plateau_low']:.4g} to {fc['plateau_high']:.4g}",
+            ),
+            (f"mean of the last {fc['tail']} steps", fc["current"]),
+            (
+                "fraction of the rise made",
+                f"{fc['reached']:.0%}" if fc["reached"] == fc["reached"] else "n/a",
+            ),
+            ("steps to 90% of the plateau", fc["t90"]),
+            ("R² (raw / smoothed)", f"{fc['r2']:.3f} / {fc['r2_smoothed']:.3f}"),
+        ]
+        parts.append(
+            "<table>"
+            + "".join(f"<tr><th>{html.escape(k)}</th><td>{_fmt(v)}</td></tr>" for k, v in rows)
+            + "</table>"
+        )
         if fc.get("caveat"):
             parts.append(f"<p><b>Caveat:</b> {html.escape(fc['caveat'])}.</p>")
     else:
@@ -149,17 +168,21 @@ def render_report(log, diagnosis, *, group_size: int | None = None, binary_rewar
     for key, chart in charts.items():
         div = f"chart_{key}"
         specs[div] = chart.to_dict()
-        parts.append(f'<h3 class="muted">{html.escape(_TITLES.get(key, key))}</h3><div class="chart" id="{div}"></div>')
+        parts.append(
+            f'<h3 class="muted">{html.escape(_TITLES.get(key, key))}</h3><div class="chart" id="{div}"></div>'
+        )
     parts.append("<h2>Reading the log</h2><ul class=\"muted\">")
     parts += [f"<li>{html.escape(n)}</li>" for n in log.notes] or ["<li>nothing to report</li>"]
     parts.append("</ul>")
     parts.append(
         "<p class=\"muted\">Definitions and thresholds: grpo_core.runs.diagnostics (book chapter \"Reading a "
         "training log\"). Generated by grpo-dynamics.</p>")
-    parts.append("<script>const SPECS = " + _script_json(specs) + ";\n"
-                 "for (const [id, spec] of Object.entries(SPECS)) {\n"
-                 "  vegaEmbed('#' + id, spec, {actions: false, renderer: 'svg'})"
-                 ".catch(e => { document.getElementById(id).textContent = 'chart error: ' + e; });\n}\n</script>")
+    parts.append(
+        "<script>const SPECS = " + _script_json(specs) + ";\n"
+        "for (const [id, spec] of Object.entries(SPECS)) {\n"
+        "  vegaEmbed('#' + id, spec, {actions: false, renderer: 'svg'})"
+        ".catch(e => { document.getElementById(id).textContent = 'chart error: ' + e; });\n}\n</script>"
+    )
     parts.append("</body></html>")
     return "\n".join(parts)
 

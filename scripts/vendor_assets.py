@@ -41,8 +41,12 @@ def main(node_modules: Path, dest: Path) -> None:
     _copytree(node_modules / "@jupyter-widgets" / "html-manager" / "dist", dest / "html-manager")
     shutil.copy2(node_modules / "requirejs" / "require.js", dest / "require.js")
     shutil.copy2(node_modules / "vega" / "build" / "vega.min.js", dest / f"vega@{VEGA_VERSION}")
-    shutil.copy2(node_modules / "vega-lite" / "build" / "vega-lite.min.js", dest / f"vega-lite@{VEGALITE_VERSION}")
-    shutil.copy2(node_modules / "vega-embed" / "build" / "vega-embed.min.js", dest / f"vega-embed@{VEGAEMBED_VERSION}")
+    shutil.copy2(
+        node_modules / "vega-lite" / "build" / "vega-lite.min.js", dest / f"vega-lite@{VEGALITE_VERSION}"
+    )
+    shutil.copy2(
+        node_modules / "vega-embed" / "build" / "vega-embed.min.js", dest / f"vega-embed@{VEGAEMBED_VERSION}"
+    )
     print(f"vendored page JavaScript into {dest.relative_to(ROOT) if dest.is_relative_to(ROOT) else dest}")
 
 

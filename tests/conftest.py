@@ -26,6 +26,26 @@ def case():
     return load_case
 
 
+def marks(chart) -> dict[str, dict]:
+    """What a reader of a layered chart sees, by mark type: ``{"line": {"x": field, "y": field, ...,
+    "x.title": ..., "x.scale": {...}}, ...}`` (the first layer of each type; a rule's constant
+    ``datum`` appears as ``"y.datum"``). Tests read encodings and titles, not layer counts."""
+    out: dict[str, dict] = {}
+    for layer in chart.to_dict()["layer"]:
+        mark = layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"]
+        seen = {}
+        for channel, enc in layer.get("encoding", {}).items():
+            if isinstance(enc, dict):
+                for key in ("field", "datum", "value"):
+                    if key in enc:
+                        seen[channel if key == "field" else f"{channel}.{key}"] = enc[key]
+                for key in ("title", "scale"):
+                    if key in enc:
+                        seen[f"{channel}.{key}"] = enc[key]
+        out.setdefault(mark, seen)
+    return out
+
+
 # --- Browser tests (headless Debian Chromium driven by Playwright) --------------------------
 
 import functools  # noqa: E402
@@ -103,7 +123,10 @@ class PageProbe:
 
     def _route(self, route):
         host = urlparse(route.request.url).hostname
-        if route.request.url.startswith(("data:", "blob:", "about:", "file:")) or host in ("127.0.0.1", "localhost"):
+        if route.request.url.startswith(("data:", "blob:", "about:", "file:")) or host in (
+            "127.0.0.1",
+            "localhost",
+        ):
             route.continue_()
         else:
             self.external_requests.append(route.request.url)

@@ -42,21 +42,32 @@ def test_json_has_the_documented_keys_and_values(capsys):
 def test_critical_beta_with_a_kl_anchor(capsys):
     d = _run_json(capsys, "--eta", "0.01", "--mu", "0.9", "--k-ref", "4", "--curvature", "1", "--beta", "0.1")
     b_star = stability.critical_value("beta", eta=0.01, mu=0.9, k_ref=4, curvature=1.0)
-    assert d["critical_beta_exact"] == pytest.approx(b_star) and b_star == pytest.approx(d["critical_a_exact"] / 0.01 - 1)
-    assert main(["advise", "--eta", "0.01", "--mu", "0.9", "--k-ref", "4", "--curvature", "1", "--beta", "0.1"]) == 0
+    assert d["critical_beta_exact"] == pytest.approx(b_star) and b_star == pytest.approx(
+        d["critical_a_exact"] / 0.01 - 1
+    )
+    assert (
+        main(["advise", "--eta", "0.01", "--mu", "0.9", "--k-ref", "4", "--curvature", "1", "--beta", "0.1"])
+        == 0
+    )
     assert f"critical beta = {b_star:.3g}" in capsys.readouterr().out
 
 
 def test_json_for_refresh_lag_ema_and_unstable(capsys):
-    d = _run_json(capsys, "--eta", "0.3", "--mu", "0.5", "--k-ref", "8", "--curvature", "1", "--lag", "refresh")
+    d = _run_json(
+        capsys, "--eta", "0.3", "--mu", "0.5", "--k-ref", "8", "--curvature", "1", "--lag", "refresh"
+    )
     assert d["critical_a_exact"] == pytest.approx(float(stability.critical_a_exact(0.5, 8, "refresh")[()]))
     assert d["critical_k_ref_continuous"] == pytest.approx(0.5 / 0.3)  # the paper's formula
     assert d["critical_k_ref_continuous_lag_model"] == pytest.approx(1 + 2 * 0.5 / 0.3)
     assert d["stable_exact"] is False and d["regime"] == "unstable"
     assert d["time_to_90"] is None  # inf is written as null (JSON has no infinity)
-    e = _run_json(capsys, "--eta", "0.001", "--mu", "0.9", "--k-ref", "4", "--curvature", "20", "--momentum", "ema")
+    e = _run_json(
+        capsys, "--eta", "0.001", "--mu", "0.9", "--k-ref", "4", "--curvature", "20", "--momentum", "ema"
+    )
     assert e["critical_k_ref_continuous"] == pytest.approx(1 / 0.02)  # EMA: eta K K_ref < 1
-    assert e["critical_a_exact"] == pytest.approx(float(stability.critical_a_exact(0.9, 4, momentum="ema")[()]))
+    assert e["critical_a_exact"] == pytest.approx(
+        float(stability.critical_a_exact(0.9, 4, momentum="ema")[()])
+    )
 
 
 def test_beta_adds_to_the_stiffness(capsys):
@@ -68,8 +79,15 @@ def test_beta_adds_to_the_stiffness(capsys):
 def test_human_report_names_regime_thresholds_and_advice(capsys):
     assert main(["advise", "--eta", "0.01", "--mu", "0.9", "--k-ref", "4", "--curvature", "1"]) == 0
     out = capsys.readouterr().out
-    for needle in ("underdamped", "damping ratio", "time to 90%", "critical k_ref = 10", "first unstable k_ref = 12",
-                   "Recommendation", "largest stable k_ref at this eta is 11"):
+    for needle in (
+        "underdamped",
+        "damping ratio",
+        "time to 90%",
+        "critical k_ref = 10",
+        "first unstable k_ref = 12",
+        "Recommendation",
+        "largest stable k_ref at this eta is 11",
+    ):
         assert needle in out
 
 
@@ -77,10 +95,16 @@ def test_case_08_each_bad_value_is_one_line_and_exit_2(case):
     c = case("08-bad-hyperparameters")
     for row in c["input"]:
         args = ["advise"]
-        for key, flag in (("eta", "--eta"), ("mu", "--mu"), ("k_ref", "--k-ref"), ("curvature", "--curvature")):
+        for key, flag in (
+            ("eta", "--eta"),
+            ("mu", "--mu"),
+            ("k_ref", "--k-ref"),
+            ("curvature", "--curvature"),
+        ):
             args += [flag, str(row[key])]
-        proc = subprocess.run([sys.executable, "-m", "grpo_dynamics.cli", *args], capture_output=True, text=True,
-                              timeout=120)
+        proc = subprocess.run(
+            [sys.executable, "-m", "grpo_dynamics.cli", *args], capture_output=True, text=True, timeout=120
+        )
         assert proc.returncode != 0 and proc.returncode == 2
         assert proc.stdout == ""
         lines = proc.stderr.strip().splitlines()
@@ -157,18 +181,24 @@ def test_k_ref_beyond_the_search_limit_is_not_called_never_unstable(capsys):
     code, out = _run(capsys, "--eta", "1e-12", "--mu", "0.9", "--k-ref", "4", "--curvature", "1")
     k = stability.critical_value("k_ref", eta=1e-12, mu=0.9, curvature=1.0)
     assert k == pytest.approx(0.1 * math.pi / 2 / 1e-12, rel=1e-5)  # (1 - mu) pi / (2a) asymptotically
-    assert f"first unstable k_ref = {k:.4g}" in out and f"largest stable k_ref at this eta is {k - 1:.4g}." in out
+    assert (
+        f"first unstable k_ref = {k:.4g}" in out
+        and f"largest stable k_ref at this eta is {k - 1:.4g}." in out
+    )
     code, out = _run(capsys, "--eta", "0.01", "--mu", "0.9", "--k-ref", "4", "--curvature", "1")
     k = int(stability.critical_value("k_ref", eta=0.01, mu=0.9, curvature=1.0))
     assert f"first unstable k_ref = {k}\n" in out and f"largest stable k_ref at this eta is {k - 1}." in out
 
 
-@pytest.mark.parametrize("args", [
-    ("--eta", "0.01", "--mu", "0.99", "--k-ref", "1"),        # 1 - mu - a is 8.7e-18, not 0, in floating point
-    ("--eta", "0.01", "--mu", "0.98", "--k-ref", "2"),
-    ("--eta", "0.001", "--mu", "0.999", "--k-ref", "1"),
-    ("--eta", "0.1", "--mu", "0.95", "--k-ref", "2", "--lag", "refresh"),
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--eta", "0.01", "--mu", "0.99", "--k-ref", "1"),  # 1 - mu - a is 8.7e-18, not 0, in floating point
+        ("--eta", "0.01", "--mu", "0.98", "--k-ref", "2"),
+        ("--eta", "0.001", "--mu", "0.999", "--k-ref", "1"),
+        ("--eta", "0.1", "--mu", "0.95", "--k-ref", "2", "--lag", "refresh"),
+    ],
+)
 def test_settings_on_the_continuous_threshold_are_reported_not_crashed(capsys, args):
     d = _run_json(capsys, *args, "--curvature", "1")
     assert d["damping"] == 0.0 and d["damping_ratio"] == 0.0  # the residue snapped to the threshold

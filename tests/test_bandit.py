@@ -184,14 +184,19 @@ def test_surrogate_on_policy_equals_score_function_gradient():
 
 def test_importance_ratio_removes_the_lag_from_the_expected_gradient():
     # Mean baseline, G -> inf, no clipping: E[rho A (e_a - pi)] under pi_b = the on-policy gradient at pi.
-    spec = BanditSpec(reward_probs=(1.0, 0.0, 0.0), group_size=INF, estimator="surrogate", eps_low=0.9, eps_high=9.0)
+    spec = BanditSpec(
+        reward_probs=(1.0, 0.0, 0.0), group_size=INF, estimator="surrogate", eps_low=0.9, eps_high=9.0
+    )
     th, thb = np.array([0.3, -0.1, 0.5]), np.array([0.1, 0.2, 0.4])
-    np.testing.assert_allclose(expected_gradient(spec, th, thb, beta=0.5), expected_gradient(spec, th, beta=0.5),
-                               atol=1e-15)
+    np.testing.assert_allclose(
+        expected_gradient(spec, th, thb, beta=0.5), expected_gradient(spec, th, beta=0.5), atol=1e-15
+    )
 
 
 def test_plain_k3_kl_gradient_is_the_swapped_kl_gradient_on_policy():
-    spec = BanditSpec(reward_probs=(1.0, 0.0, 0.0), group_size=INF, kl_estimator="k3", ref_logits=(0.2, 0.0, -0.3))
+    spec = BanditSpec(
+        reward_probs=(1.0, 0.0, 0.0), group_size=INF, kl_estimator="k3", ref_logits=(0.2, 0.0, -0.3)
+    )
     th = np.array([0.5, -0.4, 0.1])
     pi = np.exp(th) / np.exp(th).sum()
     ref = np.exp([0.2, 0.0, -0.3]) / np.exp([0.2, 0.0, -0.3]).sum()
@@ -199,10 +204,14 @@ def test_plain_k3_kl_gradient_is_the_swapped_kl_gradient_on_policy():
     np.testing.assert_allclose(-kl_part, pi - ref, atol=1e-14)  # grad KL(ref || pi) = pi - ref
 
 
-@pytest.mark.parametrize("kw", [dict(reward_probs=(1, 0, 0), group_size=4),
-                                dict(reward_probs=(0.9, 0.2, 0.5), group_size=5, scale="group_std", num_prompts=2),
-                                dict(reward_probs=(1, 0, 0), group_size=3, estimator="surrogate",
-                                     baseline="leave_one_out")])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(reward_probs=(1, 0, 0), group_size=4),
+        dict(reward_probs=(0.9, 0.2, 0.5), group_size=5, scale="group_std", num_prompts=2),
+        dict(reward_probs=(1, 0, 0), group_size=3, estimator="surrogate", baseline="leave_one_out"),
+    ],
+)
 def test_gradient_covariance_matches_monte_carlo(kw):
     spec = BanditSpec(**kw)
     rng = np.random.default_rng(1)
@@ -251,7 +260,9 @@ def test_std_scaling_has_its_own_group_size_dependence():
     assert ratios[2] == pytest.approx(math.sqrt(2) / 4, rel=1e-3)
     vals = [ratios[g] for g in (2, 4, 8, 16, 64)]
     assert all(0 < v < 1.0 for v in vals) and vals == sorted(vals) and vals[-1] > 0.98
-    draws = sample_gradient(BanditSpec.binary(group_size=4, scale="group_std"), th, num_draws=40_000, seed=7)[:, 0]
+    draws = sample_gradient(BanditSpec.binary(group_size=4, scale="group_std"), th, num_draws=40_000, seed=7)[
+        :, 0
+    ]
     assert abs(draws.mean() / limit - ratios[4]) < 4 * draws.std() / math.sqrt(40_000) / limit
 
 
@@ -302,7 +313,9 @@ def test_metrics_match_their_expectations():
     # The sampled reward averages to the behaviour policy's p; zero-spread groups to p^G + (1-p)^G.
     p0 = 0.5
     assert m["reward"][0, :, 1].mean() == pytest.approx(p0, abs=4 * 0.5 / math.sqrt(4 * 400))
-    assert m["frac_reward_zero_std"][0, :, 1].mean() == pytest.approx(2 * p0**4, abs=4 * 0.35 / math.sqrt(400))
+    assert m["frac_reward_zero_std"][0, :, 1].mean() == pytest.approx(
+        2 * p0**4, abs=4 * 0.35 / math.sqrt(400)
+    )
     assert np.all(m["kl"][:, :, 1:] >= 0) and np.all(np.isnan(m["reward"][:, :, 0]))
 
 
@@ -452,8 +465,17 @@ def test_leave_one_out_mean_path_is_g_invariant_and_variance_scales():
     # a = eta K = 0.02 (linear regime): ratio 4 within 20%, and the exact linear-noise prediction.
     beta = 0.5
     k = fixed_point(base, beta).stiffness
-    var = g_sweep(base, [4, 16], eta=0.02 / k, beta=beta, seeds=200, steps=1400, burn_in=200, start="fixed_point",
-                  record_every=2)["variance"]
+    var = g_sweep(
+        base,
+        [4, 16],
+        eta=0.02 / k,
+        beta=beta,
+        seeds=200,
+        steps=1400,
+        burn_in=200,
+        start="fixed_point",
+        record_every=2,
+    )["variance"]
     ratio = var.variance[0] / var.variance[1]
     assert ratio == pytest.approx(4.0, rel=0.2)
     np.testing.assert_allclose(var.variance, var.predicted, rtol=0.1)
@@ -540,7 +562,11 @@ def test_oscillator_gain_validates_its_inputs():
     from grpo_core.bandit.prediction import oscillator_gain
 
     spec = BanditSpec.binary()
-    for args, name in (((float("nan"), 0.5, 1.0), "eta"), ((0.1, 0.5, -1.0), "curvature"), ((0.1, 1.0, 1.0), "mu")):
+    for args, name in (
+        ((float("nan"), 0.5, 1.0), "eta"),
+        ((0.1, 0.5, -1.0), "curvature"),
+        ((0.1, 1.0, 1.0), "mu"),
+    ):
         with pytest.raises(ParameterError) as err:
             oscillator_gain(spec, *args)
         assert err.value.parameter == name

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import marks
 
 from grpo_core import ParameterError
 from grpo_core.bandit import BanditSpec
@@ -30,19 +31,49 @@ def test_clip_objective_data_is_the_clipped_surrogate():
 
 
 def test_bandit_chart_builders_render_specs():
-    sweep = bs.k_ref_sweep(BanditSpec.binary(group_size=math.inf), eta=0.25, mu=0.3, beta=1.0, k_refs=[1, 12], steps=60)
+    sweep = bs.k_ref_sweep(
+        BanditSpec.binary(group_size=math.inf), eta=0.25, mu=0.3, beta=1.0, k_refs=[1, 12], steps=60
+    )
     spec = bandit_charts.k_ref_sweep_chart(sweep["trajectories"], sweep["regimes"], sweep["p_star"]).to_dict()
     assert spec["facet"]["field"] == "panel"
     table = bs.threshold_table([dict(mu=0.0, k_ref=2, lag="constant"), dict(mu=0.0, k_ref=2, lag="refresh")])
     chart = bandit_charts.threshold_chart(table, phase_diagram_data(mus=(0.0,), k_refs=[1, 2, 4])).to_dict()
     assert len(chart["hconcat"]) == 2
     flows = pd.DataFrame({"label": "a", "p": [0.5, 0.7, 0.9], "F": [0.5, 0.0, -0.3]})
-    assert bandit_charts.flow_chart(flows).to_dict()["layer"]
-    g = pd.DataFrame({"baseline": "loo", "group_size": [2, 2, 4, 4], "step": [0, 1, 0, 1], "mean": [0.5, 0.6, 0.5, 0.6]})
+    seen = marks(bandit_charts.flow_chart(flows))
+    assert (seen["line"]["x"], seen["line"]["y"], seen["line"]["color"]) == ("p", "F", "label")
+    assert seen["line"]["x.title"] == "expected reward p" and seen["line"]["x.scale"] == {
+        "domain": [0.5, 1.0]
+    }
+    assert seen["line"]["y.title"] == "flow F (logit gap per step, per unit eta)"
+    g = pd.DataFrame(
+        {"baseline": "loo", "group_size": [2, 2, 4, 4], "step": [0, 1, 0, 1], "mean": [0.5, 0.6, 0.5, 0.6]}
+    )
     assert bandit_charts.g_invariance_chart(g).to_dict()["facet"]["column"]["field"] == "baseline"
-    v = pd.DataFrame({"baseline": "loo", "group_size": [2, 4], "variance": [1e-3, 4e-4], "variance_se": [1e-5, 1e-5],
-                      "predicted": [1e-3, 4e-4]})
-    assert len(bandit_charts.variance_chart(v).to_dict()["layer"]) == 3
+    v = pd.DataFrame(
+        {
+            "baseline": "loo",
+            "group_size": [2, 4],
+            "variance": [1e-3, 4e-4],
+            "variance_se": [6e-4, 1e-5],
+            "predicted": [1.1e-3, 4e-4],
+        }
+    )
+    chart = bandit_charts.variance_chart(v)
+    seen = marks(chart)
+    # measured points, +-2 se bars (floored at half the value on the log axis), predicted dashed line
+    assert (seen["point"]["x"], seen["point"]["y"], seen["line"]["y"]) == (
+        "group_size",
+        "variance",
+        "predicted",
+    )
+    assert seen["point"]["x.scale"] == {"type": "log", "base": 2} and seen["point"]["y.scale"] == {
+        "type": "log"
+    }
+    assert seen["point"]["y.title"] == "stationary Var(p)" and seen["point"]["x.title"] == "group size G"
+    assert (seen["rule"]["y"], seen["rule"]["y2"]) == ("lo", "hi")
+    np.testing.assert_allclose(chart.data["lo"], [5e-4, 3.8e-4])  # 1e-3 - 1.2e-3 < 5e-4: floored
+    np.testing.assert_allclose(chart.data["hi"], [2.2e-3, 4.2e-4])
     comp = bs.compare_variants(BanditSpec.binary(group_size=math.inf),
                                [{"panel": "x", "label": "on", "eta": 0.5, "beta": 1.0}], steps=10)
     assert bandit_charts.variants_chart(comp, y="kl").to_dict()["facet"]["column"]["field"] == "panel"

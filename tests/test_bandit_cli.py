@@ -108,10 +108,28 @@ def test_an_unstable_eta_is_reported_as_divergent_not_as_an_error(capsys):
 def test_report_of_a_run_whose_seeds_all_overflowed():
     from grpo_dynamics.commands.bandit import _run_report
 
-    o = {"arms": 2, "group_size": 8.0, "num_prompts": 1, "baseline": "mean", "scale": "none", "estimator": "score",
-         "lag": "constant", "momentum": "heavy_ball", "eta": 10.0, "mu": 0.9, "k_ref": 8, "beta": 1.0, "steps": 100,
-         "seeds": 2, "mean_field": False, "final_p_mean": None, "final_p_spread": None, "overflowed_seeds": 2,
-         "interior_fixed_point": False, "p_star": 1.0}
+    o = {
+        "arms": 2,
+        "group_size": 8.0,
+        "num_prompts": 1,
+        "baseline": "mean",
+        "scale": "none",
+        "estimator": "score",
+        "lag": "constant",
+        "momentum": "heavy_ball",
+        "eta": 10.0,
+        "mu": 0.9,
+        "k_ref": 8,
+        "beta": 1.0,
+        "steps": 100,
+        "seeds": 2,
+        "mean_field": False,
+        "final_p_mean": None,
+        "final_p_spread": None,
+        "overflowed_seeds": 2,
+        "interior_fixed_point": False,
+        "p_star": 1.0,
+    }
     assert "the run diverged" in _run_report(o)
     o.update(final_p_mean=0.7, final_p_spread=0.0, overflowed_seeds=1)
     assert "0.7000" in _run_report(o) and "1 more seed(s) overflowed" in _run_report(o)

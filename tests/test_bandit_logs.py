@@ -96,7 +96,8 @@ def test_instability_sweep_flags_runs_past_the_threshold():
     sc = SCENARIOS["healthy"]
     table = instability_sweep([2, 6, 12], seeds=2, steps=400)
     k = table.attrs["stiffness"]
-    # refresh lag, mu = 0: the exact threshold is eta K k_ref = 2 (book chapter "From update rule to oscillator")
+    # refresh lag, mu = 0: the exact threshold is eta K k_ref = 2
+    # (book chapter "From update rule to oscillator")
     assert 2 * 6 < 2 / (sc.eta * k) * 2 < 2 * 12
     flagged = table.groupby("k_ref")["flagged"].all()
     assert not flagged[2] and not flagged[6] and flagged[12]

@@ -58,7 +58,11 @@ class _Resources(HTMLParser):
         a = dict(attrs)
         if tag in ("script", "img", "iframe", "source", "audio", "video") and a.get("src"):
             self.urls.append(a["src"])
-        if tag == "link" and a.get("href") and (a.get("rel") or "") in ("stylesheet", "preload", "modulepreload", "icon"):
+        if (
+            tag == "link"
+            and a.get("href")
+            and (a.get("rel") or "") in ("stylesheet", "preload", "modulepreload", "icon")
+        ):
             self.urls.append(a["href"])
 
 
@@ -77,7 +81,12 @@ def test_chapter_executed_without_errors(built, name):
     assert "cell_output" in html, f"{name}: no executed output at all"
     # An error output (MyST-NB renders it as "output traceback"), a warning printed by a cell
     # ("output stderr"), or a chart that failed to embed must not reach the rendered page.
-    for marker in ("Traceback (most recent call last)", "output traceback", "output stderr", "JavaScript Error"):
+    for marker in (
+        "Traceback (most recent call last)",
+        "output traceback",
+        "output stderr",
+        "JavaScript Error",
+    ):
         assert marker not in html, f"{name}: {marker!r} in the built page"
 
 
@@ -162,7 +171,9 @@ def test_every_chart_draws_its_lines(built):
             svg = vlc.vegalite_to_svg(spec)
             lines = re.findall(r'<path[^>]*aria-roledescription="line mark"[^>]*>', svg)
             blank = [t for t in lines if 'stroke="' not in t]
-            assert not blank, f"{path.name} chart {k}: {len(blank)} of {len(lines)} lines drawn without a stroke"
+            assert not blank, (
+                f"{path.name} chart {k}: {len(blank)} of {len(lines)} lines drawn without a stroke"
+            )
             marks = re.findall(r'aria-roledescription="\w+ mark"', svg)
             assert marks, f"{path.name} chart {k} draws no mark"
     assert n >= 40, f"only {n} charts found in the built book: has the embedding changed?"

@@ -12,8 +12,13 @@ spec.loader.exec_module(book_cache)
 
 
 def _tree(root: Path) -> Path:
-    for rel, text in {"grpo_core/a.py": "x = 1\n", "widgets/b.py": "y = 2\n", "requirements.txt": "numpy==2\n",
-                      "book/experiments/runs/r/metrics.jsonl": "{}\n", "book/intro.md": "# hi\n"}.items():
+    for rel, text in {
+        "grpo_core/a.py": "x = 1\n",
+        "widgets/b.py": "y = 2\n",
+        "requirements.txt": "numpy==2\n",
+        "book/experiments/runs/r/metrics.jsonl": "{}\n",
+        "book/intro.md": "# hi\n",
+    }.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
     return root
@@ -26,7 +31,12 @@ def test_hash_follows_library_runs_and_requirements_not_chapters(tmp_path):
     (root / "grpo_core/__pycache__").mkdir()
     (root / "grpo_core/__pycache__/a.cpython-311.pyc").write_bytes(b"\0")
     assert book_cache.inputs_hash(root) == h0
-    for rel in ("grpo_core/a.py", "widgets/b.py", "requirements.txt", "book/experiments/runs/r/metrics.jsonl"):
+    for rel in (
+        "grpo_core/a.py",
+        "widgets/b.py",
+        "requirements.txt",
+        "book/experiments/runs/r/metrics.jsonl",
+    ):
         before = book_cache.inputs_hash(root)
         (root / rel).write_text((root / rel).read_text() + "# edit\n")
         assert book_cache.inputs_hash(root) != before, rel

@@ -60,7 +60,9 @@ def qwen_forecast_grid():
     from grpo_core.runs import datasets, logs
     from widgets.explorer_charts import static_forecast_grid
 
-    steps, reward = logs.read_log(datasets.real_log_path("qwen2.5-3b-instruct_gsm8k_unsloth")).series("reward")
+    steps, reward = logs.read_log(datasets.real_log_path("qwen2.5-3b-instruct_gsm8k_unsloth")).series(
+        "reward"
+    )
     return static_forecast_grid(steps, reward)
 
 
@@ -105,7 +107,10 @@ def test_static_phase_chart_labels_the_current_point(opened, page_name, eta, cur
     page = explorers.page
     i = chart_index(page, {"eta", "curvature", "mu", "k_ref"}, mark="phase_regime_label")
     # k_ref is a <select> here (snapped to the phase grid); the slider chart has a range instead.
-    assert page.evaluate(f"document.querySelectorAll('.vega-embed')[{i}].querySelector('[name=k_ref]').tagName") == "SELECT"
+    assert (
+        page.evaluate(f"document.querySelectorAll('.vega-embed')[{i}].querySelector('[name=k_ref]').tagName")
+        == "SELECT"
+    )
     before = point_positions(page, i, "phase_point")
     for name, value in (("curvature", curvature), ("mu", mu), ("k_ref", k_ref), ("eta", eta)):
         set_param(page, i, name, value)
@@ -169,7 +174,8 @@ def test_slider_input_to_redraw_is_fast(explorers):
         """async (i) => {
             const el = document.querySelectorAll('.vega-embed')[i];
             const input = el.querySelector('[name=eta]');
-            const label = () => [...el.querySelectorAll('g.phase_point_label_marks text')].map(t => t.textContent).join();
+            const label = () => [...el.querySelectorAll('g.phase_point_label_marks text')]
+                .map(t => t.textContent).join();
             const times = [];
             for (let n = 0; n < 15; n++) {
                 const before = label();
@@ -181,5 +187,7 @@ def test_slider_input_to_redraw_is_fast(explorers):
             }
             times.sort((a, b) => a - b);
             return times[7];
-        }""", i)
+        }""",
+        i,
+    )
     assert math.isfinite(ms) and ms < 1000  # the benchmark reports the number; this only guards a hang

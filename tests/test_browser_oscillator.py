@@ -76,7 +76,10 @@ def test_eta_past_the_threshold_reads_unstable(book_server, probe, page_name):
     zeta = oscillator.coefficients(eta, mu, k_ref, curvature).damping_ratio
     assert mark_texts(page, i, "zeta_label") == [f"damping ratio ζ = {zeta:.2f}"]
     threshold = mark_texts(page, i, "threshold_label")[0]
-    assert f"{a_exact / curvature:.4f} (exact" in threshold and f"{(1 - mu) / k_ref / curvature:.4f} (continuous)" in threshold
+    assert (
+        f"{a_exact / curvature:.4f} (exact" in threshold
+        and f"{(1 - mu) / k_ref / curvature:.4f} (continuous)" in threshold
+    )
     scroll_to(page, i)
     probe.screenshot(f"oscillator-{page_name[:-5]}-unstable")
     assert probe.console_errors == []

@@ -36,8 +36,10 @@ def test_display_equations_fit_the_text_column(book_server, probe):
         wide = probe.page.evaluate(
             """() => [...document.querySelectorAll('mjx-container[display="true"]')].map(c => {
                    const m = c.querySelector('mjx-math');
-                   return [c.clientWidth, m ? m.getBoundingClientRect().width : 0, c.textContent.slice(0, 50)];
-               }).filter(([cw, mw]) => mw > cw + 1)""")
+                   return [c.clientWidth, m ? m.getBoundingClientRect().width : 0,
+                           c.textContent.slice(0, 50)];
+               }).filter(([cw, mw]) => mw > cw + 1)"""
+        )
         if wide:
             too_wide[name] = wide
     assert too_wide == {}

@@ -31,7 +31,10 @@ def test_unknown_option_is_one_line_exit_2():
 
 def test_closed_pipe_is_not_a_traceback():
     # The reader (`true`) exits long before the interpreter has started and writes: EPIPE.
-    cmd = " ".join(EXE) + " advise --eta 0.01 --mu 0.9 --k-ref 4 --curvature 1 --json | true; echo ${PIPESTATUS[0]}"
+    cmd = (
+        " ".join(EXE)
+        + " advise --eta 0.01 --mu 0.9 --k-ref 4 --curvature 1 --json | true; echo ${PIPESTATUS[0]}"
+    )
     proc = subprocess.run(cmd, shell=True, capture_output=True, text=True, executable="/bin/bash")
     assert proc.stdout.strip() == "141"
     assert "Traceback" not in proc.stderr

@@ -101,7 +101,9 @@ def test_text_output_names_the_modes(capsys):
 
 
 def test_trl_version_flag(capsys):
-    _, out, _ = run(capsys, LOGS / "trl_0.19_trainer_state.json", "--json", "--no-forecast", "--trl-version", "0.28.0")
+    _, out, _ = run(
+        capsys, LOGS / "trl_0.19_trainer_state.json", "--json", "--no-forecast", "--trl-version", "0.28.0"
+    )
     assert json.loads(out)["reward_std_kind"] == "batch_std"
 
 
@@ -153,8 +155,11 @@ def test_warnings_are_one_line_each(capsys, tmp_path):
     path.write_text("step,reward\n" + "".join(f"{s},{r}\n" for s, r in rows))
     code, out, err = run(capsys, path, "--no-forecast")
     assert code == 0
-    assert err.strip() == f"warning: {path}: steps were out of order (1 place(s) where the step goes back, train); " \
-                          "sorted them"
+    assert (
+        err.strip()
+        == f"warning: {path}: steps were out of order (1 place(s) where the step goes back, train); "
+        "sorted them"
+    )
     # --json keeps stdout to one object and stderr quiet; the note is in the JSON
     code, out, err = run(capsys, path, "--json", "--no-forecast")
     assert err == "" and any("out of order" in n for n in json.loads(out)["notes"])
@@ -189,8 +194,15 @@ def test_console_script_no_traceback(tmp_path):
 @pytest.fixture(scope="module")
 def report06(tmp_path_factory):
     path = tmp_path_factory.mktemp("report") / "r06.html"
-    code = main(["diagnose", str(CASES / "06-collapse-after-high-lr" / "trainer_state.json"), "--report", str(path),
-                 "--json"])
+    code = main(
+        [
+            "diagnose",
+            str(CASES / "06-collapse-after-high-lr" / "trainer_state.json"),
+            "--report",
+            str(path),
+            "--json",
+        ]
+    )
     assert code == 1
     return path
 
@@ -317,4 +329,9 @@ def test_one_row_is_no_evidence_and_a_full_bound_reads_every_group(capsys, tmp_p
 def test_binary_reward_claim_that_contradicts_the_log_is_refused(capsys):
     qwen = TESTS.parent / "grpo_core" / "data" / "real_logs" / "qwen2.5-3b-instruct_gsm8k_unsloth.csv"
     code, out, err = run(capsys, qwen, "--binary-reward", "yes")
-    assert code == 2 and out == "" and "`binary_reward` is True but the reward" in err and "outside [0, 1]" in err
+    assert (
+        code == 2
+        and out == ""
+        and "`binary_reward` is True but the reward" in err
+        and "outside [0, 1]" in err
+    )

@@ -471,9 +471,13 @@ def test_findings_table_keeps_steps_as_integers(qwen):
 def test_thresholds_are_validated():
     from grpo_core.runs.diagnostics import Thresholds
 
-    for kw, name in (({"zero_spread_info": 2.0}, "zero_spread_info"), ({"window": 0}, "window"),
-                     ({"zero_spread_info": 0.6}, "zero_spread_info"), ({"growth_critical": 5.0}, "growth_warning"),
-                     ({"falling_z": 1.0}, "falling_z")):
+    for kw, name in (
+        ({"zero_spread_info": 2.0}, "zero_spread_info"),
+        ({"window": 0}, "window"),
+        ({"zero_spread_info": 0.6}, "zero_spread_info"),
+        ({"growth_critical": 5.0}, "growth_warning"),
+        ({"falling_z": 1.0}, "falling_z"),
+    ):
         with pytest.raises(ParameterError) as err:
             Thresholds(**kw)
         assert err.value.parameter == name

@@ -32,8 +32,12 @@ CHARTS = {"oscillator": 2, "bandit": 1, "group_size": 1, "log": 2}
 @pytest.fixture(scope="module")
 def executed():
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(
-        "from widgets.explorers import bandit_explorer, group_size_explorer, log_explorer, oscillator_explorer")]
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "from widgets.explorers import bandit_explorer, group_size_explorer, log_explorer, "
+            "oscillator_explorer"
+        )
+    ]
     nb.cells += [nbformat.v4.new_code_cell(src) for src in CELLS.values()]
     client = NotebookClient(nb, timeout=300, kernel_name="python3", store_widget_state=True,
                             resources={"metadata": {"path": str(ROOT)}})
@@ -90,8 +94,11 @@ def test_every_explorer_runs_and_saves_its_charts(executed):
             assert spec["$schema"].startswith("https://vega.github.io/schema/vega-lite/v6")
             assert spec.get("datasets") or spec.get("data"), f"{name}: a chart without data"
         # The status line shows no error (the log's forecast/diagnostics messages are warnings at most).
-        statuses = [state[m]["state"].get("value", "") for m in mine
-                    if state[m]["model_name"] == "HTMLModel" and "#b00020" in state[m]["state"].get("value", "")]
+        statuses = [
+            state[m]["state"].get("value", "")
+            for m in mine
+            if state[m]["model_name"] == "HTMLModel" and "#b00020" in state[m]["state"].get("value", "")
+        ]
         assert statuses == [], f"{name}: {statuses}"
 
 
@@ -104,6 +111,8 @@ def test_static_html_export_embeds_the_widget_state_and_specs(executed):
     assert len(specs) == sum(CHARTS.values())
     # Each cell's view is placed on the page, bound to its model.
     for cell in executed.cells[1:]:
-        model_id = [o for o in cell.outputs if WIDGET_VIEW in o.get("data", {})][0]["data"][WIDGET_VIEW]["model_id"]
+        model_id = [o for o in cell.outputs if WIDGET_VIEW in o.get("data", {})][0]["data"][WIDGET_VIEW][
+            "model_id"
+        ]
         assert model_id in html
     assert html.count(WIDGET_VIEW) >= len(CELLS)

@@ -129,7 +129,9 @@ def test_nan_rows_are_dropped_with_a_one_line_warning(capsys):
 
 
 def test_original_column_names_and_other_metrics(capsys):
-    d = _json(capsys, QWEN, "--metric", "Training Loss", "--criterion", "bic", "--laws", "exponential,logistic")
+    d = _json(
+        capsys, QWEN, "--metric", "Training Loss", "--criterion", "bic", "--laws", "exponential,logistic"
+    )
     assert d["criterion"] == "bic" and set(d["models"]) == {"exponential", "logistic"}
 
 

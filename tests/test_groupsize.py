@@ -53,7 +53,9 @@ def test_library_law_matches_the_formula():
     out = minibatch_mse(g, 0.01, 0.1, 0.2, num_prompts=[32, 16, 8, 4])
     np.testing.assert_allclose(out, (0.01 + 0.1 / g + 0.2 / (g * (g - 1))) / np.array([32, 16, 8, 4]))
     mean = minibatch_mse(g, 0.01, 0.1, 0.2, num_prompts=4, estimator="mean", grad_sq=0.03)
-    np.testing.assert_allclose(mean, ((g - 1) / g) ** 2 * (0.01 + 0.1 / g + 0.2 / (g * (g - 1))) / 4 + 0.03 / g**2)
+    np.testing.assert_allclose(
+        mean, ((g - 1) / g) ** 2 * (0.01 + 0.1 / g + 0.2 / (g * (g - 1))) / 4 + 0.03 / g**2
+    )
 
 
 def test_best_group_size_does_not_depend_on_the_budget():

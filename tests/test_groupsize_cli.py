@@ -53,7 +53,9 @@ def test_samples_file_estimates_the_constants(tmp_path, capsys):
     w, z, _ = sample_pool_groups(pool, 4000, 8, np.random.default_rng(0))
     path = tmp_path / "groups.npz"
     np.savez(path, scores=w, rewards=z)
-    assert main(["groupsize", "--samples", str(path), "--budget", "1024", "--bootstrap", "200", "--json"]) == 0
+    assert (
+        main(["groupsize", "--samples", str(path), "--budget", "1024", "--bootstrap", "200", "--json"]) == 0
+    )
     out = json.loads(capsys.readouterr().out)
     exact = pool_constants(pool)
     assert out["num_prompts"] == 4000 and out["group_size"] == 8
@@ -118,5 +120,7 @@ def test_best_group_size_refuses_a_budget_past_exact_integers():
     from grpo_core.groupsize import MAX_BUDGET, best_group_size
 
     assert best_group_size(MAX_BUDGET, 1.0, 1.0, 1.0) == 2
-    with pytest.raises(ParameterError, match="`budget`"):  # was numpy's "'int' object has no attribute 'log2'"
+    with pytest.raises(
+        ParameterError, match="`budget`"
+    ):  # was numpy's "'int' object has no attribute 'log2'"
         best_group_size(10**30, 1.0, 1.0, 1.0)

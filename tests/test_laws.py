@@ -47,7 +47,9 @@ def test_three_phase_has_zero_initial_slope_and_nests_the_exponential():
     slope = (law(np.array([h]), [0.0, 1.0, 0.05, 10.0])[0] - 0.0) / h
     assert abs(slope) < 1e-3  # slow start: R'(0) = 0 (the exponential has R'(0) = k = 0.05)
     t = np.linspace(0, 100, 51)
-    np.testing.assert_allclose(law(t, [0.1, 0.9, 0.03, 0.0]), laws.LAWS["exponential"](t, [0.1, 0.9, 0.03]), atol=1e-14)
+    np.testing.assert_allclose(
+        law(t, [0.1, 0.9, 0.03, 0.0]), laws.LAWS["exponential"](t, [0.1, 0.9, 0.03]), atol=1e-14
+    )
 
 
 def test_onset_law_is_at_rest_before_t0():
@@ -56,13 +58,19 @@ def test_onset_law_is_at_rest_before_t0():
     r = law(t, [0.3, 1.0, 0.1, 2.0, 20.0])
     np.testing.assert_allclose(r[:4], 0.3, atol=1e-15)
     assert r[4] > 0.3 + 1e-3
-    np.testing.assert_allclose(law(t + 20, [0.3, 1.0, 0.1, 2.0, 20.0]), laws.LAWS["three_phase"](t, [0.3, 1.0, 0.1, 2.0]))
+    np.testing.assert_allclose(
+        law(t + 20, [0.3, 1.0, 0.1, 2.0, 20.0]), laws.LAWS["three_phase"](t, [0.3, 1.0, 0.1, 2.0])
+    )
 
 
 def test_logistic_and_plateaus():
     law = laws.LAWS["logistic"]
     assert law(np.array([50.0]), [0.0, 2.0, 0.1, 50.0])[0] == pytest.approx(1.0)
-    for name, p in [("three_phase", [0, 1.3, 0.1, 1]), ("exponential", [0, 1.3, 0.1]), ("logistic", [0, 1.3, 0.1, 5])]:
+    for name, p in [
+        ("three_phase", [0, 1.3, 0.1, 1]),
+        ("exponential", [0, 1.3, 0.1]),
+        ("logistic", [0, 1.3, 0.1, 5]),
+    ]:
         assert laws.LAWS[name].plateau(np.array(p, dtype=float)) == 1.3
         assert laws.LAWS[name](np.array([1e5]), p)[0] == pytest.approx(1.3)
 
@@ -134,7 +142,9 @@ def test_fit_recovers_known_parameters(law, truth):
 def test_standard_errors_match_the_scatter_of_repeated_fits():
     # The Jacobian standard error of r_inf against the spread over 40 independent noisy curves.
     truth = [0.1, 1.2, 0.04, 15.0]
-    fits = [laws.fit_law(T300, noisy("three_phase", truth, sd=0.05, seed=s), "three_phase") for s in range(40)]
+    fits = [
+        laws.fit_law(T300, noisy("three_phase", truth, sd=0.05, seed=s), "three_phase") for s in range(40)
+    ]
     spread = np.std([f.plateau for f in fits], ddof=1)
     mean_se = np.mean([f.plateau_stderr for f in fits])
     assert mean_se == pytest.approx(spread, rel=0.3)
@@ -199,7 +209,9 @@ def test_information_criteria_match_hand_computation():
     assert res.aicc == pytest.approx(res.aic + 2 * 5 * 6 / (n - 5 - 1), rel=1e-12)
     assert res.r2 == pytest.approx(1 - rss / np.sum((y - y.mean()) ** 2), rel=1e-12)
     assert res.sigma == pytest.approx(math.sqrt(rss / (n - p)))
-    assert res.residual_autocorr == pytest.approx(np.corrcoef(r[:-1] - r.mean(), r[1:] - r.mean())[0, 1], abs=0.02)
+    assert res.residual_autocorr == pytest.approx(
+        np.corrcoef(r[:-1] - r.mean(), r[1:] - r.mean())[0, 1], abs=0.02
+    )
 
 
 def test_gaussian_information_criteria_edge_cases():
@@ -221,9 +233,16 @@ def test_best_by_each_criterion_and_json():
     assert set(out["models"]) == {"three_phase", "exponential", "logistic"}
     for m in out["models"].values():
         assert {"r2", "aic", "bic", "plateau", "params", "stderr", "t90", "notes"} <= set(m)
-    assert out["models"]["three_phase"]["oscillator"]["regime"] in ("overdamped", "critically_damped", "underdamped")
+    assert out["models"]["three_phase"]["oscillator"]["regime"] in (
+        "overdamped",
+        "critically_damped",
+        "underdamped",
+    )
     table = cmp.table()
-    assert list(table.index) == ["three_phase", "exponential", "logistic"] and table.loc[cmp.best, "delta_bic"] == 0
+    assert (
+        list(table.index) == ["three_phase", "exponential", "logistic"]
+        and table.loc[cmp.best, "delta_bic"] == 0
+    )
 
 
 def test_time_to_90_percent():
@@ -235,7 +254,9 @@ def test_time_to_90_percent():
     t90 = laws_models._time_to_fraction(law, np.array([0.0, 1.0, 0.04, 6.25]), 0.9)
     g = 1 / 12.5
     assert (1 + g * t90) * math.exp(-g * t90) == pytest.approx(0.1, abs=1e-9)
-    batch = laws_models._time_to_fraction_batch(law, np.array([[0.0, 1.0, 0.04, 6.25], [0.0, 1.0, 0.02, 0.0]]), 0.9, 300.0)
+    batch = laws_models._time_to_fraction_batch(
+        law, np.array([[0.0, 1.0, 0.04, 6.25], [0.0, 1.0, 0.02, 0.0]]), 0.9, 300.0
+    )
     np.testing.assert_allclose(batch, [t90, math.log(10) / 0.02], rtol=2e-3)
     with pytest.raises(ParameterError, match="`fraction`"):
         res.time_to_fraction(1.0)
@@ -303,7 +324,9 @@ def test_forecast_best_law_and_horizon():
 
 def test_forecast_band_coverage_delta_method():
     # A small coverage check: 60 synthetic curves, 90% band; binomial sd 0.039.
-    out = laws.forecast_coverage("three_phase", [0.0, 1.0, 0.03, 20.0], T300, noise_std=0.05, reps=60, seed=100)
+    out = laws.forecast_coverage(
+        "three_phase", [0.0, 1.0, 0.03, 20.0], T300, noise_std=0.05, reps=60, seed=100
+    )
     assert out["band_method"] == "delta" and out["truth"] == 1.0
     assert 0.78 <= out["coverage"] <= 0.99, out
 
@@ -449,7 +472,10 @@ def test_non_finite_points_are_dropped_with_a_count():
     with pytest.warns(UserWarning, match="dropped 3 of 20 point"):
         cmp = laws.fit_all(t, y_bad)
     assert cmp.n == 17 and cmp.dropped == 3
-    with pytest.warns(UserWarning, match="dropped 16 of 20"), pytest.raises(DataError, match="got 4 after dropping 16"):
+    with (
+        pytest.warns(UserWarning, match="dropped 16 of 20"),
+        pytest.raises(DataError, match="got 4 after dropping 16"),
+    ):
         laws.fit_law(t, np.r_[y[:4], [np.nan] * 16])
 
 
@@ -512,7 +538,11 @@ def test_charts_draw_the_results():
     assert [r["where"] for r in rows] == ["off the axis, above", "on the axis", "off the axis, below"]
     lo, hi = fspec["layer"][2]["encoding"]["y"]["scale"]["domain"]
     assert [r["plateau_c"] for r in rows] == [hi, 1.1, lo] and rows[0]["plateau"] == 30.0
-    assert fspec["layer"][2]["encoding"]["shape"]["scale"]["range"] == ["circle", "triangle-up", "triangle-down"]
+    assert fspec["layer"][2]["encoding"]["shape"]["scale"]["range"] == [
+        "circle",
+        "triangle-up",
+        "triangle-down",
+    ]
 
 
 def test_notes_say_when_a_0_1_curve_is_forecast_outside_0_1():

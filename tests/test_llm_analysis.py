@@ -21,15 +21,33 @@ def _write_run(root, name, *, G, seed, curve, evals=None, constants=None, comple
     cfg = {"run_name": name, "preset": "cpu-tiny", "group_size": G, "seed": seed, "prompts_per_step": 32,
            "completions": completions or 32 * G, "eval_suite": ["add2", "sub2"]}
     (folder / "config.json").write_text(json.dumps(cfg))
-    lines = [{"step": i + 1, "reward": float(r), "frac_reward_zero_std": 0.3, "entropy": 0.4, "grad_norm": 1.0,
-              "split": "train", "trl_version": "1.16.0"} for i, r in enumerate(curve)]
+    lines = [
+        {
+            "step": i + 1,
+            "reward": float(r),
+            "frac_reward_zero_std": 0.3,
+            "entropy": 0.4,
+            "grad_norm": 1.0,
+            "split": "train",
+            "trl_version": "1.16.0",
+        }
+        for i, r in enumerate(curve)
+    ]
     (folder / "metrics.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     if evals:
         (folder / "evals.json").write_text(json.dumps(evals))
     if constants:
         (folder / "gradient_constants.json").write_text(json.dumps(constants))
-    (folder / "provenance.json").write_text(json.dumps({"device": "cpu", "packages": {"torch": "2", "trl": "1"},
-                                                        "git": {"commit": "abc"}, "date": "2026-01-01T00:00:00Z"}))
+    (folder / "provenance.json").write_text(
+        json.dumps(
+            {
+                "device": "cpu",
+                "packages": {"torch": "2", "trl": "1"},
+                "git": {"commit": "abc"},
+                "date": "2026-01-01T00:00:00Z",
+            }
+        )
+    )
     return folder
 
 
@@ -92,7 +110,11 @@ def test_transfer_table(runs):
     tab = analysis.transfer_table(runs)
     assert list(tab["set"]) == ["add2", "sub2"]  # nearest first
     add2 = tab.set_index("set").loc["add2"]
-    assert add2["change"] == pytest.approx(0.25) and add2["n_runs"] == 6 and add2["change_se"] == pytest.approx(0)
+    assert (
+        add2["change"] == pytest.approx(0.25)
+        and add2["n_runs"] == 6
+        and add2["change_se"] == pytest.approx(0)
+    )
     assert tab.set_index("set").loc["sub2", "sampled_change"] == pytest.approx(-0.2)
     assert isinstance(llm_charts.transfer_chart(tab, sampled=True), alt.LayerChart)
     assert len(llm_charts.transfer_chart(tab).to_dict()["layer"]) == 3
@@ -145,10 +167,17 @@ def test_provenance_table(runs):
 
 
 def test_fits_grid_and_badge(runs):
-    curves = pd.DataFrame({"run": ["a"] * 3, "step": [1, 2, 3], "smoothed": [0.1, 0.2, 0.3], "fitted": [0.1, 0.2, 0.3]})
-    assert isinstance(llm_charts.fits_grid_chart(curves), alt.FacetChart) and llm_charts.fits_grid_chart(curves).to_dict()
+    curves = pd.DataFrame(
+        {"run": ["a"] * 3, "step": [1, 2, 3], "smoothed": [0.1, 0.2, 0.3], "fitted": [0.1, 0.2, 0.3]}
+    )
+    assert (
+        isinstance(llm_charts.fits_grid_chart(curves), alt.FacetChart)
+        and llm_charts.fits_grid_chart(curves).to_dict()
+    )
     url = llm_charts.colab_url("book/experiments/grpo_llm.ipynb")
-    assert url.startswith("https://colab.research.google.com/github/") and url.endswith("/book/experiments/grpo_llm.ipynb")
+    assert url.startswith("https://colab.research.google.com/github/") and url.endswith(
+        "/book/experiments/grpo_llm.ipynb"
+    )
     assert llm_charts.colab_badge("book/x.ipynb").startswith("[**Open in Colab**](https://colab.research.google.com/")
     with pytest.raises(ParameterError, match="ipynb"):
         llm_charts.colab_url("book/llm.md")

@@ -34,8 +34,11 @@ def test_case_09_every_item(item):
     else:
         assert value is not None and math.isclose(value, item["expected"], abs_tol=1e-6)
     # the reward of the same text against its expected value: 1 when found, 0 (no exception) when not
-    reward = correctness_reward("reference")(prompts=["q"], completions=[item["text"]],
-                                             reference=[item["expected"] if item["expected"] is not None else 1.0])
+    reward = correctness_reward("reference")(
+        prompts=["q"],
+        completions=[item["text"]],
+        reference=[item["expected"] if item["expected"] is not None else 1.0],
+    )
     assert reward == [1.0 if item["expected"] is not None else 0.0]
 
 
@@ -102,7 +105,9 @@ def test_completion_text_handles_chat_messages():
     msgs = [{"role": "assistant", "content": "so #### 5"}]
     assert completion_text(msgs) == "so #### 5"
     assert completion_text(None) == ""
-    assert completion_text({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}) == "ab"
+    assert (
+        completion_text({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}) == "ab"
+    )
     # the reward reads chat completions too
     assert correctness_reward()(completions=[msgs], reference=[5]) == [1.0]
 
@@ -118,7 +123,12 @@ def test_correctness_reward_with_gsm8k_solution_as_reference():
 def test_format_reward_pays_for_format_only():
     f = format_reward(0.5)
     assert f.__name__ == "format"
-    assert f(completions=["wrong but formatted\n#### 3", "right: 72", "#### 1,000.", ""]) == [0.5, 0.0, 0.5, 0.0]
+    assert f(completions=["wrong but formatted\n#### 3", "right: 72", "#### 1,000.", ""]) == [
+        0.5,
+        0.0,
+        0.5,
+        0.0,
+    ]
     assert has_final_answer_line("x\n#### -4")
     assert not has_final_answer_line("#### 4 and more text")
     with pytest.raises(ParameterError, match="`weight`"):

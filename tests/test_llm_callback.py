@@ -18,7 +18,9 @@ from grpo_core.runs.callback import (
 )
 from grpo_core.runs.logs import read_log
 
-ARGS = SimpleNamespace(num_generations=4, per_device_train_batch_size=32, world_size=1, gradient_accumulation_steps=1)
+ARGS = SimpleNamespace(
+    num_generations=4, per_device_train_batch_size=32, world_size=1, gradient_accumulation_steps=1
+)
 
 
 def _state(step=0, main=True):
@@ -48,6 +50,7 @@ def test_lines_are_normalised_and_group_size_comes_from_the_trainer(tmp_path):
     log = read_log(tmp_path / METRICS_FILE)
     assert log.format == "grpo_dynamics" and list(log.steps) == [1, 2, 3]
     assert log.series("accuracy", split="eval")[1].tolist() == [0.7]
+    cb._file.close()
 
 
 def test_other_ranks_write_nothing(tmp_path):
@@ -66,6 +69,7 @@ def test_resume_trims_lines_past_the_checkpoint_and_keeps_them(tmp_path):
         cb.on_log(ARGS, state, None, logs=_trl_row(step, 0.1))
     with open(tmp_path / METRICS_FILE, "a") as fh:
         fh.write('{"step": 8, "rew')  # killed mid-write
+    cb._file.close()  # the killed process's file handle dies with it
     # the run is killed after step 7; the last checkpoint was step 5: resume there
     out = io.StringIO()
     cb2 = DynamicsCallback(tmp_path, every=0, stream=out)
@@ -78,6 +82,7 @@ def test_resume_trims_lines_past_the_checkpoint_and_keeps_them(tmp_path):
     assert steps == [1, 2, 3, 4, 5, 6, 7, 8]  # continuous: nothing missing, nothing twice
     assert [r["step"] for r in read_metrics_lines(tmp_path / DISCARDED_FILE)] == [6, 7]
     assert len(cb2.records) == 8
+    cb2._file.close()  # not on_train_end: no final diagnosis wanted here
 
 
 def test_periodic_diagnosis_prints_findings_and_forecast(tmp_path):
@@ -125,7 +130,9 @@ def test_with_trl_grpo_trainer_on_the_tiny_model(tmp_path):
 
     torch.set_num_threads(1)
     tok = build_char_tokenizer()
-    model = build_tiny_model(tok, TinyModelSpec(hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2))
+    model = build_tiny_model(
+        tok, TinyModelSpec(hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2)
+    )
     probs = sample_problems("add2", 64, seed=0)
     data = Dataset.from_list([{"prompt": p["prompt"], "answer": p["answer"]} for p in probs])
     args = GRPOConfig(output_dir=str(tmp_path / "ckpt"), per_device_train_batch_size=16, num_generations=4,

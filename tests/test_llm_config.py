@@ -57,26 +57,34 @@ def test_budget_derives_prompts():
     assert (cfg.prompts_per_step, cfg.completions) == (16, 64)
 
 
-@pytest.mark.parametrize("preset,overrides,parameter,message", [
-    ("nope", {}, "preset", "must be one of cpu-tiny"),
-    ("cpu-tiny", {"lr": 1e-3}, "lr", "unknown parameter"),
-    ("cpu-tiny", {"group_size": 1}, "group_size", "integer >= 2"),
-    ("cpu-tiny", {"group_size": 3, "completions_per_step": 256}, "group_size", "must divide `completions_per_step`"),
-    ("cpu-tiny", {"learning_rate": 0}, "learning_rate", r"> 0"),
-    ("cpu-tiny", {"learning_rate": -1e-4}, "learning_rate", r"> 0"),
-    ("cpu-tiny", {"learning_rate": "fast"}, "learning_rate", "finite number"),
-    ("cpu-tiny", {"momentum": 1.0}, "momentum", r"\[0, 1\)"),
-    ("cpu-tiny", {"beta": -0.1}, "beta", ">= 0"),
-    ("cpu-tiny", {"epsilon": 0}, "epsilon", "> 0"),
-    ("cpu-tiny", {"max_steps": 0}, "max_steps", ">= 1"),
-    ("cpu-tiny", {"steps_per_generation": 0}, "steps_per_generation", ">= 1"),
-    ("cpu-tiny", {"optimizer": "lion"}, "optimizer", "'adamw', 'sgd'"),
-    ("cpu-tiny", {"keep_checkpoints": "maybe"}, "keep_checkpoints", "true or false"),
-    ("cpu-tiny", {"device": "cpu", "bf16": True}, "bf16", "needs a GPU"),
-    ("cpu-tiny", {"eval_suite": ["add2", "gsm8k"]}, "eval_suite", "must be among"),
-    ("cpu-tiny", {"model": "Qwen/Qwen2.5-0.5B-Instruct"}, "dataset", "tiny model"),
-    ("cpu-tiny", {"preset": "gsm8k-qwen2.5-0.5b"}, "preset", "cannot be overridden"),
-])
+@pytest.mark.parametrize(
+    "preset,overrides,parameter,message",
+    [
+        ("nope", {}, "preset", "must be one of cpu-tiny"),
+        ("cpu-tiny", {"lr": 1e-3}, "lr", "unknown parameter"),
+        ("cpu-tiny", {"group_size": 1}, "group_size", "integer >= 2"),
+        (
+            "cpu-tiny",
+            {"group_size": 3, "completions_per_step": 256},
+            "group_size",
+            "must divide `completions_per_step`",
+        ),
+        ("cpu-tiny", {"learning_rate": 0}, "learning_rate", r"> 0"),
+        ("cpu-tiny", {"learning_rate": -1e-4}, "learning_rate", r"> 0"),
+        ("cpu-tiny", {"learning_rate": "fast"}, "learning_rate", "finite number"),
+        ("cpu-tiny", {"momentum": 1.0}, "momentum", r"\[0, 1\)"),
+        ("cpu-tiny", {"beta": -0.1}, "beta", ">= 0"),
+        ("cpu-tiny", {"epsilon": 0}, "epsilon", "> 0"),
+        ("cpu-tiny", {"max_steps": 0}, "max_steps", ">= 1"),
+        ("cpu-tiny", {"steps_per_generation": 0}, "steps_per_generation", ">= 1"),
+        ("cpu-tiny", {"optimizer": "lion"}, "optimizer", "'adamw', 'sgd'"),
+        ("cpu-tiny", {"keep_checkpoints": "maybe"}, "keep_checkpoints", "true or false"),
+        ("cpu-tiny", {"device": "cpu", "bf16": True}, "bf16", "needs a GPU"),
+        ("cpu-tiny", {"eval_suite": ["add2", "gsm8k"]}, "eval_suite", "must be among"),
+        ("cpu-tiny", {"model": "Qwen/Qwen2.5-0.5B-Instruct"}, "dataset", "tiny model"),
+        ("cpu-tiny", {"preset": "gsm8k-qwen2.5-0.5b"}, "preset", "cannot be overridden"),
+    ],
+)
 def test_bad_settings_are_refused(preset, overrides, parameter, message):
     with pytest.raises(ParameterError, match=message) as info:
         make_config(preset, **overrides)
@@ -94,7 +102,9 @@ def test_gpu_preset_without_gpu_is_a_clear_error(monkeypatch):
     assert check_environment(forced) == "cpu"
     # device 'auto' on a machine without a GPU: bf16 / vLLM are refused before anything loads
     for bad in ("bf16", "use_vllm"):
-        auto = make_config("gsm8k-qwen2.5-0.5b", **{"device": "auto", "requires_gpu": False, "bf16": False, bad: True})
+        auto = make_config(
+            "gsm8k-qwen2.5-0.5b", **{"device": "auto", "requires_gpu": False, "bf16": False, bad: True}
+        )
         with pytest.raises(GrpoError, match=f"`{bad}` needs a CUDA GPU .*pass -p {bad} false"):
             check_environment(auto)
 
@@ -109,10 +119,14 @@ def test_model_that_cannot_be_loaded(tmp_path, monkeypatch):
 
 def test_run_names_are_deterministic_and_distinct():
     a = make_config("cpu-tiny", group_size=4, seed=1)
-    assert run_name(a) == run_name(make_config("cpu-tiny", group_size="4", seed="1")) == "cpu-tiny__G4-B32__s1"
+    assert (
+        run_name(a) == run_name(make_config("cpu-tiny", group_size="4", seed="1")) == "cpu-tiny__G4-B32__s1"
+    )
     b = make_config("cpu-tiny", group_size=4, seed=1, learning_rate=1e-4)
     assert run_name(b) == "cpu-tiny__G4-B32__learning_rate0.0001__s1"
     # settings that do not change the outcome stay out of the name
-    assert run_name(make_config("cpu-tiny", group_size=4, seed=1, output_dir="/x", warmup_cache="/c")) == run_name(a)
+    assert run_name(
+        make_config("cpu-tiny", group_size=4, seed=1, output_dir="/x", warmup_cache="/c")
+    ) == run_name(a)
     many = make_config("cpu-tiny", learning_rate=1e-4, beta=0.1, epsilon=0.3, momentum=0.5, weight_decay=0.01)
     assert run_name(many).startswith("cpu-tiny__G8-B32__h") and len(run_name(many)) < 50

@@ -26,41 +26,130 @@ def offline(monkeypatch):
 
 
 GSM8K_ROWS = [
-    {"question": "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. "
-                 "How many clips did Natalia sell altogether in April and May?",
-     "answer": "Natalia sold 48/2 = <<48/2=24>>24 clips in May.\nNatalia sold 48+24 = <<48+24=72>>72 clips.\n#### 72"},
+    {
+        "question": "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips "
+        "in May. "
+        "How many clips did Natalia sell altogether in April and May?",
+        "answer": "Natalia sold 48/2 = <<48/2=24>>24 clips in May.\n"
+        "Natalia sold 48+24 = <<48+24=72>>72 clips.\n#### 72",
+    },
     {"question": "A farm earns how much?", "answer": "It earns 1,080 dollars.\n#### 1,080"},
     {"question": "How cold?", "answer": "It is -3 degrees.\n#### -3"},
 ]
 
 # One or two rows per benchmark in the schema of its hub repository (column names and value types).
 SCHEMAS = {
-    "gsm8k": {"config": "main", "split": "test", "rows": GSM8K_ROWS, "expected": [72.0, 1080.0, -3.0], "skipped": 0},
-    "gsm_plus": {"split": "testmini", "rows": [
-        {"question": "q1", "solution": "s", "answer": "18", "perturbation_type": "numerical substitution",
-         "seed_question": "q0", "seed_solution": "s0", "seed_answer": "16"},
-        {"question": "q2", "solution": "s", "answer": "None", "perturbation_type": "critical thinking",
-         "seed_question": "q0", "seed_solution": "s0", "seed_answer": "16"}], "expected": [18.0], "skipped": 1},
-    "svamp": {"split": "test", "rows": [
-        {"ID": "chal-1", "Body": "Each pack has 12 pens.", "Question": "How many in 3 packs?", "Equation": "( 12.0 * 3.0 )",
-         "Answer": 36.0, "Type": "Multiplication", "question_concat": "x"}], "expected": [36.0], "skipped": 0},
-    "asdiv": {"split": "validation", "rows": [
-        {"body": "Seven red apples and two green apples are in the basket.", "question": "How many apples?",
-         "solution_type": "Addition", "answer": "9 (apples)", "formula": "7+2=9"},
-        {"body": "b", "question": "q", "solution_type": "x", "answer": "3;4", "formula": "f"}],
-        "expected": [9.0], "skipped": 1},
-    "gsm_hard": {"split": "train", "rows": [{"input": "Janet has 1603 ducks...", "code": "def f(): ...",
-                                             "target": 2187.5}], "expected": [2187.5], "skipped": 0},
-    "math500": {"split": "test", "rows": [
-        {"problem": "Convert (0,3) to polar.", "solution": "...", "answer": r"\left( 3, \frac{\pi}{2} \right)",
-         "subject": "Precalculus", "level": 2, "unique_id": "test/precalculus/807.json"}],
-        "expected": [r"\left( 3, \frac{\pi}{2} \right)"], "skipped": 0},
-    "amc23": {"split": "test", "rows": [{"id": 0, "question": "What is 1+1?", "answer": 2.0, "url": "u"}],
-              "expected": [2.0], "skipped": 0},
-    "aime24": {"split": "train", "rows": [{"id": 60, "problem": "Every morning Aya ...", "solution": "...",
-                                           "answer": "204", "url": "u", "year": 2024}], "expected": [204.0], "skipped": 0},
-    "aime25": {"split": "test", "rows": [{"id": "0", "problem": "Find the sum ...", "answer": "70"}],
-               "expected": [70.0], "skipped": 0},
+    "gsm8k": {
+        "config": "main",
+        "split": "test",
+        "rows": GSM8K_ROWS,
+        "expected": [72.0, 1080.0, -3.0],
+        "skipped": 0,
+    },
+    "gsm_plus": {
+        "split": "testmini",
+        "rows": [
+            {
+                "question": "q1",
+                "solution": "s",
+                "answer": "18",
+                "perturbation_type": "numerical substitution",
+                "seed_question": "q0",
+                "seed_solution": "s0",
+                "seed_answer": "16",
+            },
+            {
+                "question": "q2",
+                "solution": "s",
+                "answer": "None",
+                "perturbation_type": "critical thinking",
+                "seed_question": "q0",
+                "seed_solution": "s0",
+                "seed_answer": "16",
+            },
+        ],
+        "expected": [18.0],
+        "skipped": 1,
+    },
+    "svamp": {
+        "split": "test",
+        "rows": [
+            {
+                "ID": "chal-1",
+                "Body": "Each pack has 12 pens.",
+                "Question": "How many in 3 packs?",
+                "Equation": "( 12.0 * 3.0 )",
+                "Answer": 36.0,
+                "Type": "Multiplication",
+                "question_concat": "x",
+            }
+        ],
+        "expected": [36.0],
+        "skipped": 0,
+    },
+    "asdiv": {
+        "split": "validation",
+        "rows": [
+            {
+                "body": "Seven red apples and two green apples are in the basket.",
+                "question": "How many apples?",
+                "solution_type": "Addition",
+                "answer": "9 (apples)",
+                "formula": "7+2=9",
+            },
+            {"body": "b", "question": "q", "solution_type": "x", "answer": "3;4", "formula": "f"},
+        ],
+        "expected": [9.0],
+        "skipped": 1,
+    },
+    "gsm_hard": {
+        "split": "train",
+        "rows": [{"input": "Janet has 1603 ducks...", "code": "def f(): ...", "target": 2187.5}],
+        "expected": [2187.5],
+        "skipped": 0,
+    },
+    "math500": {
+        "split": "test",
+        "rows": [
+            {
+                "problem": "Convert (0,3) to polar.",
+                "solution": "...",
+                "answer": r"\left( 3, \frac{\pi}{2} \right)",
+                "subject": "Precalculus",
+                "level": 2,
+                "unique_id": "test/precalculus/807.json",
+            }
+        ],
+        "expected": [r"\left( 3, \frac{\pi}{2} \right)"],
+        "skipped": 0,
+    },
+    "amc23": {
+        "split": "test",
+        "rows": [{"id": 0, "question": "What is 1+1?", "answer": 2.0, "url": "u"}],
+        "expected": [2.0],
+        "skipped": 0,
+    },
+    "aime24": {
+        "split": "train",
+        "rows": [
+            {
+                "id": 60,
+                "problem": "Every morning Aya ...",
+                "solution": "...",
+                "answer": "204",
+                "url": "u",
+                "year": 2024,
+            }
+        ],
+        "expected": [204.0],
+        "skipped": 0,
+    },
+    "aime25": {
+        "split": "test",
+        "rows": [{"id": "0", "problem": "Find the sum ...", "answer": "70"}],
+        "expected": [70.0],
+        "skipped": 0,
+    },
 }
 
 
@@ -87,7 +176,9 @@ def test_benchmark_loads_through_the_hub_path(name, tmp_path):
 
 
 def test_gsm8k_train_loader_and_limit(tmp_path):
-    root = write_local_dataset(tmp_path / "gsm8k", {"train": GSM8K_ROWS, "test": GSM8K_ROWS[:1]}, config="main")
+    root = write_local_dataset(
+        tmp_path / "gsm8k", {"train": GSM8K_ROWS, "test": GSM8K_ROWS[:1]}, config="main"
+    )
     items = load_gsm8k(str(root), "main", "train")
     assert [it["reference"] for it in items] == [72.0, 1080.0, -3.0]
     assert items[0]["solution"].endswith("#### 72")
@@ -100,10 +191,14 @@ def test_loading_errors_are_clear(tmp_path):
         load_hub_dataset("openai/gsm8k", "main", "train")  # offline: the hub is never reached in tests
     with pytest.raises(GrpoError, match="cannot be loaded"):
         load_hub_dataset(str(tmp_path / "missing"), "", "train")
-    bad = write_local_dataset(tmp_path / "bad", {"train": [{"prompt": "x", "completion": "y"}]}, config="main")
+    bad = write_local_dataset(
+        tmp_path / "bad", {"train": [{"prompt": "x", "completion": "y"}]}, config="main"
+    )
     with pytest.raises(DataError, match="not in the GSM8K schema"):
         load_gsm8k(str(bad), "main", "train")
-    nohash = write_local_dataset(tmp_path / "nohash", {"train": [{"question": "x", "answer": "72"}]}, config="main")
+    nohash = write_local_dataset(
+        tmp_path / "nohash", {"train": [{"question": "x", "answer": "72"}]}, config="main"
+    )
     with pytest.raises(DataError, match="no item whose answer ends in"):
         load_gsm8k(str(nohash), "main", "train")
     wrong = write_local_dataset(tmp_path / "wrong", {"test": [{"q": "x"}]})
@@ -133,8 +228,11 @@ def _tiny_pretrained(folder):
 
     alphabet = "".join(dict.fromkeys(string.printable.replace("\x0b", "").replace("\x0c", "")))
     tok = build_char_tokenizer(alphabet)
-    model = build_tiny_model(tok, TinyModelSpec(hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2,
-                                                max_positions=512), seed=0)
+    model = build_tiny_model(
+        tok,
+        TinyModelSpec(hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2, max_positions=512),
+        seed=0,
+    )
     model.save_pretrained(folder)
     tok.save_pretrained(folder)
     return folder
@@ -167,12 +265,32 @@ def test_gsm8k_preset_runs_end_to_end_on_local_data(tmp_path):
     bench = tmp_path / "benchmarks"
     for name in ("gsm8k", "svamp", "math500"):
         schema = SCHEMAS[name]
-        write_local_dataset(bench / name, {BENCHMARKS[name].split: schema["rows"]}, config=schema.get("config", ""))
-    cfg = make_config("gsm8k-qwen2.5-0.5b", model=str(model_dir), dataset=str(data), device="cpu", requires_gpu=False,
-                      bf16=False, gradient_checkpointing=False, max_steps=2, max_completion_length=8, num_prompts=2,
-                      group_size=2, eval_every=1, eval_samples=2, eval_suite=["gsm8k", "svamp", "math500"],
-                      benchmark_dir=str(bench), format_reward=0.5, beta=0.04, save_every=1, num_threads=1,
-                      output_dir=str(tmp_path / "run"), diagnose_every=0)
+        write_local_dataset(
+            bench / name, {BENCHMARKS[name].split: schema["rows"]}, config=schema.get("config", "")
+        )
+    cfg = make_config(
+        "gsm8k-qwen2.5-0.5b",
+        model=str(model_dir),
+        dataset=str(data),
+        device="cpu",
+        requires_gpu=False,
+        bf16=False,
+        gradient_checkpointing=False,
+        max_steps=2,
+        max_completion_length=8,
+        num_prompts=2,
+        group_size=2,
+        eval_every=1,
+        eval_samples=2,
+        eval_suite=["gsm8k", "svamp", "math500"],
+        benchmark_dir=str(bench),
+        format_reward=0.5,
+        beta=0.04,
+        save_every=1,
+        num_threads=1,
+        output_dir=str(tmp_path / "run"),
+        diagnose_every=0,
+    )
     summary = run_experiment(cfg)
     assert summary["steps"] == 2
     lines = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]

@@ -19,8 +19,22 @@ def test_notebook_has_the_parameters_the_issue_lists():
     nb = jupytext.read(NOTEBOOK_MD)
     cells = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     assert len(cells) == 1
-    for name in ("preset", "model", "dataset", "group_size", "learning_rate", "momentum", "steps_per_generation",
-                 "num_iterations", "beta", "epsilon", "max_steps", "eval_every", "seed", "output_dir"):
+    for name in (
+        "preset",
+        "model",
+        "dataset",
+        "group_size",
+        "learning_rate",
+        "momentum",
+        "steps_per_generation",
+        "num_iterations",
+        "beta",
+        "epsilon",
+        "max_steps",
+        "eval_every",
+        "seed",
+        "output_dir",
+    ):
         assert f"\n{name} =" in "\n" + cells[0].source, name
 
 
@@ -39,8 +53,12 @@ def test_papermill_reads_every_parameter_without_a_warning(caplog):
 
 def test_experiment_command_refuses_bad_settings_before_running(tmp_path):
     def run(*args):
-        return subprocess.run([sys.executable, "-m", "grpo_dynamics.cli", "experiment", *args, "--out", str(tmp_path)],
-                              capture_output=True, text=True, cwd=ROOT)
+        return subprocess.run(
+            [sys.executable, "-m", "grpo_dynamics.cli", "experiment", *args, "--out", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+        )
 
     for args, message in ((["-p", "group_size", "1"], "`group_size` must be an integer >= 2"),
                           (["-p", "learning_rate", "0"], "`learning_rate` must be a finite number > 0"),
@@ -57,11 +75,51 @@ def test_experiment_command_refuses_bad_settings_before_running(tmp_path):
 
 @pytest.mark.slow
 def test_cpu_tiny_through_papermill(tmp_path):
-    cmd = [sys.executable, "-m", "grpo_dynamics.cli", "experiment", "--preset", "cpu-tiny", "--seeds", "0",
-           "--group-sizes", "4", "--out", str(tmp_path), "--json",
-           "-p", "max_steps", "4", "-p", "warmup_steps", "10", "-p", "num_prompts", "4", "-p", "eval_every", "2",
-           "-p", "eval_samples", "8", "-p", "save_every", "2", "-p", "tiny_hidden_size", "32", "-p", "tiny_layers", "1",
-           "-p", "measure_constants", "true", "-p", "diagnose_every", "2"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "grpo_dynamics.cli",
+        "experiment",
+        "--preset",
+        "cpu-tiny",
+        "--seeds",
+        "0",
+        "--group-sizes",
+        "4",
+        "--out",
+        str(tmp_path),
+        "--json",
+        "-p",
+        "max_steps",
+        "4",
+        "-p",
+        "warmup_steps",
+        "10",
+        "-p",
+        "num_prompts",
+        "4",
+        "-p",
+        "eval_every",
+        "2",
+        "-p",
+        "eval_samples",
+        "8",
+        "-p",
+        "save_every",
+        "2",
+        "-p",
+        "tiny_hidden_size",
+        "32",
+        "-p",
+        "tiny_layers",
+        "1",
+        "-p",
+        "measure_constants",
+        "true",
+        "-p",
+        "diagnose_every",
+        "2",
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     report = json.loads(out.stdout)
@@ -89,11 +147,53 @@ def test_cpu_tiny_through_papermill(tmp_path):
 @pytest.mark.slow
 def test_same_code_under_accelerate_launch(tmp_path):
     """``accelerate launch -m grpo_core.llm`` runs the same steps as the notebook (one CPU process)."""
-    cmd = [str(ROOT / ".venv" / "bin" / "accelerate"), "launch", "--cpu", "--num_processes", "1", "--num_machines", "1",
-           "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "grpo_core.llm", "--preset", "cpu-tiny",
-           "-p", "max_steps", "3", "-p", "warmup_steps", "5", "-p", "num_prompts", "4", "-p", "group_size", "4",
-           "-p", "eval_samples", "8", "-p", "eval_every", "0", "-p", "tiny_hidden_size", "32", "-p", "tiny_layers", "1",
-           "-p", "diagnose_every", "0", "-p", "output_dir", str(tmp_path / "run")]
+    cmd = [
+        str(ROOT / ".venv" / "bin" / "accelerate"),
+        "launch",
+        "--cpu",
+        "--num_processes",
+        "1",
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        "-m",
+        "grpo_core.llm",
+        "--preset",
+        "cpu-tiny",
+        "-p",
+        "max_steps",
+        "3",
+        "-p",
+        "warmup_steps",
+        "5",
+        "-p",
+        "num_prompts",
+        "4",
+        "-p",
+        "group_size",
+        "4",
+        "-p",
+        "eval_samples",
+        "8",
+        "-p",
+        "eval_every",
+        "0",
+        "-p",
+        "tiny_hidden_size",
+        "32",
+        "-p",
+        "tiny_layers",
+        "1",
+        "-p",
+        "diagnose_every",
+        "0",
+        "-p",
+        "output_dir",
+        str(tmp_path / "run"),
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     summary = json.loads(out.stdout.strip().splitlines()[-1])
@@ -101,6 +201,10 @@ def test_same_code_under_accelerate_launch(tmp_path):
     steps = [json.loads(x)["step"] for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
              if json.loads(x)["split"] == "train"]
     assert steps == [1, 2, 3]
-    bad = subprocess.run([sys.executable, "-m", "grpo_core.llm", "-p", "group_size", "1"], capture_output=True,
-                         text=True, cwd=ROOT)
+    bad = subprocess.run(
+        [sys.executable, "-m", "grpo_core.llm", "-p", "group_size", "1"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert bad.returncode == 2 and "`group_size` must be an integer >= 2" in bad.stderr

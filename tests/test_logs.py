@@ -43,17 +43,53 @@ def read_quiet(path, **kw):
 
 ERAS = [
     # file, era, reward_std kind, columns that must be there, eval rows
-    ("trl_0.14_trainer_state.json", "<0.18", "group_mean_std",
-     {"completion_length", "reward/accuracy_reward", "reward/format_reward", "kl"}, 2),
-    ("trl_0.19_trainer_state.json", ">=0.18", "unknown",
-     {"completion_length", "completion_length_min", "completion_length_max", "clipped_ratio", "terminated_length",
-      "reward/accuracy_reward", "reward_std/accuracy_reward", "frac_reward_zero_std", "clip_ratio_region",
-      "clip_ratio_low", "clip_ratio_high", "num_tokens"}, 2),
-    ("trl_0.23_trainer_state.json", ">=0.21", "group_mean_std",
-     {"entropy", "clip_ratio_low_min", "clip_ratio_high_max", "frac_reward_zero_std"}, 0),
-    ("trl_0.29_trainer_state.json", ">=0.21", "batch_std",
-     {"entropy", "importance_ratio_min", "importance_ratio_mean", "importance_ratio_max",
-      "logp_difference_mean"}, 0),
+    (
+        "trl_0.14_trainer_state.json",
+        "<0.18",
+        "group_mean_std",
+        {"completion_length", "reward/accuracy_reward", "reward/format_reward", "kl"},
+        2,
+    ),
+    (
+        "trl_0.19_trainer_state.json",
+        ">=0.18",
+        "unknown",
+        {
+            "completion_length",
+            "completion_length_min",
+            "completion_length_max",
+            "clipped_ratio",
+            "terminated_length",
+            "reward/accuracy_reward",
+            "reward_std/accuracy_reward",
+            "frac_reward_zero_std",
+            "clip_ratio_region",
+            "clip_ratio_low",
+            "clip_ratio_high",
+            "num_tokens",
+        },
+        2,
+    ),
+    (
+        "trl_0.23_trainer_state.json",
+        ">=0.21",
+        "group_mean_std",
+        {"entropy", "clip_ratio_low_min", "clip_ratio_high_max", "frac_reward_zero_std"},
+        0,
+    ),
+    (
+        "trl_0.29_trainer_state.json",
+        ">=0.21",
+        "batch_std",
+        {
+            "entropy",
+            "importance_ratio_min",
+            "importance_ratio_mean",
+            "importance_ratio_max",
+            "logp_difference_mean",
+        },
+        0,
+    ),
 ]
 
 
@@ -104,7 +140,9 @@ def test_trl_eval_rows_are_kept_apart_with_prefix_stripped():
     steps, values = log.series("eval_reward", split="eval")
     assert steps.tolist() == [10, 20] and values[0] == raw[0]["eval_reward"]
     assert not log.has("eval_reward") and log.has("eval_reward", "eval")
-    with pytest.raises(DataError, match=r"'eval_reward' is an evaluation metric.*--split eval --metric reward"):
+    with pytest.raises(
+        DataError, match=r"'eval_reward' is an evaluation metric.*--split eval --metric reward"
+    ):
         log.series("eval_reward")
 
 
@@ -150,8 +188,16 @@ def test_reward_std_kind_override_and_mixed_versions():
 
 def test_batch_std_detected_from_a_zero_spread_step():
     # every group zero-spread but reward_std > 0: only the batch std can do that
-    recs = [{"step": s, "reward": 0.5, "reward_std": 0.5, "frac_reward_zero_std": f, "completions/mean_length": 9.0}
-            for s, f in [(1, 0.5), (2, 1.0), (3, 0.25)]]
+    recs = [
+        {
+            "step": s,
+            "reward": 0.5,
+            "reward_std": 0.5,
+            "frac_reward_zero_std": f,
+            "completions/mean_length": 9.0,
+        }
+        for s, f in [(1, 0.5), (2, 1.0), (3, 0.25)]
+    ]
     assert from_records(recs).reward_std_kind == "batch_std"
 
 
@@ -325,7 +371,9 @@ def test_verl_record_normalised():
     assert out == {"step": 3, "reward": 0.2, "entropy": 0.5, "split": "train"}
     # a verl record holding train and val keys together is split by read_log/from_records, not here
     with pytest.raises(DataError, match="mixes splits"):
-        normalize_record({"step": 3, "critic/score/mean": 0.2, "val-core/gsm8k/acc": 0.1}, source_format="verl")
+        normalize_record(
+            {"step": 3, "critic/score/mean": 0.2, "val-core/gsm8k/acc": 0.1}, source_format="verl"
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -384,8 +432,12 @@ def test_bad_format_argument():
 
 
 def test_broken_last_jsonl_line_is_dropped_with_a_warning(tmp_path):
-    path = write(tmp_path, "m.jsonl", '{"step": 1, "reward": 0.1}\n{"step": 2, "reward": 0.2}\n{"step": 3, "rew')
-    with pytest.warns(LogWarning, match="line 3 \\(the last\\) is not complete JSON.*kept the 2 complete lines"):
+    path = write(
+        tmp_path, "m.jsonl", '{"step": 1, "reward": 0.1}\n{"step": 2, "reward": 0.2}\n{"step": 3, "rew'
+    )
+    with pytest.warns(
+        LogWarning, match="line 3 \\(the last\\) is not complete JSON.*kept the 2 complete lines"
+    ):
         log = read_log(path)
     assert log.train.index.tolist() == [1, 2]
     assert any("line 3" in n for n in log.notes)
@@ -426,7 +478,9 @@ def test_resumed_run_keeps_the_last_value_with_a_warning():
 
 def test_non_number_cells_become_nan_with_a_warning(tmp_path):
     path = write(tmp_path, "n.csv", "step,reward,kl\n1,0.1,\n2,nan,0.1\n3,0.3,oops\n")
-    with pytest.warns(LogWarning, match="1 cell\\(s\\) of 'kl' are not numbers \\(e.g. 'oops' in data row 3\\)"):
+    with pytest.warns(
+        LogWarning, match="1 cell\\(s\\) of 'kl' are not numbers \\(e.g. 'oops' in data row 3\\)"
+    ):
         log = read_log(path)
     assert np.isnan(log.train.loc[1, "kl"]) and np.isnan(log.train.loc[3, "kl"])
     assert len(log.train) == 3  # no row lost for a NaN cell
@@ -437,12 +491,19 @@ def test_non_number_cells_become_nan_with_a_warning(tmp_path):
 
 def test_rows_with_a_step_and_only_nan_are_dropped_with_a_count(tmp_path):
     csv = write(tmp_path, "r.csv", "step,reward,kl\n1,0.1,0.01\n2,,\n3,nan,nan\n4,0.4,0.04\n")
-    with pytest.warns(LogWarning, match="dropped 2 row\\(s\\) with a step but no metric value .*step\\(s\\) 2, 3"):
+    with pytest.warns(
+        LogWarning, match="dropped 2 row\\(s\\) with a step but no metric value .*step\\(s\\) 2, 3"
+    ):
         log = read_log(csv)
     assert log.train.index.tolist() == [1, 4]
     assert any("dropped 2 row(s)" in n for n in log.notes)
-    state = {"log_history": [{"step": 1, "reward": 0.1}, {"step": 2, "reward": float("nan"), "kl": float("nan")},
-                             {"step": 3, "reward": 0.3}]}
+    state = {
+        "log_history": [
+            {"step": 1, "reward": 0.1},
+            {"step": 2, "reward": float("nan"), "kl": float("nan")},
+            {"step": 3, "reward": 0.3},
+        ]
+    }
     path = write(tmp_path, "trainer_state.json", json.dumps(state))
     with pytest.warns(LogWarning, match="dropped 1 row\\(s\\) .*step\\(s\\) 2\\)"):
         assert read_log(path).train.index.tolist() == [1, 3]
@@ -475,9 +536,13 @@ def test_example_logs_are_the_case_inputs():
     """The shipped example logs (used by the book) are byte-identical to the cases' inputs."""
     from grpo_core.runs.datasets import example_log_path, list_example_logs
 
-    pairs = {"01": "01-all-groups-zero-spread/trainer_state.json", "02": "02-zero-loss-but-learning/trainer_state.json",
-             "03": "03-growing-oscillation/log.csv", "06": "06-collapse-after-high-lr/trainer_state.json",
-             "07": "07-entropy-collapse-verl/metrics.jsonl"}
+    pairs = {
+        "01": "01-all-groups-zero-spread/trainer_state.json",
+        "02": "02-zero-loss-but-learning/trainer_state.json",
+        "03": "03-growing-oscillation/log.csv",
+        "06": "06-collapse-after-high-lr/trainer_state.json",
+        "07": "07-entropy-collapse-verl/metrics.jsonl",
+    }
     assert len(list_example_logs()) == len(pairs)
     for key, case in pairs.items():
         assert example_log_path(key).read_bytes() == (CASES / case).read_bytes()
@@ -489,14 +554,19 @@ def test_a_text_column_asked_for_says_it_was_dropped(tmp_path):
     path = tmp_path / "c.csv"
     path.write_text("step,acc,comment\n" + "".join(f"{i},{0.1 * i},note {i}\n" for i in range(1, 8)))
     log = read_log(path, mapping={"reward": "comment"})
-    with pytest.raises(DataError, match=r"no column 'reward' .*column 'reward' was dropped: it holds no numbers; "
-                                        r"available: acc"):
+    with pytest.raises(
+        DataError,
+        match=r"no column 'reward' .*column 'reward' was dropped: it holds no numbers; "
+        r"available: acc",
+    ):
         log.series("reward")
 
 
 def test_a_user_mapped_step_wins_over_the_format_s_own(tmp_path):
     # a notebook progress table has its own 'Step'; the user says the step is 'iter'
-    path = write(tmp_path, "nb.csv", "Step,iter,Training Loss,reward\n1,10,0.1,0.2\n2,20,0.1,0.3\n3,30,0.1,0.4\n")
+    path = write(
+        tmp_path, "nb.csv", "Step,iter,Training Loss,reward\n1,10,0.1,0.2\n2,20,0.1,0.3\n3,30,0.1,0.4\n"
+    )
     with pytest.warns(LogWarning, match="column 'Step' ignored: `mapping` names another column as the step"):
         log = read_log(path, mapping={"step": "iter"})
     assert log.train.index.tolist() == [10, 20, 30]

@@ -16,8 +16,10 @@ from conftest import ROOT
 
 BOOK = ROOT / "book"
 PAIRED = sorted(
-    p for p in BOOK.rglob("*.md")
-    if "assets" not in p.parts and "ipynb" in (jupytext.read(p).metadata.get("jupytext", {}).get("formats") or "")
+    p
+    for p in BOOK.rglob("*.md")
+    if "assets" not in p.parts
+    and "ipynb" in (jupytext.read(p).metadata.get("jupytext", {}).get("formats") or "")
 )
 REPO_URL = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"].rstrip("/")
 
@@ -56,7 +58,8 @@ def test_colab_setup_cell_installs_this_repository(md):
     assert len(setup) == 1, f"{md.name}: needs exactly one Colab set-up cell"
     urls = re.findall(r"git\+(https://[^\"' ]+)", setup[0].source)
     assert urls and urls[0].rstrip("/") == REPO_URL, (
-        f"{md.name}: the set-up cell installs {urls}, but _config.yml says {REPO_URL}: run `make sync-notebooks`"
+        f"{md.name}: the set-up cell installs {urls}, but _config.yml says {REPO_URL}: "
+        "run `make sync-notebooks`"
     )
     # It must keep Colab's own torch: no torch pin in the set-up cell.
     assert "torch==" not in setup[0].source

@@ -109,7 +109,10 @@ def test_shapes_that_do_not_broadcast_are_named(call, name, shapes):
         call()
     assert err.value.parameter == name and f"got shapes {shapes}" in str(err.value)
     # shapes that do broadcast still give the broadcast result
-    assert stability.critical_a_exact([[0.0], [0.5]], [1, 2]).round(6).tolist() == [[1.0, 0.618034], [0.5, 0.280776]]
+    assert stability.critical_a_exact([[0.0], [0.5]], [1, 2]).round(6).tolist() == [
+        [1.0, 0.618034],
+        [0.5, 0.280776],
+    ]
 
 
 @settings(max_examples=60, deadline=None)
@@ -224,7 +227,9 @@ def test_d_equals_one_threshold_is_one_minus_mu():
 
 def test_mu_zero_threshold_is_two_sines():
     d = np.arange(1, 65)
-    np.testing.assert_allclose(stability.critical_a_exact(0.0, d), 2 * np.sin(np.pi / (2 * (2 * d + 1))), rtol=1e-13)
+    np.testing.assert_allclose(
+        stability.critical_a_exact(0.0, d), 2 * np.sin(np.pi / (2 * (2 * d + 1))), rtol=1e-13
+    )
 
 
 def test_refresh_lag_mu_zero_is_two_over_kref_and_kref_one_is_heavy_ball():
@@ -287,7 +292,9 @@ def test_just_below_is_stable_and_just_above_is_not(lag):
 @pytest.mark.parametrize("lag", ["constant", "refresh"])
 @pytest.mark.parametrize("momentum", ["heavy_ball", "ema"])
 def test_exact_threshold_decreases_with_k_ref(lag, momentum):
-    a = stability.critical_a_exact(np.linspace(0, 0.99, 60)[:, None], np.arange(1, 129)[None, :], lag, momentum)
+    a = stability.critical_a_exact(
+        np.linspace(0, 0.99, 60)[:, None], np.arange(1, 129)[None, :], lag, momentum
+    )
     assert np.all(np.diff(a, axis=1) < 0)
 
 
@@ -320,7 +327,9 @@ def _stable(eta, mu, k_ref, curvature, lag="constant", momentum="heavy_ball", be
 def test_critical_value_round_trips(lag, momentum):
     kw = dict(lag=lag, momentum=momentum)
     eta_star = stability.critical_value("eta", mu=0.7, k_ref=6, curvature=1.5, **kw)
-    assert _stable(eta_star * (1 - 1e-7), 0.7, 6, 1.5, **kw) and not _stable(eta_star * (1 + 1e-7), 0.7, 6, 1.5, **kw)
+    assert _stable(eta_star * (1 - 1e-7), 0.7, 6, 1.5, **kw) and not _stable(
+        eta_star * (1 + 1e-7), 0.7, 6, 1.5, **kw
+    )
     curv_star = stability.critical_value("curvature", eta=0.02, mu=0.7, k_ref=6, **kw)
     assert curv_star == pytest.approx(eta_star * 1.5 / 0.02, rel=1e-12)
     k_star = stability.critical_value("k_ref", eta=0.02, mu=0.7, curvature=1.5, **kw)
@@ -379,7 +388,9 @@ def test_critical_value_refuses_ambiguous_requests():
 def test_critical_beta_is_where_the_kl_stiffness_crosses_the_threshold(lag, method):
     kw = dict(eta=0.02, mu=0.5, k_ref=3, curvature=2.0, kl_curvature=4.0, lag=lag, method=method)
     b_star = stability.critical_value("beta", **kw)
-    a_star = (stability.critical_a_exact if method == "exact" else stability.critical_a_continuous)(0.5, 3, lag)
+    a_star = (stability.critical_a_exact if method == "exact" else stability.critical_a_continuous)(
+        0.5, 3, lag
+    )
     assert b_star == pytest.approx((float(a_star) / 0.02 - 2.0) / 4.0, rel=1e-12)
     # eta solved back at that beta gives the same eta: the two are one boundary
     back = {k: v for k, v in kw.items() if k != "eta"}
@@ -438,7 +449,9 @@ def test_several_configurations_equal_separate_runs():
         alone = noise.simulate_reference(c, 200, 5, noise_scale=1.0, group_size=8, noise=draws[i])
         np.testing.assert_allclose(together[i], alone, rtol=1e-10, atol=1e-12)
     # the first configuration of a batch sees the same draws as a single run with that seed
-    np.testing.assert_allclose(together[0], noise.simulate(confs[0], 200, 5, noise_scale=1.0, group_size=8, seed=3))
+    np.testing.assert_allclose(
+        together[0], noise.simulate(confs[0], 200, 5, noise_scale=1.0, group_size=8, seed=3)
+    )
 
 
 @pytest.mark.parametrize("k_ref", [1, 2, 7, 50])
@@ -491,7 +504,9 @@ def test_stationary_variance_scales_as_one_over_group_size():
     v = {g: noise.stationary_variance_exact(c, 1.0, g) for g in (1, 4, 16)}
     assert v[4] / v[16] == pytest.approx(4.0, rel=1e-12) and v[1] / v[4] == pytest.approx(4.0, rel=1e-12)
     assert noise.stationary_variance(c, 1.0, 4) / noise.stationary_variance(c, 1.0, 16) == pytest.approx(4.0)
-    sims = {g: noise.simulate(c, 4000, 128, noise_scale=1.0, group_size=g, seed=1)[:, 800:].var() for g in (4, 16)}
+    sims = {
+        g: noise.simulate(c, 4000, 128, noise_scale=1.0, group_size=g, seed=1)[:, 800:].var() for g in (4, 16)
+    }
     assert sims[4] / sims[16] == pytest.approx(4.0, rel=0.1)
 
 
@@ -575,12 +590,23 @@ def test_case_08_bad_hyperparameters_library(case):
             assert err.value.parameter == row["bad"]
 
 
-@pytest.mark.parametrize("bad,name", [
-    (dict(eta=-0.1), "eta"), (dict(eta=float("inf")), "eta"), (dict(mu=-0.1), "mu"), (dict(mu=float("nan")), "mu"),
-    (dict(k_ref=-3), "k_ref"), (dict(k_ref="4.5"), "k_ref"), (dict(k_ref=True), "k_ref"), (dict(curvature=0.0), "curvature"),
-    (dict(beta=-1.0), "beta"), (dict(kl_curvature=0.0), "kl_curvature"), (dict(lag="stale"), "lag"),
-    (dict(momentum="adam"), "momentum"),
-])
+@pytest.mark.parametrize(
+    "bad,name",
+    [
+        (dict(eta=-0.1), "eta"),
+        (dict(eta=float("inf")), "eta"),
+        (dict(mu=-0.1), "mu"),
+        (dict(mu=float("nan")), "mu"),
+        (dict(k_ref=-3), "k_ref"),
+        (dict(k_ref="4.5"), "k_ref"),
+        (dict(k_ref=True), "k_ref"),
+        (dict(curvature=0.0), "curvature"),
+        (dict(beta=-1.0), "beta"),
+        (dict(kl_curvature=0.0), "kl_curvature"),
+        (dict(lag="stale"), "lag"),
+        (dict(momentum="adam"), "momentum"),
+    ],
+)
 def test_every_hyperparameter_is_validated(bad, name):
     kw = dict(eta=0.01, mu=0.9, k_ref=4, curvature=1.0) | bad
     with pytest.raises(ParameterError) as err:

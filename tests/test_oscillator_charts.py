@@ -7,7 +7,9 @@ import re
 
 import numpy as np
 import pytest
+from conftest import marks
 
+from grpo_core.errors import ParameterError
 from grpo_core.model import noise, stability, trajectories
 from grpo_core.model import oscillator as osc
 from widgets import oscillator_charts as oc
@@ -30,11 +32,15 @@ def test_vega_response_equals_relaxation(lag, momentum):
     t = np.linspace(0.5, 200, 60)[:, None]
     got = ex["response"].evaluate(t=t, **g)
     for i in range(0, 400, 7):
-        c = osc.coefficients(g["eta"][i], g["mu"][i], int(g["k_ref"][i]), g["curvature"][i], lag=lag, momentum=momentum)
+        c = osc.coefficients(
+            g["eta"][i], g["mu"][i], int(g["k_ref"][i]), g["curvature"][i], lag=lag, momentum=momentum
+        )
         ref = osc.relaxation(t[:, 0], c.mass, c.damping, c.stiffness)
         ok = np.abs(ref) < 1e6  # compare where the (possibly growing) curve is on the page's scale
         np.testing.assert_allclose(got[ok[:, None].ravel(), i], ref[ok], rtol=1e-9, atol=1e-12)
-        assert float(ex["damping_ratio"].evaluate(**{k: v[i] for k, v in g.items()})) == pytest.approx(c.damping_ratio)
+        assert float(ex["damping_ratio"].evaluate(**{k: v[i] for k, v in g.items()})) == pytest.approx(
+            c.damping_ratio
+        )
 
 
 def test_vega_response_near_critical_damping_has_no_cancellation():
@@ -45,7 +51,9 @@ def test_vega_response_near_critical_damping_has_no_cancellation():
     for f in (1 - 1e-9, 1.0, 1 + 1e-9, 1 + 1e-6):
         c = osc.coefficients(a_cd * f, mu, k_ref, curv)
         got = ex["response"].evaluate(t=t, eta=a_cd * f, mu=mu, k_ref=k_ref, curvature=curv)
-        np.testing.assert_allclose(got, osc.relaxation(t, c.mass, c.damping, c.stiffness), rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(
+            got, osc.relaxation(t, c.mass, c.damping, c.stiffness), rtol=1e-8, atol=1e-10
+        )
 
 
 @pytest.mark.parametrize("lag", ["constant", "refresh"])
@@ -71,14 +79,20 @@ def test_continuous_eta_expression():
     ex = oc.oscillator_expressions()
     got = ex["continuous_eta"].evaluate(eta=0.01, mu=np.array([0.0, 0.9]), k_ref=4.0, curvature=2.0)
     np.testing.assert_allclose(got, [(1 - 0.0) / 8, (1 - 0.9) / 8])
-    ref = oc.oscillator_expressions("refresh")["continuous_eta"].evaluate(eta=0.01, mu=0.5, k_ref=1.0, curvature=1.0)
+    ref = oc.oscillator_expressions("refresh")["continuous_eta"].evaluate(
+        eta=0.01, mu=0.5, k_ref=1.0, curvature=1.0
+    )
     assert np.isinf(ref)
 
 
 def test_expression_language_renders_what_it_evaluates():
     x = var("x", "datum.x")
     e = where((x > 1) & (x < 3), fn.sqrt(x) * 2 - lit(-1.5), fn.max(x, 0.5) / 2)
-    assert str(e) == "(((datum.x > 1.0) && (datum.x < 3.0)) ? ((sqrt(datum.x) * 2.0) - (-1.5)) : (max(datum.x, 0.5) / 2.0))"
+    assert (
+        str(e)
+        == "(((datum.x > 1.0) && (datum.x < 3.0)) ? ((sqrt(datum.x) * 2.0) - (-1.5)) : (max(datum.x, 0.5) / "
+           "2.0))"
+    )
     np.testing.assert_allclose(e.evaluate(x=np.array([0.0, 2.0, 4.0])), [0.25, 2 * np.sqrt(2) + 1.5, 2.0])
     label = "ζ = " + fn.format(x, ".2f")
     assert label.evaluate(x=np.array([0.4149])).tolist() == ["ζ = 0.41"]
@@ -147,9 +161,23 @@ def test_noise_bands_agree_with_the_exact_variance():
         np.testing.assert_allclose(part.hi - part.lo, 4 * part.sd, rtol=1e-12)
     ratio = late[late.group_size == 4].sd.mean() / late[late.group_size == 16].sd.mean()
     assert ratio == pytest.approx(2.0, rel=1e-6)  # sd ~ 1/sqrt(G)
-    chart = oc.noise_bands_chart(df)
-    assert len(chart.layer) == 4
-    with pytest.raises(KeyError):
+    seen = marks(oc.noise_bands_chart(df))
+    # the simulated band (area), its mean (solid) and the exact +-2 sd (dashed), by group size
+    assert (seen["area"]["y"], seen["area"]["y2"], seen["area"]["color"]) == (
+        "sim_lo",
+        "sim_hi",
+        "group_size",
+    )
+    assert (
+        seen["area"]["x.title"] == "optimizer step" and seen["area"]["y.title"] == "reward progress 1 − e/e₀"
+    )
+    assert seen["line"]["y"] == "sim_mean"
+    dashed = [layer.encoding.y.shorthand for layer in oc.noise_bands_chart(df).layer
+              if getattr(layer.mark, "strokeDash", None) == [5, 3]]
+    assert dashed == ["lo:Q", "hi:Q"]
+    with pytest.raises(
+        ParameterError, match=r"`data` lacks column\(s\) \['sim_lo'\] \(use noise_bands_data\)"
+    ):
         oc.noise_bands_chart(df.drop(columns=["sim_lo"]))
 
 

@@ -143,7 +143,9 @@ def test_leave_one_out_is_unbiased_and_mean_baseline_bias_is_minus_g_over_g():
     m = bandit_moments(HARD_PROBS, HARD_REWARDS)
     n = 400_000
     for g in (2, 4):
-        est = sample_bandit_gradients(HARD_PROBS, HARD_REWARDS, g, n, rng, estimators=("leave_one_out", "mean"))
+        est = sample_bandit_gradients(
+            HARD_PROBS, HARD_REWARDS, g, n, rng, estimators=("leave_one_out", "mean")
+        )
         for name, expected_bias in (("leave_one_out", 0.0 * m.gradient), ("mean", -m.gradient / g)):
             err = est[name] - m.gradient
             se = err.std(axis=0, ddof=1) / np.sqrt(n)
@@ -167,7 +169,9 @@ def test_exact_mse_matches_monte_carlo(bernoulli):
 def test_loglog_slopes_of_oracle_and_gap():
     """Fitted over G >= 8: oracle slope -1 +/- 0.05, GRPO-minus-oracle gap slope -2 +/- 0.15."""
     sizes = [8, 16, 32, 64, 128, 256, 512, 1024]
-    df = monte_carlo_mse(HARD_PROBS, HARD_REWARDS, sizes, 40_000, seed=2, estimators=("oracle", "leave_one_out"))
+    df = monte_carlo_mse(
+        HARD_PROBS, HARD_REWARDS, sizes, 40_000, seed=2, estimators=("oracle", "leave_one_out")
+    )
     oracle = df[df.estimator == "oracle"]
     gap = df[df.estimator == "gap"]
     assert loglog_slope(oracle.group_size, oracle.mse) == pytest.approx(-1.0, abs=0.05)
@@ -198,7 +202,9 @@ def test_vanilla_can_beat_the_oracle_on_an_easy_prompt():
     easy = bandit_moments([0.8, 0.2], [1.0, 0.0])
     assert float(easy.mse("vanilla", 4)) < float(easy.mse("oracle", 4))
     diff = np.trace(easy.sigma_vanilla) - easy.oracle_trace
-    assert diff == pytest.approx(easy.score_sq * easy.value * (2 * easy.optimal_constant_baseline - easy.value))
+    assert diff == pytest.approx(
+        easy.score_sq * easy.value * (2 * easy.optimal_constant_baseline - easy.value)
+    )
     hard = bandit_moments(HARD_PROBS, HARD_REWARDS)
     assert float(hard.mse("vanilla", 4)) > float(hard.mse("oracle", 4))
 
@@ -225,7 +231,10 @@ def test_std_scaled_zero_spread_groups_give_zero():
 @pytest.mark.parametrize(
     "call, name",
     [
-        (lambda: group_gradient(np.ones((2, 1, 3)), np.ones((2, 1)), estimator="leave_one_out"), "group_size"),
+        (
+            lambda: group_gradient(np.ones((2, 1, 3)), np.ones((2, 1)), estimator="leave_one_out"),
+            "group_size",
+        ),
         (lambda: group_gradient(np.ones((2, 1, 3)), np.ones((2, 1)), estimator="std"), "group_size"),
         (lambda: pairwise_leave_one_out(np.ones((1, 3)), np.ones(1)), "group_size"),
         (lambda: group_gradient(np.ones((2, 0, 3)), np.ones((2, 0))), "rewards"),

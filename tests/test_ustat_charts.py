@@ -9,6 +9,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import marks
 
 from grpo_core.errors import ParameterError
 from grpo_core.groupsize import constants_by_spread, minibatch_mse, optimal_group_size, summarise_study
@@ -32,7 +33,9 @@ def test_law_expressions_equal_grpo_core(grid):
             got = ex["mse"].evaluate(G=feasible, c1=row.c1, c2=row.c2, c3=row.c3, budget=n)
             ref = minibatch_mse(feasible, row.c1, row.c2, row.c3, budget=n)
             np.testing.assert_allclose(got, ref, rtol=1e-12)
-        assert float(ex["g_star"].evaluate(c1=row.c1, c3=row.c3)) == pytest.approx(optimal_group_size(row.c1, row.c3))
+        assert float(ex["g_star"].evaluate(c1=row.c1, c3=row.c3)) == pytest.approx(
+            optimal_group_size(row.c1, row.c3)
+        )
 
 
 def _svg_texts(chart):
@@ -76,7 +79,12 @@ def test_u_statistic_chapter_charts_build_and_render():
     m = bandit_moments(probs, rewards)
     import vl_convert as vlc
 
-    for chart in (uc.mse_chart(df), uc.gap_chart(df), uc.hoeffding_chart(df, m), uc.bias_variance_chart(m, [2, 4, 8])):
+    for chart in (
+        uc.mse_chart(df),
+        uc.gap_chart(df),
+        uc.hoeffding_chart(df, m),
+        uc.bias_variance_chart(m, [2, 4, 8]),
+    ):
         assert vlc.vegalite_to_svg(chart.to_dict()).startswith("<svg")
     # the mse chart plots every estimator, each divided by its own target's squared norm
     data = uc.mse_chart(df).data
@@ -95,7 +103,15 @@ def test_study_charts_build():
     chart = uc.study_chart(s, g_star=4.5)
     # the y-axis is the reward relative to the best G: 0 at the best
     assert chart.to_dict()["facet"]["column"]["field"] == "budget"
-    path = pd.DataFrame({"step": [5], "budget": 16, "g_star": [4.5], "best_g": [4], "tied_low": [4], "tied_high": [8]})
-    assert uc.best_g_path_chart(path).to_dict()["layer"]
+    path = pd.DataFrame(
+        {"step": [5], "budget": 16, "g_star": [4.5], "best_g": [4], "tied_low": [4], "tied_high": [8]}
+    )
+    seen = marks(uc.best_g_path_chart(path))
+    assert seen["line"]["x"] == "step" and seen["line"]["y"] == "g_star"
+    assert seen["line"]["y.scale"] == {"type": "log", "base": 2} and seen["line"]["y.title"] == "group size G"
+    assert (seen["rule"]["y"], seen["rule"]["y2"]) == ("tied_low", "tied_high") and seen["point"][
+        "y"
+    ] == "best_g"
+    assert seen["line"]["x.title"] == "checkpoint (optimizer step)" and seen["line"]["color"] == "N"
     with pytest.raises(ParameterError, match="`summary`"):
         uc.study_chart(df.drop(columns="reward"))

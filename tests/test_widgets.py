@@ -65,7 +65,10 @@ def test_control_rejects_bad_construction():
 
 
 def test_short_message_is_one_line_without_traceback():
-    assert short_message(ParameterError("mu", "`mu` must be in [0, 1); got 1.0")) == "`mu` must be in [0, 1); got 1.0"
+    assert (
+        short_message(ParameterError("mu", "`mu` must be in [0, 1); got 1.0"))
+        == "`mu` must be in [0, 1); got 1.0"
+    )
     msg = short_message(RuntimeError("line one\nline two " + "x" * 1000))
     assert msg.startswith("RuntimeError: line one line two") and len(msg) <= 300 and "\n" not in msg
     s = StatusLine()
@@ -99,7 +102,9 @@ def test_log_explorer_shows_the_library_fit(log_ex):
     assert log_ex.values["best_law"] == comparison.best
     assert log_ex.values["plateau"] == pytest.approx(comparison.best_fit.plateau, rel=1e-6)
     assert set(log_ex.specs) >= {"fits", "forecast"}
-    assert log_ex.values["forecast_low"] <= log_ex.values["forecast_plateau"] <= log_ex.values["forecast_high"]
+    assert (
+        log_ex.values["forecast_low"] <= log_ex.values["forecast_plateau"] <= log_ex.values["forecast_high"]
+    )
 
 
 def test_log_explorer_lists_the_diagnosis(log_ex):
@@ -109,7 +114,9 @@ def test_log_explorer_lists_the_diagnosis(log_ex):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        report = diagnostics.diagnose(datasets.real_log_path("qwen2.5-3b-instruct_gsm8k_unsloth"), forecast=False)
+        report = diagnostics.diagnose(
+            datasets.real_log_path("qwen2.5-3b-instruct_gsm8k_unsloth"), forecast=False
+        )
     assert log_ex.values["findings"] == [f.mode for f in report.findings]
     for f in report.findings:
         assert f.mode.replace("_", " ") in log_ex.findings_html.value
@@ -136,7 +143,12 @@ def test_log_explorer_reads_an_upload(log_ex):
     log_ex._on_upload({"new": ({"name": "trainer_state.json", "content": memoryview(content)},)})
     assert log_ex.source.value == "uploaded: trainer_state.json"
     assert log_ex.run_log.format == "trl"
-    assert log_ex.values["steps"] == len(log_ex.run_log.series(log_ex.metric.value)[0])
+    from grpo_core.runs.logs import LogWarning
+
+    # this log's accuracy reward is logged every other step: the series says what it drops
+    with pytest.warns(LogWarning, match="dropped 10 NaN of 20 steps"):
+        steps, _ = log_ex.run_log.series(log_ex.metric.value)
+    assert log_ex.values["steps"] == len(steps) == 10
 
 
 def test_log_explorer_short_log_says_why_the_forecast_is_missing():
@@ -153,19 +165,43 @@ def test_log_explorer_short_log_says_why_the_forecast_is_missing():
 # --- oscillator explorer --------------------------------------------------------------------
 
 
-def test_oscillator_view_matches_grpo_core():
+def test_oscillator_view_pins_hand_computed_numbers():
+    import numpy as np
+
     from widgets.oscillator_explorer import compute_oscillator_view
 
-    for lag in ("constant", "refresh"):
+    # eta = 0.05, K = curvature + beta = 1.2, so a = eta K = 0.06; mu = 0.5, K_ref = 4.
+    # constant lag, d = 4: M = (1.5 + 16 a)/2 = 1.23, C = 0.5 - 4 a = 0.26, zeta = C / (2 sqrt(M a));
+    # refresh lag, mean d = 1.5, mean d^2 = 3.5: M = 0.855, C = 0.41.
+    hand = {
+        "constant": dict(zeta=0.26 / (2 * math.sqrt(1.23 * 0.06)), a_cont=0.5 / 4, k_cont=0.5 / 0.06),
+        "refresh": dict(
+            zeta=0.41 / (2 * math.sqrt(0.855 * 0.06)), a_cont=0.5 / 1.5, k_cont=1 + 2 * 0.5 / 0.06
+        ),
+    }
+    assert hand["constant"]["zeta"] == pytest.approx(0.478537, abs=1e-6)
+    assert hand["refresh"]["zeta"] == pytest.approx(0.905097, abs=1e-6)
+    for lag, h in hand.items():
         v = compute_oscillator_view(0.05, 0.5, 4, 1.0, 0.2, 8, lag=lag, steps=50)
-        c = oscillator.coefficients(0.05, 0.5, 4, 1.0, 0.2, lag=lag)
-        assert v["regime"] == c.regime and v["damping_ratio"] == pytest.approx(c.damping_ratio)
-        assert v["critical_a_exact"] == pytest.approx(float(stability.critical_a_exact(0.5, 4, lag)))
-        assert v["critical_a_continuous"] == pytest.approx(float(stability.critical_a_continuous(0.5, 4, lag)))
+        assert v["a"] == pytest.approx(0.06) and v["regime"] == "underdamped" == v["verdict"]
+        assert v["damping_ratio"] == pytest.approx(h["zeta"], rel=1e-12)
+        assert v["critical_a_continuous"] == pytest.approx(h["a_cont"], rel=1e-12)
+        assert v["critical_k_ref_continuous"] == pytest.approx(h["k_cont"], rel=1e-12)
         assert len(v["bands"]) == 51 and v["discrete"].shape == (51,)
-    # heavy ball, constant lag: continuous critical K_ref = (1 - mu) / (eta K)
+    # Exact threshold, constant lag: e_{k+1} = 1.5 e_k - 0.5 e_{k-1} - a e_{k-4} has a root on the
+    # unit circle at a = a*, inside it just below.
+    v = compute_oscillator_view(0.05, 0.5, 4, 1.0, 0.2, 8, steps=50)
+    a_star = v["critical_a_exact"]
+    assert a_star == pytest.approx(0.1558513, abs=1e-7)
+    assert max(abs(np.roots([1, -1.5, 0.5, 0, 0, a_star]))) == pytest.approx(1.0, abs=1e-9)
+    assert max(abs(np.roots([1, -1.5, 0.5, 0, 0, 0.99 * a_star]))) < 1
+    assert v["critical_k_ref_exact"] == 12
+    # Refresh lag: reference value of the periodic recurrence's threshold (17/38 to 1e-12).
+    v = compute_oscillator_view(0.05, 0.5, 4, 1.0, 0.2, 8, lag="refresh", steps=50)
+    assert v["critical_a_exact"] == pytest.approx(17 / 38, abs=1e-12) and v["critical_k_ref_exact"] == 19
+    # heavy ball, constant lag, beta = 0: continuous critical K_ref = (1 - mu) / (eta K) = 10
     v = compute_oscillator_view(0.05, 0.5, 4, 1.0)
-    assert v["critical_k_ref_continuous"] == pytest.approx(0.5 / 0.05)
+    assert v["critical_k_ref_continuous"] == pytest.approx(10.0)
 
 
 def test_json_specs_are_serialisable(log_ex):
@@ -212,16 +248,26 @@ def test_oscillator_explorer_follows_its_controls():
     c = oscillator.coefficients(0.14, 0.3, 6, 0.5, 0.2, lag="refresh", momentum="ema")
     assert ex.values["regime"] == c.regime
     assert ex.values["damping_ratio"] == pytest.approx(c.damping_ratio)
-    assert ex.values["critical_a_exact"] == pytest.approx(float(stability.critical_a_exact(0.3, 6, "refresh", "ema")))
+    assert ex.values["critical_a_exact"] == pytest.approx(
+        float(stability.critical_a_exact(0.3, 6, "refresh", "ema"))
+    )
     assert ex.values["critical_k_ref_exact"] == stability.critical_value(
         "k_ref", eta=0.14, mu=0.3, curvature=0.5, beta=0.2, lag="refresh", momentum="ema")
     assert ex.values["stationary_variance_exact"] == pytest.approx(
         noise.stationary_variance_exact(c, 1.0, 32))
     # The phase chart's point is (K_ref, eta K) with the regime as its label.
     point = [recs for mark, recs in _marks(ex.specs["phase"]) if mark == "text"][0][0]
-    assert point["k_ref"] == 6 and point["a"] == pytest.approx(c.a) and point["label"] == ex.values["verdict_label"]
+    assert (
+        point["k_ref"] == 6
+        and point["a"] == pytest.approx(c.a)
+        and point["label"] == ex.values["verdict_label"]
+    )
     # The trajectory chart carries the closed form of grpo_core.
-    lines = [recs for mark, recs in _marks(ex.specs["trajectory"]) if mark == "line" and recs and "model" in recs[0]][0]
+    lines = [
+        recs
+        for mark, recs in _marks(ex.specs["trajectory"])
+        if mark == "line" and recs and "model" in recs[0]
+    ][0]
     closed = [r["progress"] for r in lines if r["model"] == "closed form (continuous)"]
     expected = 1.0 - trajectories.closed_form_trajectory(c, range(61))
     assert closed == pytest.approx(list(expected), abs=1e-9)
@@ -310,10 +356,15 @@ def test_bandit_explorer_matches_the_simulator_and_prediction():
     fp = bandit.fixed_point(spec, 1.0)
     assert ex.values["p_star"] == pytest.approx(fp.p_star) == pytest.approx(1 / (1 + math.exp(-1.0)))
     # Chunked seeds give exactly the numbers of one vectorised call.
-    run = bandit.simulate(spec, eta=0.2, mu=0.5, k_ref=4, beta=1.0, steps=120, seeds=np.arange(CHUNK_SEEDS + 4))
+    run = bandit.simulate(
+        spec, eta=0.2, mu=0.5, k_ref=4, beta=1.0, steps=120, seeds=np.arange(CHUNK_SEEDS + 4)
+    )
     np.testing.assert_array_equal(ex.result["p"], run.p[0])
-    c = oscillator.coefficients(0.2, 0.5, 4, fp.stiffness, 0.0)
-    assert ex.values["regime"] == c.regime and ex.values["damping_ratio"] == pytest.approx(c.damping_ratio)
+    # LOO baseline, beta = 1: K = 2 p* (1 - p*) = 0.39322; a = 0.2 K; M = (1.5 + 16 a)/2, C = 0.5 - 4 a
+    assert ex.values["stiffness"] == pytest.approx(2 * fp.p_star * (1 - fp.p_star), rel=1e-9)
+    assert ex.values["stiffness"] == pytest.approx(0.393224, abs=1e-6)
+    assert ex.values["regime"] == "underdamped" and ex.values["stable_exact"] is True
+    assert ex.values["damping_ratio"] == pytest.approx(0.281505, abs=1e-6)
     # Same seeds, same numbers.
     first = ex.result["p"].copy()
     ex.start(block=True)
@@ -350,7 +401,9 @@ def test_group_size_explorer_matches_grpo_core():
     for spread, budget in [(0.15, 1024), (0.3, 1024), (0.05, 4096)]:
         ex.controls["spread"].value = spread
         ex.controls["budget"].value = budget
-        k = groupsize.pool_constants(groupsize.beta_difficulty_pool(POOL_PROMPTS, POOL_ARMS, mean=0.3, spread=spread))
+        k = groupsize.pool_constants(
+            groupsize.beta_difficulty_pool(POOL_PROMPTS, POOL_ARMS, mean=0.3, spread=spread)
+        )
         assert ex.values["c1"] == pytest.approx(k.c1) and ex.values["c3"] == pytest.approx(k.c3)
         assert ex.values["g_star_exact"] == pytest.approx(1 + math.sqrt(k.c3 / k.c1))
         assert ex.values["best_g"] == groupsize.best_group_size(budget, k.c1, k.c2, k.c3)
@@ -418,10 +471,51 @@ def test_controls_refuse_an_integer_too_large_for_a_float_and_a_negative_seed():
 def test_explorers_refuse_bad_initial_arguments_by_name():
     from widgets.explorers import bandit_explorer, group_size_explorer, oscillator_explorer
 
-    for call, name in ((lambda: oscillator_explorer(eta=-1), "eta"), (lambda: oscillator_explorer(eta="abc"), "eta"),
-                       (lambda: oscillator_explorer(lag="x"), "lag"), (lambda: bandit_explorer(baseline="x"), "baseline"),
-                       (lambda: group_size_explorer(correct_sets="x"), "correct_sets"),
-                       (lambda: group_size_explorer(budget=0), "budget")):
+    for call, name in (
+        (lambda: oscillator_explorer(eta=-1), "eta"),
+        (lambda: oscillator_explorer(eta="abc"), "eta"),
+        (lambda: oscillator_explorer(lag="x"), "lag"),
+        (lambda: bandit_explorer(baseline="x"), "baseline"),
+        (lambda: group_size_explorer(correct_sets="x"), "correct_sets"),
+        (lambda: group_size_explorer(budget=0), "budget"),
+    ):
         with pytest.raises(ParameterError) as err:  # was ipywidgets' ValueError or TraitError
             call()
         assert err.value.parameter == name
+
+
+# --- style -----------------------------------------------------------------------------------
+
+
+def test_style_error_bars_are_two_se_floored_at_half_the_mean():
+    import pandas as pd
+
+    from widgets.style import two_se_bounds
+
+    lo, hi = two_se_bounds(pd.Series([1.0, 2.0]), pd.Series([0.1, 0.6]))
+    # 2 - 1.2 = 0.8 is below half the mean: floored at 1
+    assert lo.tolist() == pytest.approx([0.8, 1.0]) and hi.tolist() == pytest.approx([1.2, 3.2])
+    lo, hi = two_se_bounds(pd.Series([-0.1]), pd.Series([0.05]), floor=None)  # a signed difference
+    assert lo.tolist() == pytest.approx([-0.2]) and hi.tolist() == pytest.approx([0.0])
+
+
+def test_style_column_check_names_the_frame_and_what_is_missing():
+    import pandas as pd
+
+    from widgets.style import require_columns
+
+    require_columns(pd.DataFrame({"a": [1], "b": [2]}), "t", ["a", "b"])  # complete: no error
+    with pytest.raises(ParameterError, match=r"^`t` lacks column\(s\) \['b', 'c'\] \(use make_t\)$"):
+        require_columns(pd.DataFrame({"a": [1]}), "t", ["a", "b", "c"], source="make_t")
+    with pytest.raises(ParameterError, match="`t` must be a pandas DataFrame; got dict"):
+        require_columns({"a": [1]}, "t", ["a"])
+
+
+def test_style_regime_palette_covers_every_regime_the_model_names():
+    from widgets.style import BANDIT_REGIME_COLORS, OSCILLATOR_REGIMES, REGIME_COLORS
+
+    labels = {oscillator.coefficients(eta, mu, k, 1.0).regime_label
+              for eta in (0.001, 0.05, 0.3, 2.0) for mu in (0.0, 0.5, 0.9) for k in (1, 4)}
+    assert labels <= set(OSCILLATOR_REGIMES) <= set(REGIME_COLORS)
+    assert len(set(REGIME_COLORS.values())) == len(REGIME_COLORS)  # one colour per regime
+    assert BANDIT_REGIME_COLORS["oscillatory"] == REGIME_COLORS["underdamped"]

@@ -102,7 +102,9 @@ def scroll_to(page, index: int) -> None:
     page.evaluate("i => document.querySelectorAll('.vega-embed')[i].scrollIntoView({block: 'center'})", index)
 
 
-def line_points(page, index: int, mark: str, n: int = 120) -> tuple[list[tuple[float, float]], tuple[float, float]]:
+def line_points(
+    page, index: int, mark: str, n: int = 120
+) -> tuple[list[tuple[float, float]], tuple[float, float]]:
     """Points of the line mark ``mark`` in chart ``index`` in *data* units, read back from the SVG.
 
     The path is sampled at ``n + 1`` points along its length (in page coordinates); each axis's
@@ -122,7 +124,8 @@ def line_points(page, index: int, mark: str, n: int = 120) -> tuple[list[tuple[f
                     const r = e.getBoundingClientRect();
                     return [r.x + r.width / 2, r.y + r.height / 2];
                 });
-                return {label: ax.getAttribute('aria-label') || '', values: labels.map(t => num(t.textContent)), at};
+                return {label: ax.getAttribute('aria-label') || '',
+                        values: labels.map(t => num(t.textContent)), at};
             });
             const path = el.querySelector(`g.${mark}_marks path`);
             const m = path.getScreenCTM(), len = path.getTotalLength(), pts = [];

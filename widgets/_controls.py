@@ -32,6 +32,8 @@ import numpy as np
 from grpo_core.errors import GrpoError, ParameterError
 from grpo_core.validation import check_real
 
+from .style import STATUS_COLORS
+
 __all__ = [
     "NumberControl",
     "StatusLine",
@@ -49,7 +51,7 @@ MAX_MESSAGE_CHARS = 300
 
 _LABEL_LAYOUT = {"width": "8.5em"}
 _TEXT_LAYOUT = {"width": "6em"}
-_MESSAGE_STYLE = "color:#a94400;font-size:90%"
+_MESSAGE_STYLE = f"color:{STATUS_COLORS['warning']};font-size:90%"
 
 
 def short_message(exc: BaseException) -> str:
@@ -283,7 +285,7 @@ class StatusLine(widgets.HTML):
     ('error', 'ValueError: bad')
     """
 
-    _COLOURS = {"info": "#555", "warning": "#a94400", "error": "#b00020", "ok": "#1b5e20"}
+    _COLOURS = STATUS_COLORS
 
     def __init__(self):
         super().__init__(value="")
@@ -407,8 +409,12 @@ def frame_records(frame) -> list[dict]:
     import pandas as pd
 
     cols = frame.columns
-    simple = (not isinstance(cols, (pd.RangeIndex, pd.MultiIndex)) and not isinstance(frame.index, pd.MultiIndex)
-              and all(isinstance(c, str) for c in cols) and len(set(cols)) == len(cols))
+    simple = (
+        not isinstance(cols, (pd.RangeIndex, pd.MultiIndex))
+        and not isinstance(frame.index, pd.MultiIndex)
+        and all(isinstance(c, str) for c in cols)
+        and len(set(cols)) == len(cols)
+    )
     values: list[list] = []
     if simple:
         for name, dtype in frame.dtypes.items():

@@ -16,13 +16,19 @@ Pure builders: each takes the DataFrames produced by :mod:`grpo_core.bandit` and
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import altair as alt
 import numpy as np
 import pandas as pd
 
-from grpo_core.errors import ParameterError
+from .style import (
+    BANDIT_REGIME_COLORS,
+    WIDTH,
+    color_scale,
+    group_size_x,
+    require_columns,
+    step_x,
+    two_se_bounds,
+)
 
 __all__ = [
     "flow_chart",
@@ -33,18 +39,8 @@ __all__ = [
     "variants_chart",
 ]
 
-_REGIME_COLORS = {"monotone": "#1b9e77", "oscillatory": "#d95f02", "divergent": "#e7298a"}
 
-
-def _require(frame: pd.DataFrame, name: str, columns: Sequence[str]) -> None:
-    if not isinstance(frame, pd.DataFrame):
-        raise ParameterError(name, f"`{name}` must be a pandas DataFrame; got {type(frame).__name__}")
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise ParameterError(name, f"`{name}` is missing column(s) {missing}")
-
-
-def flow_chart(flows: pd.DataFrame, *, width: int = 560, height: int = 260) -> alt.LayerChart:
+def flow_chart(flows: pd.DataFrame, *, width: int = WIDTH["wide"], height: int = 260) -> alt.LayerChart:
     """The reduced flow ``F`` (logit gap per step per unit learning rate) against ``p``.
 
     Parameters
@@ -62,7 +58,7 @@ def flow_chart(flows: pd.DataFrame, *, width: int = 560, height: int = 260) -> a
     Raises
     ------
     ParameterError
-        Missing columns.
+        ``flows`` lacks one of its columns above.
 
     Examples
     --------
@@ -70,7 +66,7 @@ def flow_chart(flows: pd.DataFrame, *, width: int = 560, height: int = 260) -> a
     >>> isinstance(flow_chart(df), alt.LayerChart)
     True
     """
-    _require(flows, "flows", ["label", "p", "F"])
+    require_columns(flows, "flows", ["label", "p", "F"])
     lines = alt.Chart(flows).mark_line().encode(
         x=alt.X("p:Q", title="expected reward p", scale=alt.Scale(domain=[0.5, 1.0])),
         y=alt.Y("F:Q", title="flow F (logit gap per step, per unit eta)"),
@@ -103,24 +99,26 @@ def k_ref_sweep_chart(trajectories: pd.DataFrame, regimes: pd.DataFrame, p_star:
     Raises
     ------
     ParameterError
-        Missing columns.
+        ``trajectories`` or ``regimes`` lacks one of its columns above.
     """
-    _require(trajectories, "trajectories", ["k_ref", "step", "p", "kind"])
-    _require(regimes, "regimes", ["k_ref", "measured", "continuous", "exact"])
+    require_columns(trajectories, "trajectories", ["k_ref", "step", "p", "kind"])
+    require_columns(regimes, "regimes", ["k_ref", "measured", "continuous", "exact"])
     reg = regimes.set_index("k_ref")
     data = trajectories.copy()
-    data["panel"] = [f"K_ref = {k}: {reg.measured[k]} (continuous: {reg.continuous[k]}, exact: {reg.exact[k]})"
-                     for k in data["k_ref"]]
+    data["panel"] = [
+        f"K_ref = {k}: {reg.measured[k]} (continuous: {reg.continuous[k]}, exact: {reg.exact[k]})"
+        for k in data["k_ref"]
+    ]
     data["regime"] = [reg.measured[k] for k in data["k_ref"]]
     data["p_star"] = float(p_star)
     order = [f"K_ref = {k}: {reg.measured[k]} (continuous: {reg.continuous[k]}, exact: {reg.exact[k]})"
              for k in reg.index]
     base = alt.Chart(data)
     lines = base.mark_line().encode(
-        x=alt.X("step:Q", title="optimizer step"),
+        x=step_x(),
         y=alt.Y("p:Q", title="expected reward p", scale=alt.Scale(zero=False)),
         color=alt.Color("regime:N", title="measured regime", legend=alt.Legend(orient="bottom"),
-                        scale=alt.Scale(domain=list(_REGIME_COLORS), range=list(_REGIME_COLORS.values()))),
+                        scale=color_scale(BANDIT_REGIME_COLORS)),
         strokeDash=alt.StrokeDash("kind:N", title=None, legend=alt.Legend(orient="bottom")),
         detail="kind:N",
     )
@@ -158,10 +156,10 @@ def threshold_chart(measured: pd.DataFrame, boundaries: pd.DataFrame, *, width: 
     Raises
     ------
     ParameterError
-        Missing columns.
+        ``measured`` or ``boundaries`` lacks one of its columns above.
     """
-    _require(measured, "measured", ["lag", "mu", "k_ref", "measured"])
-    _require(boundaries, "boundaries", ["lag", "mu", "k_ref", "method", "a_star"])
+    require_columns(measured, "measured", ["lag", "mu", "k_ref", "measured"])
+    require_columns(boundaries, "boundaries", ["lag", "mu", "k_ref", "method", "a_star"])
     b = boundaries.copy()
     m = measured[np.isfinite(measured["measured"])].rename(columns={"measured": "a_star"})
     m = m.assign(source="bandit (measured)")
@@ -175,10 +173,20 @@ def threshold_chart(measured: pd.DataFrame, boundaries: pd.DataFrame, *, width: 
         bl, ml = b[b["lag"] == lag], m[m["lag"] == lag]
         if bl.empty and ml.empty:
             continue
-        lines = alt.Chart(bl).mark_line().encode(
-            x=x, y=y, color=color,
-            strokeDash=alt.StrokeDash("method:N", title="prediction",
-                                      scale=alt.Scale(domain=["exact", "continuous"], range=[[1, 0], [5, 4]])))
+        lines = (
+            alt.Chart(bl)
+            .mark_line()
+            .encode(
+                x=x,
+                y=y,
+                color=color,
+                strokeDash=alt.StrokeDash(
+                    "method:N",
+                    title="prediction",
+                    scale=alt.Scale(domain=["exact", "continuous"], range=[[1, 0], [5, 4]]),
+                ),
+            )
+        )
         points = alt.Chart(ml).mark_point(size=60, filled=True, color="black").encode(
             x=x, y=y, shape=alt.Shape("source:N", title=None),
             tooltip=["mu:N", "k_ref:Q", alt.Tooltip("a_star:Q", format=".4f")])
@@ -204,12 +212,12 @@ def g_invariance_chart(trajectories: pd.DataFrame, *, width: int = 230, height: 
     Raises
     ------
     ParameterError
-        Missing columns.
+        ``trajectories`` lacks one of its columns above.
     """
-    _require(trajectories, "trajectories", ["baseline", "group_size", "step", "mean"])
+    require_columns(trajectories, "trajectories", ["baseline", "group_size", "step", "mean"])
     order = list(dict.fromkeys(trajectories["baseline"]))
     return alt.Chart(trajectories).mark_line(strokeWidth=1.5).encode(
-        x=alt.X("step:Q", title="optimizer step"),
+        x=step_x(),
         y=alt.Y("mean:Q", title="mean expected reward p", scale=alt.Scale(zero=False)),
         color=alt.Color("group_size:O", title="G", scale=alt.Scale(scheme="viridis")),
         tooltip=["baseline:N", "group_size:O", "step:Q", alt.Tooltip("mean:Q", format=".4f")],
@@ -217,7 +225,9 @@ def g_invariance_chart(trajectories: pd.DataFrame, *, width: int = 230, height: 
         column=alt.Column("baseline:N", title=None, sort=order, header=alt.Header(labelLimit=300)))
 
 
-def variance_chart(variance: pd.DataFrame, *, width: int = 420, height: int = 300) -> alt.LayerChart:
+def variance_chart(
+    variance: pd.DataFrame, *, width: int = WIDTH["half"], height: int = 300
+) -> alt.LayerChart:
     """Stationary variance of ``p`` against G, log-log: measured (points, +-2 se) and predicted (lines).
 
     Parameters
@@ -229,17 +239,17 @@ def variance_chart(variance: pd.DataFrame, *, width: int = 420, height: int = 30
     Returns
     -------
     alt.LayerChart
+        Measured variance (points) with +-2 se bars, the prediction as dashed lines, per baseline.
 
     Raises
     ------
     ParameterError
-        Missing columns.
+        ``variance`` lacks one of its columns above.
     """
-    _require(variance, "variance", ["baseline", "group_size", "variance", "variance_se", "predicted"])
+    require_columns(variance, "variance", ["baseline", "group_size", "variance", "variance_se", "predicted"])
     v = variance.copy()
-    v["lo"] = (v["variance"] - 2 * v["variance_se"]).clip(lower=v["variance"] * 0.5)
-    v["hi"] = v["variance"] + 2 * v["variance_se"]
-    x = alt.X("group_size:Q", title="group size G", scale=alt.Scale(type="log", base=2))
+    v["lo"], v["hi"] = two_se_bounds(v["variance"], v["variance_se"])
+    x = group_size_x()
     color = alt.Color("baseline:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=400))
     pts = alt.Chart(v).mark_point(filled=True, size=60).encode(
         x=x, y=alt.Y("variance:Q", title="stationary Var(p)", scale=alt.Scale(type="log")), color=color,
@@ -250,7 +260,9 @@ def variance_chart(variance: pd.DataFrame, *, width: int = 420, height: int = 30
     return alt.layer(lines, bars, pts).properties(width=width, height=height)
 
 
-def variants_chart(frame: pd.DataFrame, *, width: int = 240, height: int = 190, y: str = "p") -> alt.FacetChart:
+def variants_chart(
+    frame: pd.DataFrame, *, width: int = 240, height: int = 190, y: str = "p"
+) -> alt.FacetChart:
     """Trajectories of bandit variants, one panel per ``panel`` value.
 
     Parameters
@@ -265,17 +277,18 @@ def variants_chart(frame: pd.DataFrame, *, width: int = 240, height: int = 190, 
     Returns
     -------
     alt.FacetChart
+        One panel per ``panel``; colour by ``label``, dash by ``kind``, against the step.
 
     Raises
     ------
     ParameterError
-        Missing columns.
+        ``frame`` lacks one of its columns above.
     """
-    _require(frame, "frame", ["panel", "label", "kind", "step", y])
+    require_columns(frame, "frame", ["panel", "label", "kind", "step", y])
     titles = {"p": "expected reward p", "kl": "KL(pi || pi_ref) (nats)", "clip_ratio": "clipped fraction"}
     order = list(dict.fromkeys(frame["panel"]))
     return alt.Chart(frame).mark_line().encode(
-        x=alt.X("step:Q", title="optimizer step"),
+        x=step_x(),
         y=alt.Y(f"{y}:Q", title=titles.get(y, y)),
         color=alt.Color("label:N", title=None, legend=alt.Legend(orient="bottom", columns=3, labelLimit=300)),
         strokeDash=alt.StrokeDash("kind:N", title=None, legend=alt.Legend(orient="bottom")),

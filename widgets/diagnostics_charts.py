@@ -18,6 +18,7 @@ from grpo_core.runs import diagnostics as _diag
 from grpo_core.runs.logs import RunLog
 
 from .laws_charts import LAW_COLORS
+from .style import GREYS, INK, OKABE_ITO, WIDTH, require_columns, step_x
 
 __all__ = [
     "SEVERITY_COLORS",
@@ -31,12 +32,22 @@ __all__ = [
 ]
 
 #: Colours of the severities (Okabe-Ito): info blue, warning orange, critical vermillion.
-SEVERITY_COLORS = {"info": "#0072B2", "warning": "#E69F00", "critical": "#D55E00"}
-_DATA = "#9a9a9a"
-_LINE = "#333333"
-_EVAL = "#CC79A7"
+SEVERITY_COLORS = {
+    "info": OKABE_ITO["blue"],
+    "warning": OKABE_ITO["orange"],
+    "critical": OKABE_ITO["vermillion"],
+}
+_DATA = "#9a9a9a"  # the raw points, lighter than GREY under the smoothed INK line
+_EVAL = OKABE_ITO["pink"]
 #: Colours of several metrics on one panel (Okabe-Ito, without the severity colours).
-_SERIES_COLORS = ["#333333", "#009E73", "#CC79A7", "#56B4E9", "#F0E442", "#999999"]
+_SERIES_COLORS = [
+    INK,
+    OKABE_ITO["green"],
+    OKABE_ITO["pink"],
+    OKABE_ITO["sky"],
+    OKABE_ITO["yellow"],
+    GREYS["mid"],
+]
 
 
 def _check_log(log) -> RunLog:
@@ -74,16 +85,23 @@ def _onset_rules(diagnosis, height_domain=None) -> list[alt.Chart]:
         return []
     df = pd.DataFrame(rows)
     present = [s for s in SEVERITY_COLORS if s in set(df["severity"])]
-    return [alt.Chart(df).mark_rule(strokeDash=[6, 4], strokeWidth=1.5).encode(
-        x="step:Q",
-        color=alt.Color("severity:N", scale=alt.Scale(domain=present, range=[SEVERITY_COLORS[s] for s in present]),
-                        legend=alt.Legend(title="onset of")),
-        tooltip=["finding:N", "step:Q"],
-    )]
+    return [
+        alt.Chart(df)
+        .mark_rule(strokeDash=[6, 4], strokeWidth=1.5)
+        .encode(
+            x="step:Q",
+            color=alt.Color(
+                "severity:N",
+                scale=alt.Scale(domain=present, range=[SEVERITY_COLORS[s] for s in present]),
+                legend=alt.Legend(title="onset of"),
+            ),
+            tooltip=["finding:N", "step:Q"],
+        )
+    ]
 
 
 def reward_chart(log: RunLog, diagnosis=None, *, metric: str = "reward", eval_metric: str | None = None,
-                 width: int = 620, height: int = 260, max_points: int = 1500) -> alt.LayerChart:
+                 width: int = WIDTH["column"], height: int = 260, max_points: int = 1500) -> alt.LayerChart:
     """The reward per step with its smoothed curve, the fitted law, the forecast plateau and band.
 
     Parameters
@@ -105,6 +123,7 @@ def reward_chart(log: RunLog, diagnosis=None, *, metric: str = "reward", eval_me
     Returns
     -------
     altair.LayerChart
+        Raw reward (grey), smoothed curve, fitted law with its band, eval points, finding onsets.
 
     Raises
     ------
@@ -124,7 +143,7 @@ def reward_chart(log: RunLog, diagnosis=None, *, metric: str = "reward", eval_me
     """
     _check_log(log)
     raw = _series(log, metric, max_points)
-    x = alt.X("step:Q", title="optimizer step")
+    x = step_x()
     y_title = metric
     layers = [
         alt.Chart(raw).mark_line(strokeWidth=0.6, opacity=0.5, color=_DATA).encode(
@@ -139,10 +158,16 @@ def reward_chart(log: RunLog, diagnosis=None, *, metric: str = "reward", eval_me
         if fc.get("reliable", True):
             ft, fv = np.asarray(fc["t"], float), np.asarray(fc["fitted"], float)
             keep = np.unique(np.linspace(0, ft.size - 1, min(ft.size, max_points)).astype(int))
-            fit = pd.DataFrame({"step": ft[keep], "value": fv[keep], "low": np.asarray(fc["fitted_low"])[keep],
-                                "high": np.asarray(fc["fitted_high"])[keep],
-                                "law": f"{fc['law']} law (R² {fc['r2_smoothed']:.2f} on the smoothed curve)"})
-            color = LAW_COLORS.get(fc["law"], "#0072B2")
+            fit = pd.DataFrame(
+                {
+                    "step": ft[keep],
+                    "value": fv[keep],
+                    "low": np.asarray(fc["fitted_low"])[keep],
+                    "high": np.asarray(fc["fitted_high"])[keep],
+                    "law": f"{fc['law']} law (R² {fc['r2_smoothed']:.2f} on the smoothed curve)",
+                }
+            )
+            color = LAW_COLORS.get(fc["law"], OKABE_ITO["blue"])
             band = pd.DataFrame({"step": [raw["step"].min(), raw["step"].max()], "low": fc["plateau_low"],
                                  "high": fc["plateau_high"], "plateau": fc["plateau"]})
             layers += [
@@ -155,21 +180,36 @@ def reward_chart(log: RunLog, diagnosis=None, *, metric: str = "reward", eval_me
                 alt.Chart(fit).mark_line(color=color, strokeWidth=2.5).encode(
                     x=x, y="value:Q", tooltip=["law:N", alt.Tooltip("value:Q", format=".4g")]),
             ]
-        layers.append(alt.Chart(smooth).mark_line(color=_LINE, strokeWidth=1.5).encode(
+        layers.append(alt.Chart(smooth).mark_line(color=INK, strokeWidth=1.5).encode(
             x=x, y="value:Q", tooltip=["curve:N", "step:Q", alt.Tooltip("value:Q", format=".4g")]))
     if eval_metric is None and len(log.eval) and log.has("reward", "eval") and metric == "reward":
         eval_metric = "reward"
     if eval_metric is not None:
         ev = _series(log, eval_metric, max_points, split="eval")
-        layers.append(alt.Chart(ev).mark_line(point=alt.OverlayMarkDef(color=_EVAL), color=_EVAL, strokeDash=[2, 2]).encode(
-            x=x, y="value:Q", tooltip=["step:Q", alt.Tooltip("value:Q", format=".4g", title=f"eval {eval_metric}")]))
+        layers.append(
+            alt.Chart(ev)
+            .mark_line(point=alt.OverlayMarkDef(color=_EVAL), color=_EVAL, strokeDash=[2, 2])
+            .encode(
+                x=x,
+                y="value:Q",
+                tooltip=["step:Q", alt.Tooltip("value:Q", format=".4g", title=f"eval {eval_metric}")],
+            )
+        )
     layers += _onset_rules(diagnosis)
     return alt.layer(*layers).properties(width=width, height=height)
 
 
-def zero_spread_chart(log: RunLog, diagnosis=None, *, group_size: int | None = None,
-                      binary_reward: bool | None = None, num_prompts: int | None = None,
-                      width: int = 620, height: int = 200, max_points: int = 1500) -> alt.LayerChart:
+def zero_spread_chart(
+    log: RunLog,
+    diagnosis=None,
+    *,
+    group_size: int | None = None,
+    binary_reward: bool | None = None,
+    num_prompts: int | None = None,
+    width: int = WIDTH["column"],
+    height: int = 200,
+    max_points: int = 1500,
+) -> alt.LayerChart:
     """Fraction of groups with zero reward spread per step, smoothed, against ``p^G + (1 - p)^G``.
 
     Draws :func:`grpo_core.runs.diagnostics.zero_spread_series`: the observed fraction (points), its
@@ -188,6 +228,7 @@ def zero_spread_chart(log: RunLog, diagnosis=None, *, group_size: int | None = N
     Returns
     -------
     altair.LayerChart
+        The observed fraction (points, smoothed line), the expected fraction, flagged spans shaded.
 
     Raises
     ------
@@ -209,16 +250,28 @@ def zero_spread_chart(log: RunLog, diagnosis=None, *, group_size: int | None = N
     s, obs = _thin(table["step"].to_numpy(float), table["observed"].to_numpy(), max_points)
     _, sm = _thin(table["step"].to_numpy(float), table["smoothed"].to_numpy(), max_points)
     _, ex = _thin(table["step"].to_numpy(float), table["expected_smoothed"].to_numpy(), max_points)
-    x = alt.X("step:Q", title="optimizer step")
+    x = step_x()
     y = alt.Y("value:Q", title="zero-spread fraction", scale=alt.Scale(domain=[0, 1]))
-    lines = [pd.DataFrame({"step": s, "value": sm, "series": f"rolling mean ({table.attrs['window']} steps)"})]
+    lines = [
+        pd.DataFrame({"step": s, "value": sm, "series": f"rolling mean ({table.attrs['window']} steps)"})
+    ]
     if np.isfinite(ex).any():
-        lines.append(pd.DataFrame({"step": s, "value": ex,
-                                   "series": f"0/1-reward expectation p^G + (1-p)^G, G = {group_size} (rolling mean)"}))
+        lines.append(
+            pd.DataFrame(
+                {
+                    "step": s,
+                    "value": ex,
+                    "series": f"0/1-reward expectation p^G + (1-p)^G, G = {group_size} (rolling mean)",
+                }
+            )
+        )
     line_df = pd.concat(lines, ignore_index=True)
     domain = list(dict.fromkeys(line_df["series"]))
-    color = alt.Color("series:N", scale=alt.Scale(domain=domain, range=[_LINE, "#0072B2"][: len(domain)]),
-                      legend=alt.Legend(title=None, orient="top", labelLimit=0))
+    color = alt.Color(
+        "series:N",
+        scale=alt.Scale(domain=domain, range=[INK, OKABE_ITO["blue"]][: len(domain)]),
+        legend=alt.Legend(title=None, orient="top", labelLimit=0),
+    )
     th = _diag.DEFAULT_THRESHOLDS
     levels = pd.DataFrame({"value": [th.zero_spread_warning, th.zero_spread_critical],
                            "level": ["warning level", "critical level"]})
@@ -229,23 +282,43 @@ def zero_spread_chart(log: RunLog, diagnosis=None, *, group_size: int | None = N
         layers.append(alt.Chart(span).mark_rect(opacity=0.12, color=SEVERITY_COLORS[f.severity]).encode(
             x="start:Q", x2="end:Q"))
     layers += [
-        alt.Chart(pd.DataFrame({"step": s, "value": obs})).mark_circle(size=10, opacity=0.4, color=_DATA).encode(
-            x=x, y=y, tooltip=["step:Q", alt.Tooltip("value:Q", format=".3f", title=label)]),
+        alt.Chart(pd.DataFrame({"step": s, "value": obs}))
+        .mark_circle(size=10, opacity=0.4, color=_DATA)
+        .encode(x=x, y=y, tooltip=["step:Q", alt.Tooltip("value:Q", format=".3f", title=label)]),
         alt.Chart(levels).mark_rule(opacity=0.35, strokeDash=[2, 3]).encode(y="value:Q", tooltip=["level:N"]),
-        alt.Chart(line_df).mark_line(strokeWidth=2).encode(
-            x=x, y=y, color=color,
-            strokeDash=alt.StrokeDash("series:N", scale=alt.Scale(domain=domain, range=[[1, 0], [6, 3]][: len(domain)]),
-                                      legend=None)),
+        alt.Chart(line_df)
+        .mark_line(strokeWidth=2)
+        .encode(
+            x=x,
+            y=y,
+            color=color,
+            strokeDash=alt.StrokeDash(
+                "series:N", scale=alt.Scale(domain=domain, range=[[1, 0], [6, 3]][: len(domain)]), legend=None
+            ),
+        ),
     ]
     # a title above the legend ties the legend to this panel (stacked under another panel, a bare
     # legend at the top reads as the caption of the panel above)
     return alt.layer(*layers).properties(
-        width=width, height=height,
-        title=alt.TitleParams("groups with zero reward spread", anchor="start", fontSize=12, fontWeight="normal"))
+        width=width,
+        height=height,
+        title=alt.TitleParams(
+            "groups with zero reward spread", anchor="start", fontSize=12, fontWeight="normal"
+        ),
+    )
 
 
-def metric_chart(log: RunLog, metrics, diagnosis=None, *, title: str | None = None, log_scale: bool | None = None,
-                 width: int = 620, height: int = 180, max_points: int = 1500) -> alt.LayerChart:
+def metric_chart(
+    log: RunLog,
+    metrics,
+    diagnosis=None,
+    *,
+    title: str | None = None,
+    log_scale: bool | None = None,
+    width: int = WIDTH["column"],
+    height: int = 180,
+    max_points: int = 1500,
+) -> alt.LayerChart:
     """One or more training metrics per step (entropy, KL, gradient norm ...), with findings' onsets.
 
     Parameters
@@ -265,6 +338,7 @@ def metric_chart(log: RunLog, metrics, diagnosis=None, *, title: str | None = No
     Returns
     -------
     altair.LayerChart
+        One line per metric present (log axis when they span decades), onset rules of findings.
 
     Raises
     ------
@@ -289,7 +363,7 @@ def metric_chart(log: RunLog, metrics, diagnosis=None, *, title: str | None = No
         log_scale = bool(np.all(v > 0) and v.max() / v.min() > 100)
     scale = alt.Scale(type="log") if log_scale else alt.Scale(zero=False)
     y = alt.Y("value:Q", title=title or ", ".join(present), scale=scale)
-    enc = dict(x=alt.X("step:Q", title="optimizer step"), y=y,
+    enc = dict(x=step_x(), y=y,
                tooltip=["series:N", "step:Q", alt.Tooltip("value:Q", format=".4g")])
     if len(present) > 1:
         # none of the severity colours of the onset rules: a series must not read as an onset
@@ -297,7 +371,7 @@ def metric_chart(log: RunLog, metrics, diagnosis=None, *, title: str | None = No
                                  scale=alt.Scale(domain=present, range=_SERIES_COLORS[: len(present)]))
         line = alt.Chart(df).mark_line(strokeWidth=1.5).encode(**enc)
     else:
-        line = alt.Chart(df).mark_line(strokeWidth=1.5, color=_LINE).encode(**enc)
+        line = alt.Chart(df).mark_line(strokeWidth=1.5, color=INK).encode(**enc)
     chart = alt.layer(line, *_onset_rules(diagnosis)).properties(width=width, height=height)
     # the onset rules fix their colour domain to the severities: shared with the series' colours,
     # every series would fall outside it and draw without a stroke
@@ -306,7 +380,7 @@ def metric_chart(log: RunLog, metrics, diagnosis=None, *, title: str | None = No
 
 def diagnosis_charts(log: RunLog, diagnosis=None, *, group_size: int | None = None,
                      binary_reward: bool | None = None, num_prompts: int | None = None,
-                     width: int = 620, max_points: int = 1500) -> dict[str, alt.LayerChart]:
+                     width: int = WIDTH["column"], max_points: int = 1500) -> dict[str, alt.LayerChart]:
     """Every panel the log allows, by name: ``reward``, ``zero_spread``, ``entropy``, ``kl``,
     ``grad_norm``, ``clip`` (those whose columns exist), in that order.
 
@@ -321,6 +395,7 @@ def diagnosis_charts(log: RunLog, diagnosis=None, *, group_size: int | None = No
     Returns
     -------
     dict of str to altair.LayerChart
+        Panel name to chart; a panel whose columns the log lacks is left out.
 
     Raises
     ------
@@ -338,12 +413,21 @@ def diagnosis_charts(log: RunLog, diagnosis=None, *, group_size: int | None = No
     if log.has("reward"):
         out["reward"] = reward_chart(log, diagnosis, width=width, max_points=max_points)
     if log.has("frac_reward_zero_std") or log.has("reward_std"):
-        out["zero_spread"] = zero_spread_chart(log, diagnosis, group_size=group_size, binary_reward=binary_reward,
-                                               num_prompts=num_prompts, width=width, max_points=max_points)
-    panels = [("entropy", ["entropy"], "entropy (nats per token)"),
-              ("kl", ["kl", "ppo_kl"], "KL (nats per token)"),
-              ("grad_norm", ["grad_norm"], "gradient norm"),
-              ("clip", ["clip_ratio_region", "clip_ratio_low", "clip_ratio_high"], "clipped fraction of tokens")]
+        out["zero_spread"] = zero_spread_chart(
+            log,
+            diagnosis,
+            group_size=group_size,
+            binary_reward=binary_reward,
+            num_prompts=num_prompts,
+            width=width,
+            max_points=max_points,
+        )
+    panels = [
+        ("entropy", ["entropy"], "entropy (nats per token)"),
+        ("kl", ["kl", "ppo_kl"], "KL (nats per token)"),
+        ("grad_norm", ["grad_norm"], "gradient norm"),
+        ("clip", ["clip_ratio_region", "clip_ratio_low", "clip_ratio_high"], "clipped fraction of tokens"),
+    ]
     for name, metrics, title in panels:
         if any(log.has(m) for m in metrics):
             out[name] = metric_chart(log, metrics, diagnosis, title=title, width=width, max_points=max_points)
@@ -380,6 +464,7 @@ def zero_spread_expectation_chart(group_sizes=(2, 4, 8, 16), *, mark_p: float | 
     Returns
     -------
     altair.LayerChart
+        One curve per group size G over ``p`` in [0, 1]; the values at ``mark_p`` as labelled points.
 
     Raises
     ------
@@ -394,19 +479,30 @@ def zero_spread_expectation_chart(group_sizes=(2, 4, 8, 16), *, mark_p: float | 
     """
     p = np.linspace(0.0, 1.0, 201)
     gs = [int(g) for g in group_sizes]
-    df = pd.concat([pd.DataFrame({"p": p, "fraction": expected_zero_spread_fraction(p, g), "G": f"G = {g}"})
-                    for g in gs], ignore_index=True)
+    df = pd.concat(
+        [
+            pd.DataFrame({"p": p, "fraction": expected_zero_spread_fraction(p, g), "G": f"G = {g}"})
+            for g in gs
+        ],
+        ignore_index=True,
+    )
     order = [f"G = {g}" for g in gs]
     color = alt.Color("G:N", sort=order, legend=alt.Legend(title="group size"))
     th = _diag.DEFAULT_THRESHOLDS
     levels = pd.DataFrame({"fraction": [th.zero_spread_warning, th.zero_spread_critical],
                            "level": ["warning level", "critical level"]})
     layers = [
-        alt.Chart(levels).mark_rule(opacity=0.4, strokeDash=[2, 3]).encode(y="fraction:Q", tooltip=["level:N"]),
-        alt.Chart(df).mark_line(strokeWidth=2).encode(
+        alt.Chart(levels)
+        .mark_rule(opacity=0.4, strokeDash=[2, 3])
+        .encode(y="fraction:Q", tooltip=["level:N"]),
+        alt.Chart(df)
+        .mark_line(strokeWidth=2)
+        .encode(
             x=alt.X("p:Q", title="accuracy p (0/1 reward)"),
             y=alt.Y("fraction:Q", title="expected zero-spread fraction", scale=alt.Scale(domain=[0, 1])),
-            color=color, tooltip=["G:N", alt.Tooltip("p:Q", format=".2f"), alt.Tooltip("fraction:Q", format=".3f")]),
+            color=color,
+            tooltip=["G:N", alt.Tooltip("p:Q", format=".2f"), alt.Tooltip("fraction:Q", format=".3f")],
+        ),
     ]
     if mark_p is not None:
         from grpo_core.validation import check_real
@@ -416,10 +512,12 @@ def zero_spread_expectation_chart(group_sizes=(2, 4, 8, 16), *, mark_p: float | 
                             "G": order})
         pts["label"] = pts["fraction"].map(lambda v: f"{v:.3f}")
         layers += [
-            alt.Chart(pts).mark_point(filled=True, size=60).encode(x="p:Q", y="fraction:Q", color=color,
-                                                                   tooltip=["G:N", "label:N"]),
-            alt.Chart(pts).mark_text(align="left", dx=7, dy=-6).encode(x="p:Q", y="fraction:Q", text="label:N",
-                                                                       color=color),
+            alt.Chart(pts)
+            .mark_point(filled=True, size=60)
+            .encode(x="p:Q", y="fraction:Q", color=color, tooltip=["G:N", "label:N"]),
+            alt.Chart(pts)
+            .mark_text(align="left", dx=7, dy=-6)
+            .encode(x="p:Q", y="fraction:Q", text="label:N", color=color),
         ]
     return alt.layer(*layers).properties(width=width, height=height)
 
@@ -444,26 +542,25 @@ def instability_sweep_chart(table: pd.DataFrame, *, threshold: float | None = No
 
     Raises
     ------
-    DataError
+    ParameterError
         ``table`` lacks the columns.
 
     Examples
     --------
     >>> import pandas as pd
-    >>> t = pd.DataFrame({"k_ref": [2, 2, 12, 12], "flagged": [False, False, True, True], "p_range": [.03, .03, .3, .3]})
+    >>> t = pd.DataFrame({"k_ref": [2, 2, 12, 12], "flagged": [False, False, True, True],
+    ...                   "p_range": [.03, .03, .3, .3]})
     >>> len(instability_sweep_chart(t, threshold=10.2).layer)
     2
     """
-    need = {"k_ref", "flagged", "p_range"}
-    if not need <= set(table.columns):
-        raise DataError(f"`table` needs columns {sorted(need)}; got {list(table.columns)}")
+    require_columns(table, "table", ["k_ref", "flagged", "p_range"])
     agg = table.groupby("k_ref").agg(flagged=("flagged", "mean"), p_range=("p_range", "mean"),
                                      runs=("flagged", "size")).reset_index()
     x = alt.X("k_ref:Q", title="refresh interval K_ref (steps)")
     bars = alt.Chart(agg).mark_bar(color=SEVERITY_COLORS["warning"], opacity=0.8, size=14).encode(
         x=x, y=alt.Y("flagged:Q", title="share of runs flagged unstable", scale=alt.Scale(domain=[0, 1])),
         tooltip=["k_ref:Q", alt.Tooltip("flagged:Q", format=".0%"), "runs:Q"])
-    line = alt.Chart(agg).mark_line(point=alt.OverlayMarkDef(color=_LINE), color=_LINE).encode(
+    line = alt.Chart(agg).mark_line(point=alt.OverlayMarkDef(color=INK), color=INK).encode(
         x=x, y=alt.Y("p_range:Q", title="range of p over the second half", scale=alt.Scale(domain=[0, 1])),
         tooltip=["k_ref:Q", alt.Tooltip("p_range:Q", format=".3f")])
     left = [bars]
@@ -471,4 +568,8 @@ def instability_sweep_chart(table: pd.DataFrame, *, threshold: float | None = No
         rule = pd.DataFrame({"k_ref": [float(threshold)], "what": ["predicted threshold"]})
         left.append(alt.Chart(rule).mark_rule(strokeDash=[6, 4], color=SEVERITY_COLORS["critical"]).encode(
             x="k_ref:Q", tooltip=["what:N", alt.Tooltip("k_ref:Q", format=".1f")]))
-    return alt.layer(alt.layer(*left), line).resolve_scale(y="independent").properties(width=width, height=height)
+    return (
+        alt.layer(alt.layer(*left), line)
+        .resolve_scale(y="independent")
+        .properties(width=width, height=height)
+    )

@@ -22,6 +22,19 @@ from grpo_core.model import stability
 from grpo_core.model.hyperparameters import check_lag, check_momentum
 
 from . import oscillator_charts
+from .style import (
+    ACCENT,
+    DARK2,
+    FONT,
+    GREY,
+    NOTE,
+    OKABE_ITO,
+    REGIME_COLORS,
+    WIDTH,
+    color_scale,
+    k_ref_x,
+    step_x,
+)
 from .vega_expr import var, where
 
 __all__ = [
@@ -52,13 +65,6 @@ PHASE_K_REFS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64)
 #: Names of :func:`static_phase_chart`'s params (the browser tests move them).
 STATIC_PHASE_PARAMS = ("eta", "curvature", "mu", "k_ref")
 
-_VERDICT_COLORS = {
-    "overdamped": "#1b9e77",
-    "critically damped": "#7570b3",
-    "underdamped": "#d95f02",
-    "stable (exact recurrence only)": "#a6761d",
-    "unstable": "#e7298a",
-}
 
 
 def _until_exit(t, x, lo: float = -0.05, hi: float = 1.05) -> tuple[np.ndarray, np.ndarray]:
@@ -111,7 +117,9 @@ def trajectory_frames(bands: pd.DataFrame, closed_form: np.ndarray) -> dict[str,
     if len(closed_form) != len(t):
         raise ValueError(f"`closed_form` has {len(closed_form)} values; the bands have {len(t)} steps")
     with np.errstate(over="ignore", invalid="ignore"):
-        progress = np.clip(np.nan_to_num(1.0 - np.asarray(closed_form, float), nan=hi, posinf=hi, neginf=lo), lo, hi)
+        progress = np.clip(
+            np.nan_to_num(1.0 - np.asarray(closed_form, float), nan=hi, posinf=hi, neginf=lo), lo, hi
+        )
     exact = data.drop_duplicates("t").sort_values("t")
     lines = pd.concat([
         pd.DataFrame({"t": t, "progress": progress, "model": "closed form (continuous)"}),
@@ -139,6 +147,7 @@ def trajectory_view_chart(frames: dict[str, pd.DataFrame], *, width: int = 440,
     Returns
     -------
     alt.LayerChart
+        The seeds' band, the closed form (line) and the exact recurrence's mean (dots).
 
     Raises
     ------
@@ -161,12 +170,13 @@ def trajectory_view_chart(frames: dict[str, pd.DataFrame], *, width: int = 440,
     background = oscillator_charts.noise_bands_chart(frames["bands"])
     lines = frames["lines"]
     model_scale = alt.Scale(domain=["closed form (continuous)", "exact recurrence (mean)"],
-                            range=["#000000", "#3b6fb6"])
+                            range=["#000000", ACCENT])
     closed = alt.Chart(lines).transform_filter("datum.model == 'closed form (continuous)'").mark_line(
         strokeWidth=2, clip=True).encode(
         x="t:Q", y="progress:Q", stroke=alt.Stroke("model:N", scale=model_scale, title="model"))
     dots = alt.Chart(lines).transform_filter("datum.model == 'exact recurrence (mean)'").mark_circle(
-        size=10, clip=True).encode(x="t:Q", y="progress:Q", fill=alt.Fill("model:N", scale=model_scale, legend=None))
+        size=10, clip=True).encode(
+        x="t:Q", y="progress:Q", fill=alt.Fill("model:N", scale=model_scale, legend=None))
     return alt.layer(background, closed, dots).resolve_scale(color="independent").properties(
         width=width, height=height,
         title=alt.Title("reward progress from rest",
@@ -237,6 +247,7 @@ def phase_point_chart(frames: dict[str, pd.DataFrame], *, width: int = 360,
     Returns
     -------
     alt.LayerChart
+        Boundary lines (current lag model thicker) and the point, coloured and labelled by regime.
 
     Raises
     ------
@@ -249,7 +260,7 @@ def phase_point_chart(frames: dict[str, pd.DataFrame], *, width: int = 360,
     >>> [layer.mark.type if hasattr(layer.mark, "type") else layer.mark for layer in chart.layer][-2:]
     ['point', 'text']
     """
-    x = alt.X("k_ref:Q", title="K_ref (steps)", scale=alt.Scale(type="log", domain=[1, 64], nice=False))
+    x = k_ref_x(domain=[1, 64])
     y_scale = alt.Scale(type="log", domain=[1e-3, 4], clamp=True, nice=False)
     lines = alt.Chart(frames["boundaries"]).mark_line().encode(
         x=x, y=alt.Y("a_star:Q", title="η·K (per step)", scale=y_scale),
@@ -261,13 +272,14 @@ def phase_point_chart(frames: dict[str, pd.DataFrame], *, width: int = 360,
         tooltip=["boundary:N", "k_ref:Q", alt.Tooltip("a_star:Q", format=".4g")],
     )
     colour = alt.Color("label:N", legend=None,
-                       scale=alt.Scale(domain=list(_VERDICT_COLORS), range=list(_VERDICT_COLORS.values())))
+                       scale=color_scale(REGIME_COLORS))
     point = alt.Chart(frames["point"])
     dot = point.mark_point(shape="diamond", size=160, filled=True, stroke="black").encode(
         x="k_ref:Q", y=alt.Y("a:Q", scale=y_scale), color=colour, tooltip=["title:N", "label:N"])
     text = point.mark_text(align="left", dx=9, dy=-9, fontSize=13, fontWeight="bold").encode(
         x="k_ref:Q", y="a:Q", text="label:N", color=colour)
-    return alt.layer(lines, dot, text).resolve_scale(color="independent").properties(width=width, height=height)
+    layers = alt.layer(lines, dot, text).resolve_scale(color="independent")
+    return layers.properties(width=width, height=height)
 
 
 def static_phase_chart(
@@ -279,7 +291,7 @@ def static_phase_chart(
     lag: str = "constant",
     momentum: str = "heavy_ball",
     eta_max: float = 1.0,
-    width: int = 420,
+    width: int = WIDTH["half"],
     height: int = 300,
 ) -> alt.LayerChart:
     """Phase diagram with sliders, computed on the page: the current point and its regime label.
@@ -313,6 +325,7 @@ def static_phase_chart(
     Returns
     -------
     alt.LayerChart
+        Sliders as top-level params; the boundaries, the point and its named text marks.
 
     Raises
     ------
@@ -346,10 +359,10 @@ def static_phase_chart(
     mu_grid = np.round(np.arange(0.0, 0.995, 0.01), 2)
     table = alt.Data(values=stability.exact_threshold_rows(mu_grid, PHASE_K_REFS, lag, momentum))
     lo, hi = 1e-3, 4.0
-    x = alt.X("k_ref:Q", title="K_ref (steps)", scale=alt.Scale(type="log", domain=[1, 64], nice=False))
+    x = k_ref_x(domain=[1, 64])
     y = alt.Y("a_star:Q", title="η·K (per step)", scale=alt.Scale(type="log", domain=[lo, hi], nice=False))
     exact_line = alt.Chart(table).transform_filter("datum.m == round(mu * 100)").transform_calculate(
-        a_star=f"clamp(datum.a_star, {lo}, {hi})").mark_line(color="#3b6fb6", strokeWidth=2.5, clip=True).encode(
+        a_star=f"clamp(datum.a_star, {lo}, {hi})").mark_line(color=ACCENT, strokeWidth=2.5, clip=True).encode(
         x=x, y=y).properties(name="exact_boundary")
     k_var = var("k", "datum.k_ref")
     # The continuous threshold as an expression of (mu, k_ref): C = 0 (coefficients' formula).
@@ -361,33 +374,32 @@ def static_phase_chart(
     a_cont = g_star if momentum == "heavy_ball" else g_star / (1.0 - var("mu"))
     cont_line = alt.Chart(alt.Data(values=[{"k_ref": k} for k in PHASE_K_REFS])).transform_calculate(
         a_star=f"clamp({where(d1 > 0, a_cont, hi)}, {lo}, {hi})",
-    ).mark_line(color="#3b6fb6", strokeDash=[6, 3], strokeWidth=1.5, clip=True).encode(x=x, y=y).properties(
+    ).mark_line(color=ACCENT, strokeDash=[6, 3], strokeWidth=1.5, clip=True).encode(x=x, y=y).properties(
         name="continuous_boundary")
     # The current point, with the exact boundary at its K_ref looked up from the table.
     point_base = alt.Chart(table).transform_filter("datum.m == round(mu * 100) && datum.k_ref == k_ref") \
         .transform_calculate(a_exact="datum.a_star", a=str(ex["a"])) \
         .transform_calculate(verdict=str(ex["verdict"]), a_plot=f"clamp(datum.a, {lo}, {hi})")
-    colour = alt.Color("verdict:N", legend=None, scale=alt.Scale(domain=list(_VERDICT_COLORS),
-                                                                 range=list(_VERDICT_COLORS.values())))
-    point = point_base.mark_point(shape="diamond", size=200, filled=True, stroke="black", strokeWidth=1).encode(
+    colour = alt.Color("verdict:N", legend=None, scale=color_scale(REGIME_COLORS))
+    point = point_base.mark_point(shape="diamond", size=200, filled=True, stroke="black",
+                                  strokeWidth=1).encode(
         x="k_ref:Q", y=alt.Y("a_plot:Q", scale=alt.Scale(type="log", domain=[lo, hi], nice=False)),
         color=colour).properties(name="phase_point")
-    regime_text = point_base.mark_text(align="left", baseline="top", fontSize=18, fontWeight="bold",
-                                       dx=8, dy=6).encode(
+    regime_text = point_base.mark_text(align="left", baseline="top", fontSize=FONT["verdict"],
+                                       fontWeight="bold", dx=8, dy=6).encode(
         x=alt.value(0), y=alt.value(0), text="verdict:N", color=colour).properties(name="phase_regime_label")
     point_text = point_base.transform_calculate(
         label="'η·K = ' + format(datum.a, '.3g') + ', K_ref = ' + datum.k_ref "
               "+ ' (exact threshold ' + format(datum.a_exact, '.3g') + ')'",
-    ).mark_text(align="left", baseline="top", fontSize=12, dx=8, dy=30, color="#444").encode(
+    ).mark_text(align="left", baseline="top", fontSize=12, dx=8, dy=30, color=NOTE).encode(
         x=alt.value(0), y=alt.value(0), text="label:N").properties(name="phase_point_label")
     legend = alt.Chart(alt.Data(values=[
         {"y": 0, "text": f"solid: exact boundary ({lag} lag); dashed: continuous C = 0"}])).mark_text(
-        align="right", baseline="bottom", fontSize=11, color="#3b6fb6", dx=-4, dy=-4).encode(
+        align="right", baseline="bottom", fontSize=11, color=ACCENT, dx=-4, dy=-4).encode(
         x=alt.value(width), y=alt.value(height), text="text:N")
-    return alt.layer(exact_line, cont_line, point, regime_text, point_text, legend).add_params(*params).properties(
-        width=width, height=height,
-        usermeta={"embedOptions": {"renderer": "svg", "actions": False}},
-    )
+    layers = alt.layer(exact_line, cont_line, point, regime_text, point_text, legend)
+    return layers.add_params(*params).properties(
+        width=width, height=height, usermeta={"embedOptions": {"renderer": "svg", "actions": False}})
 
 
 # ----------------------------------------------------------------------------------------------
@@ -446,7 +458,9 @@ def bandit_frames(result: dict) -> dict[str, pd.DataFrame]:
     return {"paths": paths, "curves": curves, "fixed": fixed}
 
 
-def bandit_view_chart(frames: dict[str, pd.DataFrame], *, width: int = 560, height: int = 280) -> alt.LayerChart:
+def bandit_view_chart(
+    frames: dict[str, pd.DataFrame], *, width: int = WIDTH["wide"], height: int = 280
+) -> alt.LayerChart:
     """The bandit explorer's chart: seed paths, their mean, the mean field and the oscillator prediction.
 
     Parameters
@@ -458,6 +472,7 @@ def bandit_view_chart(frames: dict[str, pd.DataFrame], *, width: int = 560, heig
     Returns
     -------
     alt.LayerChart
+        Seed paths (grey), their mean, the exact mean field, the two oscillator predictions.
 
     Raises
     ------
@@ -474,19 +489,19 @@ def bandit_view_chart(frames: dict[str, pd.DataFrame], *, width: int = 560, heig
     >>> len(bandit_view_chart(bandit_frames(res)).layer)
     5
     """
-    x = alt.X("step:Q", title="optimizer step")
+    x = step_x()
     y = alt.Y("p:Q", title="expected reward p", scale=alt.Scale(domain=[-0.05, 1.05], nice=False))
     names = sorted(frames["curves"]["curve"].unique(), key=lambda s: (s != "mean over seeds", s))
-    palette = {"exact mean field (bandit)": "#1b9e77", "oscillator, closed form": "#000000",
-               "oscillator, exact recurrence": "#e7298a"}
+    palette = {"exact mean field (bandit)": DARK2["green"], "oscillator, closed form": "#000000",
+               "oscillator, exact recurrence": DARK2["magenta"]}
     colour = alt.Color("curve:N", title=None, legend=alt.Legend(orient="bottom", columns=2),
-                       scale=alt.Scale(domain=names, range=[palette.get(n, "#3b6fb6") for n in names]))
-    dash = alt.StrokeDash("curve:N", legend=None, scale=alt.Scale(
-        domain=names, range=[[1, 0] if n == "mean over seeds" or n.startswith("exact") else [5, 3] for n in names]))
-    paths = alt.Chart(frames["paths"]).mark_line(strokeWidth=0.6, opacity=0.35, color="#7f7f7f", clip=True).encode(
+                       scale=alt.Scale(domain=names, range=[palette.get(n, ACCENT) for n in names]))
+    solid = [[1, 0] if n == "mean over seeds" or n.startswith("exact") else [5, 3] for n in names]
+    dash = alt.StrokeDash("curve:N", legend=None, scale=alt.Scale(domain=names, range=solid))
+    paths = alt.Chart(frames["paths"]).mark_line(strokeWidth=0.6, opacity=0.35, color=GREY, clip=True).encode(
         x=x, y=y, detail="seed:N")
     band = alt.Chart(frames["curves"]).transform_filter("isValid(datum.lo)").mark_area(
-        opacity=0.25, color="#3b6fb6", clip=True).encode(x="step:Q", y="lo:Q", y2="hi:Q")
+        opacity=0.25, color=ACCENT, clip=True).encode(x="step:Q", y="lo:Q", y2="hi:Q")
     curves = alt.Chart(frames["curves"]).mark_line(strokeWidth=2, clip=True).encode(
         x="step:Q", y="p:Q", color=colour, strokeDash=dash)
     rule = alt.Chart(frames["fixed"]).mark_rule(strokeDash=[2, 2], color="#555").encode(y="p_star:Q")
@@ -539,7 +554,9 @@ def static_bandit_grid(
     from grpo_core import bandit
     from grpo_core.bandit import prediction
 
-    spec = bandit.BanditSpec.binary(arms=2, correct=1, group_size=group_size, baseline="leave_one_out", lag=lag)
+    spec = bandit.BanditSpec.binary(
+        arms=2, correct=1, group_size=group_size, baseline="leave_one_out", lag=lag
+    )
     k = np.asarray(k_refs, dtype=int)
     mf = bandit.simulate(spec, eta=eta, mu=mu, k_ref=k, beta=beta, steps=steps, mean_field=True,
                          record_every=record_every)
@@ -557,8 +574,10 @@ def static_bandit_grid(
             ts, v = _until_exit(t, values)
             rows.append(pd.DataFrame({"k_ref": int(kr), "step": ts, "p": v, "curve": name}))
         verdict = osc.VERDICT_LABELS[osc.regime_verdict(c.regime, pred["stable_exact"])]
-        labels.append({"k_ref": int(kr), "regime": c.regime_label, "stable_exact": pred["stable_exact"],
-                       "text": f"oscillator predicts: {verdict} (ζ = {c.damping_ratio:.2f}, η·K = {c.a:.3f})"})
+        labels.append({
+            "k_ref": int(kr), "regime": c.regime_label, "stable_exact": pred["stable_exact"],
+            "text": f"oscillator predicts: {verdict} (ζ = {c.damping_ratio:.2f}, η·K = {c.a:.3f})",
+        })
     return {"curves": pd.concat(rows, ignore_index=True), "labels": pd.DataFrame(labels)}
 
 
@@ -594,10 +613,10 @@ def static_bandit_chart(grid: dict[str, pd.DataFrame], k_ref: int = 4, *, width:
                       bind=alt.binding_range(min=int(ks[0]), max=int(ks[-1]), step=1, name="K_ref (lag) "))
     names = list(dict.fromkeys(grid["curves"]["curve"]))
     colour = alt.Color("curve:N", title=None, legend=alt.Legend(orient="bottom"),
-                       scale=alt.Scale(domain=names, range=["#3b6fb6", "#1b9e77", "#000000"][: len(names)]))
+                       scale=alt.Scale(domain=names, range=[ACCENT, DARK2["green"], "#000000"][: len(names)]))
     lines = alt.Chart(grid["curves"]).transform_filter("datum.k_ref == k_ref").mark_line(
         strokeWidth=2, clip=True).encode(
-        x=alt.X("step:Q", title="optimizer step"),
+        x=step_x(),
         y=alt.Y("p:Q", title="expected reward p", scale=alt.Scale(domain=[-0.05, 1.05], nice=False)),
         color=colour, strokeDash=alt.StrokeDash("curve:N", legend=None, scale=alt.Scale(
             domain=names, range=[[1, 0], [1, 0], [5, 3]][: len(names)])),
@@ -650,8 +669,17 @@ def static_forecast_grid(t, y, *, fractions: Sequence[float] = (0.2, 0.3, 0.4, 0
         key = int(round(f * 100))
         span = float(np.ptp(y)) or 1.0
         lo, hi = float(np.min(y)) - span, float(np.max(y)) + span  # keep wild forecasts in frame
-        curves.append(pd.DataFrame({"fraction": key, "step": fc.t, "forecast": np.clip(fc.curve, lo, hi),
-                                    "low": np.clip(fc.curve_low, lo, hi), "high": np.clip(fc.curve_high, lo, hi)}))
+        curves.append(
+            pd.DataFrame(
+                {
+                    "fraction": key,
+                    "step": fc.t,
+                    "forecast": np.clip(fc.curve, lo, hi),
+                    "low": np.clip(fc.curve_low, lo, hi),
+                    "high": np.clip(fc.curve_high, lo, hi),
+                }
+            )
+        )
         actual = fc.actual_tail_mean
         labels.append({"fraction": key, "t_fit_end": fc.t_fit_end, "plateau": fc.plateau,
                        "low": fc.plateau_low, "high": fc.plateau_high, "actual": actual,
@@ -665,7 +693,7 @@ def static_forecast_grid(t, y, *, fractions: Sequence[float] = (0.2, 0.3, 0.4, 0
 
 
 def static_forecast_chart(grid: dict[str, pd.DataFrame], fraction: int = 40, *, metric: str = "reward",
-                          width: int = 560, height: int = 260) -> alt.LayerChart:
+                          width: int = WIDTH["wide"], height: int = 260) -> alt.LayerChart:
     """The forecast for the fit window chosen with a slider on the page (no kernel).
 
     Parameters
@@ -698,27 +726,41 @@ def static_forecast_chart(grid: dict[str, pd.DataFrame], fraction: int = 40, *, 
     param = alt.param(name="fraction", value=int(fraction),
                       bind=alt.binding_range(min=int(fs[0]), max=int(fs[-1]), step=step,
                                              name="fit on the first % of the steps "))
-    x = alt.X("step:Q", title="optimizer step")
+    x = step_x()
     # One frame for every slider position (the data's range, with room for the label on top):
     # a wild forecast runs out of the frame and is flagged, instead of rescaling the axis.
     yv = grid["points"]["reward"].to_numpy(float)
     span = float(np.ptp(yv)) or 1.0
     y_lo, y_hi = float(np.min(yv)) - 0.1 * span, float(np.max(yv)) + 0.45 * span
     y = alt.Y("reward:Q", title=metric, scale=alt.Scale(domain=[y_lo, y_hi], nice=False))
-    points = alt.Chart(grid["points"]).mark_circle(size=12, color="#7f7f7f", opacity=0.5).encode(x=x, y=y)
+    points = alt.Chart(grid["points"]).mark_circle(size=12, color=GREY, opacity=0.5).encode(x=x, y=y)
     sel = "datum.fraction == fraction"
-    band = alt.Chart(grid["curves"]).transform_filter(sel).mark_area(opacity=0.25, color="#0072B2", clip=True).encode(
-        x="step:Q", y="low:Q", y2="high:Q")
-    curve = alt.Chart(grid["curves"]).transform_filter(sel).mark_line(
-        color="#0072B2", strokeWidth=2, clip=True).encode(x="step:Q", y="forecast:Q").properties(name="forecast_curve")
+    band = (
+        alt.Chart(grid["curves"])
+        .transform_filter(sel)
+        .mark_area(opacity=0.25, color=OKABE_ITO["blue"], clip=True)
+        .encode(x="step:Q", y="low:Q", y2="high:Q")
+    )
+    curve = (
+        alt.Chart(grid["curves"])
+        .transform_filter(sel)
+        .mark_line(color=OKABE_ITO["blue"], strokeWidth=2, clip=True)
+        .encode(x="step:Q", y="forecast:Q")
+        .properties(name="forecast_curve")
+    )
     labels = alt.Chart(grid["labels"]).transform_filter(sel)
     window = labels.mark_rule(strokeDash=[4, 3], color="#555").encode(x="t_fit_end:Q")
-    plateau = labels.mark_rule(color="#0072B2", strokeDash=[6, 3], clip=True).encode(y="plateau:Q")
+    plateau = labels.mark_rule(color=OKABE_ITO["blue"], strokeDash=[6, 3], clip=True).encode(y="plateau:Q")
     text = labels.mark_text(align="left", baseline="top", fontSize=13, dx=6, dy=6).encode(
         x=alt.value(0), y=alt.value(0), text="text:N").properties(name="forecast_label")
-    off = labels.transform_filter(f"datum.plateau > {y_hi!r} || datum.plateau < {y_lo!r}").transform_calculate(
-        note=f"datum.plateau > {y_hi!r} ? '▲ plateau above the frame' : '▼ plateau below the frame'",
-    ).mark_text(align="right", baseline="bottom", fontSize=12, color="#0072B2", dx=-6, dy=-6).encode(
-        x=alt.value(width), y=alt.value(height), text="note:N").properties(name="forecast_off_axis")
+    off = (
+        labels.transform_filter(f"datum.plateau > {y_hi!r} || datum.plateau < {y_lo!r}")
+        .transform_calculate(
+            note=f"datum.plateau > {y_hi!r} ? '▲ plateau above the frame' : '▼ plateau below the frame'",
+        )
+        .mark_text(align="right", baseline="bottom", fontSize=12, color=OKABE_ITO["blue"], dx=-6, dy=-6)
+        .encode(x=alt.value(width), y=alt.value(height), text="note:N")
+        .properties(name="forecast_off_axis")
+    )
     return alt.layer(points, band, curve, window, plateau, text, off).add_params(param).properties(
         width=width, height=height, usermeta={"embedOptions": {"renderer": "svg", "actions": False}})

@@ -17,6 +17,8 @@ from grpo_core.errors import ParameterError
 from grpo_core.grpo import clipped_surrogate
 from grpo_core.validation import check_array
 
+from .style import require_columns
+
 __all__ = ["clip_objective_data", "clip_objective_chart"]
 
 
@@ -55,8 +57,18 @@ def clip_objective_data(ratios=None, clip_settings: Sequence[tuple[str, float, f
     for label, lo, hi in clip_settings:
         for adv in (1.0, -1.0):
             t = clipped_surrogate(np.log(r), np.zeros_like(r), adv, eps_low=lo, eps_high=hi)
-            frames.append(pd.DataFrame({"clip": label, "advantage": f"A = {adv:+.0f}", "ratio": r,
-                                        "objective": t.objective, "weight": t.grad_logp, "clipped": t.clipped}))
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "clip": label,
+                        "advantage": f"A = {adv:+.0f}",
+                        "ratio": r,
+                        "objective": t.objective,
+                        "weight": t.grad_logp,
+                        "clipped": t.clipped,
+                    }
+                )
+            )
     return pd.concat(frames, ignore_index=True)
 
 
@@ -72,15 +84,15 @@ def clip_objective_chart(data: pd.DataFrame, *, width: int = 270, height: int = 
     Returns
     -------
     alt.VConcatChart
+        Two rows (objective, gradient weight), coloured by clip setting.
 
     Raises
     ------
     ParameterError
-        Missing columns.
+        ``data`` lacks one of its columns above.
     """
-    need = ["clip", "advantage", "ratio", "objective", "weight"]
-    if not isinstance(data, pd.DataFrame) or any(c not in data.columns for c in need):
-        raise ParameterError("data", f"`data` must be a DataFrame with columns {need}")
+    require_columns(data, "data", ["clip", "advantage", "ratio", "objective", "weight"],
+                    source="clip_objective_data")
     color = alt.Color("clip:N", title=None, legend=alt.Legend(orient="bottom"))
     x = alt.X("ratio:Q", title="importance ratio rho = pi / pi_old")
     top = alt.Chart(data).mark_line().encode(

@@ -15,6 +15,8 @@ import pandas as pd
 from grpo_core import laws as _laws
 from grpo_core.errors import ParameterError
 
+from .style import GREY, GREYS, INK, OKABE_ITO, WIDTH, require_columns, step_x
+
 __all__ = [
     "LAW_COLORS",
     "law_color_scale",
@@ -27,12 +29,11 @@ __all__ = [
 
 #: One colour per law, shared by every chart (colour-blind safe, Okabe-Ito).
 LAW_COLORS = {
-    "three_phase": "#0072B2",
-    "three_phase_onset": "#56B4E9",
-    "exponential": "#E69F00",
-    "logistic": "#009E73",
+    "three_phase": OKABE_ITO["blue"],
+    "three_phase_onset": OKABE_ITO["sky"],
+    "exponential": OKABE_ITO["orange"],
+    "logistic": OKABE_ITO["green"],
 }
-_DATA_COLOR = "#7f7f7f"
 #: How the information criteria are written (``"aicc".upper()`` read "AICC").
 _CRITERION = {"aic": "AIC", "aicc": "AICc", "bic": "BIC"}
 
@@ -40,7 +41,7 @@ _CRITERION = {"aic": "AIC", "aicc": "AICc", "bic": "BIC"}
 def law_color_scale(names) -> alt.Scale:
     """Colour scale mapping law names (in the given order) to :data:`LAW_COLORS`."""
     names = list(names)
-    return alt.Scale(domain=names, range=[LAW_COLORS.get(n, "#CC79A7") for n in names])
+    return alt.Scale(domain=names, range=[LAW_COLORS.get(n, OKABE_ITO["pink"]) for n in names])
 
 
 def _curve_grid(t: np.ndarray, points: int = 300) -> np.ndarray:
@@ -54,7 +55,7 @@ def law_family_chart(
     values,
     *,
     t_max: float = 300.0,
-    width: int = 560,
+    width: int = WIDTH["wide"],
     height: int = 240,
 ) -> alt.Chart:
     """Curves of one law as one of its parameters varies (the others held at ``base``).
@@ -87,7 +88,8 @@ def law_family_chart(
 
     Examples
     --------
-    >>> chart = law_family_chart("three_phase", {"r0": 0, "r_inf": 1, "k": 0.03, "tau": 0}, "tau", [0, 10, 40])
+    >>> base = {"r0": 0, "r_inf": 1, "k": 0.03, "tau": 0}
+    >>> chart = law_family_chart("three_phase", base, "tau", [0, 10, 40])
     >>> type(chart).__name__
     'Chart'
     """
@@ -104,7 +106,7 @@ def law_family_chart(
         alt.Chart(data)
         .mark_line(strokeWidth=2)
         .encode(
-            x=alt.X("step:Q", title="optimizer step"),
+            x=step_x(),
             y=alt.Y("R:Q", title="R(t)"),
             color=alt.Color("curve:N", sort=list(dict.fromkeys(data["curve"])), title=None,
                             scale=alt.Scale(scheme="viridis")),
@@ -117,7 +119,7 @@ def fits_chart(
     comparison: _laws.FitComparison,
     *,
     metric: str = "reward",
-    width: int = 620,
+    width: int = WIDTH["column"],
     height: int = 300,
 ) -> alt.LayerChart:
     """The data with every law's fitted curve.
@@ -161,13 +163,17 @@ def fits_chart(
     for name, res in comparison.results.items():
         label = f"{name} (R² = {res.r2:.3f})"
         labels.append(label)
-        rows.append(pd.DataFrame({"step": grid, metric: res.predict(grid), "law": label, "best": name == comparison.best}))
+        rows.append(
+            pd.DataFrame(
+                {"step": grid, metric: res.predict(grid), "law": label, "best": name == comparison.best}
+            )
+        )
     curves = pd.concat(rows, ignore_index=True)
-    scale = alt.Scale(domain=labels, range=[LAW_COLORS.get(n, "#CC79A7") for n in comparison.results])
+    scale = alt.Scale(domain=labels, range=[LAW_COLORS.get(n, OKABE_ITO["pink"]) for n in comparison.results])
     points = (
         alt.Chart(data)
-        .mark_circle(size=14, color=_DATA_COLOR, opacity=0.55)
-        .encode(x=alt.X("step:Q", title="optimizer step"), y=alt.Y(f"{metric}:Q", title=metric))
+        .mark_circle(size=14, color=GREY, opacity=0.55)
+        .encode(x=step_x(), y=alt.Y(f"{metric}:Q", title=metric))
     )
     lines = (
         alt.Chart(curves)
@@ -175,8 +181,15 @@ def fits_chart(
         .encode(
             x="step:Q",
             y=f"{metric}:Q",
-            color=alt.Color("law:N", scale=scale, title=[
-                "law", f"(best by {_CRITERION.get(comparison.criterion, comparison.criterion)}: {comparison.best})"]),
+            color=alt.Color(
+                "law:N",
+                scale=scale,
+                title=[
+                    "law",
+                    f"(best by {_CRITERION.get(comparison.criterion, comparison.criterion)}: "
+                    f"{comparison.best})",
+                ],
+            ),
             strokeWidth=alt.condition("datum.best", alt.value(3.2), alt.value(1.6)),
             tooltip=["law:N", alt.Tooltip("step:Q", format=".0f"), alt.Tooltip(f"{metric}:Q", format=".3f")],
         )
@@ -187,7 +200,7 @@ def fits_chart(
 def residuals_chart(
     comparison: _laws.FitComparison,
     *,
-    width: int = 620,
+    width: int = WIDTH["column"],
     height: int = 90,
     smooth: int | None = 15,
 ) -> alt.FacetChart:
@@ -206,6 +219,7 @@ def residuals_chart(
     Returns
     -------
     altair.FacetChart
+        One row per law: residual points against the step, a dashed zero rule, the smoothed trend.
 
     Raises
     ------
@@ -246,7 +260,7 @@ def residuals_chart(
     data = pd.concat(rows, ignore_index=True)
     names = list(comparison.results)
     color = alt.Color("name:N", scale=law_color_scale(names), legend=None)
-    base = alt.Chart().encode(x=alt.X("step:Q", title="optimizer step"))
+    base = alt.Chart().encode(x=step_x())
     layers = [
         alt.Chart().mark_rule(color="black", strokeDash=[3, 3]).encode(y=alt.datum(0)),
         base.mark_circle(size=10, opacity=0.5).encode(y=alt.Y("residual:Q", title="residual"), color=color),
@@ -261,7 +275,9 @@ def residuals_chart(
                 "law:N",
                 title=None,
                 sort=list(data["law"].unique()),
-                header=alt.Header(labelAngle=0, labelOrient="top", labelAnchor="start", labelFontWeight="bold"),
+                header=alt.Header(
+                    labelAngle=0, labelOrient="top", labelAnchor="start", labelFontWeight="bold"
+                ),
             )
         )
         .resolve_scale(y="shared")
@@ -272,7 +288,7 @@ def forecast_chart(
     fc: _laws.Forecast,
     *,
     metric: str = "reward",
-    width: int = 620,
+    width: int = WIDTH["column"],
     height: int = 300,
 ) -> alt.LayerChart:
     """A plateau forecast: fit window shaded, forecast curve with its band, what actually happened.
@@ -310,7 +326,7 @@ def forecast_chart(
     """
     if not isinstance(fc, _laws.Forecast):
         raise ParameterError("fc", "`fc` must be a Forecast from grpo_core.laws.forecast")
-    color = LAW_COLORS.get(fc.law, "#CC79A7")
+    color = LAW_COLORS.get(fc.law, OKABE_ITO["pink"])
     pts = pd.DataFrame(
         {
             "step": np.concatenate([fc.fit.t, fc.actual_t]),
@@ -321,7 +337,7 @@ def forecast_chart(
     curve = pd.DataFrame({"step": fc.t, "forecast": fc.curve, "low": fc.curve_low, "high": fc.curve_high})
     t_end = float(fc.t[-1])
     window = alt.Chart(pd.DataFrame({"start": [float(fc.fit.t[0])], "end": [fc.t_fit_end]})).mark_rect(
-        color="#dddddd", opacity=0.45
+        color=GREYS["pale"], opacity=0.45
     ).encode(x="start:Q", x2="end:Q")
     band = alt.Chart(curve).mark_area(color=color, opacity=0.22).encode(x="step:Q", y="low:Q", y2="high:Q")
     line = alt.Chart(curve).mark_line(color=color, strokeWidth=2.5).encode(
@@ -331,11 +347,11 @@ def forecast_chart(
         alt.Chart(pts)
         .mark_circle(size=16)
         .encode(
-            x=alt.X("step:Q", title="optimizer step"),
+            x=step_x(),
             y=alt.Y(f"{metric}:Q", title=metric),
             color=alt.Color(
                 "part:N",
-                scale=alt.Scale(domain=["fit window", "after the window"], range=["#333333", "#b0b0b0"]),
+                scale=alt.Scale(domain=["fit window", "after the window"], range=[INK, GREYS["soft"]]),
                 title="data",
             ),
         )
@@ -348,7 +364,10 @@ def forecast_chart(
             "plateau": [fc.plateau],
             "low": [fc.plateau_low],
             "high": [fc.plateau_high],
-            "label": [f"forecast plateau {fc.plateau:.3g} ({level}% band {fc.plateau_low:.3g} to {fc.plateau_high:.3g})"],
+            "label": [
+                f"forecast plateau {fc.plateau:.3g} ({level}% band {fc.plateau_low:.3g} to "
+                f"{fc.plateau_high:.3g})"
+            ],
         }
     )
     y_lo = float(np.min(np.concatenate([pts[metric].to_numpy(), fc.curve])))
@@ -395,7 +414,9 @@ def forecast_chart(
     )
 
 
-def forecast_sweep_chart(sweep: pd.DataFrame, *, width: int = 620, height: int = 260) -> alt.LayerChart:
+def forecast_sweep_chart(
+    sweep: pd.DataFrame, *, width: int = WIDTH["column"], height: int = 260
+) -> alt.LayerChart:
     """Forecast plateau (with its band) against the fraction of the curve used for the fit.
 
     Parameters
@@ -428,10 +449,8 @@ def forecast_sweep_chart(sweep: pd.DataFrame, *, width: int = 620, height: int =
     >>> len(forecast_sweep_chart(sweep).layer)
     3
     """
-    need = {"fraction", "law", "plateau", "low", "high", "actual"}
-    missing = need - set(sweep.columns)
-    if missing:
-        raise ParameterError("sweep", f"`sweep` lacks the column(s) {sorted(missing)}")
+    require_columns(sweep, "sweep", ["fraction", "law", "plateau", "low", "high", "actual"],
+                    source="grpo_core.laws.forecast_sweep")
     data = sweep.copy()
     actual = float(data["actual"].iloc[0])
     span = max(float(np.nanmax(np.abs(data["plateau"] - actual))), 1e-9)
@@ -450,16 +469,33 @@ def forecast_sweep_chart(sweep: pd.DataFrame, *, width: int = 620, height: int =
     # a plateau off the axis is drawn at the edge as a triangle pointing where it lies
     data["where"] = np.where(data["plateau"] > hi, "off the axis, above",
                              np.where(data["plateau"] < lo, "off the axis, below", "on the axis"))
-    shapes = {"on the axis": "circle", "off the axis, above": "triangle-up", "off the axis, below": "triangle-down"}
+    shapes = {
+        "on the axis": "circle",
+        "off the axis, above": "triangle-up",
+        "off the axis, below": "triangle-down",
+    }
     present = [k for k in shapes if (data["where"] == k).any()]
-    dots = alt.Chart(data).mark_point(size=70, filled=True, opacity=1).encode(
-        x=x,
-        y=alt.Y("plateau_c:Q", title="forecast plateau", scale=alt.Scale(domain=[lo, hi])),
-        color=color,
-        shape=alt.Shape("where:N", title="plateau", scale=alt.Scale(domain=present, range=[shapes[k] for k in present]),
-                        legend=alt.Legend(orient="bottom") if len(present) > 1 else None),
-        tooltip=["law:N", alt.Tooltip("fraction:Q", format=".0%"), alt.Tooltip("plateau:Q", format=".3f"),
-                 alt.Tooltip("low:Q", format=".3f"), alt.Tooltip("high:Q", format=".3f")],
+    dots = (
+        alt.Chart(data)
+        .mark_point(size=70, filled=True, opacity=1)
+        .encode(
+            x=x,
+            y=alt.Y("plateau_c:Q", title="forecast plateau", scale=alt.Scale(domain=[lo, hi])),
+            color=color,
+            shape=alt.Shape(
+                "where:N",
+                title="plateau",
+                scale=alt.Scale(domain=present, range=[shapes[k] for k in present]),
+                legend=alt.Legend(orient="bottom") if len(present) > 1 else None,
+            ),
+            tooltip=[
+                "law:N",
+                alt.Tooltip("fraction:Q", format=".0%"),
+                alt.Tooltip("plateau:Q", format=".3f"),
+                alt.Tooltip("low:Q", format=".3f"),
+                alt.Tooltip("high:Q", format=".3f"),
+            ],
+        )
     )
     truth = alt.Chart(pd.DataFrame({"actual": [actual]})).mark_rule(color="black", strokeDash=[4, 3]).encode(
         y="actual:Q"

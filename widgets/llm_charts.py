@@ -20,21 +20,24 @@ import pandas as pd
 
 from grpo_core.errors import ParameterError
 
-__all__ = ["trajectories_chart", "fits_grid_chart", "spread_chart", "transfer_chart", "budget_chart", "colab_url",
-           "colab_badge"]
+from .style import CATEGORY10, GREYS, WIDTH, require_columns, step_x
+
+__all__ = [
+    "trajectories_chart",
+    "fits_grid_chart",
+    "spread_chart",
+    "transfer_chart",
+    "budget_chart",
+    "colab_url",
+    "colab_badge",
+]
 
 _G_SCALE = alt.Scale(scheme="category10")
 
 
-def _need(df: pd.DataFrame, columns, name: str) -> None:
-    if not isinstance(df, pd.DataFrame):
-        raise ParameterError(name, f"`{name}` must be a pandas DataFrame; got {type(df).__name__}")
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise ParameterError(name, f"`{name}` lacks column(s) {missing}")
-
-
-def trajectories_chart(traj: pd.DataFrame, *, by: str = "G", width: int = 560, height: int = 280) -> alt.LayerChart:
+def trajectories_chart(
+    traj: pd.DataFrame, *, by: str = "G", width: int = WIDTH["wide"], height: int = 280
+) -> alt.LayerChart:
     """Mean training reward per step for each group size, with a band of +/- one between-seed sd.
 
     Parameters
@@ -51,17 +54,21 @@ def trajectories_chart(traj: pd.DataFrame, *, by: str = "G", width: int = 560, h
     >>> isinstance(trajectories_chart(df), alt.LayerChart)
     True
     """
-    _need(traj, ["step", by, "mean", "lo", "hi"], "traj")
+    require_columns(traj, "traj", ["step", by, "mean", "lo", "hi"])
     data = traj.assign(**{by: traj[by].astype(str)})
     color = alt.Color(f"{by}:N", title=by, scale=_G_SCALE, sort=sorted(data[by].unique(), key=float))
-    base = alt.Chart(data).encode(x=alt.X("step:Q", title="optimizer step"))
-    band = base.mark_area(opacity=0.2).encode(y=alt.Y("lo:Q", title="mean training reward"), y2="hi:Q", color=color)
+    base = alt.Chart(data).encode(x=step_x())
+    band = base.mark_area(opacity=0.2).encode(
+        y=alt.Y("lo:Q", title="mean training reward"), y2="hi:Q", color=color
+    )
     line = base.mark_line().encode(y="mean:Q", color=color,
                                    tooltip=["step:Q", f"{by}:N", alt.Tooltip("mean:Q", format=".3f")])
     return (band + line).properties(width=width, height=height)
 
 
-def fits_grid_chart(curves: pd.DataFrame, *, columns: int = 3, width: int = 170, height: int = 110) -> alt.FacetChart:
+def fits_grid_chart(
+    curves: pd.DataFrame, *, columns: int = 3, width: int = 170, height: int = 110
+) -> alt.FacetChart:
     """Small multiples: each run's smoothed reward (grey) and its fitted law (coloured).
 
     Parameters
@@ -86,19 +93,21 @@ def fits_grid_chart(curves: pd.DataFrame, *, columns: int = 3, width: int = 170,
     >>> fits_grid_chart(df).to_dict()["facet"]["sort"]
     ['G=4', 'G=16']
     """
-    _need(curves, ["run", "step", "smoothed", "fitted"], "curves")
+    require_columns(curves, "curves", ["run", "step", "smoothed", "fitted"])
     data = curves.copy()
     if "label" not in data:
         data["label"] = data["run"]
     order = list(dict.fromkeys(data["label"]))
     base = alt.Chart().encode(x=alt.X("step:Q", title="step"))
-    pts = base.mark_line(color="#999999").encode(y=alt.Y("smoothed:Q", title="reward", scale=alt.Scale(zero=False)))
-    fit = base.mark_line(color="#d62728", strokeWidth=2).encode(y="fitted:Q")
+    pts = base.mark_line(color=GREYS["mid"]).encode(
+        y=alt.Y("smoothed:Q", title="reward", scale=alt.Scale(zero=False))
+    )
+    fit = base.mark_line(color=CATEGORY10["red"], strokeWidth=2).encode(y="fitted:Q")
     return alt.layer(pts, fit, data=data).properties(width=width, height=height).facet(
         facet=alt.Facet("label:N", title=None, sort=order), columns=columns)
 
 
-def spread_chart(traj: pd.DataFrame, *, by: str = "G", column: str = "raw_sd", width: int = 560,
+def spread_chart(traj: pd.DataFrame, *, by: str = "G", column: str = "raw_sd", width: int = WIDTH["wide"],
                  height: int = 200) -> alt.Chart:
     """Between-seed standard deviation of the reward along training, per group size (smoothed over
     25 steps for legibility).
@@ -110,18 +119,22 @@ def spread_chart(traj: pd.DataFrame, *, by: str = "G", column: str = "raw_sd", w
     column : str
         ``"raw_sd"`` (per-step rewards) or ``"sd"`` (smoothed trajectories).
     """
-    _need(traj, ["step", by, column], "traj")
+    require_columns(traj, "traj", ["step", by, column])
     data = traj.sort_values([by, "step"]).copy()
-    data["value"] = data.groupby(by)[column].transform(lambda s: s.rolling(25, center=True, min_periods=1).mean())
+    data["value"] = data.groupby(by)[column].transform(
+        lambda s: s.rolling(25, center=True, min_periods=1).mean()
+    )
     data[by] = data[by].astype(str)
     return alt.Chart(data).mark_line().encode(
-        x=alt.X("step:Q", title="optimizer step"),
+        x=step_x(),
         y=alt.Y("value:Q", title="between-seed sd of the reward"),
         color=alt.Color(f"{by}:N", title=by, scale=_G_SCALE, sort=sorted(data[by].unique(), key=float)),
     ).properties(width=width, height=height)
 
 
-def transfer_chart(table: pd.DataFrame, *, sampled: bool = False, width: int = 420, height: int = 220) -> alt.LayerChart:
+def transfer_chart(
+    table: pd.DataFrame, *, sampled: bool = False, width: int = WIDTH["half"], height: int = 220
+) -> alt.LayerChart:
     """Start and end accuracy of each evaluation set (a dumbbell: grey start, coloured end), nearest
     to the training distribution at the top.
 
@@ -134,30 +147,49 @@ def transfer_chart(table: pd.DataFrame, *, sampled: bool = False, width: int = 4
 
     Examples
     --------
-    >>> t = pd.DataFrame({"set": ["add2", "sub2"], "distance": [0, 3], "start": [0.7, 0.6], "end": [0.95, 0.2],
-    ...                   "sampled_start": [0.5, 0.4], "sampled_end": [0.9, 0.1]})
+    >>> t = pd.DataFrame({"set": ["add2", "sub2"], "distance": [0, 3], "start": [0.7, 0.6],
+    ...                   "end": [0.95, 0.2], "sampled_start": [0.5, 0.4], "sampled_end": [0.9, 0.1]})
     >>> isinstance(transfer_chart(t), alt.LayerChart)
     True
     """
     s, e = ("sampled_start", "sampled_end") if sampled else ("start", "end")
-    _need(table, ["set", "distance", s, e], "table")
+    require_columns(table, "table", ["set", "distance", s, e])
     data = table.assign(start_=table[s], end_=table[e], change_=table[e] - table[s])
     order = list(data.sort_values("distance")["set"])
     y = alt.Y("set:N", sort=order, title=None)
     what = "sampled accuracy" if sampled else "greedy accuracy"
-    rule = alt.Chart(data).mark_rule(color="#bbbbbb", strokeWidth=3).encode(
+    rule = alt.Chart(data).mark_rule(color=GREYS["light"], strokeWidth=3).encode(
         y=y, x=alt.X("start_:Q", title=what, scale=alt.Scale(domain=[0, 1])), x2="end_:Q")
-    start = alt.Chart(data).mark_point(filled=True, color="#999999", size=80).encode(y=y, x="start_:Q")
-    end = alt.Chart(data).mark_point(filled=True, size=100).encode(
-        y=y, x="end_:Q",
-        color=alt.condition("datum.change_ >= 0", alt.value("#2ca02c"), alt.value("#d62728")),
-        tooltip=["set:N", alt.Tooltip("start_:Q", format=".3f", title="start"),
-                 alt.Tooltip("end_:Q", format=".3f", title="end"), alt.Tooltip("change_:Q", format="+.3f")])
+    start = alt.Chart(data).mark_point(filled=True, color=GREYS["mid"], size=80).encode(y=y, x="start_:Q")
+    end = (
+        alt.Chart(data)
+        .mark_point(filled=True, size=100)
+        .encode(
+            y=y,
+            x="end_:Q",
+            color=alt.condition(
+                "datum.change_ >= 0", alt.value(CATEGORY10["green"]), alt.value(CATEGORY10["red"])
+            ),
+            tooltip=[
+                "set:N",
+                alt.Tooltip("start_:Q", format=".3f", title="start"),
+                alt.Tooltip("end_:Q", format=".3f", title="end"),
+                alt.Tooltip("change_:Q", format="+.3f"),
+            ],
+        )
+    )
     return (rule + start + end).properties(width=width, height=height)
 
 
-def budget_chart(sweep: pd.DataFrame, *, g_star: float | None = None, g_star_interval=None, metric: str = "final_reward",
-                 width: int = 420, height: int = 260) -> alt.LayerChart:
+def budget_chart(
+    sweep: pd.DataFrame,
+    *,
+    g_star: float | None = None,
+    g_star_interval=None,
+    metric: str = "final_reward",
+    width: int = WIDTH["half"],
+    height: int = 260,
+) -> alt.LayerChart:
     """Final reward (mean over seeds, +/- one standard error) against G at a fixed budget, with the
     predicted G* as a dashed rule and its interval as a band.
 
@@ -175,11 +207,12 @@ def budget_chart(sweep: pd.DataFrame, *, g_star: float | None = None, g_star_int
 
     Examples
     --------
-    >>> sw = pd.DataFrame({"G": [2, 4, 8], "final_reward": [0.7, 0.8, 0.75], "final_reward_se": [0.01, 0.01, 0.02]})
+    >>> sw = pd.DataFrame({"G": [2, 4, 8], "final_reward": [0.7, 0.8, 0.75],
+    ...                    "final_reward_se": [0.01, 0.01, 0.02]})
     >>> isinstance(budget_chart(sw, g_star=5.0, g_star_interval=(3, 9)), alt.LayerChart)
     True
     """
-    _need(sweep, ["G", metric, f"{metric}_se"], "sweep")
+    require_columns(sweep, "sweep", ["G", metric, f"{metric}_se"])
     data = sweep.assign(lo=sweep[metric] - sweep[f"{metric}_se"], hi=sweep[metric] + sweep[f"{metric}_se"])
     gmin, gmax = float(data["G"].min()) / 1.5, float(data["G"].max()) * 1.5
     xscale = alt.Scale(type="log", base=2, domain=[gmin, gmax])
@@ -194,16 +227,22 @@ def budget_chart(sweep: pd.DataFrame, *, g_star: float | None = None, g_star_int
         lo = gmin if not np.isfinite(lo) else max(lo, gmin)
         hi = gmax if not np.isfinite(hi) else min(hi, gmax)
         if hi > lo:
-            layers.append(alt.Chart(pd.DataFrame({"lo": [lo], "hi": [hi]})).mark_rect(opacity=0.12, color="#1f77b4")
-                          .encode(x=alt.X("lo:Q", scale=xscale), x2="hi:Q"))
+            layers.append(
+                alt.Chart(pd.DataFrame({"lo": [lo], "hi": [hi]}))
+                .mark_rect(opacity=0.12, color=CATEGORY10["blue"])
+                .encode(x=alt.X("lo:Q", scale=xscale), x2="hi:Q")
+            )
     err = alt.Chart(data).mark_errorbar().encode(x=x, y=alt.Y("lo:Q", title=titles.get(metric, metric),
                                                                  scale=alt.Scale(zero=False)), y2="hi:Q")
     pts = alt.Chart(data).mark_line(point=True).encode(
         x=x, y=f"{metric}:Q", tooltip=["G:Q", alt.Tooltip(f"{metric}:Q", format=".3f")])
     layers += [err, pts]
     if g_star is not None and np.isfinite(g_star):
-        layers.append(alt.Chart(pd.DataFrame({"g": [min(max(float(g_star), gmin), gmax)]}))
-                      .mark_rule(strokeDash=[6, 4], color="#1f77b4").encode(x=alt.X("g:Q", scale=xscale)))
+        layers.append(
+            alt.Chart(pd.DataFrame({"g": [min(max(float(g_star), gmin), gmax)]}))
+            .mark_rule(strokeDash=[6, 4], color=CATEGORY10["blue"])
+            .encode(x=alt.X("g:Q", scale=xscale))
+        )
     return alt.layer(*layers).properties(width=width, height=height)
 
 
@@ -241,7 +280,9 @@ def colab_url(notebook: str, config_path=None) -> str:
     url = str(repo.get("url", "")).rstrip("/")
     prefix = "https://github.com/"
     if not url.startswith(prefix):
-        raise ParameterError("repository.url", f"`repository.url` in {path.name} must be a GitHub URL; got {url!r}")
+        raise ParameterError(
+            "repository.url", f"`repository.url` in {path.name} must be a GitHub URL; got {url!r}"
+        )
     branch = repo.get("branch", "main")
     return f"https://colab.research.google.com/github/{url[len(prefix):]}/blob/{branch}/{str(notebook).lstrip('/')}"
 

@@ -30,6 +30,15 @@ from grpo_core.model import stability, trajectories
 from grpo_core.model.hyperparameters import check_curvature, check_lag, check_momentum
 from grpo_core.validation import check_integer
 
+from .style import (
+    ACCENT,
+    FONT,
+    NOTE,
+    REGIME_COLORS,
+    color_scale,
+    k_ref_x,
+    require_columns,
+)
 from .vega_expr import Expr, fn, lit, var, where
 
 __all__ = [
@@ -47,13 +56,6 @@ __all__ = [
 #: Names of the slider chart's top-level params (a browser test moves them).
 SLIDER_PARAMS = ("eta", "mu", "k_ref", "curvature")
 
-_REGIME_COLORS = {
-    "overdamped": "#1b9e77",
-    "critically damped": "#7570b3",
-    "underdamped": "#d95f02",
-    "stable (exact recurrence only)": "#a6761d",
-    "unstable": "#e7298a",
-}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -196,6 +198,7 @@ def slider_chart(
     Returns
     -------
     alt.LayerChart
+        Sliders bound to top-level params; the trajectory and the named text marks.
 
     Raises
     ------
@@ -236,7 +239,7 @@ def slider_chart(
         exits="sum(outside)", sort=[alt.SortField("t")], frame=[None, -1],
     ).transform_filter("!(datum.exits > 0)")
     x = alt.X("t:Q", title="optimizer step t", scale=alt.Scale(domain=[0, horizon], nice=False))
-    line = base.mark_line(clip=True, strokeWidth=2.5, color="#3b6fb6").encode(
+    line = base.mark_line(clip=True, strokeWidth=2.5, color=ACCENT).encode(
         x=x,
         y=alt.Y("progress:Q", title="reward progress 1 − e(t)/e₀",
                 scale=alt.Scale(domain=[y_min, y_max], clamp=False)),
@@ -249,10 +252,10 @@ def slider_chart(
     this_row = "datum.k_ref == k_ref && datum.m == round(mu * 100)"
     regime_text = alt.Chart(table).transform_filter(this_row).transform_calculate(
         label=str(ex["verdict"])).mark_text(
-        align="left", baseline="bottom", fontSize=18, fontWeight="bold",
+        align="left", baseline="bottom", fontSize=FONT["verdict"], fontWeight="bold",
     ).encode(
         x=alt.value(0), y=alt.value(-34), text="label:N",
-        color=alt.Color("label:N", scale=alt.Scale(domain=list(_REGIME_COLORS), range=list(_REGIME_COLORS.values())),
+        color=alt.Color("label:N", scale=color_scale(REGIME_COLORS),
                         legend=None),
     ).properties(name="regime_label")
     zeta_text = alt.Chart(one).transform_calculate(
@@ -263,7 +266,7 @@ def slider_chart(
     thr_text = alt.Chart(table).transform_filter(this_row).transform_calculate(
         label=str("unstable above η = " + fn.format(ex["continuous_eta"], ".4f") + " (continuous), "
                   + fn.format(exact_eta, ".4f") + " (exact, " + lit(lag) + " lag)"),
-    ).mark_text(align="left", baseline="bottom", fontSize=12, color="#444").encode(
+    ).mark_text(align="left", baseline="bottom", fontSize=12, color=NOTE).encode(
         x=alt.value(0), y=alt.value(-10), text="label:N").properties(name="threshold_label")
     chart = alt.layer(rules, line, regime_text, zeta_text, thr_text).add_params(*params).properties(
         width=width, height=height,
@@ -278,7 +281,12 @@ def slider_chart(
 
 
 def regime_examples(
-    mu: float = 0.5, k_ref: int = 4, curvature: float = 1.0, *, lag: str = "constant", momentum: str = "heavy_ball"
+    mu: float = 0.5,
+    k_ref: int = 4,
+    curvature: float = 1.0,
+    *,
+    lag: str = "constant",
+    momentum: str = "heavy_ball",
 ) -> dict[str, osc.OscillatorCoefficients]:
     """One setting of ``eta`` per regime at fixed ``mu``, ``k_ref``, ``curvature``.
 
@@ -307,7 +315,9 @@ def regime_examples(
     a_c = float(stability.critical_a_continuous(mu, k_ref, lag, momentum)[()])
     a_x = float(stability.critical_a_exact(mu, k_ref, lag, momentum)[()])
     if not math.isfinite(a_c):
-        raise ParameterError("k_ref", "`k_ref` must be >= 2 with lag='refresh' (no lag, no continuous threshold)")
+        raise ParameterError(
+            "k_ref", "`k_ref` must be >= 2 with lag='refresh' (no lag, no continuous threshold)"
+        )
     etas = {
         "overdamped": 0.25 * a_cd / k_total,
         "critically_damped": a_cd / k_total,
@@ -348,7 +358,9 @@ def regime_trajectories_chart(
     for regime, c in regime_examples(mu, k_ref, curvature, lag=lag, momentum=momentum).items():
         label = f"{osc.REGIME_LABELS[regime]} (η = {c.eta:.3g}, ζ = {c.damping_ratio:.2f})"
         cf = 1.0 - trajectories.closed_form_trajectory(c, t_fine)
-        rows.append(pd.DataFrame({"t": t_fine, "progress": cf, "model": "closed form (continuous)", "regime": label}))
+        rows.append(
+            pd.DataFrame({"t": t_fine, "progress": cf, "model": "closed form (continuous)", "regime": label})
+        )
         with np.errstate(over="ignore"):
             dt = 1.0 - trajectories.discrete_trajectory(c, n_steps)
         rows.append(pd.DataFrame({"t": np.arange(n_steps + 1), "progress": dt, "model": "exact recurrence",
@@ -358,10 +370,18 @@ def regime_trajectories_chart(
     order = list(dict.fromkeys(df["regime"]))
     y = alt.Y("progress:Q", title="reward progress 1 − e/e₀", scale=alt.Scale(domain=[-1, 3]))
     color = alt.Color("model:N", title=None, legend=alt.Legend(orient="bottom"))
-    lines = alt.Chart().mark_line(strokeWidth=1.5, clip=True).encode(
-        x=alt.X("t:Q", title="step"), y=y, color=color).transform_filter("datum.model == 'closed form (continuous)'")
-    dots = alt.Chart().mark_circle(size=14, opacity=0.55, clip=True).encode(x="t:Q", y=y, color=color).transform_filter(
-        "datum.model == 'exact recurrence'")
+    lines = (
+        alt.Chart()
+        .mark_line(strokeWidth=1.5, clip=True)
+        .encode(x=alt.X("t:Q", title="step"), y=y, color=color)
+        .transform_filter("datum.model == 'closed form (continuous)'")
+    )
+    dots = (
+        alt.Chart()
+        .mark_circle(size=14, opacity=0.55, clip=True)
+        .encode(x="t:Q", y=y, color=color)
+        .transform_filter("datum.model == 'exact recurrence'")
+    )
     # the line on top: where the two agree the dots would hide it
     return alt.layer(dots, lines, data=df).properties(width=260, height=150).facet(
         facet=alt.Facet("regime:N", sort=order, title=None, header=alt.Header(labelFontSize=11)),
@@ -419,6 +439,7 @@ def phase_diagram_chart(
     Returns
     -------
     alt.FacetChart
+        One panel per ``mu``; one line per lag model and threshold (continuous, exact).
 
     Raises
     ------
@@ -456,6 +477,7 @@ def threshold_ratio_chart(
     Returns
     -------
     alt.Chart
+        Colour by ``mu``, dash by lag model, log axis; 1 on it is the paper's threshold.
 
     Raises
     ------
@@ -473,7 +495,7 @@ def threshold_ratio_chart(
     scale = (1.0 - df["mu"]) if momentum == "heavy_ball" else 1.0
     df["ratio"] = df["a_star"] * df["k_ref"] / scale
     return alt.Chart(df).mark_line(strokeWidth=2).encode(
-        x=alt.X("k_ref:Q", title="K_ref (steps)", scale=alt.Scale(type="log", nice=False)),
+        x=k_ref_x(),
         y=alt.Y("ratio:Q", title="exact threshold × K_ref / (1 − μ)", scale=alt.Scale(type="log")),
         color=alt.Color("mu:N", title="μ"),
         strokeDash=alt.StrokeDash("lag:N", title="lag model"),
@@ -492,10 +514,11 @@ def noise_bands_chart(data: pd.DataFrame) -> alt.LayerChart:
     Returns
     -------
     alt.LayerChart
+        Per group size: the simulated band (area), its mean and the exact band (dashed).
 
     Raises
     ------
-    KeyError
+    ParameterError
         If ``data`` lacks the columns of :func:`grpo_core.model.noise.noise_bands`.
 
     Examples
@@ -507,13 +530,13 @@ def noise_bands_chart(data: pd.DataFrame) -> alt.LayerChart:
     >>> len(chart.layer)
     4
     """
-    need = {"t", "group_size", "sim_mean", "sim_lo", "sim_hi", "mean", "lo", "hi"}
-    missing = need - set(data.columns)
-    if missing:
-        raise KeyError(f"noise_bands_chart: data lacks columns {sorted(missing)} (use grpo_core.model.noise.noise_bands)")
+    require_columns(data, "data", ["t", "group_size", "sim_mean", "sim_lo", "sim_hi", "mean", "lo", "hi"],
+                    source="grpo_core.model.noise.noise_bands")
     color = alt.Color("group_size:N", title="group size G")
     base = alt.Chart(data).encode(x=alt.X("t:Q", title="optimizer step"), color=color)
-    band = base.mark_area(opacity=0.25).encode(y=alt.Y("sim_lo:Q", title="reward progress 1 − e/e₀"), y2="sim_hi:Q")
+    band = base.mark_area(opacity=0.25).encode(
+        y=alt.Y("sim_lo:Q", title="reward progress 1 − e/e₀"), y2="sim_hi:Q"
+    )
     mean = base.mark_line(strokeWidth=1.5).encode(y="sim_mean:Q")
     lo = base.mark_line(strokeDash=[5, 3], strokeWidth=1).encode(y="lo:Q")
     hi = base.mark_line(strokeDash=[5, 3], strokeWidth=1).encode(y="hi:Q")

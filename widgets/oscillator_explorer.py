@@ -181,7 +181,9 @@ class OscillatorExplorer(Explorer):
         left = widgets.VBox([*self.controls.values(), self.lag, self.momentum])
         right = widgets.VBox([self.regime_html, self.readout])
         self.children = [
-            widgets.HTML("<b>Oscillator explorer</b>: the damped-oscillator model of GRPO near its fixed point"),
+            widgets.HTML(
+                "<b>Oscillator explorer</b>: the damped-oscillator model of GRPO near its fixed point"
+            ),
             widgets.HBox([left, right], layout={"flex_flow": "row wrap"}),
             self.status,
             self.outputs["trajectory"],
@@ -216,18 +218,27 @@ class OscillatorExplorer(Explorer):
             + ("" if view["verdict"] == view["regime"] else
                f'<div style="color:#555">continuous model: {view["regime_label"]}</div>')
         )
-        std = math.sqrt(view["stationary_variance_exact"]) if math.isfinite(view["stationary_variance_exact"]) else math.inf
-        self.readout.value = readout_table([
-            ("damping ratio ζ", _fmt(view["damping_ratio"])),
-            ("mass M / damping C / stiffness K_eff", f"{_fmt(c.mass)} / {_fmt(c.damping)} / {_fmt(c.stiffness)}"),
-            ("a = η K (incl. β)", _fmt(view["a"])),
-            ("critical a, continuous (C = 0)", _fmt(view["critical_a_continuous"])),
-            ("critical a, exact recurrence", _fmt(view["critical_a_exact"])),
-            ("exact recurrence", "stable" if view["stable_exact"] else "unstable"),
-            ("critical K_ref, continuous", _fmt(view["critical_k_ref_continuous"])),
-            ("critical K_ref, exact", _fmt(view["critical_k_ref_exact"])),
-            (f"stationary sd of e at G = {p['group_size']}", _fmt(std)),
-        ])
+        std = (
+            math.sqrt(view["stationary_variance_exact"])
+            if math.isfinite(view["stationary_variance_exact"])
+            else math.inf
+        )
+        self.readout.value = readout_table(
+            [
+                ("damping ratio ζ", _fmt(view["damping_ratio"])),
+                (
+                    "mass M / damping C / stiffness K_eff",
+                    f"{_fmt(c.mass)} / {_fmt(c.damping)} / {_fmt(c.stiffness)}",
+                ),
+                ("a = η K (incl. β)", _fmt(view["a"])),
+                ("critical a, continuous (C = 0)", _fmt(view["critical_a_continuous"])),
+                ("critical a, exact recurrence", _fmt(view["critical_a_exact"])),
+                ("exact recurrence", "stable" if view["stable_exact"] else "unstable"),
+                ("critical K_ref, continuous", _fmt(view["critical_k_ref_continuous"])),
+                ("critical K_ref, exact", _fmt(view["critical_k_ref_exact"])),
+                (f"stationary sd of e at G = {p['group_size']}", _fmt(std)),
+            ]
+        )
         self._live_chart("trajectory", self._live["trajectory"],
                          explorer_charts.trajectory_frames(view["bands"], view["closed_form"]))
         self._live_chart("phase", self._live["phase"], explorer_charts.phase_frames(
@@ -255,7 +266,8 @@ def oscillator_explorer(
     (:func:`~grpo_core.model.trajectories.discrete_trajectory`) and a noise band from
     :data:`BAND_SEEDS` stochastic runs at group size G (:func:`~grpo_core.model.noise.simulate`);
     the regime and damping ratio (:func:`~grpo_core.model.oscillator.coefficients`); both thresholds
-    (:func:`grpo_core.model.stability.critical_a_continuous`, :func:`~grpo_core.model.stability.critical_a_exact`,
+    (:func:`grpo_core.model.stability.critical_a_continuous`,
+    :func:`~grpo_core.model.stability.critical_a_exact`,
     :func:`~grpo_core.model.stability.critical_value`); and the current point on the (eta K, K_ref)
     phase diagram.
 

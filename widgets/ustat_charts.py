@@ -29,6 +29,7 @@ from grpo_core.groupsize import GroupSizeConstants, optimal_group_size
 from grpo_core.groupsize.ustat import BanditMoments
 from grpo_core.validation import check_integer
 
+from .style import ACCENT, DARK2, GREY, LOG2, WIDTH, group_size_x, require_columns, two_se_bounds
 from .vega_expr import Expr, fn, var, where
 
 __all__ = [
@@ -57,17 +58,15 @@ ESTIMATOR_LABELS = {
     "gap": "leave-one-out − oracle",
 }
 ESTIMATOR_COLORS = {
-    "vanilla": "#7f7f7f",
-    "mean": "#d95f02",
-    "leave_one_out": "#1b9e77",
-    "oracle": "#3b6fb6",
-    "std": "#7570b3",
-    "gap": "#e7298a",
+    "vanilla": GREY,
+    "mean": DARK2["orange"],
+    "leave_one_out": DARK2["green"],
+    "oracle": ACCENT,
+    "std": DARK2["purple"],
+    "gap": DARK2["magenta"],
 }
 #: Names of the static slider chart's params (a browser test moves them).
 SLIDER_PARAMS = ("budget", "spread")
-
-_G_AXIS = dict(type="log", base=2)
 
 
 def _color(names) -> alt.Color:
@@ -75,15 +74,16 @@ def _color(names) -> alt.Color:
     return alt.Color(
         "label:N",
         title=None,
-        scale=alt.Scale(domain=[ESTIMATOR_LABELS[n] for n in names], range=[ESTIMATOR_COLORS[n] for n in names]),
+        scale=alt.Scale(
+            domain=[ESTIMATOR_LABELS[n] for n in names], range=[ESTIMATOR_COLORS[n] for n in names]
+        ),
         legend=alt.Legend(orient="right"),
     )
 
 
 def _check_mc(df: pd.DataFrame) -> None:
-    need = {"group_size", "estimator", "mse", "mse_se", "exact"}
-    if not isinstance(df, pd.DataFrame) or need - set(df.columns):
-        raise ParameterError("df", f"`df` must be a DataFrame from grpo_core.groupsize.ustat.monte_carlo_mse (columns {sorted(need)})")
+    require_columns(df, "df", ["group_size", "estimator", "mse", "mse_se", "exact"],
+                    source="grpo_core.groupsize.ustat.monte_carlo_mse")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -91,7 +91,9 @@ def _check_mc(df: pd.DataFrame) -> None:
 # ----------------------------------------------------------------------------------------------
 
 
-def mse_chart(df: pd.DataFrame, *, relative: bool = True, width: int = 420, height: int = 320) -> alt.LayerChart:
+def mse_chart(
+    df: pd.DataFrame, *, relative: bool = True, width: int = WIDTH["half"], height: int = 320
+) -> alt.LayerChart:
     """MSE of the five estimators against G, log-log: Monte Carlo points over exact curves.
 
     Parameters
@@ -126,13 +128,13 @@ def mse_chart(df: pd.DataFrame, *, relative: bool = True, width: int = 420, heig
     d = df[df.estimator != "gap"].copy()
     scale = d["mse"] / d["relative_mse"] if relative else 1.0
     d["y"] = d["mse"] / scale
-    d["lo"] = np.maximum(d["mse"] - 2 * d["mse_se"], d["mse"] * 0.5) / scale
-    d["hi"] = (d["mse"] + 2 * d["mse_se"]) / scale
+    lo, hi = two_se_bounds(d["mse"], d["mse_se"])
+    d["lo"], d["hi"] = lo / scale, hi / scale
     d["y_exact"] = d["exact"] / scale
     d["label"] = d["estimator"].map(ESTIMATOR_LABELS)
     names = [n for n in ESTIMATOR_LABELS if n in set(d.estimator)]
     title = "MSE / ||target||²" if relative else "MSE  E||ĝ − g||²"
-    x = alt.X("group_size:Q", title="group size G", scale=alt.Scale(**_G_AXIS))
+    x = group_size_x()
     base = alt.Chart(d).encode(x=x, color=_color(names))
     lines = base.transform_filter("isValid(datum.y_exact)").mark_line(strokeWidth=1.8, opacity=0.8).encode(
         y=alt.Y("y_exact:Q", title=title, scale=alt.Scale(type="log")))
@@ -145,7 +147,7 @@ def mse_chart(df: pd.DataFrame, *, relative: bool = True, width: int = 420, heig
     return alt.layer(lines, bars, points).properties(width=width, height=height)
 
 
-def gap_chart(df: pd.DataFrame, *, width: int = 420, height: int = 280) -> alt.LayerChart:
+def gap_chart(df: pd.DataFrame, *, width: int = WIDTH["half"], height: int = 280) -> alt.LayerChart:
     """The oracle's MSE and the gap E||g_loo - g_oracle||^2 against G, log-log.
 
     The oracle falls as 1/G (slope -1); the gap, the degenerate Hoeffding part, as 1/(G(G-1))
@@ -160,6 +162,7 @@ def gap_chart(df: pd.DataFrame, *, width: int = 420, height: int = 280) -> alt.L
     Returns
     -------
     alt.LayerChart
+        Oracle and gap: exact lines, Monte Carlo points with +-2 se bars (floored), log-log.
 
     Raises
     ------
@@ -176,19 +179,24 @@ def gap_chart(df: pd.DataFrame, *, width: int = 420, height: int = 280) -> alt.L
     _check_mc(df)
     d = df[df.estimator.isin(["oracle", "gap"])].copy()
     if set(d.estimator) != {"oracle", "gap"}:
-        raise ParameterError("df", "`df` needs 'oracle' and 'gap' rows (monte_carlo_mse with the oracle estimator)")
+        raise ParameterError(
+            "df", "`df` needs 'oracle' and 'gap' rows (monte_carlo_mse with the oracle estimator)"
+        )
     d["label"] = d["estimator"].map(ESTIMATOR_LABELS)
-    d["lo"] = np.maximum(d["mse"] - 2 * d["mse_se"], d["mse"] * 0.5)
-    d["hi"] = d["mse"] + 2 * d["mse_se"]
-    x = alt.X("group_size:Q", title="group size G", scale=alt.Scale(**_G_AXIS))
+    d["lo"], d["hi"] = two_se_bounds(d["mse"], d["mse_se"])
+    x = group_size_x()
     base = alt.Chart(d).encode(x=x, color=_color(["oracle", "gap"]))
-    lines = base.mark_line(strokeWidth=1.8).encode(y=alt.Y("exact:Q", title="mean squared error", scale=alt.Scale(type="log")))
+    lines = base.mark_line(strokeWidth=1.8).encode(
+        y=alt.Y("exact:Q", title="mean squared error", scale=alt.Scale(type="log"))
+    )
     points = base.mark_point(filled=True, size=45).encode(y="mse:Q")
     bars = base.mark_rule().encode(y="lo:Q", y2="hi:Q")
     return alt.layer(lines, bars, points).properties(width=width, height=height)
 
 
-def hoeffding_chart(df: pd.DataFrame, moments: BanditMoments, *, width: int = 460, height: int = 260) -> alt.LayerChart:
+def hoeffding_chart(
+    df: pd.DataFrame, moments: BanditMoments, *, width: int = 460, height: int = 260
+) -> alt.LayerChart:
     """Share of the degenerate (second-order) Hoeffding part in the leave-one-out MSE, against G.
 
     Exact line: (c3/(G(G-1))) / (tr Sigma_oracle/G + c3/(G(G-1))); points: the Monte Carlo gap
@@ -205,6 +213,7 @@ def hoeffding_chart(df: pd.DataFrame, moments: BanditMoments, *, width: int = 46
     Returns
     -------
     alt.LayerChart
+        The exact share (line) and the Monte Carlo share (points), in percent.
 
     Raises
     ------
@@ -228,14 +237,16 @@ def hoeffding_chart(df: pd.DataFrame, moments: BanditMoments, *, width: int = 46
     first, deg = moments.hoeffding_variances(grid)
     exact = pd.DataFrame({"group_size": grid, "share": deg / (first + deg)})
     mc = pd.DataFrame({"group_size": sizes, "share": (gap.mse / loo.mse).to_numpy()})
-    x = alt.X("group_size:Q", title="group size G", scale=alt.Scale(**_G_AXIS))
+    x = group_size_x()
     line = alt.Chart(exact).mark_line(color=ESTIMATOR_COLORS["gap"], strokeWidth=2).encode(
         x=x, y=alt.Y("share:Q", title="degenerate share of the leave-one-out MSE", axis=alt.Axis(format="%")))
     points = alt.Chart(mc).mark_point(filled=True, size=50, color="black").encode(x=x, y="share:Q")
     return alt.layer(line, points).properties(width=width, height=height)
 
 
-def bias_variance_chart(moments: BanditMoments, group_sizes, *, width: int = 420, height: int = 280) -> alt.Chart:
+def bias_variance_chart(
+    moments: BanditMoments, group_sizes, *, width: int = WIDTH["half"], height: int = 280
+) -> alt.Chart:
     """The mean baseline's bias-variance trade-off against the unbiased estimators (exact).
 
     Every curve is divided by the oracle's MSE (so the oracle is the line at 1): the mean
@@ -251,6 +262,7 @@ def bias_variance_chart(moments: BanditMoments, group_sizes, *, width: int = 420
     Returns
     -------
     alt.Chart
+        Over the oracle's MSE: leave-one-out, oracle and mean-baseline MSE, its variance and bias² (dashed).
 
     Raises
     ------
@@ -279,7 +291,7 @@ def bias_variance_chart(moments: BanditMoments, group_sizes, *, width: int = 420
               ESTIMATOR_COLORS["mean"], ESTIMATOR_COLORS["mean"]]
     dashes = [[1, 0], [1, 0], [1, 0], [6, 3], [2, 2]]
     return alt.Chart(d).mark_line(strokeWidth=2.2).encode(
-        x=alt.X("group_size:Q", title="group size G", scale=alt.Scale(**_G_AXIS)),
+        x=group_size_x(),
         y=alt.Y("value:Q", title="squared error / oracle's MSE", scale=alt.Scale(type="log")),
         color=alt.Color("curve:N", title=None, scale=alt.Scale(domain=domain, range=colors)),
         strokeDash=alt.StrokeDash("curve:N", title=None, scale=alt.Scale(domain=domain, range=dashes)),
@@ -369,9 +381,7 @@ def group_size_slider_chart(
     >>> sorted(p["name"] for p in spec["params"])
     ['budget', 'spread']
     """
-    need = {"spread", "c1", "c2", "c3"}
-    if not isinstance(constants, pd.DataFrame) or need - set(constants.columns):
-        raise ParameterError("constants", f"`constants` must have columns {sorted(need)} (constants_by_spread)")
+    require_columns(constants, "constants", ["spread", "c1", "c2", "c3"], source="constants_by_spread")
     table = constants[["spread", "c1", "c2", "c3"]].copy()
     table["key"] = np.round(table["spread"] * 100).astype(int)
     if not np.allclose(table["key"] / 100, table["spread"], atol=1e-9):
@@ -391,7 +401,9 @@ def group_size_slider_chart(
                                          step=0.01, name="difficulty spread (sd of p) ")),
     ]
     ex = law_expressions()
-    lookup = alt.LookupData(data=alt.Data(values=table.to_dict("records")), key="key", fields=["c1", "c2", "c3"])
+    lookup = alt.LookupData(
+        data=alt.Data(values=table.to_dict("records")), key="key", fields=["c1", "c2", "c3"]
+    )
     g_max = hi_n
     steps = int(np.log2(g_max) * 24)
     curve = (
@@ -402,8 +414,10 @@ def group_size_slider_chart(
         .transform_calculate(mse=str(ex["mse"]))
     )
     mse_all = _slider_mse_range(table, lo_n, hi_n)
-    x = alt.X("G:Q", title="group size G (B = N/G prompts)", scale=alt.Scale(type="log", base=2, domain=[2, g_max]))
-    y = alt.Y("mse:Q", title="minibatch gradient MSE (exact law)", scale=alt.Scale(type="log", domain=mse_all))
+    x = group_size_x("G", "group size G (B = N/G prompts)", domain=[2, g_max])
+    y = alt.Y(
+        "mse:Q", title="minibatch gradient MSE (exact law)", scale=alt.Scale(type="log", domain=mse_all)
+    )
     line = curve.mark_line(strokeWidth=2.5, color=ESTIMATOR_COLORS["leave_one_out"], clip=True).encode(
         x=x, y=y).properties(name="mse_curve")
     pow2 = (
@@ -424,15 +438,26 @@ def group_size_slider_chart(
     )
     rule = one.transform_filter("datum.gstar <= 4096").mark_rule(strokeDash=[5, 4], color="#444").encode(
         x="gstar:Q").properties(name="g_star_rule")
-    g_text = one.transform_calculate(
-        label="datum.gstar > budget ? 'G* = ' + format(datum.gstar, '.1f') + ' > N: one prompt per step (B = 1)'"
-              " : 'G* = ' + format(datum.gstar, '.1f') + ' (B = N/G* = ' + format(budget / datum.gstar, '.0f') + ' prompts)'"
-    ).mark_text(align="left", baseline="bottom", fontSize=16, fontWeight="bold").encode(
-        x=alt.value(0), y=alt.value(-26), text="label:N").properties(name="g_star_label")
-    c_text = one.transform_calculate(
-        label="'c1 = ' + format(datum.c1, '.2e') + ',  c2 = ' + format(datum.c2, '.3f') + ',  c3 = ' + format(datum.c3, '.3f')"
-    ).mark_text(align="left", baseline="bottom", fontSize=12, color="#444").encode(
-        x=alt.value(0), y=alt.value(-8), text="label:N").properties(name="constants_label")
+    g_text = (
+        one.transform_calculate(
+            label="datum.gstar > budget"
+            " ? 'G* = ' + format(datum.gstar, '.1f') + ' > N: one prompt per step (B = 1)'"
+            " : 'G* = ' + format(datum.gstar, '.1f')"
+            " + ' (B = N/G* = ' + format(budget / datum.gstar, '.0f') + ' prompts)'"
+        )
+        .mark_text(align="left", baseline="bottom", fontSize=16, fontWeight="bold")
+        .encode(x=alt.value(0), y=alt.value(-26), text="label:N")
+        .properties(name="g_star_label")
+    )
+    c_text = (
+        one.transform_calculate(
+            label="'c1 = ' + format(datum.c1, '.2e') + ',  c2 = ' + format(datum.c2, '.3f')"
+            " + ',  c3 = ' + format(datum.c3, '.3f')"
+        )
+        .mark_text(align="left", baseline="bottom", fontSize=12, color="#444")
+        .encode(x=alt.value(0), y=alt.value(-8), text="label:N")
+        .properties(name="constants_label")
+    )
     return alt.layer(line, pow2, rule, g_text, c_text).add_params(*params).properties(
         width=width, height=height, usermeta={"embedOptions": {"renderer": "svg", "actions": False}})
 
@@ -451,7 +476,7 @@ def _slider_mse_range(table: pd.DataFrame, lo_n: int, hi_n: int) -> list[float]:
     return [float(10 ** np.floor(np.log10(v.min()))), float(10 ** np.ceil(np.log10(v.max())))]
 
 
-def law_terms_chart(constants: GroupSizeConstants, *, max_group_size: int = 1024, width: int = 420,
+def law_terms_chart(constants: GroupSizeConstants, *, max_group_size: int = 1024, width: int = WIDTH["half"],
                     height: int = 300) -> alt.LayerChart:
     """The three terms of N * MSE = c1 G + c2 + c3/(G-1) against G, their sum and its minimum.
 
@@ -465,6 +490,7 @@ def law_terms_chart(constants: GroupSizeConstants, *, max_group_size: int = 1024
     Returns
     -------
     alt.LayerChart
+        The three terms and their sum against G (log-log), the minimum G* marked.
 
     Raises
     ------
@@ -488,9 +514,9 @@ def law_terms_chart(constants: GroupSizeConstants, *, max_group_size: int = 1024
     }
     d = pd.concat([pd.DataFrame({"G": g, "value": v, "term": t}) for t, v in terms.items()])
     domain = list(terms)
-    colors = ["#d95f02", ESTIMATOR_COLORS["oracle"], ESTIMATOR_COLORS["gap"], "black"]
+    colors = [DARK2["orange"], ESTIMATOR_COLORS["oracle"], ESTIMATOR_COLORS["gap"], "black"]
     lines = alt.Chart(d).mark_line(strokeWidth=2).encode(
-        x=alt.X("G:Q", title="group size G", scale=alt.Scale(type="log", base=2)),
+        x=group_size_x("G"),
         y=alt.Y("value:Q", title="N × MSE (per rollout)", scale=alt.Scale(type="log")),
         color=alt.Color("term:N", title=None, scale=alt.Scale(domain=domain, range=colors)),
     )
@@ -524,11 +550,12 @@ def study_chart(summary: pd.DataFrame, g_star: float | None = None, *, width: in
     Returns
     -------
     alt.FacetChart
+        One panel per budget: reward minus the best G's, +-2 se bars, one line per checkpoint.
 
     Raises
     ------
     ParameterError
-        Missing columns.
+        ``summary`` lacks one of its columns above.
 
     Examples
     --------
@@ -537,17 +564,15 @@ def study_chart(summary: pd.DataFrame, g_star: float | None = None, *, width: in
     >>> type(study_chart(s, 3.0)).__name__
     'FacetChart'
     """
-    need = {"budget", "step", "group_size", "reward", "reward_se"}
-    if not isinstance(summary, pd.DataFrame) or need - set(summary.columns):
-        raise ParameterError("summary", f"`summary` must have columns {sorted(need)} (summarise_study)")
+    require_columns(summary, "summary", ["budget", "step", "group_size", "reward", "reward_se"],
+                    source="summarise_study")
     d = summary.copy()
     top = d.groupby(["budget", "step"])["reward"].transform("max")
     d["delta"] = d["reward"] - top
-    d["lo"] = d["delta"] - 2 * d["reward_se"]
-    d["hi"] = d["delta"] + 2 * d["reward_se"]
+    d["lo"], d["hi"] = two_se_bounds(d["delta"], d["reward_se"], floor=None)
     d["checkpoint"] = "step " + d["step"].astype(str)
     order = [f"step {s}" for s in sorted(d["step"].unique())]
-    x = alt.X("group_size:Q", title="group size G", scale=alt.Scale(type="log", base=2))
+    x = group_size_x()
     # ordered and far apart (viridis put two neighbouring checkpoints in two teals)
     ramp = ["#440154", "#31688e", "#35b779", "#e3a800", "#d55e00", "#cc79a7"]
     scale = (alt.Scale(domain=order, range=ramp[: len(order)]) if len(order) <= len(ramp)
@@ -568,7 +593,7 @@ def study_chart(summary: pd.DataFrame, g_star: float | None = None, *, width: in
         column=alt.Column("budget:O", title="rollout budget N per step"))
 
 
-def best_g_path_chart(path: pd.DataFrame, *, width: int = 420, height: int = 260) -> alt.LayerChart:
+def best_g_path_chart(path: pd.DataFrame, *, width: int = WIDTH["half"], height: int = 260) -> alt.LayerChart:
     """Predicted G* along training against the empirically best G at each checkpoint.
 
     Per budget: the predicted G* (dashed, diamonds), the empirically best G (dots) and the range
@@ -585,11 +610,12 @@ def best_g_path_chart(path: pd.DataFrame, *, width: int = 420, height: int = 260
     Returns
     -------
     alt.LayerChart
+        Per checkpoint and budget: predicted G* (diamonds), best G (dots), the tied range (bar).
 
     Raises
     ------
     ParameterError
-        Missing columns.
+        ``path`` lacks one of its columns above.
 
     Examples
     --------
@@ -598,17 +624,23 @@ def best_g_path_chart(path: pd.DataFrame, *, width: int = 420, height: int = 260
     >>> type(best_g_path_chart(p)).__name__
     'LayerChart'
     """
-    need = {"step", "budget", "g_star", "best_g", "tied_low", "tied_high"}
-    if not isinstance(path, pd.DataFrame) or need - set(path.columns):
-        raise ParameterError("path", f"`path` must have columns {sorted(need)}")
+    require_columns(path, "path", ["step", "budget", "g_star", "best_g", "tied_low", "tied_high"])
     d = path.copy()
     d["N"] = "N = " + d["budget"].astype(str)
     x = alt.X("step:O", title="checkpoint (optimizer step)", axis=alt.Axis(labelAngle=0))
-    y = alt.Y("g_star:Q", title="group size G", scale=alt.Scale(type="log", base=2))
+    y = alt.Y("g_star:Q", title="group size G", scale=alt.Scale(**LOG2))
     color = alt.Color("N:N", title="rollout budget")
-    pred = alt.Chart(d).mark_line(strokeDash=[5, 4], point=alt.OverlayMarkDef(shape="diamond", size=50)).encode(
-        x=x, y=y, color=color, xOffset=alt.XOffset("N:N"),
-        tooltip=["budget", "step", alt.Tooltip("g_star:Q", format=".1f", title="predicted G*")])
+    pred = (
+        alt.Chart(d)
+        .mark_line(strokeDash=[5, 4], point=alt.OverlayMarkDef(shape="diamond", size=50))
+        .encode(
+            x=x,
+            y=y,
+            color=color,
+            xOffset=alt.XOffset("N:N"),
+            tooltip=["budget", "step", alt.Tooltip("g_star:Q", format=".1f", title="predicted G*")],
+        )
+    )
     band = alt.Chart(d).mark_rule(strokeWidth=7, opacity=0.3).encode(
         x=x, y="tied_low:Q", y2="tied_high:Q", color=color, xOffset=alt.XOffset("N:N"))
     best = alt.Chart(d).mark_point(filled=True, size=70).encode(
@@ -617,7 +649,7 @@ def best_g_path_chart(path: pd.DataFrame, *, width: int = 420, height: int = 260
     return alt.layer(band, best, pred).properties(width=width, height=height)
 
 
-def explorer_mse_chart(view: dict, *, width: int = 420, height: int = 280) -> alt.LayerChart:
+def explorer_mse_chart(view: dict, *, width: int = WIDTH["half"], height: int = 280) -> alt.LayerChart:
     """The group-size explorer's chart: exact minibatch MSE against G at the explorer's budget.
 
     Parameters
@@ -652,15 +684,28 @@ def explorer_mse_chart(view: dict, *, width: int = 420, height: int = 280) -> al
     d["label"] = d["estimator"].map(ESTIMATOR_LABELS)
     names = [n for n in ("leave_one_out", "mean") if n in set(d.estimator)]
     x = alt.X("group_size:Q", title=f"group size G (N = {view['budget']} rollouts per step)",
-              scale=alt.Scale(type="log", base=2))
-    lines = alt.Chart(d).mark_line(point=True).encode(
-        x=x, y=alt.Y("mse:Q", title="minibatch gradient MSE", scale=alt.Scale(type="log")), color=_color(names),
-        tooltip=["estimator", "group_size", alt.Tooltip("mse:Q", format=".3e")])
+              scale=alt.Scale(**LOG2))
+    lines = (
+        alt.Chart(d)
+        .mark_line(point=True)
+        .encode(
+            x=x,
+            y=alt.Y("mse:Q", title="minibatch gradient MSE", scale=alt.Scale(type="log")),
+            color=_color(names),
+            tooltip=["estimator", "group_size", alt.Tooltip("mse:Q", format=".3e")],
+        )
+    )
     layers = [lines]
     gs = float(view["g_star_exact"])
     if np.isfinite(gs) and gs <= float(d.group_size.max()):
-        layers.append(alt.Chart(pd.DataFrame({"G": [gs]})).mark_rule(strokeDash=[5, 4], color="#444").encode(x="G:Q"))
+        layers.append(
+            alt.Chart(pd.DataFrame({"G": [gs]})).mark_rule(strokeDash=[5, 4], color="#444").encode(x="G:Q")
+        )
     chosen = d[(d.group_size == view["group_size"]) & (d.estimator == names[0])]
     if not chosen.empty:
-        layers.append(alt.Chart(chosen).mark_point(size=220, color="black", strokeWidth=2).encode(x="group_size:Q", y="mse:Q"))
+        layers.append(
+            alt.Chart(chosen)
+            .mark_point(size=220, color="black", strokeWidth=2)
+            .encode(x="group_size:Q", y="mse:Q")
+        )
     return alt.layer(*layers).properties(width=width, height=height)

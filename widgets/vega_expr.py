@@ -151,7 +151,10 @@ def var(name: str, vega: str | None = None) -> Expr:
 def where(cond: Expr, a: Any, b: Any) -> Expr:
     """Conditional: Vega ``(cond ? a : b)``; numpy ``np.where(cond, a, b)``."""
     a, b = _as_expr(a), _as_expr(b)
-    return Expr(f"({cond.vega} ? {a.vega} : {b.vega})", lambda env: np.where(cond._eval(env), a._eval(env), b._eval(env)))
+    return Expr(
+        f"({cond.vega} ? {a.vega} : {b.vega})",
+        lambda env: np.where(cond._eval(env), a._eval(env), b._eval(env)),
+    )
 
 
 def _format(x: Any, spec: str) -> Any:

@@ -26,7 +26,9 @@ def register(subparsers) -> None:
         ),
     )
     p.add_argument("--eta", required=True, help="step size (learning rate), > 0")
-    p.add_argument("--mu", required=True, help="momentum coefficient in [0, 1) (Adam's beta1 with --momentum ema)")
+    p.add_argument(
+        "--mu", required=True, help="momentum coefficient in [0, 1) (Adam's beta1 with --momentum ema)"
+    )
     p.add_argument("--k-ref", dest="k_ref", required=True,
                    help="refresh interval of the behaviour policy, in optimizer steps (integer >= 1; at most "
                         "1024 with --lag constant, whose growth factor is a degree k_ref + 1 eigenproblem)")
@@ -35,10 +37,13 @@ def register(subparsers) -> None:
     p.add_argument("--kl-curvature", dest="kl_curvature", default="1",
                    help="curvature of the KL term along the direction of motion, > 0 (default 1: "
                         "Fisher-normalised coordinates)")
-    p.add_argument("--lag", default="constant",
-                   help="lag model: 'constant' (every gradient k_ref steps old, the paper's model; k_ref = 1 "
-                        "is one step stale) or 'refresh' (behaviour policy refreshed every k_ref steps: TRL's "
-                        "reuse of a generation batch, k_ref = 1 on-policy); default constant")
+    p.add_argument(
+        "--lag",
+        default="constant",
+        help="lag model: 'constant' (every gradient k_ref steps old, the paper's model; k_ref = 1 "
+        "is one step stale) or 'refresh' (behaviour policy refreshed every k_ref steps: TRL's "
+        "reuse of a generation batch, k_ref = 1 on-policy); default constant",
+    )
     p.add_argument("--momentum", default="heavy_ball",
                    help="momentum convention: 'heavy_ball' (v = mu v + g) or 'ema' (v = mu v + (1-mu) g, "
                         "Adam); default heavy_ball")

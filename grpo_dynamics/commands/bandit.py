@@ -31,17 +31,24 @@ def register(subparsers) -> None:
         description=(
             "GRPO on a softmax bandit over A arms with binary (or Bernoulli) rewards: B groups of G samples "
             "per step, group advantages, a stale score-function or clipped-surrogate gradient, a KL term to "
-            "the reference policy and momentum. Prints the final expected reward (mean and spread over seeds), "
-            "the fixed point p*, the measured stiffness K and the regime. With --sweep, measures the critical "
-            "k_ref (or eta) of the mean-field bandit and prints it next to the oscillator model's continuous "
-            "and exact predictions."
+            "the reference policy and momentum. Prints the final expected reward (mean and spread over "
+            "seeds), the fixed point p*, the measured stiffness K and the regime. With --sweep, measures "
+            "the critical k_ref (or eta) of the mean-field bandit and prints it next to the oscillator "
+            "model's continuous and exact predictions."
         ),
     )
-    p.add_argument("--eta", help="learning rate per optimizer step, > 0; required for a run and for --sweep k_ref "
-                                 "(not with --sweep eta, which solves for it)")
+    p.add_argument(
+        "--eta",
+        help="learning rate per optimizer step, > 0; required for a run and for --sweep k_ref "
+        "(not with --sweep eta, which solves for it)",
+    )
     p.add_argument("--mu", default="0", help="momentum coefficient in [0, 1) (default 0)")
-    p.add_argument("--k-ref", dest="k_ref", default="1",
-                   help="lag (constant) or refresh interval (refresh), in optimizer steps, integer >= 1 (default 1)")
+    p.add_argument(
+        "--k-ref",
+        dest="k_ref",
+        default="1",
+        help="lag (constant) or refresh interval (refresh), in optimizer steps, integer >= 1 (default 1)",
+    )
     p.add_argument("--group-size", dest="group_size", default="8",
                    help="G, samples per group, integer >= 1 (>= 2 with leave-one-out or --scale-std); "
                         "'inf' with --mean-field for the G -> infinity limit (default 8)")
@@ -56,7 +63,9 @@ def register(subparsers) -> None:
                    help="comma-separated Bernoulli reward probabilities per arm (overrides --arms/--correct)")
     p.add_argument("--beta", default="1", help="KL weight to the reference policy, >= 0 (default 1; 0 has no "
                    "interior fixed point: p runs to 1)")
-    p.add_argument("--baseline", default="mean", help="'mean' (GRPO), 'leave_one_out' or 'none' (default mean)")
+    p.add_argument(
+        "--baseline", default="mean", help="'mean' (GRPO), 'leave_one_out' or 'none' (default mean)"
+    )
     p.add_argument("--scale-std", dest="scale_std", action="store_true",
                    help="divide advantages by the group std (+1e-4), as GRPO/TRL do by default")
     p.add_argument("--estimator", default="score", help="'score' (stale score-function gradient, the exact "
@@ -67,7 +76,9 @@ def register(subparsers) -> None:
                    help="exact expected gradient instead of sampling (deterministic; seeds ignored)")
     p.add_argument("--sweep", choices=("k_ref", "eta"),
                    help="measure the critical k_ref (at --eta, --mu) or eta (at --mu, --k-ref) in mean field")
-    p.add_argument("--k-max", dest="k_max", default="64", help="largest k_ref tried by --sweep k_ref (default 64)")
+    p.add_argument(
+        "--k-max", dest="k_max", default="64", help="largest k_ref tried by --sweep k_ref (default 64)"
+    )
     p.add_argument("--seed", default="0", help="first seed value (seeds are seed, seed+1, ...; default 0)")
     p.add_argument("--out", help="write the trajectories to this CSV file (columns step, seed, p)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
@@ -83,7 +94,9 @@ def _spec(args):
     g = args.group_size
     if str(g).strip().lower() in ("inf", "infinity"):
         if not args.mean_field and not args.sweep:
-            raise ParameterError("group_size", "`group_size` 'inf' needs --mean-field (the G -> infinity limit)")
+            raise ParameterError(
+                "group_size", "`group_size` 'inf' needs --mean-field (the G -> infinity limit)"
+            )
         g = math.inf
     common = dict(group_size=g, num_prompts=args.num_prompts, baseline=args.baseline,
                   scale="group_std" if args.scale_std else "none", estimator=args.estimator, lag=args.lag,
@@ -128,7 +141,9 @@ def handler(args: argparse.Namespace) -> int:
         return _emit(args, out, _sweep_report(out, "k_ref"))
     if args.sweep == "eta":
         if args.eta is not None:
-            raise ParameterError("eta", "`eta` is the parameter solved for by --sweep eta: do not also give it")
+            raise ParameterError(
+                "eta", "`eta` is the parameter solved for by --sweep eta: do not also give it"
+            )
         res = bandit_stability.critical_a(spec, mu=args.mu, k_ref=args.k_ref, beta=beta)
         k = res.curvature
         out = {"sweep": "eta", "mu": float(res.mu[0]), "k_ref": int(res.k_ref[0]), "lag": spec.lag,
@@ -152,23 +167,48 @@ def handler(args: argparse.Namespace) -> int:
     final = run.p[0, :, -1]
     overflowed = int(np.count_nonzero(~np.all(np.isfinite(run.p[0]), axis=-1)))
     final = final[np.isfinite(final)]  # seeds that overflowed float64 are counted, not averaged
-    out = {"eta": float(run.eta[0]), "mu": float(run.mu[0]), "k_ref": int(run.k_ref[0]), "beta": beta,
-           "lag": spec.lag, "estimator": spec.estimator, "momentum": spec.momentum, "baseline": spec.baseline,
-           "scale": spec.scale, "group_size": None if math.isinf(spec.group_size) else int(spec.group_size), "num_prompts": spec.num_prompts,
-           "arms": spec.num_arms, "steps": int(run.steps[-1]), "seeds": 1 if args.mean_field else seeds,
-           "mean_field": bool(args.mean_field), "final_p_mean": float(final.mean()) if final.size else None,
-           "final_p_spread": float(final.std(ddof=1)) if final.size > 1 else (0.0 if final.size else None),
-           "overflowed_seeds": overflowed,
-           "p_star": fp.p_star, "interior_fixed_point": fp.interior,
-           "curvature": fp.stiffness if fp.interior else None}
+    out = {
+        "eta": float(run.eta[0]),
+        "mu": float(run.mu[0]),
+        "k_ref": int(run.k_ref[0]),
+        "beta": beta,
+        "lag": spec.lag,
+        "estimator": spec.estimator,
+        "momentum": spec.momentum,
+        "baseline": spec.baseline,
+        "scale": spec.scale,
+        "group_size": None if math.isinf(spec.group_size) else int(spec.group_size),
+        "num_prompts": spec.num_prompts,
+        "arms": spec.num_arms,
+        "steps": int(run.steps[-1]),
+        "seeds": 1 if args.mean_field else seeds,
+        "mean_field": bool(args.mean_field),
+        "final_p_mean": float(final.mean()) if final.size else None,
+        "final_p_spread": float(final.std(ddof=1)) if final.size > 1 else (0.0 if final.size else None),
+        "overflowed_seeds": overflowed,
+        "p_star": fp.p_star,
+        "interior_fixed_point": fp.interior,
+        "curvature": fp.stiffness if fp.interior else None,
+    }
     if fp.interior:
         out["a"] = float(run.eta[0] * fp.stiffness)
         pred = bandit_stability.predicted_regimes(spec, eta=run.eta[0], mu=run.mu[0], k_ref=run.k_ref[0],
                                                   curvature=fp.stiffness)
         # The regime is read off the deterministic mean-field run with the same settings: the mean of
         # stochastic seeds blurs the phases of a growing oscillation into what looks like damping.
-        mf = run if args.mean_field else bandit.simulate(
-            spec, eta=run.eta[0], mu=run.mu[0], k_ref=run.k_ref[0], beta=beta, steps=args.steps, mean_field=True)
+        mf = (
+            run
+            if args.mean_field
+            else bandit.simulate(
+                spec,
+                eta=run.eta[0],
+                mu=run.mu[0],
+                k_ref=run.k_ref[0],
+                beta=beta,
+                steps=args.steps,
+                mean_field=True,
+            )
+        )
         # the classifier needs a few periods' worth of points; a very short run is not classified
         out["regime_measured"] = (str(bandit_stability.classify_trajectory(mf.p[0, 0], fp.p_star)[()])
                                   if mf.p.shape[-1] >= 8 else None)
@@ -199,23 +239,27 @@ def _fmt(x) -> str:
 
 def _run_report(o: dict) -> str:
     lines = [
-        f"softmax bandit: {o['arms']} arms, G = {'inf' if o['group_size'] is None else int(o['group_size'])}, "
+        f"softmax bandit: {o['arms']} arms, "
+        f"G = {'inf' if o['group_size'] is None else int(o['group_size'])}, "
         f"B = {o['num_prompts']}, baseline {o['baseline']}, scale {o['scale']}, {o['estimator']} gradient, "
         f"{o['lag']} lag, {o['momentum']} momentum",
-        f"eta = {_exact(o['eta'])}, mu = {_exact(o['mu'])}, k_ref = {o['k_ref']}, beta = {_exact(o['beta'])}, "
-        f"{o['steps']} steps x {o['seeds']} seed(s){' (mean field)' if o['mean_field'] else ''}",
+        f"eta = {_exact(o['eta'])}, mu = {_exact(o['mu'])}, k_ref = {o['k_ref']}, "
+        f"beta = {_exact(o['beta'])}, {o['steps']} steps x {o['seeds']} seed(s)"
+        f"{' (mean field)' if o['mean_field'] else ''}",
     ]
     if o["final_p_mean"] is not None:
-        lines.append(f"final p: {o['final_p_mean']:.4f} (spread over seeds {o['final_p_spread']:.4f})"
-                     + (f"; {o['overflowed_seeds']} more seed(s) overflowed" if o["overflowed_seeds"] else ""))
+        lines.append(
+            f"final p: {o['final_p_mean']:.4f} (spread over seeds {o['final_p_spread']:.4f})"
+            + (f"; {o['overflowed_seeds']} more seed(s) overflowed" if o["overflowed_seeds"] else "")
+        )
     else:
         lines.append("final p: none, the run diverged (every seed overflowed float64: unstable)")
     if o["interior_fixed_point"]:
         lines += [
-            f"fixed point p* = {o['p_star']:.4f}, stiffness K = {o['curvature']:.4g}, a = eta K = {o['a']:.4g}",
-            f"regime: measured {o['regime_measured'] or 'not classified (fewer than 7 steps)'} (mean-field run); "
-            "oscillator predicts "
-            f"{o['regime_continuous']} (continuous), "
+            f"fixed point p* = {o['p_star']:.4f}, stiffness K = {o['curvature']:.4g}, "
+            f"a = eta K = {o['a']:.4g}",
+            f"regime: measured {o['regime_measured'] or 'not classified (fewer than 7 steps)'} "
+            f"(mean-field run); oscillator predicts {o['regime_continuous']} (continuous), "
             f"{o['regime_exact']} (exact)",
         ]
     else:
@@ -227,15 +271,24 @@ def _run_report(o: dict) -> str:
 
 def _sweep_report(o: dict, what: str) -> str:
     if what == "k_ref":
-        return "\n".join([
-            f"critical k_ref at eta = {_exact(o['eta'])}, mu = {_exact(o['mu'])} ({o['lag']} lag, {o['estimator']} gradient, "
-            f"{o['momentum']}); K = {o['curvature']:.4f}, a = eta K = {o['a']:.4f}",
-            f"measured (mean-field bandit, smallest unstable k_ref <= {o['k_max']}): {_fmt(o['measured_critical_k_ref'])}",
-            f"predicted: continuous {_fmt(o['predicted_continuous'])}, exact discrete {_fmt(o['predicted_exact'])}",
-        ])
-    return "\n".join([
-        f"critical eta at mu = {_exact(o['mu'])}, k_ref = {o['k_ref']} ({o['lag']} lag, {o['estimator']} gradient, "
-        f"{o['momentum']}); K = {o['curvature']:.4f}",
-        f"measured: eta* = {_fmt(o['measured_critical_eta'])} (a* = eta* K = {_fmt(o['measured_critical_a'])})",
-        f"predicted: continuous {_fmt(o['predicted_continuous'])}, exact discrete {_fmt(o['predicted_exact'])}",
-    ])
+        return "\n".join(
+            [
+                f"critical k_ref at eta = {_exact(o['eta'])}, mu = {_exact(o['mu'])} ({o['lag']} lag, "
+                f"{o['estimator']} gradient, {o['momentum']}); "
+                f"K = {o['curvature']:.4f}, a = eta K = {o['a']:.4f}",
+                f"measured (mean-field bandit, smallest unstable k_ref <= {o['k_max']}): "
+                f"{_fmt(o['measured_critical_k_ref'])}",
+                f"predicted: continuous {_fmt(o['predicted_continuous'])}, exact discrete "
+                f"{_fmt(o['predicted_exact'])}",
+            ]
+        )
+    return "\n".join(
+        [
+            f"critical eta at mu = {_exact(o['mu'])}, k_ref = {o['k_ref']} ({o['lag']} lag, "
+            f"{o['estimator']} gradient, {o['momentum']}); K = {o['curvature']:.4f}",
+            f"measured: eta* = {_fmt(o['measured_critical_eta'])} (a* = eta* K = "
+            f"{_fmt(o['measured_critical_a'])})",
+            f"predicted: continuous {_fmt(o['predicted_continuous'])}, exact discrete "
+            f"{_fmt(o['predicted_exact'])}",
+        ]
+    )

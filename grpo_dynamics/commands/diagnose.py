@@ -24,13 +24,14 @@ EXIT_FINDINGS = 1
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "diagnose",
-        help="name the failure modes in a training log (TRL, notebook CSV, verl, metrics.jsonl) and forecast its plateau",
+        help="name the failure modes in a training log (TRL, notebook CSV, verl, metrics.jsonl) and "
+             "forecast its plateau",
         description=(
-            "Read a GRPO training log (TRL trainer_state.json or log_history, a notebook's progress-table CSV, "
-            "verl metrics, grpo-dynamics metrics.jsonl, or any CSV/JSONL with --map), check the four failure "
-            "modes (train-eval decoupling, advantage degeneration, policy concentration, dynamic instability) "
-            "and forecast where the reward will plateau. Exit status: 0 healthy, 1 findings (a warning or "
-            "critical finding), 2 unreadable log or bad argument."
+            "Read a GRPO training log (TRL trainer_state.json or log_history, a notebook's progress-table "
+            "CSV, verl metrics, grpo-dynamics metrics.jsonl, or any CSV/JSONL with --map), check the four "
+            "failure modes (train-eval decoupling, advantage degeneration, policy concentration, dynamic "
+            "instability) and forecast where the reward will plateau. Exit status: 0 healthy, 1 findings "
+            "(a warning or critical finding), 2 unreadable log or bad argument."
         ),
     )
     p.add_argument("log", help="the log file")
@@ -48,8 +49,11 @@ def register(subparsers) -> None:
                    help="reward function that measures correctness, compared with the total training reward "
                         "for train-eval decoupling (repeatable; default: chosen by name)")
     p.add_argument("--no-forecast", dest="forecast", action="store_false", help="skip the plateau forecast")
-    p.add_argument("--json", action="store_true",
-                   help="print one JSON object (findings, healthy, forecast, format, ...) instead of the report")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object (findings, healthy, forecast, format, ...) instead of the report",
+    )
     p.add_argument("--report", metavar="FILE.html", default=None,
                    help="also write a self-contained HTML report with the charts")
     p.set_defaults(func=handler)
@@ -71,8 +75,15 @@ def handler(args: argparse.Namespace) -> int:
             # --json prints exactly one JSON object; what reading did is in its "notes".
             warnings.simplefilter("ignore")
         log = read_log_from_args(args)
-        diagnosis = diagnose(log, group_size=group_size, binary_reward=binary, num_prompts=num_prompts,
-                             eval_metric=args.eval_metric, correctness=args.correctness, forecast=args.forecast)
+        diagnosis = diagnose(
+            log,
+            group_size=group_size,
+            binary_reward=binary,
+            num_prompts=num_prompts,
+            eval_metric=args.eval_metric,
+            correctness=args.correctness,
+            forecast=args.forecast,
+        )
     if report is not None:
         from grpo_dynamics.report import write_report
 

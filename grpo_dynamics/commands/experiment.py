@@ -32,15 +32,23 @@ def register(subparsers) -> None:
     p.add_argument("--preset", default="cpu-tiny", help="preset name (default cpu-tiny); see --list-presets")
     p.add_argument("-p", "--param", nargs=2, action="append", default=[], metavar=("KEY", "VALUE"),
                    help="override one setting (repeatable), e.g. -p learning_rate 5e-4 -p max_steps 200")
-    p.add_argument("--seeds", nargs="+", type=int, default=None, help="seeds, one run each (default: the preset's)")
+    p.add_argument(
+        "--seeds", nargs="+", type=int, default=None, help="seeds, one run each (default: the preset's)"
+    )
     p.add_argument("--group-sizes", nargs="+", type=int, default=None,
                    help="group sizes G, one run each (default: the preset's)")
     p.add_argument("--out", default="runs", help="folder of the run folders (default ./runs)")
-    p.add_argument("--notebook", default=None, help=f"the notebook to execute (default {NOTEBOOK.name} of this checkout)")
+    p.add_argument(
+        "--notebook", default=None, help=f"the notebook to execute (default {NOTEBOOK.name} of this checkout)"
+    )
     p.add_argument("--force", action="store_true", help="rerun runs that already finished")
     p.add_argument("--dry-run", action="store_true", help="validate and list the runs without running them")
-    p.add_argument("--timeout", type=int, default=None, help="seconds a notebook cell may run (default: no limit)")
-    p.add_argument("--list-presets", action="store_true", help="list the presets and their parameters, then exit")
+    p.add_argument(
+        "--timeout", type=int, default=None, help="seconds a notebook cell may run (default: no limit)"
+    )
+    p.add_argument(
+        "--list-presets", action="store_true", help="list the presets and their parameters, then exit"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object (the runs and their results)")
     p.set_defaults(func=handler)
 
@@ -51,7 +59,9 @@ def _plan(args) -> list:
 
     overrides = dict(args.param)
     if "output_dir" in overrides:
-        raise GrpoError("set the folder of the runs with --out, not -p output_dir (each run gets its own folder)")
+        raise GrpoError(
+            "set the folder of the runs with --out, not -p output_dir (each run gets its own folder)"
+        )
     for key, flag in (("seed", "seeds"), ("group_size", "group_sizes")):
         if key in overrides and getattr(args, flag) is not None:
             raise GrpoError(f"give {key} either with -p {key} or with --{flag.replace('_', '-')}, not both")
@@ -66,8 +76,12 @@ def _plan(args) -> list:
             cfg = make_config(args.preset, **{**overrides, "seed": s, "group_size": g})
             name = run_name(cfg)
             folder = Path(args.out).resolve() / name
-            cfg = make_config(args.preset, **{**overrides, "seed": s, "group_size": g, "output_dir": str(folder)})
-            plan.append((name, folder, cfg, {**overrides, "seed": s, "group_size": g, "output_dir": str(folder)}))
+            cfg = make_config(
+                args.preset, **{**overrides, "seed": s, "group_size": g, "output_dir": str(folder)}
+            )
+            plan.append(
+                (name, folder, cfg, {**overrides, "seed": s, "group_size": g, "output_dir": str(folder)})
+            )
     names = [p[0] for p in plan]
     if len(set(names)) != len(names):
         raise GrpoError("two runs would share a name (repeated seeds or group sizes?)")
@@ -90,8 +104,11 @@ def handler(args) -> int:
 
     if args.list_presets:
         for name, cfg in PRESETS.items():
-            print(f"{name}: model={cfg.model} dataset={cfg.dataset} G={cfg.group_size} B={cfg.prompts_per_step} "
-                  f"lr={cfg.learning_rate:g} steps={cfg.max_steps} gpu={'yes' if cfg.requires_gpu else 'no'}")
+            print(
+                f"{name}: model={cfg.model} dataset={cfg.dataset} G={cfg.group_size} "
+                f"B={cfg.prompts_per_step} lr={cfg.learning_rate:g} steps={cfg.max_steps} "
+                f"gpu={'yes' if cfg.requires_gpu else 'no'}"
+            )
         print("\nparameters (-p KEY VALUE):")
         for key, text in parameter_help().items():
             print(f"  {key}: {text}")
@@ -99,15 +116,21 @@ def handler(args) -> int:
     from grpo_core.errors import ParameterError
 
     if args.timeout is not None and args.timeout < 1:
-        raise ParameterError("timeout", f"`timeout` must be an integer >= 1 (seconds per cell; omit it for no "
-                                        f"limit); got {args.timeout}")
+        raise ParameterError(
+            "timeout",
+            f"`timeout` must be an integer >= 1 (seconds per cell; omit it for no limit); got {args.timeout}",
+        )
     if Path(args.out).exists() and not Path(args.out).is_dir():
-        raise ParameterError("out", f"`out` must be a folder (the run folders go inside it); {args.out} is a file")
+        raise ParameterError(
+            "out", f"`out` must be a folder (the run folders go inside it); {args.out} is a file"
+        )
     plan = _plan(args)  # raises ParameterError before anything runs
     notebook = Path(args.notebook) if args.notebook else NOTEBOOK
     if not notebook.exists():
-        raise GrpoError(f"notebook not found: {notebook} (pass --notebook PATH; it lives in book/experiments/ of "
-                        "a checkout of the repository)")
+        raise GrpoError(
+            f"notebook not found: {notebook} (pass --notebook PATH; it lives in book/experiments/ of "
+            "a checkout of the repository)"
+        )
     from grpo_core.llm.config import check_environment
 
     check_environment(plan[0][2])  # a GPU preset without a GPU fails here, not in the first notebook
@@ -123,7 +146,13 @@ def handler(args) -> int:
             results.append({"run": name, "status": "skipped", "folder": str(folder)})
             continue
         if args.force and folder.exists():
-            for f in ("summary.json", "evals.json", "metrics.jsonl", "diagnosis.json", "gradient_constants.json"):
+            for f in (
+                "summary.json",
+                "evals.json",
+                "metrics.jsonl",
+                "diagnosis.json",
+                "gradient_constants.json",
+            ):
                 (folder / f).unlink(missing_ok=True)
         folder.mkdir(parents=True, exist_ok=True)
         print(f"[{i}/{total}] {name} ...", file=sys.stderr, flush=True)
@@ -143,8 +172,22 @@ def handler(args) -> int:
 def _execute(notebook: Path, folder: Path, preset: str, params: dict, timeout: int | None) -> str:
     import papermill as pm
 
-    named = ("model", "dataset", "group_size", "learning_rate", "momentum", "steps_per_generation", "num_iterations",
-             "beta", "epsilon", "max_steps", "eval_every", "seed", "output_dir", "measure_constants")
+    named = (
+        "model",
+        "dataset",
+        "group_size",
+        "learning_rate",
+        "momentum",
+        "steps_per_generation",
+        "num_iterations",
+        "beta",
+        "epsilon",
+        "max_steps",
+        "eval_every",
+        "seed",
+        "output_dir",
+        "measure_constants",
+    )
     parameters = {"preset": preset, "overrides": {}}
     for key, value in params.items():
         if key in named:
@@ -152,10 +195,21 @@ def _execute(notebook: Path, folder: Path, preset: str, params: dict, timeout: i
         else:
             parameters["overrides"][key] = value
     try:
-        pm.execute_notebook(str(notebook), str(folder / notebook.name), parameters=parameters, cwd=str(folder),
-                            progress_bar=False, log_output=False, execution_timeout=timeout, kernel_name="python3")
+        pm.execute_notebook(
+            str(notebook),
+            str(folder / notebook.name),
+            parameters=parameters,
+            cwd=str(folder),
+            progress_bar=False,
+            log_output=False,
+            execution_timeout=timeout,
+            kernel_name="python3",
+        )
     except pm.PapermillExecutionError as exc:
-        print(f"    failed: {exc.ename}: {str(exc.evalue).splitlines()[0] if exc.evalue else ''}", file=sys.stderr)
+        print(
+            f"    failed: {exc.ename}: {str(exc.evalue).splitlines()[0] if exc.evalue else ''}",
+            file=sys.stderr,
+        )
         return "failed"
     return "ok"
 
@@ -170,8 +224,22 @@ def _summary(results: list[dict]) -> list[dict]:
         if r["status"] in ("ok", "skipped") and (folder / "config.json").exists():
             try:
                 t = runs_table([load_run(folder)]).iloc[0].to_dict()
-                row.update({k: t[k] for k in ("G", "B", "seed", "steps", "start_reward", "final_reward", "eval_start",
-                                              "eval_end", "minutes")})
+                row.update(
+                    {
+                        k: t[k]
+                        for k in (
+                            "G",
+                            "B",
+                            "seed",
+                            "steps",
+                            "start_reward",
+                            "final_reward",
+                            "eval_start",
+                            "eval_end",
+                            "minutes",
+                        )
+                    }
+                )
             except GrpoError as exc:
                 row["note"] = str(exc)
         rows.append(row)
@@ -179,8 +247,19 @@ def _summary(results: list[dict]) -> list[dict]:
 
 
 def _print_table(rows: list[dict]) -> None:
-    cols = ["run", "status", "G", "B", "seed", "steps", "start_reward", "final_reward", "eval_start", "eval_end",
-            "minutes"]
+    cols = [
+        "run",
+        "status",
+        "G",
+        "B",
+        "seed",
+        "steps",
+        "start_reward",
+        "final_reward",
+        "eval_start",
+        "eval_end",
+        "minutes",
+    ]
     cols = [c for c in cols if any(c in r for r in rows)]
 
     def fmt(v):

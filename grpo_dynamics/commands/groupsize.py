@@ -31,12 +31,18 @@ def register(subparsers) -> None:
             "per-completion score vectors and rewards to estimate them (with bootstrap intervals)."
         ),
     )
-    p.add_argument("--budget", required=True, help="rollouts (completions) per optimizer step N, integer in [2, 2**53]")
+    p.add_argument(
+        "--budget", required=True, help="rollouts (completions) per optimizer step N, integer in [2, 2**53]"
+    )
     p.add_argument("--c1", help="between-prompt variance of the true gradient, >= 0")
     p.add_argument("--c2", help="mean oracle (within-prompt) variance, >= 0")
     p.add_argument("--c3", help="second-order constant E[E||W||^2 Var(Z) + ||g||^2], >= 0")
-    p.add_argument("--samples", help=".npz file with arrays 'scores' (P x G x D) and 'rewards' (P x G), G >= 3")
-    p.add_argument("--bootstrap", default="1000", help="bootstrap resamples for --samples (default 1000; 0: none)")
+    p.add_argument(
+        "--samples", help=".npz file with arrays 'scores' (P x G x D) and 'rewards' (P x G), G >= 3"
+    )
+    p.add_argument(
+        "--bootstrap", default="1000", help="bootstrap resamples for --samples (default 1000; 0: none)"
+    )
     p.add_argument("--confidence", default="0.9", help="level of the bootstrap intervals (default 0.9)")
     p.add_argument("--seed", default="0", help="seed of the bootstrap (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
@@ -54,7 +60,9 @@ def handler(args: argparse.Namespace) -> int:
     if args.samples is not None and any(given):
         raise ParameterError("samples", "give either `--samples` or `--c1/--c2/--c3`, not both")
     if args.samples is None and not all(given):
-        raise ParameterError("c1", "give `--c1`, `--c2` and `--c3` (or `--samples FILE.npz` to estimate them)")
+        raise ParameterError(
+            "c1", "give `--c1`, `--c2` and `--c3` (or `--samples FILE.npz` to estimate them)"
+        )
     if args.samples is not None:
         scores, rewards = _load_samples(args.samples)
         with warnings.catch_warnings():
@@ -67,8 +75,10 @@ def handler(args: argparse.Namespace) -> int:
             )
         r = np.asarray(rewards, dtype=float)
         if np.all(r == r[:, :1]):
-            raise DataError(f"every group in {args.samples} has zero reward spread ({r.shape[0]} groups): the "
-                            "samples carry no gradient signal and the constants c1, c2, c3 cannot be estimated")
+            raise DataError(
+                f"every group in {args.samples} has zero reward spread ({r.shape[0]} groups): the "
+                "samples carry no gradient signal and the constants c1, c2, c3 cannot be estimated"
+            )
     else:
         k = groupsize.GroupSizeConstants(
             c1=check_real("c1", args.c1, low=0.0), c2=check_real("c2", args.c2, low=0.0),
@@ -113,7 +123,9 @@ def _load_samples(path: str):
         raise DataError(f"`samples`: cannot read {path} as a .npz file of arrays ({why})") from None
     missing = [key for key in ("scores", "rewards") if key not in getattr(data, "files", [])]
     if missing:
-        raise DataError(f"`samples`: {path} lacks array(s) {missing} (need 'scores' P x G x D and 'rewards' P x G)")
+        raise DataError(
+            f"`samples`: {path} lacks array(s) {missing} (need 'scores' P x G x D and 'rewards' P x G)"
+        )
     try:
         return data["scores"], data["rewards"]
     except (ValueError, OSError, zipfile.BadZipFile) as exc:  # object arrays, a damaged member
@@ -126,7 +138,9 @@ def _report(k, budget: int, best: int, table: list[dict]) -> str:
     def star(x: float) -> str:
         return "inf (no between-prompt variance: one prompt per step)" if not math.isfinite(x) else f"{x:.2f}"
 
-    source = f" (estimated from {k.num_prompts} prompts x {k.group_size} completions)" if k.num_prompts else ""
+    source = (
+        f" (estimated from {k.num_prompts} prompts x {k.group_size} completions)" if k.num_prompts else ""
+    )
     lines = [f"constants{source}:"]
     for name in ("c1", "c2", "c3"):
         value = getattr(k, name)
@@ -135,11 +149,18 @@ def _report(k, budget: int, best: int, table: list[dict]) -> str:
         lines.append(f"  {name} = {value:.4g}{extra}")
     ci = k.intervals.get("g_star_exact")
     extra = f"   {100 * k.confidence:.0f}% interval [{ci[0]:.3g}, {ci[1]:.3g}]" if ci else ""
-    lines.append(f"G* = 1 + sqrt(c3/c1) = {star(k.g_star_exact)}{extra}   (leading order sqrt(c3/c1) = {k.g_star:.2f})")
-    lines.append(f"best power of two dividing N = {budget}: G = {best} (B = {budget // best} prompts per step)")
+    lines.append(
+        f"G* = 1 + sqrt(c3/c1) = {star(k.g_star_exact)}{extra}   (leading order sqrt(c3/c1) = {k.g_star:.2f})"
+    )
+    lines.append(
+        f"best power of two dividing N = {budget}: G = {best} (B = {budget // best} prompts per step)"
+    )
     lines.append("")
     lines.append(f"{'G':>6} {'B':>6} {'MSE':>12} {'vs best':>8}")
     for row in table:
         mark = "  <- best" if row["group_size"] == best else ""
-        lines.append(f"{row['group_size']:>6} {row['num_prompts']:>6} {row['mse']:>12.4g} {row['relative_to_best']:>7.2f}x{mark}")
+        lines.append(
+            f"{row['group_size']:>6} {row['num_prompts']:>6} {row['mse']:>12.4g} "
+            f"{row['relative_to_best']:>7.2f}x{mark}"
+        )
     return "\n".join(lines)

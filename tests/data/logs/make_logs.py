@@ -74,11 +74,22 @@ def era_014(rng):
         hist.append(row)
         if step % 10 == 0:
             e = stats(*batch(rng, step), batch_std=False)
-            hist.append({"eval_loss": 0.001, "eval_reward": e["reward"], "eval_reward_std": e["reward_std"],
-                         "eval_rewards/accuracy_reward": e["acc_mean"], "eval_rewards/format_reward": e["fmt_mean"],
-                         "eval_completion_length": e["len_mean"], "eval_kl": 1e-4 * step, "eval_runtime": 3.2,
-                         "eval_samples_per_second": 10.0, "eval_steps_per_second": 1.2,
-                         "epoch": step / STEPS, "step": step})
+            hist.append(
+                {
+                    "eval_loss": 0.001,
+                    "eval_reward": e["reward"],
+                    "eval_reward_std": e["reward_std"],
+                    "eval_rewards/accuracy_reward": e["acc_mean"],
+                    "eval_rewards/format_reward": e["fmt_mean"],
+                    "eval_completion_length": e["len_mean"],
+                    "eval_kl": 1e-4 * step,
+                    "eval_runtime": 3.2,
+                    "eval_samples_per_second": 10.0,
+                    "eval_steps_per_second": 1.2,
+                    "epoch": step / STEPS,
+                    "step": step,
+                }
+            )
     hist.append(summary(STEPS))
     return trainer_state(hist)
 
@@ -125,20 +136,34 @@ def _single_function_rows(rng, *, batch_std: bool, extra_keys: bool):
         s = stats(acc, np.zeros_like(acc), lengths, batch_std=batch_std)
         row = common(step, rng) | {
             "num_tokens": 4096.0 * step,
-            "completions/mean_length": s["len_mean"], "completions/min_length": s["len_min"],
-            "completions/max_length": s["len_max"], "completions/clipped_ratio": s["clipped"],
+            "completions/mean_length": s["len_mean"],
+            "completions/min_length": s["len_min"],
+            "completions/max_length": s["len_max"],
+            "completions/clipped_ratio": s["clipped"],
             "completions/mean_terminated_length": s["len_mean"] - 1.0,
-            "completions/min_terminated_length": s["len_min"], "completions/max_terminated_length": 127.0,
-            "rewards/accuracy_reward/mean": s["acc_mean"], "rewards/accuracy_reward/std": s["acc_std"],
-            "reward": s["reward"], "reward_std": s["reward_std"], "frac_reward_zero_std": s["frac_reward_zero_std"],
-            "kl": 2e-4 * step, "entropy": 0.9 - 0.01 * step,
-            "clip_ratio/low_mean": 0.0, "clip_ratio/low_min": 0.0, "clip_ratio/high_mean": 0.0,
-            "clip_ratio/high_max": 0.0, "clip_ratio/region_mean": 0.0,
+            "completions/min_terminated_length": s["len_min"],
+            "completions/max_terminated_length": 127.0,
+            "rewards/accuracy_reward/mean": s["acc_mean"],
+            "rewards/accuracy_reward/std": s["acc_std"],
+            "reward": s["reward"],
+            "reward_std": s["reward_std"],
+            "frac_reward_zero_std": s["frac_reward_zero_std"],
+            "kl": 2e-4 * step,
+            "entropy": 0.9 - 0.01 * step,
+            "clip_ratio/low_mean": 0.0,
+            "clip_ratio/low_min": 0.0,
+            "clip_ratio/high_mean": 0.0,
+            "clip_ratio/high_max": 0.0,
+            "clip_ratio/region_mean": 0.0,
         }
         if extra_keys:
-            row |= {"sampling/sampling_logp_difference/mean": 0.01, "sampling/sampling_logp_difference/max": 0.4,
-                    "sampling/importance_sampling_ratio/min": 0.8, "sampling/importance_sampling_ratio/mean": 1.0,
-                    "sampling/importance_sampling_ratio/max": 1.3}
+            row |= {
+                "sampling/sampling_logp_difference/mean": 0.01,
+                "sampling/sampling_logp_difference/max": 0.4,
+                "sampling/importance_sampling_ratio/min": 0.8,
+                "sampling/importance_sampling_ratio/mean": 1.0,
+                "sampling/importance_sampling_ratio/max": 1.3,
+            }
         hist.append(row)
     hist.append(summary(STEPS))
     return hist
@@ -187,11 +212,23 @@ def own_records(rng):
     out = []
     for step in range(1, 11):
         s = stats(*batch(rng, step), batch_std=True)
-        out.append({"step": step, "reward": s["reward"], "reward_std": s["reward_std"],
-                    "frac_reward_zero_std": s["frac_reward_zero_std"], "reward/accuracy_reward": s["acc_mean"],
-                    "reward_std/accuracy_reward": s["acc_std"], "completion_length": s["len_mean"],
-                    "completion_length_max": s["len_max"], "entropy": 0.7, "kl": 1e-4 * step, "grad_norm": 0.1,
-                    "split": "train", "trl_version": "1.16.0"})
+        out.append(
+            {
+                "step": step,
+                "reward": s["reward"],
+                "reward_std": s["reward_std"],
+                "frac_reward_zero_std": s["frac_reward_zero_std"],
+                "reward/accuracy_reward": s["acc_mean"],
+                "reward_std/accuracy_reward": s["acc_std"],
+                "completion_length": s["len_mean"],
+                "completion_length_max": s["len_max"],
+                "entropy": 0.7,
+                "kl": 1e-4 * step,
+                "grad_norm": 0.1,
+                "split": "train",
+                "trl_version": "1.16.0",
+            }
+        )
         if step % 5 == 0:
             out.append({"step": step, "reward": 0.3, "reward/accuracy_reward": 0.3, "split": "eval",
                         "trl_version": "1.16.0"})
@@ -212,7 +249,9 @@ def main():
     rows = [",".join("" if r.get(k) is None else repr(r[k]) for k in keys) for r in recs]
     (HERE / "verl_metrics.csv").write_text(",".join(keys) + "\n" + "\n".join(rows) + "\n")
     (HERE / "grpo_dynamics_metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in own_records(rng)))
-    generic = ["iter\tacc\tmy_kl\tgn"] + [f"{i}\t{0.1 + 0.02 * i:.4f}\t{1e-4 * i:.5f}\t0.3" for i in range(0, 30, 2)]
+    generic = ["iter\tacc\tmy_kl\tgn"] + [
+        f"{i}\t{0.1 + 0.02 * i:.4f}\t{1e-4 * i:.5f}\t0.3" for i in range(0, 30, 2)
+    ]
     (HERE / "generic.tsv").write_text("\n".join(generic) + "\n")
 
 
