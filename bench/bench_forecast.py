@@ -122,9 +122,9 @@ def forecasts(runs: list[dict], cuts=CUTS, n_boot: int = 200) -> tuple[list[dict
     secs: dict[str, float] = {}
     raw: dict[float, list] = {cut: [] for cut in cuts}
 
-    def timed(name, fn):
+    def timed(name, fn, *args, **kwargs):
         t0 = time.perf_counter()
-        out = fn()
+        out = fn(*args, **kwargs)
         secs[name] = secs.get(name, 0.0) + time.perf_counter() - t0
         return out
 
@@ -134,25 +134,26 @@ def forecasts(runs: list[dict], cuts=CUTS, n_boot: int = 200) -> tuple[list[dict
         for cut in cuts:
             t, y = _window(run, cut)
             base = {"run": run["id"], "cut": cut, "truth": truth, "spread": spread}
-            rows = {"hold": timed("hold", lambda: _hold(t, y))}
+            rows = {"hold": timed("hold", _hold, t, y)}
             for name in anchors.ANCHORS:
-                rows[name] = timed(name, lambda: _anchor(anchors.anchor_forecast(name, t, y, horizon=horizon)))
-            mean, each = timed("domhan", lambda: anchors.domhan_mean(t, y, horizon=horizon))
+                rows[name] = _anchor(timed(name, anchors.anchor_forecast, name, t, y, horizon=horizon))
+            mean, each = timed("domhan", anchors.domhan_mean, t, y, horizon=horizon)
             rows.update({f"domhan:{k}": _anchor(v) for k, v in each.items()})
             rows["domhan_mean"] = _anchor(mean)
-            rows["product"] = timed("product", lambda: _product(t, y, horizon, n_boot))
-            fc = timed("plateau", lambda: plateau.forecast_plateau(t, y, horizon=horizon, lr=run["lr"]))
+            rows["product"] = timed("product", _product, t, y, horizon, n_boot)
+            fc = timed("plateau", plateau.forecast_plateau, t, y, horizon=horizon, lr=run["lr"])
             raw[cut].append((run["id"], fc, truth, spread))
             for method, r in rows.items():
                 recs.append({**base, "method": method, **r})
     t0 = time.perf_counter()
-    for cut in cuts:
-        held_out = plateau.leave_one_out(raw[cut], level=LEVEL)
-        for rid, fc, truth, spread in raw[cut]:
-            f, prior = held_out[rid]
-            recs.append({"run": rid, "cut": cut, "truth": truth, "spread": spread, "method": "plateau",
-                         **_row(f.final, f.plateau, f.final_low, f.final_high, f.declined),
-                         "lam": prior.lam, "q": prior.q})
+    # one prior for all cuts, tuned on the other runs' forecasts at every cut (the held-out run's
+    # records at all cuts are left out)
+    pooled = [(rid, fc, truth, spread) for cut in cuts for rid, fc, truth, spread in raw[cut]]
+    cut_of = [cut for cut in cuts for _ in raw[cut]]
+    for (rid, _fc, truth, spread), cut, (f, prior) in zip(pooled, cut_of, plateau.leave_one_out(pooled, level=LEVEL)):
+        recs.append({"run": rid, "cut": cut, "truth": truth, "spread": spread, "method": "plateau",
+                     **_row(f.final, f.plateau, f.final_low, f.final_high, f.declined),
+                     "lam": prior.lam, "q": prior.q})
     secs["plateau"] += time.perf_counter() - t0
     return recs, secs
 

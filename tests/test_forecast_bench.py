@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from bench import bench_forecast as bench
-from grpo_core import ParameterError
 from grpo_core.laws import anchors, plateau
 
 
@@ -60,30 +59,35 @@ def _records(truths):
     return recs
 
 
+def _loo(recs):
+    return dict(zip([r[0] for r in recs], plateau.leave_one_out(recs)))
+
+
 def test_leave_one_out_cannot_see_the_held_out_run():
     truths = np.linspace(0.0, 1.0, 9)
-    base = plateau.leave_one_out(_records(truths))
-    assert all("run4" not in prior.runs and len(prior.runs) == 8 for rid, (_, prior) in base.items() if rid == "run4")
+    base = _loo(_records(truths))
+    assert "run4" not in base["run4"][1].runs and len(base["run4"][1].runs) == 8
     # the held-out run's own truth moved far away: its forecast is unchanged ...
     moved = truths.copy()
     moved[4] = 50.0
-    again = plateau.leave_one_out(_records(moved))
+    again = _loo(_records(moved))
     assert again["run4"][0].final == base["run4"][0].final
     assert again["run4"][0].final_high == base["run4"][0].final_high
     # ... while the same change seen by another run's tuning does change that run's forecast
     assert (again["run0"][0].final, again["run0"][0].final_high) != (base["run0"][0].final, base["run0"][0].final_high)
 
 
-def test_tune_prior_excludes_and_leave_one_out_refuses_duplicates():
-    recs = _records([0.5] * 5)
+def test_a_run_at_several_cuts_is_left_out_at_every_cut():
+    recs = _records(np.linspace(0.0, 1.0, 6))
+    twice = recs + [(rid, fc, tr + 0.3, sp) for rid, fc, tr, sp in recs]  # the same runs at a second cut
+    out = plateau.leave_one_out(twice)
+    for (rid, *_), (_, prior) in zip(twice, out):
+        assert rid not in prior.runs and len(prior.runs) == 10
     assert "run2" not in plateau.tune_prior(recs, exclude="run2").runs
-    with pytest.raises(ParameterError, match="twice"):
-        plateau.leave_one_out(recs + recs[:1])
 
 
 def test_leave_one_out_on_real_runs_at_the_40pct_cut():
-    """Six real runs, untuned fits without bootstrap: the held-out priors differ by run and none
-    contains its run."""
+    """Six real runs, untuned fits without bootstrap: no held-out prior contains its run."""
     runs = bench.load_runs()[:6]
     recs = []
     for run in runs:
@@ -92,5 +96,5 @@ def test_leave_one_out_on_real_runs_at_the_40pct_cut():
         fc = plateau.forecast_plateau(t, y, horizon=float(run["t"][-1]), lr=run["lr"], n_boot=0)
         recs.append((run["id"], fc, truth, spread))
     out = plateau.leave_one_out(recs)
-    assert all(rid not in prior.runs for rid, (_, prior) in out.items())
-    assert all(fc.declined is None for fc, _ in out.values())
+    assert all(rec[0] not in prior.runs for rec, (_, prior) in zip(recs, out))
+    assert all(fc.declined is None for fc, _ in out)

@@ -55,6 +55,8 @@ __all__ = [
 
 #: Fewest window points a forecast accepts (fewer: declined).
 MIN_WINDOW = 8
+#: Share of the window (its last part) averaged for the current level.
+LEVEL_FRACTION = 0.1
 PLATEAU_LAWS = ("constant", "exponential", "logistic")
 
 
@@ -304,7 +306,7 @@ def forecast_plateau(
     scale = u[-1]
     u, u_tail, u_far = u / scale, u_tail / scale, u_far / scale
     m, far, w, fitted, rho, params = _fit_all(u, y, u_tail, u_far)
-    n_last = max(3, int(math.ceil(0.1 * y.size)))
+    n_last = max(3, int(math.ceil(LEVEL_FRACTION * y.size)))
     level = float(np.mean(y[-n_last:]))
     resid = y - fitted
     block = _block(rho, y.size)
@@ -360,7 +362,7 @@ def tune_prior(records, *, level: float = 0.9, exclude: str | None = None) -> Pl
     Returns
     -------
     PlateauPrior
-        ``lam`` minimising the median of ``|final - truth| / spread`` over a grid of 21 values in
+        ``lam`` minimising the mean of ``min(|final - truth| / spread, 1)`` over a grid of 21 values in
         [0, 1]; ``q`` the split-conformal quantile (rank ``ceil((k + 1) level)`` of ``k``) of
         ``|final - truth| / sigma``; ``runs`` the runs used. Defaults when fewer than 3 usable runs.
     """
@@ -374,7 +376,9 @@ def tune_prior(records, *, level: float = 0.9, exclude: str | None = None) -> Pl
     spread = np.array([r[3] for r in rows])
     sigma = np.array([max(r[1].sigma, 1e-12) for r in rows])
     grid = np.linspace(0.0, 1.0, 21)
-    errs = [float(np.median(np.abs(c + g * (m - c) - truth) / spread)) for g in grid]
+    # mean of the errors capped at 1 spread: smoother in lam than the median on ~20 runs, and one
+    # unforecastable run (a collapse) cannot decide it
+    errs = [float(np.mean(np.minimum(np.abs(c + g * (m - c) - truth) / spread, 1.0))) for g in grid]
     lam = float(grid[int(np.argmin(errs))])
     z = np.sort(np.abs(c + lam * (m - c) - truth) / sigma)
     k = z.size
@@ -382,33 +386,28 @@ def tune_prior(records, *, level: float = 0.9, exclude: str | None = None) -> Pl
     return PlateauPrior(lam=lam, q=float(z[rank - 1]), runs=tuple(r[0] for r in rows))
 
 
-def leave_one_out(records, *, level: float = 0.9) -> dict[str, tuple[PlateauForecast, PlateauPrior]]:
-    """Score every run with a prior tuned on the other runs only.
+def leave_one_out(records, *, level: float = 0.9) -> list[tuple[PlateauForecast, PlateauPrior]]:
+    """Score every record with a prior tuned on the other runs only.
 
     Parameters
     ----------
     records : list of (run_id, PlateauForecast, truth, spread)
-        As for :func:`tune_prior`; run ids must be unique.
+        As for :func:`tune_prior`. A run may appear several times (e.g. at several cuts): every
+        record of the held-out run is left out of its tuning, so its other cuts cannot leak in.
     level : float in (0, 1)
         Band coverage.
 
     Returns
     -------
-    dict
-        ``run_id -> (forecast with the held-out prior, that prior)``; the prior's ``runs`` never
-        holds the run it is applied to.
-
-    Raises
-    ------
-    ParameterError
-        Duplicate run ids (a run listed twice would tune its own forecast).
+    list of (PlateauForecast, PlateauPrior)
+        Aligned with ``records``: the forecast with the held-out prior, and that prior (whose
+        ``runs`` never holds the run it is applied to).
     """
     records = list(records)
-    ids = [r[0] for r in records]
-    if len(set(ids)) != len(ids):
-        raise ParameterError("records", "`records` holds a run id twice; leave-one-out needs unique runs")
-    out = {}
+    priors: dict[str, PlateauPrior] = {}
+    out = []
     for rid, fc, _truth, _spread in records:
-        prior = tune_prior(records, level=level, exclude=rid)
-        out[rid] = (fc.with_prior(prior), prior)
+        if rid not in priors:
+            priors[rid] = tune_prior(records, level=level, exclude=rid)
+        out.append((fc.with_prior(priors[rid]), priors[rid]))
     return out
