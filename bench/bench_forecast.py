@@ -1,0 +1,198 @@
+"""Forecasting the end of real runs: our plateau forecaster against the anchors a user would pick.
+
+For every shipped real run (grpo_core/data/real_runs, 20 runs) and cut fractions 0.2, 0.4, 0.6,
+each method sees the first cut of the steps and forecasts the mean reward over the last 20% of the
+run (the truth). Error: ``|forecast - truth|`` divided by the run's spread (p95 - p5 of its 10-step
+rolling mean). Rows, per method and cut: the median error of the forecast of the run's end
+(``final``: the fitted curve averaged over the last 20% of the steps) and of the asymptote
+(``plateau``), the fraction of runs with a ``final`` error within 0.1, the coverage of the 90% band
+of ``final`` (over the runs the method forecast and gave a band for; ``-`` when it has none), and
+the fraction of runs it declined.
+
+Methods: ``hold`` (the mean of the window's last 10%; band: its block standard error);
+``exponential``, ``logistic`` (4 parameters), ``scalerl`` and the Domhan et al. (2015) families
+(plain ``curve_fit``; band: the delta method on its covariance) and their average ``domhan_mean``
+(no band); ``product`` (``grpo_core.laws.forecast(law="best", n_boot=200)``, what
+``grpo-dynamics fit --fit-fraction`` runs; band: its block bootstrap of the plateau); ``plateau``
+(``grpo_core.laws.plateau.forecast_plateau``, its prior tuned leave-one-run-out: the run being
+scored never takes part in the tuning). This is a printed comparison, not a timed test.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from grpo_core import laws
+from grpo_core.errors import DataError
+from grpo_core.laws import anchors, plateau
+
+RUNS = Path(laws.__file__).resolve().parents[1] / "data" / "real_runs"
+CUTS = (0.2, 0.4, 0.6)
+LEVEL = 0.9
+_STEP_COLUMNS = ("step", "Step", "global_step")
+_LR_COLUMNS = ("learning_rate", "actor/lr")
+
+
+def load_run(folder: Path) -> dict:
+    """One real run: ``{"id", "t", "y", "lr"}`` (``lr``: ``(t, rates)`` or ``None``).
+
+    Reads ``parsed_rows.csv`` (the reward column named by ``meta.json``'s ``reward_metric``;
+    steps from a step column, else ``(row + 1) * logging_interval_steps``); rows with a missing
+    reward are dropped. The one place to switch to ``grpo_core.runs.logs.read_log``.
+    """
+    meta = json.loads((folder / "meta.json").read_text())
+    df = pd.read_csv(folder / "parsed_rows.csv")
+    step_col = next((c for c in _STEP_COLUMNS if c in df.columns), None)
+    if step_col is None:
+        t = (np.arange(len(df)) + 1.0) * float(meta.get("logging_interval_steps") or 1)
+    else:
+        t = df[step_col].to_numpy(float)
+    y = df[meta["reward_metric"]].to_numpy(float)
+    ok = np.isfinite(y) & np.isfinite(t)
+    t, y = t[ok], y[ok]
+    order = np.argsort(t, kind="stable")
+    t, y = t[order], y[order]
+    keep = np.concatenate([[True], np.diff(t) > 0])
+    lr = None
+    lr_col = next((c for c in _LR_COLUMNS if c in df.columns), None)
+    if lr_col is not None:
+        rates = df[lr_col].to_numpy(float)[ok][order][keep]
+        if np.all(np.isfinite(rates)) and np.any(rates > 0):
+            lr = (t[keep], rates)
+    return {"id": meta["run_id"], "t": t[keep], "y": y[keep], "lr": lr}
+
+
+def load_runs() -> list[dict]:
+    return [load_run(d) for d in sorted(RUNS.iterdir()) if (d / "meta.json").exists()]
+
+
+def truth_and_spread(y: np.ndarray) -> tuple[float, float]:
+    """The mean of the last 20% of the run and the spread (p95 - p5 of its 10-step rolling mean)."""
+    n_tail = max(1, int(math.ceil(0.2 * y.size)))
+    roll = pd.Series(y).rolling(10, min_periods=10).mean().dropna().to_numpy()
+    roll = roll if roll.size else y
+    p5, p95 = np.percentile(roll, [5, 95])
+    return float(np.mean(y[-n_tail:])), float(p95 - p5)
+
+
+def _window(run: dict, cut: float) -> tuple[np.ndarray, np.ndarray]:
+    n = int(math.floor(cut * run["t"].size + 1e-9))
+    return run["t"][:n], run["y"][:n]
+
+
+def _row(final, plateau_, low, high, declined=None) -> dict:
+    return {"final": final, "plateau": plateau_, "low": low, "high": high, "declined": declined}
+
+
+def _hold(t, y) -> dict:
+    k = max(1, int(math.ceil(0.1 * y.size)))
+    c = float(np.mean(y[-k:]))
+    r = y - pd.Series(y).rolling(5, center=True, min_periods=1).mean().to_numpy()
+    se = float(np.std(r)) * math.sqrt(plateau._block(min(max(plateau._lag1(r), 0.0), 0.95), y.size) / k)
+    return _row(c, c, c - 1.645 * se, c + 1.645 * se)
+
+
+def _product(t, y, horizon, n_boot) -> dict:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fc = laws.forecast(t, y, law="best", fraction=1.0, n_boot=n_boot, level=LEVEL)
+    except DataError as exc:
+        return _row(*[float("nan")] * 4, declined=str(exc))
+    lo, hi = fc.plateau_low, fc.plateau_high
+    tt = np.linspace(0.8 * horizon, horizon, 40)
+    final = float(np.mean(fc.fit.law_object.evaluate(tt, fc.fit.param_vector())))
+    return _row(final, fc.plateau, lo, hi)
+
+
+def _anchor(a) -> dict:
+    return _row(a.final, a.plateau, a.final_low, a.final_high, a.declined)
+
+
+def forecasts(runs: list[dict], cuts=CUTS, n_boot: int = 200) -> tuple[list[dict], dict]:
+    """Every method's forecast for every run and cut: long-format records; and the seconds per method."""
+    recs: list[dict] = []
+    secs: dict[str, float] = {}
+    raw: dict[float, list] = {cut: [] for cut in cuts}
+
+    def timed(name, fn, *args, **kwargs):
+        t0 = time.perf_counter()
+        out = fn(*args, **kwargs)
+        secs[name] = secs.get(name, 0.0) + time.perf_counter() - t0
+        return out
+
+    for run in runs:
+        truth, spread = truth_and_spread(run["y"])
+        horizon = float(run["t"][-1])
+        for cut in cuts:
+            t, y = _window(run, cut)
+            base = {"run": run["id"], "cut": cut, "truth": truth, "spread": spread}
+            rows = {"hold": timed("hold", _hold, t, y)}
+            for name in anchors.ANCHORS:
+                rows[name] = _anchor(timed(name, anchors.anchor_forecast, name, t, y, horizon=horizon))
+            mean, each = timed("domhan", anchors.domhan_mean, t, y, horizon=horizon)
+            rows.update({f"domhan:{k}": _anchor(v) for k, v in each.items()})
+            rows["domhan_mean"] = _anchor(mean)
+            rows["product"] = timed("product", _product, t, y, horizon, n_boot)
+            fc = timed("plateau", plateau.forecast_plateau, t, y, horizon=horizon, lr=run["lr"])
+            raw[cut].append((run["id"], fc, truth, spread))
+            for method, r in rows.items():
+                recs.append({**base, "method": method, **r})
+    t0 = time.perf_counter()
+    # one prior for all cuts, tuned on the other runs' forecasts at every cut (the held-out run's
+    # records at all cuts are left out)
+    pooled = [(rid, fc, truth, spread) for cut in cuts for rid, fc, truth, spread in raw[cut]]
+    cut_of = [cut for cut in cuts for _ in raw[cut]]
+    for (rid, _fc, truth, spread), cut, (f, prior) in zip(pooled, cut_of, plateau.leave_one_out(pooled, level=LEVEL)):
+        recs.append({"run": rid, "cut": cut, "truth": truth, "spread": spread, "method": "plateau",
+                     **_row(f.final, f.plateau, f.final_low, f.final_high, f.declined),
+                     "lam": prior.lam, "q": prior.q})
+    secs["plateau"] += time.perf_counter() - t0
+    return recs, secs
+
+
+def summarise(recs: list[dict]) -> list[dict]:
+    """Per method and cut: median errors, within 0.1, band coverage, declined share."""
+    df = pd.DataFrame(recs)
+    out = []
+    for (method, cut), g in df.groupby(["method", "cut"], sort=False):
+        ok = g[g["declined"].isna() & np.isfinite(g["final"])]
+        err = (ok["final"] - ok["truth"]).abs() / ok["spread"]
+        perr = (ok["plateau"] - ok["truth"]).abs() / ok["spread"]
+        banded = ok[np.isfinite(ok["low"]) & np.isfinite(ok["high"])]
+        cover = ((banded["low"] <= banded["truth"]) & (banded["truth"] <= banded["high"])).mean()
+        out.append({
+            "method": method, "cut": cut, "n": len(g),
+            "median_err": float(err.median()) if len(ok) else float("nan"),
+            "median_err_plateau": float(perr.median()) if len(ok) else float("nan"),
+            "within_0.1": float((err <= 0.1).mean()) if len(ok) else float("nan"),
+            "coverage_90": float(cover) if len(banded) else "-",
+            "declined": float(1 - len(ok) / len(g)),
+        })
+    return out
+
+
+def main(quick: bool = False) -> list[dict]:
+    runs = load_runs()
+    t0 = time.perf_counter()
+    recs, secs = forecasts(runs, n_boot=50 if quick else 200)
+    total = time.perf_counter() - t0
+    rows = summarise(recs)
+    order = ["plateau", "product", "hold", "exponential", "logistic", "scalerl", "domhan_mean"]
+    rows.sort(key=lambda r: (r["cut"], order.index(r["method"]) if r["method"] in order else 99, r["method"]))
+    rows.append({"method": "seconds", "cut": "all", "n": len(runs),
+                 "median_err": total, "note": json.dumps({k: round(v, 1) for k, v in secs.items()})})
+    return rows
+
+
+if __name__ == "__main__":
+    from bench.__main__ import _print_rows
+
+    _print_rows("forecast", main())

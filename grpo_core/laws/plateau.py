@@ -1,0 +1,413 @@
+"""Where will the reward end up? A plateau forecast in learning-rate time with an honest band.
+
+From the first part of a run (the window) :func:`forecast_plateau` forecasts the mean reward over
+the last 20% of the run's planned steps (``final``) and the asymptote (``plateau``):
+
+1. **Clock.** The model's time is the cumulative learning rate, not the step (book chapter "From
+   update rule to oscillator": the update is ``eta_t`` times a gradient), so with a learning-rate
+   schedule the curve is fitted in ``u(t) = sum_{s <= t} eta_s / max(eta)`` (steps at the peak
+   rate). A warm-up stretches the early steps' clock, a decay compresses the late steps' clock:
+   the fit sees through both. Without a schedule ``u = t``.
+2. **Laws by evidence.** Three laws are fitted in ``u``: the constant (hold the level), the
+   saturating exponential and the 4-parameter logistic; their forecasts are averaged with Akaike
+   weights ``exp(-AIC / 2)`` computed with the effective number of points ``n (1 - rho)/(1 + rho)``
+   (rho: the residuals' lag-1 autocorrelation), so correlated noise does not buy false evidence.
+3. **Shrinkage.** The law average ``m`` is shrunk toward the current level ``c`` (the mean of the
+   window's last 10%): ``final = c + lam (m - c)``.
+4. **Band.** A moving-block residual bootstrap (blocks of the AR(1) integrated autocorrelation
+   time) refits every law and re-weights them in each replicate, so law uncertainty and
+   autocorrelation are in the spread ``s_boot``. The band is ``final +- q sigma`` with
+   ``sigma^2 = s_boot^2 + (m - c)^2 + s_c^2`` (``s_c``: the block standard error of the level):
+   the disagreement between extrapolating and holding is itself a measured uncertainty.
+5. **Prior.** ``lam`` and ``q`` are a :class:`PlateauPrior`; :func:`tune_prior` learns them from
+   other runs (``lam``: the least median error, ``q``: the conformal quantile of the standardised
+   errors). Defaults without tuning: ``lam = 0.5``, ``q = 1.645``.
+6. **Declining.** A window of fewer than 8 points, or one that does not change, is declined with
+   the reason (:attr:`PlateauForecast.declined`).
+
+References
+----------
+Kuensch (1989) (moving-block bootstrap); Burnham & Anderson (2002) (Akaike weights);
+Vovk et al. (2005), Lei et al. (2018) (split-conformal quantiles); issue 14 of this project
+(the forecasting benchmark, ``python -m bench forecast``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import optimize
+
+from ..errors import ParameterError
+
+__all__ = [
+    "PlateauPrior",
+    "PlateauForecast",
+    "learning_rate_clock",
+    "forecast_plateau",
+    "tune_prior",
+    "leave_one_out",
+    "PLATEAU_LAWS",
+    "MIN_WINDOW",
+]
+
+#: Fewest window points a forecast accepts (fewer: declined).
+MIN_WINDOW = 8
+#: Share of the window (its last part) averaged for the current level.
+LEVEL_FRACTION = 0.1
+PLATEAU_LAWS = ("constant", "exponential", "logistic")
+
+
+@dataclass(frozen=True)
+class PlateauPrior:
+    """What is learned from other runs: shrinkage ``lam`` in [0, 1] toward the current level and
+    the band's standardised quantile ``q`` (> 0). ``runs`` names the runs it was tuned on."""
+
+    lam: float = 0.5
+    q: float = 1.645
+    runs: tuple[str, ...] = ()
+
+
+@dataclass
+class PlateauForecast:
+    """A plateau forecast (rewards in the curve's units).
+
+    Attributes
+    ----------
+    final, final_low, final_high : float
+        The mean reward over the last 20% of the planned run, and its band.
+    plateau : float
+        The asymptote (law average at 100x the horizon, shrunk like ``final``).
+    level : float
+        The current level (mean of the window's last 10%).
+    law_mean : float
+        The evidence-weighted law average before shrinkage.
+    sigma : float
+        Standardising scale of the band (reward).
+    weights : dict
+        Akaike weight of each law.
+    clock : {"learning_rate", "step"}
+        The time axis of the fits.
+    declined : str or None
+        Why no forecast was made (then the numbers are NaN).
+    """
+
+    final: float
+    final_low: float
+    final_high: float
+    plateau: float
+    level: float
+    law_mean: float
+    sigma: float
+    s_boot: float
+    weights: dict = field(default_factory=dict)
+    clock: str = "step"
+    declined: str | None = None
+
+    def with_prior(self, prior: PlateauPrior) -> PlateauForecast:
+        """The same fits with another prior (no refitting)."""
+        if self.declined is not None:
+            return self
+        final = self.level + prior.lam * (self.law_mean - self.level)
+        plat_shift = prior.lam * (self._plateau_raw - self.level)
+        return _replace(self, final, prior.q, self.level + plat_shift)
+
+    _plateau_raw: float = field(default=float("nan"), repr=False)
+
+
+def _replace(fc: PlateauForecast, final: float, q: float, plateau: float) -> PlateauForecast:
+    return PlateauForecast(final, final - q * fc.sigma, final + q * fc.sigma, plateau, fc.level,
+                           fc.law_mean, fc.sigma, fc.s_boot, fc.weights, fc.clock, None, fc._plateau_raw)
+
+
+def learning_rate_clock(t, lr) -> np.ndarray:
+    """Cumulative learning rate in steps at the peak rate: ``u_i = sum_{j <= i} eta_j dt_j / max(eta)``.
+
+    Parameters
+    ----------
+    t : array_like, shape (n,)
+        Steps (increasing); ``dt_j = t_j - t_{j-1}`` (``dt_0 = t_0``, counted from step 0).
+    lr : array_like, shape (n,)
+        Learning rate at each step (>= 0, not all 0).
+
+    Returns
+    -------
+    ndarray, shape (n,)
+        ``u`` (equal to ``t`` for a constant rate).
+
+    Raises
+    ------
+    ParameterError
+        Shapes differ, a negative or non-finite rate, or all rates 0.
+    """
+    t = np.asarray(t, float)
+    lr = np.asarray(lr, float)
+    if t.shape != lr.shape or t.ndim != 1:
+        raise ParameterError("lr", f"`lr` must have the shape of `t` {t.shape}; got {lr.shape}")
+    if not np.all(np.isfinite(lr)) or np.any(lr < 0) or not np.any(lr > 0):
+        raise ParameterError("lr", "`lr` must be finite, >= 0 and not all 0")
+    dt = np.diff(t, prepend=0.0)
+    return np.cumsum(lr * dt) / float(np.max(lr))
+
+
+# ---------------------------------------------------------------------------------------------
+# The laws, fitted in the clock u (scaled so that the window ends at u = 1)
+# ---------------------------------------------------------------------------------------------
+
+
+def _exp(u, p):
+    c, b, k = p
+    return c - (c - b) * np.exp(-k * u)
+
+
+def _logistic(u, p):
+    lo, hi, r, m = p
+    return lo + (hi - lo) / (1 + np.exp(np.clip(-r * (u - m), -50, 50)))
+
+
+def _fit_law(name: str, u: np.ndarray, y: np.ndarray, start=None):
+    """Least squares in u in [0, 1] (window end): returns (f, params, rss) or None. ``start``:
+    one starting point instead of the usual three (the bootstrap's warm start)."""
+    lo_y, hi_y = float(np.min(y)), float(np.max(y))
+    span = max(hi_y - lo_y, 1e-12)
+    a, b = lo_y - 3 * span, hi_y + 3 * span
+    if name == "exponential":
+        f, x0s = _exp, [[y[-1], y[0], 3.0], [hi_y, lo_y, 1.0], [y[-1], y[0], 10.0]]
+        lb, ub = [a, a, 0.05], [b, b, 60.0]
+    else:
+        f = _logistic
+        x0s = [[lo_y, hi_y, 10.0, 0.5], [y[0], y[-1], 5.0, 0.3], [lo_y, hi_y, 20.0, 0.8]]
+        lb, ub = [a, a, 0.5, -0.5], [b, b, 200.0, 3.0]
+    best = None
+    for x0 in x0s if start is None else [start]:
+        x0 = np.clip(x0, np.add(lb, 1e-9), np.subtract(ub, 1e-9))
+        try:
+            res = optimize.least_squares(lambda p: f(u, p) - y, x0, bounds=(lb, ub), method="trf",
+                                         x_scale="jac", max_nfev=400)
+        except (ValueError, np.linalg.LinAlgError):
+            continue
+        if best is None or res.cost < best.cost:
+            best = res
+    return None if best is None else (f, best.x, 2 * best.cost)
+
+
+def _lag1(r: np.ndarray) -> float:
+    r = r - r.mean()
+    d = float(r @ r)
+    return 0.0 if d <= 0 else float(r[1:] @ r[:-1]) / d
+
+
+def _fit_all(u, y, u_tail, u_far, starts=None):
+    """Every law: the weighted (final, far) forecasts, Akaike weights, weighted fitted curve,
+    residual lag-1 autocorrelation and each law's parameters (``starts``: warm starts)."""
+    n = y.size
+    out, aic, curves, params = {}, {}, {}, {}
+    c = float(np.mean(y))
+    out["constant"] = (c, c)
+    rss = {"constant": float(np.sum((y - c) ** 2))}
+    curves["constant"] = np.full(n, c)
+    k_par = {"constant": 1, "exponential": 3, "logistic": 4}
+    for name in PLATEAU_LAWS[1:]:
+        fit = _fit_law(name, u, y, None if starts is None else starts.get(name))
+        if fit is None:
+            continue
+        f, p, r = fit
+        params[name] = p
+        out[name] = (float(np.mean(f(u_tail, p))), float(f(np.array([u_far]), p)[0]))
+        rss[name] = r
+        curves[name] = f(u, p)
+    best = min(rss, key=rss.get)
+    rho = min(max(_lag1(y - curves[best]), 0.0), 0.95)
+    n_eff = max(n * (1 - rho) / (1 + rho), 3.0)
+    for name, r in rss.items():
+        aic[name] = n_eff * math.log(max(r / n, 1e-300)) + 2 * k_par[name]
+    amin = min(aic.values())
+    w = {k: math.exp(-(v - amin) / 2) for k, v in aic.items()}
+    tot = sum(w.values())
+    w = {k: v / tot for k, v in w.items()}
+    final = sum(w[k] * out[k][0] for k in w)
+    far = sum(w[k] * out[k][1] for k in w)
+    fitted = sum(w[k] * curves[k] for k in w)
+    return final, far, w, fitted, rho, params
+
+
+def _block(rho: float, n: int) -> int:
+    return int(min(max(1, math.ceil((1 + rho) / (1 - rho))), max(1, n // 4)))
+
+
+def _nan_forecast(why: str, clock: str) -> PlateauForecast:
+    nan = float("nan")
+    return PlateauForecast(nan, nan, nan, nan, nan, nan, nan, nan, {}, clock, why)
+
+
+def forecast_plateau(
+    t,
+    y,
+    *,
+    horizon: float,
+    lr=None,
+    prior: PlateauPrior | None = None,
+    n_boot: int = 30,
+    seed: int = 0,
+) -> PlateauForecast:
+    """Forecast the end of a run from its first part (the window).
+
+    Parameters
+    ----------
+    t : array_like, shape (n,)
+        Window steps (>= 0, strictly increasing).
+    y : array_like, shape (n,)
+        Window rewards (finite).
+    horizon : float
+        The run's planned last step (> ``t[-1]``); ``final`` is the mean over its last 20%.
+    lr : tuple (t_lr, lr_values) or None
+        The learning-rate schedule over steps ``t_lr`` (increasing, covering the window; the
+        schedule is known from the trainer's configuration, so it may run to ``horizon``; past
+        its last step the last rate is held). ``None``: fit in steps.
+    prior : PlateauPrior, optional
+        Shrinkage and band quantile (default :class:`PlateauPrior()`).
+    n_boot : int, >= 0
+        Block-bootstrap replicates (0: no bootstrap, ``s_boot = 0``).
+    seed : int
+        Seed of the bootstrap.
+
+    Returns
+    -------
+    PlateauForecast
+        ``declined`` set (numbers NaN) when the window holds fewer than :data:`MIN_WINDOW` points
+        or does not change.
+
+    Raises
+    ------
+    ParameterError
+        Mismatched shapes, non-finite values, a horizon not after the window, a bad schedule.
+    """
+    prior = PlateauPrior() if prior is None else prior
+    t = np.asarray(t, float)
+    y = np.asarray(y, float)
+    if t.shape != y.shape or t.ndim != 1:
+        raise ParameterError("t", f"`t` and `y` must be 1-d of one shape; got {t.shape} and {y.shape}")
+    if not (np.all(np.isfinite(t)) and np.all(np.isfinite(y))):
+        raise ParameterError("t", "`t` and `y` must be finite")
+    if t.size and (np.any(np.diff(t) <= 0) or t[0] < 0):
+        raise ParameterError("t", "`t` must be >= 0 and strictly increasing")
+    clock = "step" if lr is None else "learning_rate"
+    if t.size < MIN_WINDOW:
+        return _nan_forecast(f"window too short ({t.size} points, at least {MIN_WINDOW})", clock)
+    horizon = float(horizon)
+    if not horizon > t[-1]:
+        raise ParameterError("horizon", f"`horizon` must be after the window's last step {t[-1]:g}; got {horizon:g}")
+    if np.ptp(y) <= 1e-12 * max(1.0, float(np.max(np.abs(y)))):
+        return _nan_forecast("the window does not change", clock)
+    t_tail = np.linspace(0.8 * horizon, horizon, 40)
+    u, u_tail, u_far = _clock(t, t_tail, 100.0 * horizon, lr)
+    scale = u[-1]
+    u, u_tail, u_far = u / scale, u_tail / scale, u_far / scale
+    m, far, w, fitted, rho, params = _fit_all(u, y, u_tail, u_far)
+    n_last = max(3, int(math.ceil(LEVEL_FRACTION * y.size)))
+    level = float(np.mean(y[-n_last:]))
+    resid = y - fitted
+    block = _block(rho, y.size)
+    s_level = float(np.std(resid)) * math.sqrt(block / n_last)
+    s_boot = _bootstrap_sd(u, fitted, resid, (u_tail, u_far), params, block, n_boot, seed)
+    sigma = math.sqrt(s_boot ** 2 + (m - level) ** 2 + s_level ** 2)
+    fc = PlateauForecast(m, m, m, far, level, m, sigma, s_boot, w, clock, None, far)
+    return fc.with_prior(prior)
+
+
+def _clock(t, t_tail, t_far, lr):
+    if lr is None:
+        return t.copy(), t_tail, t_far
+    t_lr, eta = (np.asarray(a, float) for a in lr)
+    if t_lr.shape != eta.shape or t_lr.ndim != 1 or t_lr.size < 2 or np.any(np.diff(t_lr) <= 0):
+        raise ParameterError("lr", "`lr` must be (steps, rates), two increasing 1-d arrays of one shape")
+    if t_lr[0] > t[0] or t_lr[-1] < t[-1]:
+        raise ParameterError("lr", "the `lr` schedule must cover the window")
+    grid = np.unique(np.concatenate([t_lr, t, t_tail, [t_far]]))
+    rate = np.interp(grid, t_lr, eta)  # held at the last logged rate past it
+    u_grid = learning_rate_clock(grid, np.maximum(rate, 0.0) + 1e-12 * np.max(eta))
+    return np.interp(t, grid, u_grid), np.interp(t_tail, grid, u_grid), float(u_grid[-1])
+
+
+def _bootstrap_sd(u, fitted, resid, ends, params, block, n_boot, seed) -> float:
+    if n_boot <= 0:
+        return 0.0
+    rng = np.random.default_rng(seed)
+    n = resid.size
+    n_blocks = int(math.ceil(n / block))
+    finals = np.empty(n_boot)
+    for b in range(n_boot):
+        starts = rng.integers(0, n - block + 1, n_blocks)
+        idx = (starts[:, None] + np.arange(block)[None, :]).ravel()[:n]
+        finals[b] = _fit_all(u, fitted + resid[idx], *ends, starts=params)[0]
+    return float(np.std(finals, ddof=1))
+
+
+def tune_prior(records, *, level: float = 0.9, exclude: str | None = None) -> PlateauPrior:
+    """Learn a :class:`PlateauPrior` from other runs' forecasts and outcomes.
+
+    Parameters
+    ----------
+    records : iterable of (run_id, PlateauForecast, truth, spread)
+        Each run's untuned forecast (any prior; only its fits are used), the run's actual mean of
+        the last 20%, and its spread (the error's unit, > 0). Declined forecasts are skipped.
+    level : float in (0, 1)
+        Band coverage.
+    exclude : str, optional
+        A run that must not take part (the held-out run): its records are dropped here, so a
+        leave-one-run-out score never tunes on the run it scores.
+
+    Returns
+    -------
+    PlateauPrior
+        ``lam`` minimising the mean of ``min(|final - truth| / spread, 1)`` over a grid of 21 values in
+        [0, 1]; ``q`` the split-conformal quantile (rank ``ceil((k + 1) level)`` of ``k``) of
+        ``|final - truth| / sigma``; ``runs`` the runs used. Defaults when fewer than 3 usable runs.
+    """
+    rows = [(rid, fc, tr, sp) for rid, fc, tr, sp in records
+            if rid != exclude and fc.declined is None and math.isfinite(tr) and sp > 0]
+    if len(rows) < 3:
+        return PlateauPrior(runs=tuple(r[0] for r in rows))
+    c = np.array([r[1].level for r in rows])
+    m = np.array([r[1].law_mean for r in rows])
+    truth = np.array([r[2] for r in rows])
+    spread = np.array([r[3] for r in rows])
+    sigma = np.array([max(r[1].sigma, 1e-12) for r in rows])
+    grid = np.linspace(0.0, 1.0, 21)
+    # mean of the errors capped at 1 spread: smoother in lam than the median on ~20 runs, and one
+    # unforecastable run (a collapse) cannot decide it
+    errs = [float(np.mean(np.minimum(np.abs(c + g * (m - c) - truth) / spread, 1.0))) for g in grid]
+    lam = float(grid[int(np.argmin(errs))])
+    z = np.sort(np.abs(c + lam * (m - c) - truth) / sigma)
+    k = z.size
+    rank = min(int(math.ceil((k + 1) * level)), k)
+    return PlateauPrior(lam=lam, q=float(z[rank - 1]), runs=tuple(r[0] for r in rows))
+
+
+def leave_one_out(records, *, level: float = 0.9) -> list[tuple[PlateauForecast, PlateauPrior]]:
+    """Score every record with a prior tuned on the other runs only.
+
+    Parameters
+    ----------
+    records : list of (run_id, PlateauForecast, truth, spread)
+        As for :func:`tune_prior`. A run may appear several times (e.g. at several cuts): every
+        record of the held-out run is left out of its tuning, so its other cuts cannot leak in.
+    level : float in (0, 1)
+        Band coverage.
+
+    Returns
+    -------
+    list of (PlateauForecast, PlateauPrior)
+        Aligned with ``records``: the forecast with the held-out prior, and that prior (whose
+        ``runs`` never holds the run it is applied to).
+    """
+    records = list(records)
+    priors: dict[str, PlateauPrior] = {}
+    out = []
+    for rid, fc, _truth, _spread in records:
+        if rid not in priors:
+            priors[rid] = tune_prior(records, level=level, exclude=rid)
+        out.append((fc.with_prior(priors[rid]), priors[rid]))
+    return out
