@@ -176,7 +176,7 @@ def test_noise_bands_agree_with_the_exact_variance():
               if getattr(layer.mark, "strokeDash", None) == [5, 3]]
     assert dashed == ["lo:Q", "hi:Q"]
     with pytest.raises(
-        ParameterError, match=r"`data` lacks column\(s\) \['sim_lo'\] \(use noise_bands_data\)"
+        ParameterError, match=r"`data` lacks column\(s\) \['sim_lo'\] \(use grpo_core\.model\.noise\.noise_bands\)"
     ):
         oc.noise_bands_chart(df.drop(columns=["sim_lo"]))
 
