@@ -234,3 +234,19 @@ def test_tiny_budget_probe_in_a_run_is_written_before_the_first_step(tmp_path):
     assert 0.0 <= c["reward"] <= 1.0 and len(c["k_repeats"]) == 2
     assert s["bottom"] <= s["top"]
     assert summary["timings"]["probe"] > 0
+
+
+def test_probe_command_prints_json_and_refuses_pretrained_presets(capsys):
+    from grpo_dynamics.cli import main
+
+    small = ["-p", "warmup_steps", "10", "-p", "warmup_batch_size", "16", "-p", "tiny_hidden_size", "32",
+             "-p", "tiny_layers", "1", "-p", "group_size", "4", "-p", "num_threads", "1", "-p", "temperature", "2"]
+    assert main(["probe", "--preset", "cpu-tiny", *small, "--groups", "3", "--iters", "2", "--repeats", "2",
+                 "--steps", "1", "--seed", "1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["settings"]["groups"] == 3 and out["settings"]["seed"] == 1 and out["sharpness"]["iters"] <= 2
+    assert main(["probe", "--preset", "cpu-tiny", *small, "--groups", "2", "--iters", "1", "--repeats", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "sharpness: top Hessian eigenvalue" in text and "t90 at lr 0.0003" in text
+    assert main(["probe", "--preset", "gsm8k-qwen2.5-0.5b"]) == 2
+    assert "`probe` needs the tiny model" in capsys.readouterr().err
