@@ -250,3 +250,14 @@ def test_probe_command_prints_json_and_refuses_pretrained_presets(capsys):
     assert "sharpness: top Hessian eigenvalue" in text and "t90 at lr 0.0003" in text
     assert main(["probe", "--preset", "gsm8k-qwen2.5-0.5b"]) == 2
     assert "`probe` needs the tiny model" in capsys.readouterr().err
+
+
+def test_notebook_parameters_include_the_probe():
+    import jupytext
+    from conftest import ROOT
+
+    nb = jupytext.read(ROOT / "book" / "experiments" / "grpo_llm.md")
+    cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    for name in ("probe", "probe_iters", "probe_repeats"):
+        assert f"\n{name} =" in "\n" + cell.source, name
+    assert "write_probe(policy, tokenizer, cfg, run)" in "".join(c.source for c in nb.cells)
