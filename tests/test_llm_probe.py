@@ -1,4 +1,4 @@
-"""The probe (grpo_core.llm.probe): Lanczos on Hessian-vector products against a known spectrum, the
+"""The probe (grpo_core.llm.probe, grpo_core.llm.curvature): Lanczos on Hessian-vector products against a known spectrum, the
 relaxation rate on the softmax bandit against its exact stiffness, the surrogate's derivatives on the
 tiny model, and a tiny-budget probe written before the first GRPO step."""
 
@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 
 from grpo_core import bandit  # noqa: E402
 from grpo_core.errors import GrpoError, ParameterError  # noqa: E402
-from grpo_core.llm import probe  # noqa: E402
+from grpo_core.llm import curvature, probe  # noqa: E402
 from grpo_core.llm.config import make_config  # noqa: E402
 
 
@@ -35,8 +35,8 @@ class _Quadratic(torch.nn.Module):
 def test_lanczos_on_hessian_vector_products_recovers_a_known_spectrum():
     spectrum = [7.5, 3.0, 2.0, 1.0, 0.5, -0.25, -4.0]
     m = _Quadratic(spectrum)
-    op = probe._hvp_operator(m.loss(), [m.x])
-    out = probe.lanczos_extremes(op, 7, 7, dtype=torch.float64)
+    op = curvature.hvp_operator(m.loss(), [m.x])
+    out = curvature.lanczos_extremes(op, 7, 7, dtype=torch.float64)
     assert abs(out["top"] - 7.5) < 1e-6 and abs(out["bottom"] + 4.0) < 1e-6
     assert out["residual"] < 1e-6
 
@@ -46,14 +46,14 @@ def test_preconditioned_operator_is_d_h_d():
     m = _Quadratic([1.0, 1.0, 1.0])
     m.a = torch.diag(torch.tensor([4.0, 9.0, 1.0], dtype=torch.float64))
     p = torch.tensor([1.0, 3.0, 0.5], dtype=torch.float64)
-    out = probe.lanczos_extremes(probe._hvp_operator(m.loss(), [m.x], scale=p.rsqrt()), 3, 3, dtype=torch.float64)
+    out = curvature.lanczos_extremes(curvature.hvp_operator(m.loss(), [m.x], scale=p.rsqrt()), 3, 3, dtype=torch.float64)
     assert abs(out["top"] - 4.0) < 1e-9 and abs(out["bottom"] - 2.0) < 1e-9
 
 
 def test_lanczos_few_iterations_bound_the_spectrum():
     spectrum = np.linspace(-1.0, 10.0, 40)
     m = _Quadratic(spectrum, seed=3)
-    out = probe.lanczos_extremes(probe._hvp_operator(m.loss(), [m.x]), 40, 12, dtype=torch.float64)
+    out = curvature.lanczos_extremes(curvature.hvp_operator(m.loss(), [m.x]), 40, 12, dtype=torch.float64)
     # Ritz values lie inside the spectrum; the top one converges first
     assert -1.0 - 1e-9 <= out["bottom"] and out["top"] <= 10.0 + 1e-9
     assert out["top"] > 9.0 and out["iters"] == 12
@@ -61,23 +61,23 @@ def test_lanczos_few_iterations_bound_the_spectrum():
 
 def test_adam_second_moment_is_bias_corrected_ema():
     g1, g2 = torch.tensor([1.0, 2.0]), torch.tensor([3.0, 0.0])
-    v = probe.adam_second_moment([g1, g2], 0.9)
+    v = curvature.adam_second_moment([g1, g2], 0.9)
     expect = (0.1 * 0.9 * g1 ** 2 + 0.1 * g2 ** 2) / (1 - 0.81)
     assert torch.allclose(v, expect)
-    assert torch.allclose(probe.adam_second_moment([g1], 0.99), g1 ** 2)
+    assert torch.allclose(curvature.adam_second_moment([g1], 0.99), g1 ** 2)
 
 
 def test_relaxation_rate_closed_forms_and_errors():
     p = 1.0 - 0.5 * (1 - 0.05) ** np.arange(6)
-    assert probe.relaxation_rate(p, 0.01, p_star=1.0)["k"] == pytest.approx(5.0, rel=1e-12)
-    fit = probe.relaxation_rate(p, 0.01)
+    assert curvature.relaxation_rate(p, 0.01, p_star=1.0)["k"] == pytest.approx(5.0, rel=1e-12)
+    fit = curvature.relaxation_rate(p, 0.01)
     assert fit["k"] == pytest.approx(5.0, rel=1e-9) and fit["p_star"] == pytest.approx(1.0, rel=1e-9)
     with pytest.raises(ParameterError, match="rewards"):
-        probe.relaxation_rate([0.5], 0.1, p_star=1.0)
+        curvature.relaxation_rate([0.5], 0.1, p_star=1.0)
     with pytest.raises(ParameterError, match="crossed"):
-        probe.relaxation_rate([0.5, 1.2], 0.1, p_star=1.0)
+        curvature.relaxation_rate([0.5, 1.2], 0.1, p_star=1.0)
     with pytest.raises(ParameterError, match="eta"):
-        probe.relaxation_rate([0.1, 0.2, 0.3], 0.0)
+        curvature.relaxation_rate([0.1, 0.2, 0.3], 0.0)
 
 
 @pytest.mark.parametrize("beta", [1.0, 2.0])
@@ -94,8 +94,8 @@ def test_relaxation_rate_on_the_bandit_matches_its_exact_stiffness(beta):
         rewards.append(float((pi / pi.sum()) @ r))
         theta = theta + eta * bandit.expected_gradient(spec, theta, beta=beta)
     k_known = fp.stiffness
-    assert probe.relaxation_rate(rewards, eta, p_star=fp.p_star)["k"] == pytest.approx(k_known, rel=0.05)
-    fit = probe.relaxation_rate(rewards, eta)
+    assert curvature.relaxation_rate(rewards, eta, p_star=fp.p_star)["k"] == pytest.approx(k_known, rel=0.05)
+    fit = curvature.relaxation_rate(rewards, eta)
     assert fit["k"] == pytest.approx(k_known, rel=0.05) and fit["p_star"] == pytest.approx(fp.p_star, abs=1e-3)
     if beta == 1.0:
         assert k_known == pytest.approx(2 * beta * fp.p_star * (1 - fp.p_star), rel=1e-6)
@@ -161,20 +161,20 @@ def test_surrogate_gradient_is_the_advantage_weighted_score_and_hvp_matches_diff
     params = probe._params(model)
     with sdpa_kernel([SDPBackend.MATH]):
         batch = _mixed_batch(model, tok, cfg)
-        g = probe._flat_grad(probe.surrogate_loss(model, batch, cfg), params)
+        g = curvature.flat_grad(probe.surrogate_loss(model, batch, cfg), params)
         # at theta_old the ratio is 1: grad L = -sum_i A_i grad log pi(o_i) / (number of completion tokens)
         logp = (probe._token_logps(model, batch.input_ids, batch.attention_mask, 1.0) * batch.completion_mask).sum(1)
-        ref = probe._flat_grad(-(batch.advantages * logp).sum() / batch.completion_mask.sum(), params)
+        ref = curvature.flat_grad(-(batch.advantages * logp).sum() / batch.completion_mask.sum(), params)
         assert torch.allclose(g, ref, atol=1e-6)
         v = torch.randn(g.numel(), generator=torch.Generator().manual_seed(1))
         v = v / v.norm()
-        hv = probe._hvp_operator(probe.surrogate_loss(model, batch, cfg), params)(v)
+        hv = curvature.hvp_operator(probe.surrogate_loss(model, batch, cfg), params)(v)
         h = 1e-3
         grads = []
         for sgn in (1, -1):
-            probe._set_flat(params, torch.cat([p.detach().reshape(-1) for p in params]) + sgn * h * v)
-            grads.append(probe._flat_grad(probe.surrogate_loss(model, batch, cfg), params))
-            probe._set_flat(params, torch.cat([p.detach().reshape(-1) for p in params]) - sgn * h * v)
+            curvature.set_flat(params, torch.cat([p.detach().reshape(-1) for p in params]) + sgn * h * v)
+            grads.append(curvature.flat_grad(probe.surrogate_loss(model, batch, cfg), params))
+            curvature.set_flat(params, torch.cat([p.detach().reshape(-1) for p in params]) - sgn * h * v)
     fd = (grads[0] - grads[1]) / (2 * h)
     assert float((hv - fd).norm() / hv.norm()) < 1e-2
 

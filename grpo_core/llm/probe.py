@@ -7,7 +7,8 @@ coefficients need and turns it into predictions:
 * **Sharpness.** The top eigenvalue of the Hessian of the GRPO surrogate loss that TRL minimises,
   ``L(theta) = -agg_{i,t} min(r_{i,t} A_i, clip(r_{i,t}, 1 - eps, 1 + eps) A_i)`` with
   ``r = pi_theta / pi_old`` at ``theta = theta_old`` (the advantages ``A`` held fixed), by Lanczos
-  iteration on Hessian-vector products (``torch.autograd`` double backward): :func:`lanczos_extremes`.
+  iteration on Hessian-vector products (``torch.autograd`` double backward):
+  :func:`~grpo_core.llm.curvature.lanczos_extremes`.
   Also of the Adam-preconditioned Hessian ``P^{-1/2} H P^{-1/2}``, ``P = diag(sqrt(v) + eps)``, with
   ``v`` from a short warm-start: the bias-corrected EMA (``adam_beta2``) of the squared gradients of
   ``adam_steps`` fresh batches at the starting weights.
@@ -23,7 +24,8 @@ coefficients need and turns it into predictions:
   reward and unbiased in the sampling); the interval is a Student-t interval over the repeats.
   Each probe then takes ``steps`` plain SGD steps (a fresh batch each, learning rate
   ``step_gain / K``, so a step closes about ``step_gain`` of the gap) and reads the finite-step rate
-  ``(1 - (e_n / e_0)^(1/n)) / eta`` off the exact reward (:func:`relaxation_rate`): ``k_steps``. It
+  ``(1 - (e_n / e_0)^(1/n)) / eta`` off the exact reward
+  (:func:`~grpo_core.llm.curvature.relaxation_rate`): ``k_steps``. It
   differs from K by the second-order drift of the sampling noise (``eta^2 tr(H_p Sigma) / 2``,
   which lowers the reward), so the two together say how linear the small-step regime is. The
   same first-order value along Adam's direction ``g / P`` is ``k_adam`` (Adam's gain per step is
@@ -66,18 +68,25 @@ import numpy as np
 from .._json import json_ready
 from ..errors import GrpoError
 from ..validation import check_integer, check_real
+from .curvature import (
+    adam_second_moment,
+    flat_grad,
+    hvp_operator,
+    lanczos_extremes,
+    relaxation_rate,
+    set_flat,
+    unflatten,
+)
 
 __all__ = [
     "ProbeResult",
     "ProbeBatch",
     "probe_policy",
     "predict",
-    "lanczos_extremes",
-    "relaxation_rate",
     "sample_batch",
     "surrogate_loss",
     "expected_reward",
-    "adam_second_moment",
+    "write_probe",
 ]
 
 #: Adam's epsilon in the preconditioner (``transformers``' default ``adam_epsilon``).
@@ -131,121 +140,6 @@ class ProbeResult:
         """Rebuild from :meth:`to_dict` output (``None`` stays ``None``)."""
         return cls(**{k: data[k] for k in ("settings", "sharpness", "curvature", "predictions")},
                    seconds=data.get("seconds", {}))
-
-
-# ---------------------------------------------------------------------------------------------
-# Generic pieces: Lanczos on Hessian-vector products, the relaxation rate
-def lanczos_extremes(matvec, dim: int, iters: int, *, seed: int = 0, dtype=None, device=None) -> dict[str, float]:
-    """Extreme eigenvalues of a symmetric operator from ``iters`` Lanczos steps (full reorthogonalisation).
-
-    Parameters
-    ----------
-    matvec : callable
-        ``v -> A v`` on 1-D torch tensors of length ``dim`` (A symmetric).
-    dim : int >= 1
-        Dimension of the operator.
-    iters : int >= 1
-        Lanczos steps (at most ``dim`` are taken; with ``iters >= dim`` the result is exact up to
-        rounding).
-    seed : int
-        Seed of the random start vector (a private generator; the global state is untouched).
-
-    Returns
-    -------
-    dict
-        ``top`` and ``bottom`` (largest and smallest Ritz values), ``residual`` (``|beta_k s_k|``,
-        the error bound of the top Ritz pair: ``|A y - top y|``), ``iters`` (steps taken).
-
-    Raises
-    ------
-    ParameterError
-        ``dim`` or ``iters`` < 1.
-
-    References
-    ----------
-    Lanczos (1950); Golub and Van Loan, "Matrix Computations", section 10.1.
-    """
-    import torch
-
-    dim = check_integer("dim", dim, low=1)
-    iters = min(check_integer("iters", iters, low=1), dim)
-    gen = torch.Generator(device="cpu").manual_seed(seed)
-    q = torch.randn(dim, generator=gen, dtype=torch.float64).to(dtype=dtype or torch.float32, device=device)
-    q = q / q.norm()
-    basis, alphas, betas = [q], [], []
-    for j in range(iters):
-        w = matvec(basis[j]).detach()
-        alpha = float(torch.dot(w, basis[j]))
-        alphas.append(alpha)
-        for b in basis:  # full reorthogonalisation (twice is enough)
-            w = w - torch.dot(w, b) * b
-        for b in basis:
-            w = w - torch.dot(w, b) * b
-        beta = float(w.norm())
-        if j == iters - 1 or beta < 1e-10 * max(1.0, abs(alpha)):
-            betas.append(beta)
-            break
-        betas.append(beta)
-        basis.append(w / beta)
-    k = len(alphas)
-    t = np.diag(alphas) + np.diag(betas[:k - 1], 1) + np.diag(betas[:k - 1], -1)
-    vals, vecs = np.linalg.eigh(t)
-    return {"top": float(vals[-1]), "bottom": float(vals[0]), "residual": float(abs(betas[k - 1] * vecs[-1, -1])),
-            "iters": k}
-
-
-def relaxation_rate(rewards, eta: float, p_star: float | None = None) -> dict[str, float]:
-    """Relaxation rate K of an expected-reward trajectory under plain steps of learning rate ``eta``.
-
-    The oscillator model's linearised update with no momentum and no lag is
-    ``e_{k+1} = (1 - eta K) e_k`` with ``e = p - p*`` (DESIGN.md section 4).
-
-    Parameters
-    ----------
-    rewards : array_like, shape (n + 1,)
-        Expected reward ``p_0 .. p_n`` after 0..n steps, n >= 1.
-    eta : float > 0
-        The steps' learning rate.
-    p_star : float, optional
-        The fixed point. Given: ``K = (1 - (e_n / e_0)^(1/n)) / eta``. Not given (n >= 2): the
-        least-squares line ``p_{k+1} - p_k = eta K (p* - p_k)`` gives K (minus its slope / eta) and
-        ``p* = intercept / (eta K)``.
-
-    Returns
-    -------
-    dict
-        ``k`` and ``p_star`` (the one given or the fitted one).
-
-    Raises
-    ------
-    ParameterError
-        Fewer than 2 rewards (3 without ``p_star``), ``eta`` <= 0, an ``e_n / e_0`` <= 0 (the
-        trajectory crossed the fixed point: not a relaxation).
-
-    Examples
-    --------
-    >>> r = relaxation_rate([0.0, 0.1, 0.19, 0.271], eta=0.1, p_star=1.0)
-    >>> round(r["k"], 9)
-    1.0
-    >>> round(relaxation_rate([0.0, 0.1, 0.19, 0.271], eta=0.1)["p_star"], 9)
-    1.0
-    """
-    from ..errors import ParameterError
-
-    p = np.asarray(rewards, dtype=float)
-    eta = check_real("eta", eta, low=0, low_inclusive=False)
-    if p.ndim != 1 or p.size < (2 if p_star is not None else 3):
-        raise ParameterError("rewards", f"`rewards` must be 1-D with at least {2 if p_star is not None else 3} "
-                             f"values; got shape {p.shape}")
-    n = p.size - 1
-    if p_star is not None:
-        ratio = (p[-1] - p_star) / (p[0] - p_star)
-        if not ratio > 0:
-            raise ParameterError("rewards", f"the trajectory crossed p* = {p_star} (e_n/e_0 = {ratio:.3g}): not a relaxation")
-        return {"k": float((1.0 - ratio ** (1.0 / n)) / eta), "p_star": float(p_star)}
-    slope, intercept = np.polyfit(p[:-1], np.diff(p), 1)
-    k = -slope / eta
-    return {"k": float(k), "p_star": float(intercept / (eta * k)) if k else math.nan}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -394,66 +288,8 @@ def expected_reward(model, tokenizer, prompts: list[dict], temperature: float):
     return ((logps * cmask).sum(1)).exp().mean()
 
 
-# ---------------------------------------------------------------------------------------------
-# Gradients, Hessian-vector products, Adam's second moment
 def _params(model) -> list:
     return [p for p in model.parameters() if p.requires_grad]
-
-
-def _flat_grad(loss, params, create_graph: bool = False):
-    import torch
-
-    grads = torch.autograd.grad(loss, params, create_graph=create_graph, allow_unused=True)
-    return torch.cat([(g if g is not None else torch.zeros_like(p)).reshape(-1) for g, p in zip(grads, params)])
-
-
-def _hvp_operator(loss, params, scale=None):
-    """``v -> D H D v`` (``D = diag(scale)``, identity when None) by double backward."""
-    import torch
-
-    grad = _flat_grad(loss, params, create_graph=True)
-
-    def matvec(v):
-        u = v if scale is None else v * scale
-        hv = torch.autograd.grad(grad @ u, params, retain_graph=True, allow_unused=True)
-        out = torch.cat([(h if h is not None else torch.zeros_like(p)).reshape(-1) for h, p in zip(hv, params)])
-        return out if scale is None else out * scale
-
-    return matvec
-
-
-def _unflatten(v, params) -> list:
-    out, i = [], 0
-    for p in params:
-        out.append(v[i:i + p.numel()].view_as(p))
-        i += p.numel()
-    return out
-
-
-def adam_second_moment(grads: list, beta2: float):
-    """Adam's bias-corrected second moment after ``len(grads)`` steps: ``sum_j (1 - b2) b2^(J-j) g_j^2 / (1 - b2^J)``.
-
-    Parameters
-    ----------
-    grads : list of torch.Tensor, each shape (D,)
-        The per-batch gradients, oldest first.
-    beta2 : float in [0, 1)
-
-    Returns
-    -------
-    torch.Tensor, shape (D,)
-    """
-    j = len(grads)
-    v = sum((1 - beta2) * beta2 ** (j - 1 - i) * g.pow(2) for i, g in enumerate(grads))
-    return v / (1 - beta2 ** j)
-
-
-def _set_flat(params, flat) -> None:
-    import torch
-
-    with torch.no_grad():
-        for p, x in zip(params, _unflatten(flat, params)):
-            p.copy_(x)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -627,7 +463,7 @@ def probe_policy(model, tokenizer, cfg, *, groups: int = 0, iters: int = 10, rep
         with sdpa_kernel([SDPBackend.MATH]):  # the fused kernels have no double backward
             result = _probe(model, tokenizer, cfg, params, theta0, settings)
     finally:
-        _set_flat(params, theta0)
+        set_flat(params, theta0)
         guard.__exit__(None, None, None)
         if was_training:
             model.train()
@@ -652,21 +488,21 @@ def _probe(model, tokenizer, cfg, params, theta0, s: dict) -> ProbeResult:
     p_fn = lambda: expected_reward(model, tokenizer, reward_set, cfg.temperature)  # noqa: E731
     p0_t = p_fn()
     p0 = float(p0_t.detach())
-    grad_p = _flat_grad(p0_t, params).detach()
+    grad_p = flat_grad(p0_t, params).detach()
 
     t0 = time.perf_counter()
     first = fresh()
     loss = surrogate_loss(model, first, cfg)
-    plain = lanczos_extremes(_hvp_operator(loss, params), theta0.numel(), s["iters"], seed=s["seed"],
+    plain = lanczos_extremes(hvp_operator(loss, params), theta0.numel(), s["iters"], seed=s["seed"],
                              dtype=theta0.dtype, device=theta0.device)
-    g_first = -_flat_grad(surrogate_loss(model, first, cfg), params).detach()
+    g_first = -flat_grad(surrogate_loss(model, first, cfg), params).detach()
     seconds["sharpness"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    grads = [-g_first] + [_flat_grad(surrogate_loss(model, fresh(), cfg), params).detach()
+    grads = [-g_first] + [flat_grad(surrogate_loss(model, fresh(), cfg), params).detach()
                           for _ in range(s["adam_steps"] - 1)]
     precond = adam_second_moment(grads, cfg.adam_beta2).sqrt() + ADAM_EPS
-    adam = lanczos_extremes(_hvp_operator(surrogate_loss(model, first, cfg), params, scale=precond.rsqrt()),
+    adam = lanczos_extremes(hvp_operator(surrogate_loss(model, first, cfg), params, scale=precond.rsqrt()),
                             theta0.numel(), s["iters"], seed=s["seed"], dtype=theta0.dtype, device=theta0.device)
     seconds["sharpness_adam"] = time.perf_counter() - t0
 
@@ -697,15 +533,15 @@ def _curvature(model, params, theta0, p_fn, p0, grad_p, precond, g_first, fresh,
         rewards = [p0]
         for j in range(s["steps"]):
             if j or r:
-                g = -_flat_grad(surrogate_loss(model, fresh(), cfg), params).detach()
+                g = -flat_grad(surrogate_loss(model, fresh(), cfg), params).detach()
             if j == 0:
                 k_first.append(float(grad_p @ g) / gap)
                 k_adam.append(float(grad_p @ (g / precond)) / gap)
             with torch.no_grad():
-                for p, d in zip(params, _unflatten(eta * g, params)):
+                for p, d in zip(params, unflatten(eta * g, params)):
                     p.add_(d)
                 rewards.append(float(p_fn()))  # no_grad: no graph kept
-        _set_flat(params, theta0)
+        set_flat(params, theta0)
         k_steps.append(relaxation_rate(rewards, eta, p_star=1.0)["k"])  # negative if the steps lowered p
     return {"reward": p0, "p_star": 1.0, "probe_learning_rate": eta, "grad_norm": float(g_first.norm()),
             "k": float(np.mean(k_first)), "k_interval": _t_interval(k_first), "k_repeats": k_first,
