@@ -261,3 +261,17 @@ def test_notebook_parameters_include_the_probe():
     for name in ("probe", "probe_iters", "probe_repeats"):
         assert f"\n{name} =" in "\n" + cell.source, name
     assert "write_probe(policy, tokenizer, cfg, run)" in "".join(c.source for c in nb.cells)
+
+
+def test_cpu_dynamics_preset_shares_one_warm_up_and_probes_first():
+    from grpo_core.llm.experiment import _warmup_key
+
+    cfgs = [make_config("cpu-dynamics", seed=s) for s in (0, 1, 2)]
+    assert {c.warmup_seed_used for c in cfgs} == {1} and len({_warmup_key(c) for c in cfgs}) == 1
+    assert all(c.probe and c.temperature == 2.5 and c.max_steps == 800 for c in cfgs)
+    # cpu-tiny keeps one warm-up per seed (its committed runs' cache keys are unchanged)
+    tiny = [make_config("cpu-tiny", seed=s) for s in (0, 1)]
+    assert [c.warmup_seed_used for c in tiny] == [0, 1] and _warmup_key(tiny[0]) != _warmup_key(tiny[1])
+    assert _warmup_key(make_config("cpu-tiny", seed=1)) == _warmup_key(make_config("cpu-tiny", seed=0, warmup_seed=1))
+    with pytest.raises(ParameterError, match="warmup_seed"):
+        make_config("cpu-tiny", warmup_seed=-2)

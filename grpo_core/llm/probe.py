@@ -105,7 +105,7 @@ class ProbeResult:
     ----------
     settings : dict
         The probe's budget (groups, group size, Lanczos iterations, repeats, steps, Adam steps,
-        reward prompts, seed) and the config's optimizer settings it read.
+        reward prompts, Hessian groups, seed) and the config's optimizer settings it read.
     sharpness : dict
         ``top`` / ``bottom`` eigenvalue of the surrogate's Hessian and the top Ritz residual;
         ``top_adam`` / ``bottom_adam`` / ``residual_adam`` for ``P^{-1/2} H P^{-1/2}``.
@@ -403,7 +403,7 @@ def _check_budget(cfg, groups, iters, repeats, steps, adam_steps, reward_prompts
 
 
 def probe_policy(model, tokenizer, cfg, *, groups: int = 0, iters: int = 10, repeats: int = 4, steps: int = 2,
-                 adam_steps: int = 4, reward_prompts: int = 256, step_gain: float = 0.01,
+                 adam_steps: int = 4, reward_prompts: int = 256, step_gain: float = 0.01, hessian_groups: int = 8,
                  seed: int | None = None) -> ProbeResult:
     """Measure the sharpness and the reward-direction curvature K of the starting policy; predict.
 
@@ -430,6 +430,10 @@ def probe_policy(model, tokenizer, cfg, *, groups: int = 0, iters: int = 10, rep
         Prompts of the exact expected reward (training distribution, train split).
     step_gain : float in (0, 0.5]
         Fraction of the reward gap a probe step is meant to close (sets the probe's SGD rate).
+    hessian_groups : int >= 1
+        Groups of the fixed batch whose surrogate's Hessian is probed (at most ``groups``): the
+        Hessian-vector products are the probe's main cost, and the sharpness of a smaller batch
+        is an upper estimate of the full batch's (its top eigenvalue includes more sampling noise).
     seed : int, optional
         Seed of the prompts and the sampling (default ``cfg.seed``).
 
@@ -447,6 +451,7 @@ def probe_policy(model, tokenizer, cfg, *, groups: int = 0, iters: int = 10, rep
     import torch
 
     settings = _check_budget(cfg, groups, iters, repeats, steps, adam_steps, reward_prompts, step_gain)
+    settings["hessian_groups"] = min(check_integer("hessian_groups", hessian_groups, low=1), settings["groups"])
     seed = cfg.seed if seed is None else check_integer("seed", seed, low=0)
     settings.update(seed=seed, loss_type=cfg.loss_type, scale_rewards=cfg.scale_rewards, epsilon=cfg.epsilon,
                     temperature=cfg.temperature, adam_beta2=cfg.adam_beta2, adam_eps=ADAM_EPS)
@@ -492,9 +497,9 @@ def _probe(model, tokenizer, cfg, params, theta0, s: dict) -> ProbeResult:
 
     t0 = time.perf_counter()
     first = fresh()
-    loss = surrogate_loss(model, first, cfg)
-    plain = lanczos_extremes(hvp_operator(loss, params), theta0.numel(), s["iters"], seed=s["seed"],
-                             dtype=theta0.dtype, device=theta0.device)
+    head = _head(first, s["hessian_groups"] * cfg.group_size)
+    plain = lanczos_extremes(hvp_operator(surrogate_loss(model, head, cfg), params), theta0.numel(), s["iters"],
+                             seed=s["seed"], dtype=theta0.dtype, device=theta0.device)
     g_first = -flat_grad(surrogate_loss(model, first, cfg), params).detach()
     seconds["sharpness"] = time.perf_counter() - t0
 
@@ -502,7 +507,7 @@ def _probe(model, tokenizer, cfg, params, theta0, s: dict) -> ProbeResult:
     grads = [-g_first] + [flat_grad(surrogate_loss(model, fresh(), cfg), params).detach()
                           for _ in range(s["adam_steps"] - 1)]
     precond = adam_second_moment(grads, cfg.adam_beta2).sqrt() + ADAM_EPS
-    adam = lanczos_extremes(hvp_operator(surrogate_loss(model, first, cfg), params, scale=precond.rsqrt()),
+    adam = lanczos_extremes(hvp_operator(surrogate_loss(model, head, cfg), params, scale=precond.rsqrt()),
                             theta0.numel(), s["iters"], seed=s["seed"], dtype=theta0.dtype, device=theta0.device)
     seconds["sharpness_adam"] = time.perf_counter() - t0
 
@@ -518,6 +523,12 @@ def _probe(model, tokenizer, cfg, params, theta0, s: dict) -> ProbeResult:
     seconds["total"] = time.perf_counter() - t_start
     return ProbeResult(settings=s, sharpness=sharp, curvature=curvature, predictions=preds,
                        seconds={k: round(v, 3) for k, v in seconds.items()})
+
+
+def _head(batch: ProbeBatch, rows: int) -> ProbeBatch:
+    """The first ``rows`` completions (whole groups) of a batch; TRL's normaliser becomes theirs."""
+    return ProbeBatch(*(getattr(batch, f)[:rows] for f in ("input_ids", "attention_mask", "completion_mask",
+                                                           "rewards", "advantages", "old_logps")))
 
 
 def _curvature(model, params, theta0, p_fn, p0, grad_p, precond, g_first, fresh, cfg, s) -> dict[str, Any]:
