@@ -15,6 +15,13 @@ Presets
     tasks (800 steps at lr 1e-3). GRPO: Adam, lr 3e-4 after a 20-step linear warm-up, G = 8, 32
     prompts per step, 500 steps; the training reward rises from the warm-up level (~0.5) towards
     ~0.9. A few minutes on one CPU core.
+``cpu-dynamics``
+    ``cpu-tiny`` with the whole GRPO curve: every GRPO seed starts from one warmed-up model (the
+    warm-up of seed 1, ``warmup_seed=1``, which has learnt the task: sampled reward ~0.90 at
+    temperature 1), and the completions are sampled at temperature 2.5, where that model is unsure
+    rather than unable (exact expected reward ~0.26). GRPO then sharpens the policy: the sampled
+    reward starts below 0.4 and rises by more than 0.35 within the 800 steps. Seeds differ only in
+    GRPO's sampling (and data order). The probe runs before the first step (``probe=True``).
 ``gsm8k-qwen2.5-0.5b``
     Colab-sized: Qwen2.5-0.5B-Instruct on GSM8K (``openai/gsm8k``), one GPU (a T4 works in fp16 with
     ``bf16=False``; an A100/H100 in bf16).
@@ -133,6 +140,15 @@ class ExperimentConfig:
                                  "end (gradient_constants.json).", default=False)
     constants_samples: int = _h("Sampled completions per prompt for the constants (>= 3); the prompts are the "
                                 "first evaluation set's.", default=16)
+    probe: bool = _h("Measure the starting policy's sharpness and reward curvature K and predict the critical "
+                     "learning rates (grpo_core.llm.probe; probe.json, written before the first GRPO step; tiny "
+                     "model only).", default=False)
+    probe_groups: int = _h("Probe: prompts (groups of group_size completions) per batch (0 = prompts_per_step).",
+                           default=0)
+    probe_iters: int = _h("Probe: Lanczos iterations (Hessian-vector products) per eigenvalue.", default=10)
+    probe_repeats: int = _h("Probe: independent K measurements (the interval is over them), >= 2 for an interval.",
+                            default=4)
+    probe_steps: int = _h("Probe: small SGD steps per K measurement (the finite-step check).", default=2)
     format_reward: float = _h("Weight of the format reward (a final '#### <number>' line); 0 = off.",
                               default=0.0)
     system_prompt: str = _h("System prompt of chat models ('' = none).", default="")
@@ -155,6 +171,8 @@ class ExperimentConfig:
     warmup_learning_rate: float = _h("Learning rate of the warm-up (constant).", default=1e-3)
     warmup_anneal: float = _h("Fraction of the warm-up over which its rate decays linearly to 10% at the end.",
                               default=0.3)
+    warmup_seed: int = _h("Seed of the warm-up (initial weights and warm-up data); -1 = the run's seed. A fixed "
+                          "value gives every GRPO seed the same starting model.", default=-1)
     warmup_cache: str = _h("Folder caching warmed-up models by (settings, seed) ('' = no cache).",
                            default="")
     tiny_hidden_size: int = _h("Tiny model: hidden size.", default=128)
@@ -166,6 +184,11 @@ class ExperimentConfig:
         """Refresh interval K_ref of the behaviour policy in optimizer steps: steps_per_generation x num_iterations
         (TRL's general form divides by gradient_accumulation_steps, which the engine keeps at 1)."""
         return self.steps_per_generation * self.num_iterations
+
+    @property
+    def warmup_seed_used(self) -> int:
+        """Seed of the warm-up: ``warmup_seed``, or ``seed`` when ``warmup_seed`` is -1."""
+        return self.seed if self.warmup_seed < 0 else self.warmup_seed
 
     @property
     def prompts_per_step(self) -> int:
@@ -234,6 +257,8 @@ _GSM8K_COMMON = dict(
 #: Named presets (see the module docstring).
 PRESETS: dict[str, ExperimentConfig] = {
     "cpu-tiny": ExperimentConfig(),
+    "cpu-dynamics": ExperimentConfig(preset="cpu-dynamics", warmup_seed=1, temperature=2.5, max_steps=800,
+                                     probe=True),
     "gsm8k-qwen2.5-0.5b": ExperimentConfig(preset="gsm8k-qwen2.5-0.5b", model="Qwen/Qwen2.5-0.5B-Instruct",
                                            **{**_GSM8K_COMMON, "learning_rate": 2e-6, "gradient_checkpointing": False,
                                               "max_completion_length": 384, "max_steps": 200}),
@@ -403,12 +428,20 @@ def _validate(cfg: ExperimentConfig) -> None:
     check_integer("eval_samples", cfg.eval_samples, low=0)
     check_integer("eval_sampled", cfg.eval_sampled, low=0)
     check_integer("constants_samples", cfg.constants_samples, low=3)
+    check_integer("probe_groups", cfg.probe_groups, low=0)
+    check_integer("probe_iters", cfg.probe_iters, low=1)
+    check_integer("probe_repeats", cfg.probe_repeats, low=1)
+    check_integer("probe_steps", cfg.probe_steps, low=1)
+    if cfg.probe and not cfg.is_tiny:
+        raise ParameterError("probe", "`probe` needs the tiny model on the arithmetic task (its exact expected "
+                             f"reward); got model={cfg.model!r}")
     check_real("format_reward", cfg.format_reward, low=0)
     check_integer("seed", cfg.seed, low=0)
     check_integer("save_every", cfg.save_every, low=1)
     check_integer("diagnose_every", cfg.diagnose_every, low=0)
     check_integer("num_threads", cfg.num_threads, low=0)
     check_integer("warmup_steps", cfg.warmup_steps, low=0)
+    check_integer("warmup_seed", cfg.warmup_seed, low=-1)
     check_integer("warmup_batch_size", cfg.warmup_batch_size, low=1)
     check_real("warmup_learning_rate", cfg.warmup_learning_rate, low=0, low_inclusive=False)
     check_real("warmup_anneal", cfg.warmup_anneal, low=0, high=1)

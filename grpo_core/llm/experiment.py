@@ -160,7 +160,7 @@ def _warmup_key(cfg: ExperimentConfig) -> str:
 
     spec = {"steps": cfg.warmup_steps, "batch": cfg.warmup_batch_size, "lr": cfg.warmup_learning_rate,
             "anneal": cfg.warmup_anneal,
-            "mix": WARMUP_MIX, "hidden": cfg.tiny_hidden_size, "layers": cfg.tiny_layers, "seed": cfg.seed,
+            "mix": WARMUP_MIX, "hidden": cfg.tiny_hidden_size, "layers": cfg.tiny_layers, "seed": cfg.warmup_seed_used,
             "version": 2}
     return hashlib.sha1(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -220,9 +220,10 @@ def build_policy(cfg: ExperimentConfig, ctx: RunContext):
             info.update(read_json(cache / "warmup.json"), cached=True)
         else:
             spec = TinyModelSpec(hidden_size=cfg.tiny_hidden_size, num_layers=cfg.tiny_layers)
-            model = build_tiny_model(tokenizer, spec, seed=cfg.seed)
+            model = build_tiny_model(tokenizer, spec, seed=cfg.warmup_seed_used)
             result = warmup(model, tokenizer, steps=cfg.warmup_steps, batch_size=cfg.warmup_batch_size,
-                            learning_rate=cfg.warmup_learning_rate, anneal=cfg.warmup_anneal, seed=cfg.seed)
+                            learning_rate=cfg.warmup_learning_rate, anneal=cfg.warmup_anneal,
+                            seed=cfg.warmup_seed_used)
             info.update(final_loss=result.final_loss, seconds=result.seconds, cached=False,
                         loss_every_50=[float(np.mean(result.losses[i:i + 50]))
                                        for i in range(0, len(result.losses), 50)])
@@ -917,6 +918,10 @@ def run_experiment(cfg: ExperimentConfig, *, extra_callbacks: list | None = None
     evaluate_suite(model, tokenizer, cfg, evals, ctx, "start")
     if cfg.measure_constants:
         measure_gradient_constants(model, tokenizer, cfg, evals, ctx, "start")
+    if cfg.probe:  # before the first GRPO step; weights and random state are left as they were
+        from .probe import write_probe
+
+        write_probe(model, tokenizer, cfg, ctx)
     trainer = build_trainer(cfg, ctx, model, tokenizer, train_set, evals, extra_callbacks=extra_callbacks)
     train(trainer, ctx, cfg)
     evaluate_suite(trainer.model, tokenizer, cfg, evals, ctx, "end", force=True)

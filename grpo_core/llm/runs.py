@@ -68,7 +68,8 @@ RUN_FILES = ("config.json", "provenance.json", "metrics.jsonl", "evals.json", "s
 _NAME_KEYS = ("group_size", "prompts_per_step", "seed")
 #: Settings left out of the name (they do not change the run's outcome).
 _NOT_IN_NAME = {"output_dir", "resume", "keep_checkpoints", "diagnose_every", "num_threads", "warmup_cache", "benchmark_dir",
-                "measure_constants", "constants_samples",
+                "measure_constants", "constants_samples", "probe", "probe_groups", "probe_iters",
+                "probe_repeats", "probe_steps",
                 "save_every", "preset", "num_prompts", "completions_per_step", "group_size", "seed"}
 
 
