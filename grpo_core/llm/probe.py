@@ -333,7 +333,8 @@ def predict(k_sgd: float, k_adam: float, top: float, top_adam: float, cfg, *, mu
     :func:`grpo_core.model.stability.critical_value`, :func:`grpo_core.model.oscillator.time_to_fraction`;
     Cohen et al. (2022) for the adaptive edge of stability.
     """
-    from ..model.oscillator import coefficients, time_to_fraction
+    from ..model.oscillator import coefficients
+    from ..model.trajectories import time_to_fraction
     from ..model.stability import critical_value
 
     def rates(k: float, momentum: str) -> dict[str, float]:
