@@ -40,12 +40,12 @@ import numpy as np
 from scipy import stats
 
 from ..errors import DataError, ParameterError
-from ..validation import check_choice, check_integer, check_real
 from ..laws import Law, fit_law, get_law
+from ..validation import check_choice, check_integer, check_real
 from .settings import Conventions, RunSettings
 
-__all__ = ["ImpliedCurvature", "LogAdvice", "ModelLaw", "advise_implied", "advise_from_log", "implied_curvature", "implied_curvature_from_log", "learning_rate_clock",
-           "gain_from_rate", "INTERVAL_METHODS"]
+__all__ = ["ImpliedCurvature", "LogAdvice", "ModelLaw", "advise_implied", "advise_from_log", "implied_curvature",
+           "implied_curvature_from_log", "learning_rate_clock", "gain_from_rate", "INTERVAL_METHODS", "FLAT_P_VALUE"]
 
 INTERVAL_METHODS = ("delta", "bootstrap")
 
