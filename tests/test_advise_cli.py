@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from grpo_core.model import stability
@@ -208,3 +210,87 @@ def test_settings_on_the_continuous_threshold_are_reported_not_crashed(capsys, a
     assert "settles within 10% after never" in out
     if abs(d["spectral_radius"] - 1) < 1e-9:  # also on the exact threshold (d = 1: a* = 1 - mu)
         assert "on the threshold (to rounding)" in out
+
+
+# --- advise --from-log: the curvature read off the run (grpo_core.runs.curvature) ---------------
+
+def _from_log_json(capsys, *args):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["advise", "--from-log", *args, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_from_log_on_every_committed_real_run(capsys):
+    from grpo_core.runs import datasets
+
+    for rid in datasets.real_runs():
+        r = datasets.real_run(rid)
+        d = _from_log_json(capsys, str(r.path), *(("--run", r.run) if r.run else ()))
+        assert d["settings"]["source"] == "meta.json"
+        imp = d["implied"]
+        assert imp["conventions"]["momentum"] == "ema" and imp["conventions"]["mu"] == 0.9
+        if imp["ok"]:
+            assert 0 < imp["curvature_low"] < imp["curvature"] < imp["curvature_high"]
+            assert d["advice"]["curvature"] == pytest.approx(imp["curvature"])
+            assert d["margin"] == pytest.approx(d["advice"]["critical_a_exact"] / imp["a"])
+        else:
+            assert imp["reason"] and d["advice"] is None and d["stable"] is None
+
+
+def test_from_log_report_names_conventions_regime_margin_and_fastest_monotone_eta(capsys):
+    from grpo_core.runs import datasets
+
+    r = datasets.real_run("04")
+    assert main(["advise", "--from-log", str(r.path)]) == 0
+    out = capsys.readouterr().out
+    assert "settings from meta.json" in out
+    assert "EMA momentum mu = beta1 = 0.9 (TRL default)" in out and "K / sqrt(v)" in out
+    assert "cumulative-learning-rate clock" in out
+    assert "Regime at the run's eta = 9.96e-06: overdamped" in out and "stable by the exact" in out
+    assert re.search(r"Stability margin a\*/a = [0-9.e+]+x \[", out)
+    assert "Fastest non-oscillating learning rate (critical damping):" in out
+
+
+@pytest.mark.parametrize("name", ["qwen2.5-3b-instruct_gsm8k_unsloth.csv", "gemma3-1b-it_gsm8k_unsloth.csv"])
+def test_from_log_on_the_real_logs(capsys, name):
+    from grpo_core.runs.datasets import real_log_path
+
+    d = _from_log_json(capsys, str(real_log_path(name)))
+    assert d["settings"]["source"] == "TRL defaults" and "no learning rate" in d["implied"]["reason"]
+    d = _from_log_json(capsys, str(real_log_path(name)), "--eta", "5e-6")
+    assert d["implied"]["ok"] or d["implied"]["reason"].startswith(("flat run", "the plateau lies beyond"))
+
+
+def test_from_log_with_a_trl_config_uses_its_optimizer_and_reuse(capsys, tmp_path):
+    """SGD + heavy ball 0.5, a generation reused for 2 optimizer steps: a curve made by that model."""
+    cfg = {"optim": "sgd", "optim_args": "momentum=0.5", "num_iterations": 2, "learning_rate": 1e-3}
+    (tmp_path / "cfg.json").write_text(json.dumps(cfg))
+    steps = np.arange(1, 301)
+    e, prev, a, mu = [0.6], 0.6, 1e-3 * 20.0, 0.5
+    for i in range(steps.size):  # refresh lag over k_ref = 2
+        cur = e[-1]
+        e.append(cur + mu * (cur - prev) - a * e[i - i % 2])
+        prev = cur
+    y = 0.8 - np.array(e[1:]) + np.random.default_rng(0).normal(0, 0.01, steps.size)
+    log = tmp_path / "run.csv"
+    log.write_text("step,reward,learning_rate\n" + "".join(f"{s},{v},0.001\n" for s, v in zip(steps, y)))
+    d = _from_log_json(capsys, str(log), "--config", str(tmp_path / "cfg.json"))
+    conv = d["implied"]["conventions"]
+    assert (conv["momentum"], conv["mu"], conv["lag"], conv["k_ref"]) == ("heavy_ball", 0.5, "refresh", 2)
+    assert d["implied"]["curvature"] == pytest.approx(20.0, rel=0.03)
+    assert d["advice"]["critical_a_exact"] == pytest.approx(
+        float(stability.critical_a_exact(0.5, 2, "refresh", "heavy_ball")[()]))
+    assert d["stable"] is True and d["advice"]["regime"] == "overdamped"
+
+
+def test_plain_advise_still_needs_its_values_and_from_log_refuses_a_curvature(capsys):
+    assert main(["advise", "--eta", "0.01", "--mu", "0.9", "--k-ref", "4"]) == 2
+    assert "`--curvature` is required (or read the run from its log with --from-log LOG)" in capsys.readouterr().err
+    from grpo_core.runs import datasets
+
+    path = str(datasets.real_run("04").path)
+    assert main(["advise", "--from-log", path, "--curvature", "1"]) == 2
+    assert "exclude each other" in capsys.readouterr().err

@@ -4,12 +4,20 @@ Example::
 
     grpo-dynamics advise --eta 0.01 --mu 0.9 --k-ref 4 --curvature 1
     grpo-dynamics advise --eta 3e-4 --mu 0.9 --k-ref 8 --curvature 20 --momentum ema --json
+    grpo-dynamics advise --from-log trainer_state.json --config training_args.json
+
+With ``--from-log`` the curvature is not guessed: it is read off the log (the implied ``eta*K`` of
+:mod:`grpo_core.runs.curvature`), under the conventions of the run's config
+(:mod:`grpo_core.runs.settings`; TRL's defaults when none is found: Adam -> EMA momentum
+``mu = beta1 = 0.9``, refresh lag over the optimizer steps one generation batch serves).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+
+from ._logargs import add_log_arguments, mapping
 
 
 def register(subparsers) -> None:
@@ -25,14 +33,12 @@ def register(subparsers) -> None:
             "potential in the same units."
         ),
     )
-    p.add_argument("--eta", required=True, help="step size (learning rate), > 0")
-    p.add_argument(
-        "--mu", required=True, help="momentum coefficient in [0, 1) (Adam's beta1 with --momentum ema)"
-    )
-    p.add_argument("--k-ref", dest="k_ref", required=True,
+    p.add_argument("--eta", default=None, help="step size (learning rate), > 0")
+    p.add_argument("--mu", default=None, help="momentum coefficient in [0, 1) (Adam's beta1 with --momentum ema)")
+    p.add_argument("--k-ref", dest="k_ref", default=None,
                    help="refresh interval of the behaviour policy, in optimizer steps (integer >= 1; at most "
                         "1024 with --lag constant, whose growth factor is a degree k_ref + 1 eigenproblem)")
-    p.add_argument("--curvature", required=True, help="curvature K of the effective potential, > 0")
+    p.add_argument("--curvature", default=None, help="curvature K of the effective potential, > 0")
     p.add_argument("--beta", default="0", help="KL weight to the reference policy, >= 0 (default 0)")
     p.add_argument("--kl-curvature", dest="kl_curvature", default="1",
                    help="curvature of the KL term along the direction of motion, > 0 (default 1: "
@@ -47,13 +53,34 @@ def register(subparsers) -> None:
     p.add_argument("--momentum", default="heavy_ball",
                    help="momentum convention: 'heavy_ball' (v = mu v + g) or 'ema' (v = mu v + (1-mu) g, "
                         "Adam); default heavy_ball")
+    p.add_argument("--from-log", dest="from_log", default=None, metavar="LOG",
+                   help="read the curvature off a training log instead of --curvature: the regime, the margin to "
+                        "the exact threshold and the fastest non-oscillating learning rate of that run")
+    p.add_argument("--config", default=None, metavar="FILE",
+                   help="with --from-log: the run's settings (TRL GRPOConfig/TrainingArguments JSON, "
+                        "trainer_state.json, a real run's meta.json); default: a meta.json/config.json beside "
+                        "the log, else TRL's defaults")
+    p.add_argument("--metric", default="reward", help="with --from-log: the curve to fit (default reward)")
+    p.add_argument("--interval", default="delta", choices=("delta", "bootstrap"),
+                   help="with --from-log: interval of eta*K from the fit's covariance (default) or a residual "
+                        "block bootstrap")
+    p.add_argument("--level", default="0.9", help="with --from-log: interval coverage in (0, 1); default 0.9")
+    add_log_arguments(p)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
     p.set_defaults(func=handler)
 
 
 def handler(args: argparse.Namespace) -> int:
+    from grpo_core.errors import ParameterError
     from grpo_core.model.advice import advise
 
+    if args.from_log is not None:
+        return _from_log(args)
+    for flag, value in (("--eta", args.eta), ("--mu", args.mu), ("--k-ref", args.k_ref),
+                        ("--curvature", args.curvature)):
+        if value is None:
+            raise ParameterError(flag.lstrip("-").replace("-", "_"),
+                                 f"`{flag}` is required (or read the run from its log with --from-log LOG)")
     adv = advise(
         args.eta, args.mu, args.k_ref, args.curvature, args.beta,
         kl_curvature=args.kl_curvature, lag=args.lag, momentum=args.momentum,
@@ -62,4 +89,26 @@ def handler(args: argparse.Namespace) -> int:
         print(json.dumps(adv.as_dict(), allow_nan=False))
     else:
         print(adv.summary())
+    return 0
+
+
+def _from_log(args: argparse.Namespace) -> int:
+    from grpo_core.errors import ParameterError
+    from grpo_core.runs import curvature, settings
+    from grpo_core.runs.logs import read_log
+
+    if args.curvature is not None:
+        raise ParameterError("curvature", "`--curvature` and `--from-log` exclude each other: the log gives K")
+    log = read_log(args.from_log, format=args.format, mapping=mapping(args.map), trl_version=args.trl_version,
+                   run=args.run)
+    found = settings.settings_for_log(args.from_log, args.config)
+    out = curvature.advise_from_log(log, found, metric=args.metric, eta=args.eta, method=args.interval,
+                                    level=args.level)
+    if args.json:
+        d = out.as_dict()
+        d["log"], d["settings"] = str(args.from_log), found.as_dict()
+        print(json.dumps(d, allow_nan=False))
+    else:
+        print(f"{args.from_log}: settings from {found.source}")
+        print(out.summary())
     return 0

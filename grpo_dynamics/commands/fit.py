@@ -53,6 +53,11 @@ def register(subparsers) -> None:
                    help="bootstrap refits for the forecast band (0: delta method); default 200")
     p.add_argument("--level", default="0.9", help="coverage of the forecast band, in (0, 1); default 0.9")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
+    p.add_argument("--config", default=None, metavar="FILE",
+                   help="the run's settings for the implied-curvature line (TRL config JSON, trainer_state.json, "
+                        "meta.json); default: a file beside the log, else TRL's defaults")
+    p.add_argument("--eta", default=None,
+                   help="learning rate for the implied-curvature line when the log has none (default: the config's)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     p.add_argument("--plot", default=None, metavar="FILE",
                    help="write the fits, residuals (and forecast) to FILE.png or a self-contained FILE.html")
@@ -83,6 +88,7 @@ def handler(args: argparse.Namespace) -> int:
             t, y, law="best", fraction=args.fit_fraction, n_boot=args.n_boot, level=args.level,
             seed=args.seed, criterion=args.criterion,
         )
+    implied = _implied(log, args)
     if plot is not None:
         _save_plot(comparison, fc, plot, args.metric)
     if args.json:
@@ -90,10 +96,22 @@ def handler(args: argparse.Namespace) -> int:
         out.update(comparison.to_dict())
         out["forecast"] = None if fc is None else fc.to_dict()
         out["plot"] = None if plot is None else str(plot)
+        out["implied_curvature"] = implied.as_dict()
         print(json.dumps(out, allow_nan=False))
     else:
         print(_report(comparison, fc, args))
+        print("")
+        print(implied.line())
     return 0
+
+
+def _implied(log, args):
+    """The implied stiffness eta*K and curvature K of the fitted metric under the run's conventions."""
+    from grpo_core.runs import curvature, settings
+
+    found = settings.settings_for_log(args.log, args.config)
+    return curvature.implied_curvature_from_log(log, found, metric=args.metric, split=args.split, eta=args.eta,
+                                                level=args.level)
 
 
 def _fmt(x: float, spec: str = ".4g") -> str:

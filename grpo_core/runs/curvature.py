@@ -1,0 +1,563 @@
+"""The curvature a run implies: eta*K and K, with an interval, from its fitted time scale.
+
+The oscillator model (book chapter "From update rule to oscillator") writes the mean-field update of
+the expected reward, linearised at its fixed point, as
+
+    e[k+1] - e[k] - mu (e[k] - e[k-1]) = -g e[k - d_k],   g = a (heavy ball), g = (1 - mu) a (EMA),
+
+with ``a = eta K`` per step. Its continuous form ``M e'' + C e' + g e = 0`` has ``C = 1 - mu - g d1``
+(``d1`` the mean lag), and a reward curve fixes the ratio ``k = g / C`` (the three-phase law's rate,
+:mod:`grpo_core.laws`). Inverting (our derivation):
+
+    g = k (1 - mu) / (1 + k d1),   a = g  or  g / (1 - mu),   K = a / eta.
+
+A monotone map, so an interval of ``k`` is an interval of ``a`` and ``K``.
+
+*Schedules.* The model's clock is the cumulative learning rate: the curve is fitted against
+``s_t = sum_{j <= t} eta_j / eta_ref`` (equivalent steps at the peak rate ``eta_ref``), so the rate
+``k`` is per step at the peak and ``a = eta_ref K`` is the per-step gain where the run was most
+exposed. Warm-up and decay are then no longer part of the curve's shape.
+
+*Adam.* With an Adam-family optimizer the step is ``eta / sqrt(v)``: what the log measures is the
+product ``eta K_pre`` with ``K_pre = K / sqrt(v)`` the preconditioned curvature (the sharpness of
+Cohen et al. 2022, "Adaptive gradient methods at the edge of stability"); ``K`` itself and ``v`` are
+not separately identified by a reward curve. The thresholds are stated in the same product, so the
+verdict needs no more.
+
+:func:`implied_curvature` works on arrays; :func:`implied_curvature_from_log` on a
+:class:`~grpo_core.runs.logs.RunLog` and its :class:`~grpo_core.runs.settings.RunSettings` (the
+function a diagnosis can call).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from ..errors import DataError, ParameterError
+from ..laws import Law, fit_law, get_law
+from ..validation import check_choice, check_integer, check_real
+from .settings import Conventions, RunSettings
+
+__all__ = ["ImpliedCurvature", "LogAdvice", "ModelLaw", "advise_implied", "advise_from_log", "implied_curvature",
+           "implied_curvature_from_log", "learning_rate_clock", "gain_from_rate", "INTERVAL_METHODS", "FLAT_P_VALUE"]
+
+INTERVAL_METHODS = ("delta", "bootstrap")
+
+
+@dataclass(frozen=True)
+class ImpliedCurvature:
+    """The stiffness and curvature a reward curve implies under a run's conventions.
+
+    ``ok`` is False when the curve has no time scale; ``reason`` then says why, and the numbers are NaN.
+
+    Attributes
+    ----------
+    ok : bool
+    reason : str or None
+        Why no curvature could be read (flat run, rate at its bound, too few points, no learning rate).
+    eta : float
+        Reference learning rate ``eta_ref`` (the peak of the logged schedule, or the configured one).
+    clock : {"learning_rate", "steps"}
+        Whether the curve was fitted in cumulative-learning-rate time or in steps (constant ``eta``).
+    conventions : Conventions
+        Momentum style, ``mu``, lag model, ``k_ref`` (and why).
+    a, a_low, a_high : float
+        ``eta_ref * K`` per step (with Adam: ``eta_ref * K / sqrt(v)``) and its interval, from the fit of
+        :class:`ModelLaw` (the oscillator at the run's conventions).
+    curvature, curvature_low, curvature_high : float
+        ``K = a / eta_ref`` (per unit learning rate; preconditioned with Adam).
+    r2 : float
+        R^2 of that fit.
+    rate_free, tau_fit, damping_ratio_fit : float
+        The free three-phase fit (``k``, ``tau`` in steps, ``zeta``): the consistency check.
+    tau_model : float
+        ``M / C`` in steps that the conventions predict at ``a`` (the momentum's inertia); a free
+        ``tau_fit`` far above it means the slow start is not the momentum's.
+    level : float
+        Coverage of the intervals.
+    interval_method : {"delta", "bootstrap"}
+    n : int
+        Points fitted.
+    notes : tuple of str
+    """
+
+    ok: bool
+    reason: str | None
+    eta: float
+    clock: str
+    conventions: Conventions
+    a: float = math.nan
+    a_low: float = math.nan
+    a_high: float = math.nan
+    curvature: float = math.nan
+    curvature_low: float = math.nan
+    curvature_high: float = math.nan
+    r2: float = math.nan
+    rate_free: float = math.nan
+    tau_fit: float = math.nan
+    damping_ratio_fit: float = math.nan
+    tau_model: float = math.nan
+    level: float = 0.9
+    interval_method: str = "delta"
+    n: int = 0
+    notes: tuple[str, ...] = ()
+
+    def line(self) -> str:
+        """One line: the implied stiffness and curvature with the interval (what ``fit`` prints)."""
+        if not self.ok:
+            return f"implied curvature: none ({self.reason})"
+        pre = " (Adam: preconditioned K/sqrt(v))" if self.conventions.preconditioned else ""
+        return (f"implied stiffness eta*K = {self.a:.4g} per step [{self.a_low:.4g}, {self.a_high:.4g}], "
+                f"curvature K = {self.curvature:.4g}{pre} [{self.curvature_low:.4g}, {self.curvature_high:.4g}] "
+                f"({self.level:.0%} {self.interval_method}; eta = {self.eta:.3g}, "
+                f"{'cumulative-learning-rate clock' if self.clock == 'learning_rate' else 'step clock'})")
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready ``dict`` (NaN/inf as ``None``; the conventions as a sub-dict)."""
+        from .._json import json_ready
+
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "conventions"}
+        c = self.conventions
+        out["conventions"] = {"momentum": c.momentum, "mu": c.mu, "lag": c.lag, "k_ref": c.k_ref,
+                              "preconditioned": c.preconditioned, "text": c.text()}
+        return json_ready(out)
+
+
+def gain_from_rate(rate: Any, conventions: Conventions) -> np.ndarray:
+    """``a = eta K`` per step from the three-phase rate ``k = g / C`` (see the module docstring).
+
+    Parameters
+    ----------
+    rate : array_like
+        ``k`` per step, ``>= 0``.
+    conventions : Conventions
+
+    Returns
+    -------
+    ndarray
+        Shape of ``rate``.
+
+    Examples
+    --------
+    >>> from grpo_core.runs.settings import RunSettings
+    >>> float(gain_from_rate(0.02, RunSettings().conventions()))  # Adam, on-policy: a = k
+    0.02
+    """
+    from ..model.stability import lag_moments
+
+    k = np.asarray(rate, dtype=float)
+    d1 = float(lag_moments(conventions.k_ref, conventions.lag)[0][()])
+    mu = conventions.mu
+    g = k * (1.0 - mu) / (1.0 + k * d1)
+    return g if conventions.momentum == "heavy_ball" else g / (1.0 - mu)
+
+
+def learning_rate_clock(steps: Any, lr_steps: Any, lr_values: Any) -> tuple[np.ndarray, float]:
+    """Cumulative learning rate at ``steps``, in equivalent steps at the peak rate.
+
+    The logged rate is interpolated to every integer step ``1 .. max(steps)`` (held constant before
+    the first and after the last logged value) and summed: ``s_t = sum_{j=1}^{t} eta_j / eta_ref``.
+
+    Parameters
+    ----------
+    steps : array_like of int, shape (n,)
+        Steps where the curve is logged.
+    lr_steps, lr_values : array_like, shape (m,)
+        The logged learning rate (``m >= 1``, values ``>= 0``, some ``> 0``).
+
+    Returns
+    -------
+    clock : ndarray, shape (n,)
+    eta_ref : float
+        The peak logged rate.
+
+    Raises
+    ------
+    DataError
+        No positive learning rate logged.
+    """
+    t = np.asarray(steps, dtype=float)
+    ls, lv = np.asarray(lr_steps, dtype=float), np.asarray(lr_values, dtype=float)
+    ok = np.isfinite(ls) & np.isfinite(lv) & (lv >= 0)
+    ls, lv = ls[ok], lv[ok]
+    if lv.size == 0 or float(lv.max()) <= 0:
+        raise DataError("the log's `learning_rate` has no positive value: no clock to measure K against")
+    eta_ref = float(lv.max())
+    grid = np.arange(1, int(max(1.0, t.max())) + 1, dtype=float)
+    cum = np.concatenate([[0.0], np.cumsum(np.interp(grid, ls, lv) / eta_ref)])
+    return np.interp(t, np.arange(cum.size, dtype=float), cum), eta_ref
+
+
+class ModelLaw(Law):
+    """The three-phase law with the run's conventions built in: one time-scale parameter ``a = eta K``.
+
+    ``R(s) = R_inf - (R_inf - R_0) rho(s; M(a), C(a), g(a))`` with ``M = (1 + mu + g d2)/2``,
+    ``C = 1 - mu - g d1``, ``g = a`` (heavy ball) or ``(1 - mu) a`` (EMA) and ``d1, d2`` the lag
+    moments of the conventions (:func:`grpo_core.model.stability.lag_moments`). The inertia is then
+    the momentum's, not a free parameter: the curve's one time scale measures ``a``.
+    Parameters ``(r0, r_inf, a)``; bounds of ``a``: the exponential law's rate bounds mapped by
+    :func:`gain_from_rate` (so ``C > 0`` throughout).
+    """
+
+    param_names = ("r0", "r_inf", "a")
+    param_units = ("reward", "reward", "per step")
+    formula = r"R(s) = R_\infty - (R_\infty - R_0)\,\rho(s; M(a), C(a), g(a))"
+
+    def __init__(self, conventions: Conventions):
+        from ..model.stability import lag_moments
+
+        self.conventions = conventions
+        d1, d2 = lag_moments(conventions.k_ref, conventions.lag)
+        self._d1, self._d2 = float(d1[()]), float(d2[()])
+        self.name = "oscillator_at_conventions"
+        self.title = "three-phase at the run's conventions"
+        self.description = "The oscillator's step response with mu and the lag fixed by the run's settings."
+
+    def evaluate(self, t, params):
+        from ..model.oscillator import reward_curve
+
+        r0, r_inf, a = (params[..., i, None] for i in range(3))
+        mu = self.conventions.mu
+        g = a if self.conventions.momentum == "heavy_ball" else (1.0 - mu) * a
+        return reward_curve(t, r0, r_inf, (1.0 + mu + g * self._d2) / 2.0, 1.0 - mu - g * self._d1, g)
+
+    def bounds(self, t, y):
+        lb, ub = _EXPONENTIAL.bounds(t, y)
+        lb[2], ub[2] = gain_from_rate([lb[2], ub[2]], self.conventions)
+        return lb, ub
+
+    def initial_guesses(self, t, y):
+        out = []
+        for p in _EXPONENTIAL.initial_guesses(t, y):
+            q = np.array(p, dtype=float)
+            q[2] = float(gain_from_rate(q[2], self.conventions))
+            out.append(q)
+        return out
+
+
+_EXPONENTIAL = get_law("exponential")
+
+
+def _interval(law: ModelLaw, fit, s, level: float, method: str, n_boot: int, seed: int) -> tuple[float, float]:
+    """Interval of ``a``: log-normal delta method, or a residual moving-block bootstrap."""
+    a = fit.params["a"]
+    if method == "delta":
+        se = fit.stderr["a"]
+        if not math.isfinite(se):
+            return math.nan, math.nan
+        spread = math.exp(stats.norm.ppf(0.5 + level / 2.0) * se / a)  # a positive rate's interval stays positive
+        return a / spread, a * spread
+    rng = np.random.default_rng(seed)
+    resid = fit.y - fit.fitted
+    resid = resid - resid.mean()
+    n = resid.size
+    rho = float(np.corrcoef(resid[:-1], resid[1:])[0, 1]) if n > 2 else 0.0
+    block = int(min(max(1, math.ceil((1 + max(rho, 0.0)) / (1 - min(max(rho, 0.0), 0.99)))), max(1, n // 4)))
+    p_hat = np.array([fit.params[k] for k in law.param_names])
+    draws = np.empty(n_boot)
+    for b in range(n_boot):
+        starts = rng.integers(0, n - block + 1, size=-(-n // block))
+        idx = (starts[:, None] + np.arange(block)[None, :]).ravel()[:n]
+        draws[b] = fit_law(fit.t, fit.fitted + resid[idx], law, starts=[p_hat]).params["a"]
+    lo, hi = np.quantile(draws, [0.5 - level / 2.0, 0.5 + level / 2.0])
+    return float(min(lo, a)), float(max(hi, a))
+
+
+def _no_time_scale(fit, law: ModelLaw) -> str | None:
+    """Why a fit at the conventions gives no time scale, or None."""
+    n, p = fit.n, 3
+    tss = float(np.sum((fit.y - fit.y.mean()) ** 2))
+    f_stat = ((tss - fit.rss) / (p - 1)) / (fit.rss / (n - p)) if fit.rss > 0 else math.inf
+    p_value = float(stats.f.sf(f_stat, p - 1, n - p))
+    if p_value > FLAT_P_VALUE:
+        return (f"flat run: the fitted law explains no more than the noise (R^2 = {fit.r2:.3f}, F-test p = "
+                f"{p_value:.2g} > {FLAT_P_VALUE:g}), so the curve has no time scale")
+    lb, ub = law.bounds(fit.t, fit.y)
+    if "a" in fit.at_bound:
+        if fit.params["a"] >= ub[2] * (1 - 1e-6):
+            return "the rate sits at the fit's upper bound: the curve jumps faster than the logging interval"
+        return "the rate sits at the fit's lower bound: the curve shows no relaxation within the log"
+    if "r_inf" in fit.at_bound:
+        return ("the plateau lies beyond the data (R_inf at its bound): the curve is still in its linear part, "
+                "where only the product of the rise and the rate is identified, not the rate")
+    return None
+
+
+#: F-test p-value of the fit against a constant above which a curve is called flat.
+FLAT_P_VALUE = 0.01
+
+
+def implied_curvature(
+    t: Any,
+    y: Any,
+    conventions: Conventions,
+    *,
+    eta: Any = None,
+    lr_steps: Any = None,
+    lr_values: Any = None,
+    level: Any = 0.9,
+    method: str = "delta",
+    n_boot: int = 200,
+    seed: int = 0,
+) -> ImpliedCurvature:
+    """Fit the oscillator at the run's conventions in the model's clock and read off ``a = eta K`` and ``K``.
+
+    Parameters
+    ----------
+    t, y : array_like, shape (n,)
+        Steps (``>= 0``) and the reward there.
+    conventions : Conventions
+        From :meth:`RunSettings.conventions`.
+    eta : float, optional
+        The constant learning rate, used when no schedule is given; ``> 0``.
+    lr_steps, lr_values : array_like, optional
+        The logged learning rate; when given the clock is the cumulative learning rate and
+        ``eta_ref`` its peak (:func:`learning_rate_clock`).
+    level : float
+        Interval coverage in (0, 1), default 0.9.
+    method : {"delta", "bootstrap"}
+        Interval of ``a`` from the fit's covariance (log-normal delta method) or a residual
+        moving-block bootstrap (``n_boot`` refits, ``seed``).
+
+    Returns
+    -------
+    ImpliedCurvature
+        ``ok = False`` with a ``reason`` for a curve without a time scale (flat: the fit is no better
+        than a constant by an F-test at p = 0.01; the rate or the plateau at a bound).
+
+    Raises
+    ------
+    ParameterError
+        Neither ``eta`` nor a schedule; bad ``level``, ``method``, ``n_boot``, ``seed``.
+
+    References
+    ----------
+    Our derivation (module docstring); Cohen et al. 2022 for the preconditioned sharpness.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from grpo_core.runs.settings import RunSettings
+    >>> conv = RunSettings().conventions()  # Adam b1 = 0.9, on-policy
+    >>> t = np.arange(1, 301)
+    >>> y = ModelLaw(conv)(t, [0.2, 0.8, 0.02]) + np.random.default_rng(1).normal(0, 0.02, t.size)
+    >>> ic = implied_curvature(t, y, conv, eta=1e-5)
+    >>> ic.a_low < 0.02 < ic.a_high, round(ic.curvature / 2000, 1)
+    (True, 1.0)
+    """
+    level = check_real("level", level, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+    method = check_choice("method", method, INTERVAL_METHODS)
+    n_boot, seed = check_integer("n_boot", n_boot, low=10), check_integer("seed", seed, low=0)
+    t = np.asarray(t, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if lr_values is not None:
+        s, eta_ref = learning_rate_clock(t, lr_steps, lr_values)
+        clock = "learning_rate"
+    elif eta is not None:
+        eta_ref = check_real("eta", eta, low=0.0, low_inclusive=False)
+        s, clock = t, "steps"
+    else:
+        raise ParameterError("eta", "`eta` (a constant learning rate) or a logged schedule is required")
+    common = dict(eta=eta_ref, clock=clock, conventions=conventions, level=level, interval_method=method)
+    keep = np.concatenate([[True], np.diff(s) > 0]) & np.isfinite(y)  # lr = 0 steps do not move the clock
+    notes = () if keep.all() else (f"{int((~keep).sum())} point(s) where the clock did not advance dropped",)
+    law = ModelLaw(conventions)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fit = fit_law(s[keep], y[keep], law)
+            free = fit_law(s[keep], y[keep], "three_phase")
+    except DataError as exc:
+        return ImpliedCurvature(ok=False, reason=str(exc), n=int(keep.sum()), notes=notes, **common)
+    k, tau = free.params["k"], free.params["tau"]
+    check = dict(rate_free=k, tau_fit=tau, damping_ratio_fit=1.0 / (2.0 * math.sqrt(k * tau)) if tau > 0 else math.inf,
+                 r2=fit.r2, n=fit.n, notes=notes)
+    why = _no_time_scale(fit, law)
+    if why is not None:
+        return ImpliedCurvature(ok=False, reason=why, **check, **common)
+    a = fit.params["a"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a_lo, a_hi = _interval(law, fit, s[keep], level, method, n_boot, seed)
+    if not (math.isfinite(a_lo) and math.isfinite(a_hi)):
+        return ImpliedCurvature(ok=False, reason="the rate is not identified (infinite standard error)",
+                                **check, **common)
+    return ImpliedCurvature(
+        ok=True, reason=None, a=a, a_low=a_lo, a_high=a_hi, curvature=a / eta_ref,
+        curvature_low=a_lo / eta_ref, curvature_high=a_hi / eta_ref, tau_model=_tau_model(a, conventions),
+        **check, **common)
+
+
+def _tau_model(a: float, c: Conventions) -> float:
+    from ..model.oscillator import coefficients
+
+    co = coefficients(1.0, c.mu, c.k_ref, a, lag=c.lag, momentum=c.momentum)
+    return co.mass / co.damping if co.damping > 0 else math.inf
+
+
+def implied_curvature_from_log(log, settings: RunSettings | None = None, *, metric: str = "reward",
+                               split: str = "train", eta: Any = None, **kwargs) -> ImpliedCurvature:
+    """:func:`implied_curvature` of one metric of a :class:`~grpo_core.runs.logs.RunLog`.
+
+    The clock is the log's ``learning_rate`` when it has one (cumulative, see
+    :func:`learning_rate_clock`), else ``eta`` or ``settings.learning_rate`` held constant.
+
+    Parameters
+    ----------
+    log : RunLog
+    settings : RunSettings, optional
+        Default: TRL's defaults (:class:`RunSettings`).
+    metric, split : str
+        The curve to fit (default the training reward).
+    eta : float, optional
+        Overrides the learning rate (then the clock is in steps).
+    **kwargs
+        ``level``, ``method``, ``n_boot``, ``seed`` of :func:`implied_curvature`.
+
+    Returns
+    -------
+    ImpliedCurvature
+        ``ok = False`` with a reason when there is no curve, no learning rate, or no time scale.
+
+    Examples
+    --------
+    >>> from grpo_core.runs import datasets, logs, settings
+    >>> r = datasets.real_run("04")
+    >>> ic = implied_curvature_from_log(logs.read_log(r.path), settings.read_settings(r.folder / "meta.json"))
+    >>> ic.ok, ic.clock, ic.a_low < ic.a < ic.a_high
+    (True, 'learning_rate', True)
+    """
+    settings = settings or RunSettings()
+    conv = settings.conventions()
+    with warnings.catch_warnings():  # dropped rows are the fit's to report, not this line's
+        warnings.simplefilter("ignore")
+        t, y = log.series(metric, split=split)
+    lr_kw: dict[str, Any] = {}
+    if eta is None:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ls, lv = log.series("learning_rate")
+            if lv.size and np.nanmax(lv) > 0:
+                lr_kw = dict(lr_steps=ls, lr_values=lv)
+        except DataError:
+            pass
+        eta = settings.learning_rate
+    if not lr_kw and eta is None:
+        return ImpliedCurvature(ok=False, reason="no learning rate: the log has no `learning_rate` column and "
+                                "no config gives one (use --config or --eta)", eta=math.nan, clock="steps",
+                                conventions=conv)
+    return implied_curvature(t, y, conv, eta=None if lr_kw else eta, **lr_kw, **kwargs)
+
+
+@dataclass(frozen=True)
+class LogAdvice:
+    """``advise`` for a run read from its log: the implied curvature and the model's verdict at it.
+
+    Attributes
+    ----------
+    implied : ImpliedCurvature
+    advice : Advice or None
+        :func:`grpo_core.model.advice.advise` at ``eta_ref``, the implied ``K`` (total stiffness,
+        the KL pull included) and the run's conventions; ``None`` when no curvature was read.
+    margin, margin_low, margin_high : float
+        Exact threshold over the run's ``a``: ``a*_exact / a`` (> 1 stable), over the interval of ``a``.
+    fastest_monotone_eta, fastest_monotone_eta_low, fastest_monotone_eta_high : float
+        The critically damped learning rate (fastest non-oscillating), over the interval of ``K``.
+    stable : bool or None
+        ``a < a*_exact`` at the point estimate (None without a curvature).
+    stable_over_interval : bool or None
+        Stable at the top of the interval too.
+    """
+
+    implied: ImpliedCurvature
+    advice: Any = None
+    margin: float = math.nan
+    margin_low: float = math.nan
+    margin_high: float = math.nan
+    fastest_monotone_eta: float = math.nan
+    fastest_monotone_eta_low: float = math.nan
+    fastest_monotone_eta_high: float = math.nan
+    stable: bool | None = None
+    stable_over_interval: bool | None = None
+
+    def summary(self) -> str:
+        """The report ``grpo-dynamics advise --from-log`` prints."""
+        ic = self.implied
+        lines = ["Conventions: " + ic.conventions.text(), ic.line()]
+        if ic.ok:
+            lines.append(f"  consistency: free three-phase fit tau = {ic.tau_fit:.3g} steps vs the momentum's "
+                         f"M/C = {ic.tau_model:.3g} steps"
+                         + (" (the slow start is longer than momentum explains)" if ic.tau_fit > 3 * ic.tau_model
+                            else ""))
+        for note in ic.notes:
+            lines.append(f"  ! {note}")
+        if self.advice is None:
+            lines.append("No verdict: without a time scale the log does not measure K (give --curvature to use "
+                         "the plain advise).")
+            return "\n".join(lines)
+        adv = self.advice
+        lines += [
+            "",
+            f"Regime at the run's eta = {adv.eta:.3g}: {adv.regime} (zeta = {adv.damping_ratio:.3g}); "
+            f"{'stable' if self.stable else 'UNSTABLE'} by the exact discrete threshold "
+            f"(a* = {adv.critical_a_exact:.4g} per step, {adv.lag} lag, k_ref = {adv.k_ref})",
+            f"Stability margin a*/a = {self.margin:.3g}x [{self.margin_low:.3g}, {self.margin_high:.3g}]"
+            + ("" if self.stable_over_interval else "  (the interval reaches the threshold)"),
+            f"Fastest non-oscillating learning rate (critical damping): {self.fastest_monotone_eta:.3g} "
+            f"[{self.fastest_monotone_eta_low:.3g}, {self.fastest_monotone_eta_high:.3g}]; largest stable: "
+            f"{adv.critical_eta_exact:.3g}",
+        ]
+        return "\n".join(lines)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready ``dict``: the implied curvature, the advice (or None) and the margins."""
+        from .._json import json_ready
+
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("implied", "advice")}
+        out["implied"] = self.implied.as_dict()
+        out["advice"] = None if self.advice is None else self.advice.as_dict()
+        return json_ready(out)
+
+
+def advise_implied(implied: ImpliedCurvature) -> LogAdvice:
+    """The model's verdict at a run's implied curvature (:func:`grpo_core.model.advice.advise`).
+
+    The stiffness is passed as the total ``K`` with ``beta = 0`` (the log measures the sum
+    ``curvature + beta * kl_curvature``). Returns a :class:`LogAdvice` with ``advice = None`` when
+    ``implied.ok`` is False.
+    """
+    from ..model.advice import advise
+
+    if not implied.ok:
+        return LogAdvice(implied=implied)
+    c = implied.conventions
+    adv = advise(implied.eta, c.mu, c.k_ref, implied.curvature, 0.0, lag=c.lag, momentum=c.momentum)
+    a_star = adv.critical_a_exact
+    eta_cd = adv.critically_damped_eta * implied.curvature  # = a_damp: the same a for every K
+    return LogAdvice(
+        implied=implied, advice=adv, margin=a_star / implied.a, margin_low=a_star / implied.a_high,
+        margin_high=a_star / implied.a_low, fastest_monotone_eta=adv.critically_damped_eta,
+        fastest_monotone_eta_low=eta_cd / implied.curvature_high,
+        fastest_monotone_eta_high=eta_cd / implied.curvature_low,
+        stable=bool(adv.stable_exact), stable_over_interval=bool(implied.a_high < a_star))
+
+
+def advise_from_log(log, settings: RunSettings | None = None, **kwargs) -> LogAdvice:
+    """:func:`implied_curvature_from_log` then :func:`advise_implied` (keyword arguments go to the former).
+
+    Examples
+    --------
+    >>> from grpo_core.runs import datasets, logs, settings
+    >>> r = datasets.real_run("22")
+    >>> out = advise_from_log(logs.read_log(r.path), settings.read_settings(r.folder / "meta.json"))
+    >>> out.stable, out.advice.regime, out.margin > 100
+    (True, 'overdamped', True)
+    """
+    return advise_implied(implied_curvature_from_log(log, settings, **kwargs))

@@ -1,0 +1,318 @@
+"""A run's settings as the oscillator model needs them, read from the files people have.
+
+:func:`read_settings` reads a TRL ``GRPOConfig`` / ``TrainingArguments`` JSON (``config.json``,
+``training_args.json``, ``GRPOConfig.to_dict()``), a ``trainer_state.json``, a committed real run's
+``meta.json`` (``grpo_core/data/real_runs``), or a plain JSON of this module's own field names, and
+returns :class:`RunSettings`: the optimizer and its first moment, ``num_iterations``,
+``steps_per_generation``, ``gradient_accumulation_steps``, ``beta``, ``G``, the peak learning rate,
+and :meth:`RunSettings.conventions`, the model's conventions for that run (momentum style, ``mu``,
+lag model, ``k_ref``) with the reason for each.
+
+Defaults are TRL's (``transformers.TrainingArguments`` / ``trl.GRPOConfig``): ``optim="adamw_torch"``
+with ``adam_beta1 = 0.9``, ``adam_beta2 = 0.999``, ``num_iterations = 1``, ``steps_per_generation =
+gradient_accumulation_steps = 1``. A value the file does not give is taken from them and the
+settings say so (:attr:`RunSettings.defaulted`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import DataError, ParameterError
+
+__all__ = ["RunSettings", "Conventions", "read_settings", "settings_for_log", "TRL_DEFAULTS"]
+
+#: TRL / transformers defaults for the fields the model uses.
+TRL_DEFAULTS: dict[str, Any] = {
+    "optimizer": "adamw_torch", "beta1": 0.9, "beta2": 0.999, "sgd_momentum": 0.0,
+    "num_iterations": 1, "steps_per_generation": None, "gradient_accumulation_steps": 1,
+    "beta": 0.0, "group_size": None, "learning_rate": None,
+}
+
+# Keys seen in configs and in the real runs' meta.json "hyperparameters", per field (lower-cased).
+_ALIASES: dict[str, tuple[str, ...]] = {
+    "optimizer": ("optimizer", "optim"),
+    "beta1": ("beta1", "adam_beta1"),
+    "beta2": ("beta2", "adam_beta2"),
+    "sgd_momentum": ("momentum", "sgd_momentum"),
+    "num_iterations": ("num_iterations", "mu", "ppo_epochs", "num_ppo_epochs"),
+    "steps_per_generation": ("steps_per_generation",),
+    "gradient_accumulation_steps": ("gradient_accumulation_steps",),
+    "beta": ("beta", "kl_coef (beta)", "kl_beta", "kl_coef", "kl_coeff", "kl_loss_coef", "init_kl_coef"),
+    "group_size": ("group_size", "num_generations", "num_generations (g)", "group_size (g)", "rollout.n (g)",
+                   "num_return_sequences_in_group (g)", "group_size_g"),
+    "learning_rate": ("learning_rate", "learning_rate_peak", "learning_rate_peak_logged", "actor lr",
+                      "learning_rate (grpo)"),
+    "k_ref": ("k_ref",),
+    "lag": ("lag",),
+}
+
+
+@dataclass(frozen=True)
+class Conventions:
+    """The oscillator model's conventions for one run, with the reason for each.
+
+    Attributes
+    ----------
+    momentum : {"ema", "heavy_ball"}
+        ``"ema"`` for Adam-family optimizers (``beta1`` is an EMA of the gradient), ``"heavy_ball"``
+        for SGD with momentum.
+    mu : float
+        Momentum coefficient in ``[0, 1)`` (Adam's ``beta1``, or SGD's momentum).
+    lag : {"refresh", "constant"}
+        ``"refresh"``: one generation batch is reused for ``k_ref`` optimizer steps, so the gradient's
+        lag cycles ``0 .. k_ref - 1`` (TRL's reuse).
+    k_ref : int
+        Optimizer steps per generation batch, ``>= 1``.
+    preconditioned : bool
+        True for Adam-family optimizers: the curvature read off the log is ``K / sqrt(v)``.
+    lines : tuple of str
+        One sentence per convention saying what was used and why.
+    """
+
+    momentum: str
+    mu: float
+    lag: str
+    k_ref: int
+    preconditioned: bool
+    lines: tuple[str, ...]
+
+    def text(self) -> str:
+        """The conventions as one paragraph (what the commands print)."""
+        return " ".join(self.lines)
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What the oscillator model needs of a run's configuration.
+
+    Attributes
+    ----------
+    optimizer : str
+        The optimizer name as the config spells it (``"adamw_torch"``, ``"adamw_8bit"``, ``"sgd"``).
+    beta1, beta2 : float
+        Adam's moment coefficients (used when the optimizer is Adam-family).
+    sgd_momentum : float
+        SGD's (heavy-ball) momentum, from ``optim_args="momentum=0.9"`` or a ``momentum`` key.
+    num_iterations : int
+        Passes over one generation batch (TRL ``num_iterations``; GRPO's ``mu``), ``>= 1``.
+    steps_per_generation, gradient_accumulation_steps : int
+        TRL's micro-steps per generation and per optimizer step; the generation is reused for
+        ``num_iterations * steps_per_generation / gradient_accumulation_steps`` optimizer steps.
+    beta : float
+        KL weight (0: no anchor).
+    group_size : int or None
+        ``G``, completions per prompt (noise temperature only; recorded, not used by the thresholds).
+    learning_rate : float or None
+        The configured (peak) learning rate.
+    k_ref, lag : int / str or None
+        Explicit overrides of the lag model (a config of this module's own fields).
+    source : str
+        Where the settings came from.
+    defaulted : tuple of str
+        Fields not given by the source and taken from :data:`TRL_DEFAULTS`.
+    """
+
+    optimizer: str = "adamw_torch"
+    beta1: float = 0.9
+    beta2: float = 0.999
+    sgd_momentum: float = 0.0
+    num_iterations: int = 1
+    steps_per_generation: int | None = None
+    gradient_accumulation_steps: int = 1
+    beta: float = 0.0
+    group_size: int | None = None
+    learning_rate: float | None = None
+    k_ref: int | None = None
+    lag: str | None = None
+    source: str = "TRL defaults"
+    defaulted: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def adam(self) -> bool:
+        """Whether the optimizer is Adam-family (Adam, AdamW, 8-bit and paged variants, Lion excluded)."""
+        return "adam" in self.optimizer.lower()
+
+    @property
+    def steps_per_generation_batch(self) -> int:
+        """Optimizer steps one generation batch is used for (``>= 1``)."""
+        if self.k_ref is not None:
+            return int(self.k_ref)
+        spg = self.steps_per_generation or self.gradient_accumulation_steps
+        return max(1, int(round(self.num_iterations * spg / max(1, self.gradient_accumulation_steps))))
+
+    def conventions(self) -> Conventions:
+        """The model's conventions for this run and why (see :class:`Conventions`)."""
+        lines = []
+        if "optimizer" not in self.defaulted:
+            given = ""
+        elif self.source == "TRL defaults":
+            given = " (no config found: TRL's default)"
+        else:
+            given = f" ({self.source} names none: TRL's default)"
+        if self.adam:
+            momentum, mu = "ema", float(self.beta1)
+            lines.append(f"Optimizer {self.optimizer}{given}: EMA momentum mu = beta1 = {mu:g} "
+                         f"({'TRL default' if 'beta1' in self.defaulted else 'from ' + self.source}); the "
+                         "curvature the log measures is Adam's preconditioned K / sqrt(v), and eta*K per step is "
+                         "what is identified.")
+        else:
+            momentum, mu = "heavy_ball", float(self.sgd_momentum)
+            lines.append(f"Optimizer {self.optimizer}{given}: heavy-ball momentum mu = {mu:g} (v = mu v + g); "
+                         "K is the raw curvature.")
+        k_ref = self.steps_per_generation_batch
+        lag = self.lag or "refresh"
+        if self.k_ref is not None:
+            lines.append(f"Lag: {lag}, k_ref = {k_ref} (given).")
+        elif k_ref == 1:
+            lines.append("Lag: on-policy (num_iterations = 1 and one generation per optimizer step): k_ref = 1, "
+                         "refresh lag.")
+        else:
+            lines.append(
+                f"Lag: one generation batch serves {k_ref} optimizer steps (num_iterations = {self.num_iterations} x "
+                f"steps_per_generation / gradient_accumulation_steps): refresh lag, k_ref = {k_ref}. This is the "
+                "stale-gradient bound; TRL's importance ratio removes the lag in expectation until the clip binds "
+                "(k_ref = 1 is the optimistic end).")
+        return Conventions(momentum=momentum, mu=mu, lag=lag, k_ref=k_ref, preconditioned=self.adam,
+                           lines=tuple(lines))
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready ``dict`` of the fields."""
+        from .._json import json_ready
+
+        return json_ready({f: getattr(self, f) for f in self.__dataclass_fields__})
+
+
+def _flatten(d: dict[str, Any]) -> dict[str, Any]:
+    """Lower-cased keys of ``d`` and of its ``hyperparameters`` sub-dict (meta.json), top level last wins."""
+    out: dict[str, Any] = {}
+    for key in ("hyperparameters", "args", "training_args"):
+        if isinstance(d.get(key), dict):
+            out.update({str(k).lower(): v for k, v in d[key].items()})
+    out.update({str(k).lower(): v for k, v in d.items() if not isinstance(v, dict)})
+    return out
+
+
+def _number(name: str, value: Any, source: str) -> float | None:
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    m = re.match(r"\s*([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)", str(value))  # "8 (scripts/...; README says 4)"
+    if m is None:
+        raise DataError(f"{source}: `{name}` = {value!r} is not a number")
+    return float(m.group(1))
+
+
+def _optim_args_momentum(flat: dict[str, Any]) -> float | None:
+    m = re.search(r"momentum\s*=\s*([0-9.eE+-]+)", str(flat.get("optim_args") or ""))
+    return float(m.group(1)) if m else None
+
+
+def _from_mapping(d: dict[str, Any], source: str) -> RunSettings:
+    flat = _flatten(d)
+    values: dict[str, Any] = {}
+    for name, keys in _ALIASES.items():
+        hit = next((flat[k] for k in keys if k in flat and flat[k] is not None), None)
+        if hit is None:
+            continue
+        values[name] = str(hit) if name in ("optimizer", "lag") else _number(name, hit, source)
+    momentum = _optim_args_momentum(flat)
+    if momentum is not None:
+        values["sgd_momentum"] = momentum
+    for name in ("num_iterations", "steps_per_generation", "gradient_accumulation_steps", "group_size", "k_ref"):
+        if name in values:
+            values[name] = int(values[name])
+    _check(values, source)
+    defaulted = tuple(n for n in ("optimizer", "beta1", "num_iterations", "steps_per_generation",
+                                  "gradient_accumulation_steps", "beta", "group_size", "learning_rate")
+                      if n not in values)
+    return RunSettings(**values, source=source, defaulted=defaulted)
+
+
+def _check(values: dict[str, Any], source: str) -> None:
+    for name in ("beta1", "sgd_momentum"):
+        v = values.get(name)
+        if v is not None and not 0.0 <= v < 1.0:
+            raise DataError(f"{source}: `{name}` must be in [0, 1); got {v:g}")
+    for name in ("num_iterations", "steps_per_generation", "gradient_accumulation_steps", "k_ref"):
+        v = values.get(name)
+        if v is not None and v < 1:
+            raise DataError(f"{source}: `{name}` must be an integer >= 1; got {v}")
+    for name in ("beta", "learning_rate"):
+        v = values.get(name)
+        if v is not None and (not math.isfinite(v) or v < 0):
+            raise DataError(f"{source}: `{name}` must be finite and >= 0; got {v:g}")
+    if values.get("lag") not in (None, "refresh", "constant"):
+        raise DataError(f"{source}: `lag` must be 'refresh' or 'constant'; got {values['lag']!r}")
+
+
+def read_settings(path: Any) -> RunSettings:
+    """Read a run's settings from a config file.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A JSON file: a TRL ``GRPOConfig`` / ``TrainingArguments`` dump, a ``trainer_state.json``
+        (it names no optimizer: TRL's defaults are used and recorded in ``defaulted``), a real run's
+        ``meta.json`` (its ``hyperparameters`` and ``group_size_G``/``learning_rate``), or a JSON of
+        this module's own field names (``optimizer``, ``beta1``, ``sgd_momentum``, ``num_iterations``,
+        ``steps_per_generation``, ``gradient_accumulation_steps``, ``beta``, ``group_size``,
+        ``learning_rate``, ``k_ref``, ``lag``).
+
+    Returns
+    -------
+    RunSettings
+
+    Raises
+    ------
+    ParameterError
+        The file does not exist.
+    DataError
+        It is not a JSON object, or a value is out of range (``beta1`` outside [0, 1), ...).
+
+    Examples
+    --------
+    >>> from grpo_core.runs import datasets
+    >>> s = read_settings(datasets.real_run("01").folder / "meta.json")
+    >>> s.optimizer, s.beta, s.group_size, s.learning_rate, s.conventions().k_ref
+    ('adamw_torch', 0.05, 4, 0.0001, 1)
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise ParameterError("config", f"`config` must be an existing JSON file; got {str(path)!r}")
+    try:
+        d = json.loads(p.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DataError(f"{p}: not a JSON file ({exc})") from None
+    if not isinstance(d, dict):
+        raise DataError(f"{p}: expected a JSON object of settings, got {type(d).__name__}")
+    if "log_history" in d:  # trainer_state.json: only the batch and step counts; lr comes from the log
+        d = {k: v for k, v in d.items() if k != "log_history"}
+    return _from_mapping(d, p.name)
+
+
+def settings_for_log(log_path: Any, config: Any = None) -> RunSettings:
+    """The settings of the run that wrote ``log_path``: ``config`` if given, else a file beside the log.
+
+    Looked for beside the log, in this order: ``meta.json`` (a committed real run), ``config.json``,
+    ``training_args.json``; a ``trainer_state.json`` log is itself read. None found: TRL's defaults
+    (``source = "TRL defaults"``).
+    """
+    if config is not None:
+        return read_settings(config)
+    log = Path(log_path)
+    for name in ("meta.json", "config.json", "training_args.json"):
+        if (log.parent / name).is_file() and log.name != name:
+            return read_settings(log.parent / name)
+    if log.suffix == ".json" and log.is_file():
+        try:
+            return read_settings(log)
+        except DataError:
+            pass
+    return RunSettings(defaulted=tuple(k for k in TRL_DEFAULTS if k != "sgd_momentum" and k != "beta2"))
