@@ -188,7 +188,7 @@ def evidence_series(log: RunLog, finding, *, num_prompts: int | None = None,
     >>> f = diagnostics.diagnose(log, forecast=False).find("policy_concentration")
     >>> e = evidence_series(log, f)
     >>> e["metrics"], sorted(e["rules"]["label"])
-    (['entropy'], ['0.1 x initial', '0.5 x initial'])
+    (['entropy', 'reward'], ['0.1 x initial', '0.5 x initial'])
     """
     _check(log, finding)
     th = thresholds or _diag.DEFAULT_THRESHOLDS
