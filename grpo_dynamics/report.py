@@ -1,7 +1,10 @@
 """The diagnosis report: one self-contained HTML page (no network access needed to view it).
 
-The page holds the verdict, the findings, the plateau forecast, the modes that could not be
-checked and what reading the log did, then the charts of :mod:`widgets.diagnostics_charts`. The
+The page holds the verdict, the findings (each with its evidence on a chart of
+:mod:`widgets.evidence_charts`: the metrics it names around its onset, the thresholds it crossed,
+the onset marked, and what to try), the plateau forecast ("now" is the current level as the
+forecaster sees it), the modes that could not be checked and what reading the log did, then the
+charts of :mod:`widgets.diagnostics_charts`. The
 Vega, Vega-Lite and Vega-Embed JavaScript is inlined from ``vl-convert-python``'s bundle, so the file
 opens anywhere (an air-gapped cluster, an email attachment) and makes no request.
 """
@@ -28,6 +31,7 @@ h1 { font-size: 1.5em; margin-bottom: 0.2em; } h2 { font-size: 1.15em; margin-to
 li { margin: 0.35em 0; } table { border-collapse: collapse; } td, th { padding: 0.15em 0.8em 0.15em 0;
 text-align: left; } .muted { color: #666; font-size: 0.9em; } .chart { margin: 0.6em 0 1.4em 0; }
 code { background: #f4f4f4; padding: 0 0.2em; }
+.finding { margin: 0.8em 0 1.4em 0; } .try { margin: 0.3em 0 0.3em 1.2em; }
 """
 
 _TITLES = {
@@ -87,7 +91,9 @@ def render_report(log, diagnosis, *, group_size: int | None = None, binary_rewar
     """
     import vl_convert
 
+    from grpo_core.errors import GrpoError
     from widgets.diagnostics_charts import diagnosis_charts
+    from widgets.evidence_charts import evidence_chart, what_to_try
 
     name = title or Path(str(log.source)).name
     charts = diagnosis_charts(log, diagnosis, group_size=group_size, binary_reward=binary_reward,
@@ -110,17 +116,22 @@ def render_report(log, diagnosis, *, group_size: int | None = None, binary_rewar
         f"<p>{verdict}</p>",
         "<h2>Findings</h2>",
     ]
+    specs = {}
     if diagnosis.findings:
-        parts.append("<ul>")
-        for f in diagnosis.findings:
+        for i, f in enumerate(diagnosis.findings):
             onset = f", onset at step {f.onset}" if f.onset is not None else ""
+            div = f"evidence_{i}"
             parts.append(
-                f'<li><span class="badge {html.escape(f.severity)}">{html.escape(f.severity)}</span>'
-                f"<b>{html.escape(f.mode.replace('_', ' '))}</b> (steps "
-                f"{f.steps[0]}&ndash;{f.steps[1]}{onset}): "
-                f"{html.escape(f.message)}</li>"
-            )
-        parts.append("</ul>")
+                f'<div class="finding"><span class="badge {html.escape(f.severity)}">{html.escape(f.severity)}</span>'
+                f"<b>{html.escape(f.mode.replace('_', ' '))}</b> (steps {f.steps[0]}&ndash;{f.steps[1]}{onset}): "
+                f"{html.escape(f.message)}"
+                f'<p class="try"><b>What to try:</b> {html.escape(what_to_try(f))}</p>')
+            try:
+                specs[div] = evidence_chart(log, f, num_prompts=num_prompts, width=780).to_dict()
+                parts.append(f'<div class="chart" id="{div}"></div>')
+            except GrpoError as exc:  # a finding whose metrics the log lacks still gets its text
+                parts.append(f'<p class="muted">no evidence chart: {html.escape(str(exc))}</p>')
+            parts.append("</div>")
     else:
         parts.append("<p>No failure mode found in the checks that could be run.</p>")
     if diagnosis.skipped:
@@ -133,26 +144,15 @@ def render_report(log, diagnosis, *, group_size: int | None = None, binary_rewar
     parts.append("<h2>Plateau forecast</h2>")
     fc = diagnosis.forecast
     if fc:
-        rows = [
-            ("law (lowest AIC)", fc["law"]),
-            ("forecast plateau", fc["plateau"]),
-            (
-                f"{fc['level']:.0%} band ({fc['band_method']})",
-                f"{fc['plateau_low']:.4g} to {fc['plateau_high']:.4g}",
-            ),
-            (f"mean of the last {fc['tail']} steps", fc["current"]),
-            (
-                "fraction of the rise made",
-                f"{fc['reached']:.0%}" if fc["reached"] == fc["reached"] else "n/a",
-            ),
-            ("steps to 90% of the plateau", fc["t90"]),
-            ("R² (raw / smoothed)", f"{fc['r2']:.3f} / {fc['r2_smoothed']:.3f}"),
-        ]
-        parts.append(
-            "<table>"
-            + "".join(f"<tr><th>{html.escape(k)}</th><td>{_fmt(v)}</td></tr>" for k, v in rows)
-            + "</table>"
-        )
+        rows = [("law (lowest AIC)", fc["law"]), ("forecast plateau", fc["plateau"]),
+                (f"{fc['level']:.0%} band ({fc['band_method']})", f"{fc['plateau_low']:.4g} to {fc['plateau_high']:.4g}"),
+                (f"now (the current level as the forecaster sees it: mean of the last {fc['tail']} steps)",
+                 fc["current"]),
+                ("fraction of the rise made", f"{fc['reached']:.0%}" if fc["reached"] == fc["reached"] else "n/a"),
+                ("steps to 90% of the plateau", fc["t90"]), ("R² (raw / smoothed)", f"{fc['r2']:.3f} / "
+                                                                                  f"{fc['r2_smoothed']:.3f}")]
+        parts.append("<table>" + "".join(f"<tr><th>{html.escape(k)}</th><td>{_fmt(v)}</td></tr>" for k, v in rows)
+                     + "</table>")
         if fc.get("caveat"):
             parts.append(f"<p><b>Caveat:</b> {html.escape(fc['caveat'])}.</p>")
     else:
@@ -164,7 +164,6 @@ def render_report(log, diagnosis, *, group_size: int | None = None, binary_rewar
                      f"{osc.growth_factor:.3g} over the log (damping ratio {osc.damping_ratio:.3g}; "
                      f"Fisher g-test p = {osc.p_value:.2g}).</p>")
     parts.append("<h2>Charts</h2>")
-    specs = {}
     for key, chart in charts.items():
         div = f"chart_{key}"
         specs[div] = chart.to_dict()

@@ -215,8 +215,12 @@ def test_report_is_one_self_contained_page(report06):
     assert "vegaEmbed" in page and len(page) > 500_000  # the Vega bundle is inlined
     assert "dynamic instability" in page and "onset at step 28" in page
     specs = json.loads(re.search(r"const SPECS = (\{.*?\});\n", page, re.S).group(1).replace("<\\/", "</"))
-    # reward, zero-spread, KL and grad norm panels (this log has no entropy)
-    assert set(specs) == {"chart_reward", "chart_zero_spread", "chart_kl", "chart_grad_norm"}
+    # reward, zero-spread, KL and grad norm panels (this log has no entropy), and one evidence chart
+    # per finding (tests/test_report.py)
+    assert {k for k in specs if k.startswith("chart_")} == {"chart_reward", "chart_zero_spread", "chart_kl",
+                                                            "chart_grad_norm"}
+    assert {k for k in specs if not k.startswith("chart_")} == {f"evidence_{i}" for i in
+                                                                range(page.count('class="finding"'))}
     for key in specs:
         assert f'id="{key}"' in page
 
@@ -226,8 +230,10 @@ def test_report_renders_offline_in_chromium(report06, probe):
     # `probe` (tests/conftest.py): the shared Chromium, console errors and off-machine requests recorded.
     page = probe.page
     page.goto(report06.resolve().as_uri())
-    page.wait_for_function("document.querySelectorAll('.chart svg').length >= 4", timeout=20_000)
-    assert page.locator(".chart svg").count() == 4
+    n = page.locator(".chart").count()  # the four panels and one evidence chart per finding
+    assert n > 4
+    page.wait_for_function(f"document.querySelectorAll('.chart svg').length >= {n}", timeout=20_000)
+    assert page.locator(".chart svg").count() == n
     probe.screenshot("diagnose-report")
     assert probe.external_requests == []
     assert probe.console_errors == []

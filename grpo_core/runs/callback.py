@@ -8,10 +8,28 @@
   training line per optimizer step; evaluation entries are lines of their own with
   ``"split": "eval"``). The file is the ``"grpo_dynamics"`` format of
   :func:`grpo_core.runs.logs.read_log`: the book, ``grpo-dynamics diagnose`` and ``fit`` read it;
-* every ``every`` optimizer steps runs :func:`grpo_core.runs.diagnostics.diagnose` on what has been
-  logged so far and prints the verdict, each finding and the plateau forecast (and keeps the
-  result in :attr:`DynamicsCallback.last_diagnosis`);
-* at the end of training writes ``<output_dir>/diagnosis.json`` (the final diagnosis).
+* every ``every`` optimizer steps runs :func:`grpo_core.runs.diagnostics.diagnose` (exactly the checks
+  of ``grpo-dynamics diagnose``, whatever modes it has) on what has been logged so far, binned to
+  at most ``max_points`` training rows so that the cost stays flat in a long run, and keeps the
+  result in :attr:`DynamicsCallback.last_diagnosis`;
+* prints one line the first time each failure mode reaches a printed severity (``print_severities``,
+  default warning and critical), and once more if it escalates; never the same line every check;
+* records the plateau forecast with its step at each diagnosis (:attr:`DynamicsCallback.forecasts`)
+  and prints it on one line;
+* with ``stop_on_critical=True`` stops training at the first critical finding
+  (``control.should_training_stop = True``): the finding is printed and written, with the
+  diagnosis, to ``<output_dir>/dynamics_stop.json``;
+* keeps the alerts and the forecasts in ``<output_dir>/dynamics_live.json`` (rewritten at each
+  diagnosis) and at the end of training writes ``<output_dir>/diagnosis.json`` (the final diagnosis).
+
+Against the closest peer
+------------------------
+The TRL callback of Microsoft's post-training toolkit checks a few YAML heuristics (group reward
+std < 0.01 over 20 steps, importance ratio < 0.5, entropy down 50% in 30 steps, reward/quality
+divergence) and can stop on a critical one. Here the same questions are answered by the tested
+checks of :mod:`grpo_core.runs.diagnostics` with their documented thresholds (zero-spread groups
+against the 0/1-reward expectation, policy concentration, unbounded growth and oscillation,
+train-eval decoupling, and any mode added there later), plus the plateau forecast.
 
 Resuming
 --------
@@ -26,8 +44,9 @@ Cost
 ----
 Writing a line costs microseconds. The periodic diagnosis costs more (a few law fits; the forecast
 band by bootstrap), so it runs only every ``every`` steps, with a small bootstrap
-(``n_boot=20``); ``bench/bench_llm.py`` measures the total against the same run without the
-callback.
+(``n_boot=20``) on a log binned to ``max_points`` (2000) training rows: bin means of every numeric
+metric, so NaN and inf survive the binning; ``bench/bench_llm.py`` measures the total against the
+same run without the callback.
 
 References
 ----------
@@ -53,7 +72,8 @@ try:  # transformers is an optional dependency of grpo_core (the ``llm`` extra)
 except ImportError:  # pragma: no cover - exercised only without transformers
     _Base = object
 
-__all__ = ["DynamicsCallback", "METRICS_FILE", "DISCARDED_FILE", "DIAGNOSIS_FILE", "read_metrics_lines"]
+__all__ = ["DynamicsCallback", "METRICS_FILE", "DISCARDED_FILE", "DIAGNOSIS_FILE", "STOP_FILE", "LIVE_FILE",
+           "read_metrics_lines", "binned_records"]
 
 #: Name of the per-step metrics file in the output folder.
 METRICS_FILE = "metrics.jsonl"
@@ -61,6 +81,11 @@ METRICS_FILE = "metrics.jsonl"
 DISCARDED_FILE = "metrics.discarded.jsonl"
 #: The final diagnosis (JSON).
 DIAGNOSIS_FILE = "diagnosis.json"
+#: Written when ``stop_on_critical`` stops training: the step, the finding, the diagnosis (JSON).
+STOP_FILE = "dynamics_stop.json"
+#: The alerts and forecasts of the periodic diagnoses so far (JSON, rewritten at each one).
+LIVE_FILE = "dynamics_live.json"
+_SEVERITIES = ("info", "warning", "critical")
 
 
 def read_metrics_lines(path: str | os.PathLike) -> list[dict[str, Any]]:
@@ -109,16 +134,108 @@ def read_metrics_lines(path: str | os.PathLike) -> list[dict[str, Any]]:
     return out
 
 
+def binned_records(records: list[dict[str, Any]], max_points: int) -> list[dict[str, Any]]:
+    """Training records binned to at most ``max_points`` (others kept as they are).
+
+    Parameters
+    ----------
+    records : list of dict
+        Normalised records (:func:`grpo_core.runs.logs.normalize_record`), in step order.
+    max_points : int
+        Most training rows to return, >= 8.
+
+    Returns
+    -------
+    list of dict
+        The records unchanged when there are at most ``max_points`` training rows. Otherwise
+        consecutive training rows are merged ``k = 2**j`` at a time (the smallest such ``k`` that
+        fits): each numeric metric is the mean of the values present in the bin (a NaN or inf in a
+        bin stays in its mean), the step and any other field is the bin's last; the eval and
+        summary records follow unchanged. The same bins as :class:`DynamicsCallback` keeps as it
+        goes.
+
+    Raises
+    ------
+    ParameterError
+        ``max_points`` below 8.
+    """
+    binner = _Binner(check_integer("max_points", max_points, low=8))
+    others = []
+    for r in records:
+        if r.get("split", "train") == "train":
+            binner.add(r)
+        else:
+            others.append(r)
+    return binner.rows() + others
+
+
+class _Binner:
+    """Running bins of training records: ``2**j`` rows each, halved in number when full (O(1) a row)."""
+
+    def __init__(self, max_points: int):
+        self.max_points = max_points
+        self.width = 1
+        self.bins: list[tuple[dict[str, float], dict[str, int], dict[str, Any]]] = []
+        self._open: tuple[dict[str, float], dict[str, int], dict[str, Any]] | None = None
+        self._n_open = 0
+
+    @staticmethod
+    def _merge(into, row_sums, row_counts, last):
+        sums, counts, _ = into
+        for key, v in row_sums.items():
+            sums[key] = sums.get(key, 0.0) + v
+            counts[key] = counts.get(key, 0) + row_counts[key]
+        return sums, counts, last
+
+    def add(self, record: dict[str, Any]) -> None:
+        nums = {k: float(v) for k, v in record.items()
+                if k != "step" and isinstance(v, (int, float)) and not isinstance(v, bool)}
+        other = {k: v for k, v in record.items() if k not in nums}
+        if self._open is None:
+            self._open = ({}, {}, other)
+        self._open = self._merge(self._open, nums, dict.fromkeys(nums, 1), other)
+        self._n_open += 1
+        if self._n_open == self.width:
+            self.bins.append(self._open)
+            self._open, self._n_open = None, 0
+            if len(self.bins) >= self.max_points:  # full (with room for the open bin): halve
+                odd = self.bins[-1] if len(self.bins) % 2 else None
+                self.bins = [self._merge(({**a[0]}, {**a[1]}, a[2]), b[0], b[1], b[2])
+                             for a, b in zip(self.bins[0::2], self.bins[1::2])]
+                self.width *= 2
+                if odd is not None:  # half a bin of the new width: fill it up
+                    self._open, self._n_open = odd, self.width // 2
+
+    def rows(self) -> list[dict[str, Any]]:
+        bins = self.bins + ([self._open] if self._open is not None else [])
+        return [{**last, **{k: sums[k] / counts[k] for k in sums}} for sums, counts, last in bins]
+
+
 class DynamicsCallback(_Base):
-    """TRL/transformers callback: normalised per-step metrics, periodic diagnosis and forecast.
+    """TRL/transformers callback: normalised per-step metrics, live findings, forecast, stop on critical.
 
     Parameters
     ----------
     output_dir : str or path
         Folder of ``metrics.jsonl`` (created if missing); usually the run folder.
     every : int
-        Diagnose and print every ``every`` optimizer steps, >= 1 (0 disables the periodic
-        diagnosis; the lines are still written and the final diagnosis still made).
+        Diagnose every ``every`` optimizer steps, >= 0 (0 disables the periodic diagnosis, the
+        alerts and the stop; the lines are still written and the final diagnosis still made).
+    stop_on_critical : bool
+        Stop training (``control.should_training_stop = True``) at the first periodic diagnosis
+        with a critical finding; the finding is printed (whatever ``print_severities``) and
+        written to ``STOP_FILE`` with the step and the diagnosis. Default False (alerts only).
+    print_severities : sequence of str
+        Severities whose first appearance in a mode prints an alert line (default
+        ``("warning", "critical")``; add ``"info"`` for everything, ``()`` for none). A mode is
+        printed once, and again only when its severity rises.
+    print_forecast : bool
+        Print the plateau forecast (one line) at each periodic diagnosis that makes one.
+    max_points : int
+        Training rows the periodic diagnosis sees at most, >= 8 (2000): longer runs are binned
+        (:func:`binned_records`), so a check costs the same at step 2,000 and step 200,000.
+    correctness : list of str, optional
+        Reward functions that measure correctness (as ``diagnose --correctness``).
     group_size : int, optional
         G for the zero-spread expectation; default: the trainer's ``num_generations``.
     num_prompts : int, optional
@@ -141,6 +258,15 @@ class DynamicsCallback(_Base):
     ----------
     path : pathlib.Path
         The metrics file.
+    alerts : list of dict
+        One per printed-or-not first appearance (or escalation) of a mode: ``step``, ``mode``,
+        ``severity``, ``onset``, ``steps``, ``message`` (every severity, ``info`` included).
+    forecasts : list of dict
+        The plateau forecast of each periodic diagnosis that made one: ``step`` (the last logged
+        step), ``plateau``, ``plateau_low``, ``plateau_high``, ``law``, ``current`` (the level now,
+        as the forecaster sees it), ``reached``, ``t90``, ``reliable``.
+    stopped : dict or None
+        ``{"step", "finding"}`` when ``stop_on_critical`` stopped training.
     records : list of dict
         Every normalised record of this run so far (those kept on resume included).
     last_diagnosis : grpo_core.runs.diagnostics.Diagnosis or None
@@ -152,7 +278,8 @@ class DynamicsCallback(_Base):
     Raises
     ------
     ParameterError
-        Bad ``every``, ``n_boot``, ``min_steps`` or ``group_size``.
+        Bad ``every``, ``n_boot``, ``min_steps``, ``max_points``, ``group_size`` or an unknown
+        severity in ``print_severities``.
 
     Examples
     --------
@@ -173,13 +300,31 @@ class DynamicsCallback(_Base):
     def __init__(self, output_dir, every: int = 50, *, group_size: int | None = None,
                  num_prompts: int | None = None, binary_reward: bool | None = None,
                  eval_metric: str | None = None, n_boot: int = 20, min_steps: int = 30,
-                 stream: TextIO | None = None, quiet: bool = False):
+                 stream: TextIO | None = None, quiet: bool = False, stop_on_critical: bool = False,
+                 print_severities: tuple[str, ...] | list[str] = ("warning", "critical"),
+                 print_forecast: bool = True, max_points: int = 2000, correctness: list[str] | None = None):
+        from ..errors import ParameterError
+
         self.output_dir = Path(output_dir)
         self.every = check_integer("every", every, low=0)
         self.n_boot = check_integer("n_boot", n_boot, low=0)
         self.min_steps = check_integer("min_steps", min_steps, low=1)
         self.group_size = None if group_size is None else check_integer("group_size", group_size, low=2)
         self.num_prompts = None if num_prompts is None else check_integer("num_prompts", num_prompts, low=1)
+        self.max_points = check_integer("max_points", max_points, low=8)
+        bad = [x for x in print_severities if x not in _SEVERITIES]
+        if bad:
+            raise ParameterError("print_severities", f"`print_severities` must be among {_SEVERITIES}; got {bad}")
+        self.print_severities = tuple(print_severities)
+        self.stop_on_critical = bool(stop_on_critical)
+        self.print_forecast = bool(print_forecast)
+        self.correctness = correctness
+        self.alerts: list[dict[str, Any]] = []
+        self.forecasts: list[dict[str, Any]] = []
+        self.stopped: dict[str, Any] | None = None
+        self._seen: dict[str, int] = {}
+        self._binner = _Binner(self.max_points)
+        self._others: list[dict[str, Any]] = []
         self.binary_reward = binary_reward
         self.eval_metric = eval_metric
         self.stream = stream
@@ -225,7 +370,49 @@ class DynamicsCallback(_Base):
                     fh.write(json.dumps(r) + "\n")
             os.replace(tmp, self.path)
         self.records = keep
+        self._binner, self._others = _Binner(self.max_points), []
+        for r in keep:
+            self._keep(r)
         self._file = open(self.path, "a")  # noqa: SIM115 - closed in on_train_end
+
+    def _keep(self, record: dict[str, Any]) -> None:
+        if record.get("split", "train") == "train":
+            self._binner.add(record)
+        else:
+            self._others.append(record)
+
+    def _react(self, diagnosis, step: int, control) -> None:
+        """Alerts for modes new (or worse) since the last check, the forecast, the stop."""
+        rank = {s: i for i, s in enumerate(_SEVERITIES)}
+        for f in diagnosis.findings:
+            r = rank.get(f.severity, 0)
+            if self._seen.get(f.mode, -1) >= r:
+                continue
+            self._seen[f.mode] = r
+            self.alerts.append({"step": step, "mode": f.mode, "severity": f.severity, "onset": f.onset,
+                                "steps": list(f.steps), "message": f.message})
+            if f.severity in self.print_severities:
+                onset = f", onset step {f.onset}" if f.onset is not None else ""
+                self._print(f"[dynamics] step {step}: {f.severity} {f.mode} (steps {f.steps[0]}-{f.steps[1]}"
+                            f"{onset}): {f.message}")
+        fc = diagnosis.forecast
+        if fc:
+            keep = ("plateau", "plateau_low", "plateau_high", "law", "current", "reached", "t90", "reliable")
+            self.forecasts.append({"step": step, **{k: fc.get(k) for k in keep}})
+            if self.print_forecast:
+                self._print(f"[dynamics] step {step}: forecast: reward plateau {fc['plateau']:.4g} "
+                            f"[{fc['plateau_low']:.4g}, {fc['plateau_high']:.4g}] ({fc['law']} law); now "
+                            f"{fc['current']:.4g}" + (" (unreliable)" if fc.get("reliable") is False else ""))
+        critical = next((f for f in diagnosis.findings if f.severity == "critical"), None)
+        if self.stop_on_critical and critical is not None and self.stopped is None:
+            self.stopped = {"step": step, "finding": critical.to_dict()}
+            if control is not None:
+                control.should_training_stop = True
+            self._print(f"[dynamics] step {step}: stopping training (stop_on_critical): {critical.mode}: "
+                        f"{critical.message}")
+            _write_json(self.output_dir / STOP_FILE, {**self.stopped, "diagnosis": diagnosis.to_dict()})
+        _write_json(self.output_dir / LIVE_FILE, {"alerts": self.alerts, "forecasts": self.forecasts,
+                                                  "stopped": self.stopped})
 
     # -- TrainerCallback events --------------------------------------------------------------
     def on_train_begin(self, args, state, control, **kwargs):
@@ -263,11 +450,14 @@ class DynamicsCallback(_Base):
         self._file.write(json.dumps(record) + "\n")
         self._file.flush()
         self.records.append(record)
+        self._keep(record)
         self.write_seconds += time.perf_counter() - t0
         if (self.every and record["split"] == "train" and step % self.every == 0
                 and step != self._last_diagnosed):
             self._last_diagnosed = step
-            self.diagnose_now(print_it=True)
+            diagnosis = self.diagnose_now(print_it=False)
+            if diagnosis is not None:
+                self._react(diagnosis, step, control)
         return control
 
     def on_train_end(self, args, state, control, **kwargs):
@@ -283,16 +473,22 @@ class DynamicsCallback(_Base):
         if self._file is not None:
             self._file.close()
             self._file = None
-        diagnosis = self.diagnose_now(print_it=False, n_boot=max(self.n_boot, 100), min_steps=2)
+        diagnosis = self.diagnose_now(print_it=False, n_boot=max(self.n_boot, 100), min_steps=2, binned=False)
         if diagnosis is not None:
             (self.output_dir / DIAGNOSIS_FILE).write_text(json.dumps(diagnosis.to_dict(), indent=1))
         return control
 
     # -- diagnosis ------------------------------------------------------------------------------
-    def diagnose_now(self, *, print_it: bool = True, n_boot: int | None = None, min_steps: int | None = None):
+    def diagnose_now(self, *, print_it: bool = True, n_boot: int | None = None, min_steps: int | None = None,
+                     binned: bool = True):
         """Diagnose the records so far; returns the :class:`~grpo_core.runs.diagnostics.Diagnosis`
         (or ``None`` with fewer than ``min_steps`` training lines, default :attr:`min_steps`, or
-        when the log cannot be diagnosed; the reason is printed)."""
+        when the log cannot be diagnosed; the reason is printed).
+
+        ``binned`` (default) diagnoses the training rows binned to :attr:`max_points`
+        (:func:`binned_records`; the records themselves when there are fewer); ``False`` every
+        record, as ``grpo-dynamics diagnose`` reads the file. ``print_it`` prints the diagnosis'
+        summary."""
         from ..errors import GrpoError
         from .diagnostics import diagnose
 
@@ -303,9 +499,11 @@ class DynamicsCallback(_Base):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                log = from_records(self.records, format="grpo_dynamics", source=str(self.path))
+                rows = self._binner.rows() + self._others if binned else self.records
+                log = from_records(rows, format="grpo_dynamics", source=str(self.path))
                 diagnosis = diagnose(log, group_size=self.group_size, num_prompts=self.num_prompts,
                                      binary_reward=self.binary_reward, eval_metric=self.eval_metric,
+                                     correctness=self.correctness,
                                      n_boot=self.n_boot if n_boot is None else n_boot)
         except GrpoError as exc:
             self._print(f"[dynamics] no diagnosis at step {train[-1].get('step')}: {exc}")
@@ -316,6 +514,15 @@ class DynamicsCallback(_Base):
         if print_it:
             self._print("[dynamics] " + diagnosis.summary().replace("\n", "\n[dynamics] "))
         return diagnosis
+
+
+def _write_json(path: Path, obj: dict[str, Any]) -> None:
+    """Write ``obj`` (made JSON-ready) atomically: a reader never sees half a file."""
+    from .._json import json_ready
+
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(json_ready(obj), indent=1))
+    os.replace(tmp, path)
 
 
 def _trl_version() -> str | None:

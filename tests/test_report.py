@@ -1,0 +1,105 @@
+"""The report's evidence charts (widgets.evidence_charts) and their place in the HTML page."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from grpo_core.errors import ParameterError
+from grpo_core.runs import diagnostics, synthetic
+from grpo_core.runs.diagnostics import DEFAULT_THRESHOLDS as TH
+from grpo_core.runs.diagnostics import Finding
+from grpo_core.runs.logs import read_log
+from grpo_dynamics.report import render_report
+from widgets.evidence_charts import ADVICE, evidence_chart, evidence_series, what_to_try
+
+CASES = Path(__file__).parent / "data" / "cases"
+
+
+def _finding(mode, n_steps=200):
+    log = synthetic.synthetic_log(mode, n_steps=n_steps)
+    return log, diagnostics.diagnose(log, forecast=False).find(mode)
+
+
+def test_zero_spread_evidence_is_the_smoothed_fraction_against_the_level_it_crossed():
+    log, f = _finding("advantage_degeneration")
+    e = evidence_series(log, f)
+    assert f.severity == "critical" and e["metrics"][0] == "zero-spread fraction (smoothed)"
+    assert e["rules"].to_dict("records") == [{"series": e["metrics"][0], "value": TH.zero_spread_critical,
+                                              "label": "level crossed"}]
+    z = e["series"][e["series"]["series"] == e["metrics"][0]]
+    inside = z[(z["step"] >= f.steps[0]) & (z["step"] <= f.steps[1])]["value"]
+    # the stretch holds the level it is reported at (dips shorter than the window are bridged)
+    assert (inside >= TH.zero_spread_critical).mean() >= 0.9 and inside.mean() >= TH.zero_spread_critical
+    assert e["onset"] == f.steps[0] and e["span"] == tuple(f.steps)
+
+
+def test_entropy_evidence_draws_half_and_a_tenth_of_the_initial_entropy():
+    log, f = _finding("policy_concentration")
+    e = evidence_series(log, f)
+    h0 = f.evidence["entropy_initial"]
+    rules = {r["label"]: r["value"] for r in e["rules"].to_dict("records")}
+    assert rules == {"0.5 x initial": pytest.approx(0.5 * h0), "0.1 x initial": pytest.approx(0.1 * h0)}
+    assert e["onset"] == f.onset == f.evidence["step_entropy_halved"]
+
+
+def test_growth_evidence_draws_10x_and_100x_the_floored_early_level_around_the_onset():
+    log, f = _finding("dynamic_instability")
+    e = evidence_series(log, f)
+    assert "grad_norm" in e["metrics"]
+    base = f.evidence["grad_norm"]["baseline"]
+    g = e["rules"][e["rules"]["series"] == "grad_norm"]["value"].tolist()
+    assert g == pytest.approx([10 * base, 100 * base])
+    lo, hi = e["window"]
+    assert lo < f.onset <= hi and lo == max(1, f.onset - max(10, (f.steps[1] - f.onset) // 2))
+    assert e["series"]["step"].between(lo, hi).all()
+    spec = evidence_chart(log, f).to_dict()
+    assert len(spec["vconcat"]) == len(e["metrics"]) and "dynamic instability" in spec["title"]
+
+
+def test_decoupling_evidence_shows_the_eval_measure_beside_the_reward():
+    log, f = _finding("train_eval_decoupling")
+    e = evidence_series(log, f)
+    assert e["metrics"] == ["reward", "eval reward"]
+    assert len(e["series"][e["series"]["series"] == "eval reward"]) == len(log.eval)
+
+
+def test_a_mode_added_later_gets_a_chart_from_its_fields():
+    log = synthetic.synthetic_log("dynamic_instability", n_steps=120)
+    f = Finding("numerical_failure", "critical", (60, 120), 60, {"metric": "grad_norm", "threshold": 1e3},
+                "grad_norm became NaN at step 60.")
+    e = evidence_series(log, f)
+    assert e["metrics"] == ["grad_norm"] and e["rules"]["value"].tolist() == [1e3]
+    assert e["window"] == (30.0, 120.0)
+    assert what_to_try(f) == ADVICE["numerical_failure"]
+    unknown = Finding("brand_new", "warning", (10, 20), None, {"what_to_try": "do X"}, "kl misbehaved")
+    assert evidence_series(log, unknown)["metrics"] == ["kl"]  # named in the message
+    assert what_to_try(unknown) == "do X"
+    with pytest.raises(ParameterError, match="`finding`"):
+        evidence_series(log, {"mode": "x"})
+    with pytest.raises(ParameterError, match="`log`"):
+        evidence_series("log.csv", f)
+
+
+def test_report_has_each_findings_evidence_what_to_try_and_the_forecasters_now():
+    log = read_log(CASES / "06-collapse-after-high-lr" / "trainer_state.json")
+    d = diagnostics.diagnose(log, n_boot=0)
+    page = render_report(log, d)
+    specs = json.loads(re.search(r"const SPECS = (\{.*?\});\n", page, re.S).group(1).replace("<\\/", "</"))
+    evidence = [k for k in specs if k.startswith("evidence_")]
+    assert len(evidence) == len(d.findings) == page.count("<b>What to try:</b>") >= 1
+    first = specs["evidence_0"]
+    assert d.findings[0].mode.replace("_", " ") in first["title"]
+    assert html_escape(what_to_try(d.findings[0])) in page
+    if d.forecast:
+        row = re.search(r"now \(the current level as the forecaster sees it[^<]*</th><td>([^<]+)</td>", page)
+        assert float(row.group(1)) == pytest.approx(d.forecast["current"], rel=1e-3)
+
+
+def html_escape(text: str) -> str:
+    import html
+
+    return html.escape(text)
