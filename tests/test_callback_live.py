@@ -18,6 +18,22 @@ from grpo_core.runs.diagnostics import diagnose
 from grpo_core.runs.logs import from_records
 
 ARGS = SimpleNamespace(num_generations=4, per_device_train_batch_size=16, world_size=1, gradient_accumulation_steps=1)
+@pytest.fixture(autouse=True)
+def _close_callbacks(monkeypatch):
+    """Every callback a test makes is closed after it (the tests feed on_log without on_train_end)."""
+    made = []
+    init = DynamicsCallback.__init__
+
+    def tracking(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(DynamicsCallback, "__init__", tracking)
+    yield
+    for cb in made:
+        cb.close()
+
+
 DEAD_FROM = 11  # first step whose every group has zero spread
 
 

@@ -460,6 +460,12 @@ class DynamicsCallback(_Base):
                 self._react(diagnosis, step, control)
         return control
 
+    def close(self) -> None:
+        """Close ``metrics.jsonl`` (idempotent; :meth:`on_train_end` calls it)."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
     def on_train_end(self, args, state, control, **kwargs):
         """Close the file; write the final diagnosis to ``diagnosis.json``.
 
@@ -470,9 +476,7 @@ class DynamicsCallback(_Base):
         """
         if not self._main(state):
             return control
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        self.close()
         diagnosis = self.diagnose_now(print_it=False, n_boot=max(self.n_boot, 100), min_steps=2, binned=False)
         if diagnosis is not None:
             (self.output_dir / DIAGNOSIS_FILE).write_text(json.dumps(diagnosis.to_dict(), indent=1))
