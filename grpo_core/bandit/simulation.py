@@ -20,8 +20,9 @@ from ..model.hyperparameters import (
     check_k_ref,
     check_mu,
 )
-from ..validation import check_array, check_integer
+from ..validation import check_array, check_choice, check_integer, check_real
 from .gradients import _Algebra, _check_logits, _mean_field_gradient, _policies, _stochastic_gradient
+from .optimizers import OPTIMIZERS, Adam, MomentumSGD, check_adam_betas, check_lr_schedule
 from .spec import BanditSpec
 
 __all__ = ["PROGRESS_THRESHOLD", "MAX_MEMORY_BYTES", "MAX_SEEDS", "BanditRun", "simulate"]
@@ -73,6 +74,9 @@ class BanditRun:
         ``kl`` (KL(pi || pi_ref), nats) and ``entropy`` (nats) of the policy after the step. The
         sampled ones are NaN at step 0 (nothing sampled yet). In mean field they are expectations
         (``reward_std = sqrt(p_b (1 - p_b))``, ``frac_reward_zero_std = p_b^G + (1 - p_b)^G``).
+    optimizer_state : dict of str to ndarray
+        With ``optimizer="adam"``: ``exp_avg_sq``, the bias-corrected second moment ``v_hat`` after the
+        last step, shape (C, S, A); empty for SGD.
     """
 
     spec: BanditSpec
@@ -86,6 +90,7 @@ class BanditRun:
     p: np.ndarray
     theta: np.ndarray
     metrics: dict = field(default_factory=dict)
+    optimizer_state: dict = field(default_factory=dict)
 
     @property
     def mean(self) -> np.ndarray:
@@ -319,6 +324,10 @@ def simulate(
     record_every: int = 1,
     metrics: bool = False,
     progress: bool | None = None,
+    optimizer: str = "sgd",
+    adam_betas: Any = (0.9, 0.999),
+    adam_eps: float = 1e-8,
+    lr_schedule: Any = None,
 ) -> BanditRun:
     """Run GRPO on the softmax bandit for a batch of configurations and seeds, as one array program.
 
@@ -357,6 +366,15 @@ def simulate(
         Also record TRL-style logs (see :class:`BanditRun`).
     progress : bool, optional
         Show a tqdm bar on stderr; default: only for large runs.
+    optimizer : {"sgd", "adam"}
+        ``"sgd"``: the momentum update above. ``"adam"``: PyTorch's Adam for ascent
+        (:class:`grpo_core.bandit.optimizers.Adam`); its momentum is ``adam_betas[0]``, so ``mu`` must be 0.
+    adam_betas : (float, float), each in [0, 1)
+        Adam's ``(beta1, beta2)`` (TRL / PyTorch default (0.9, 0.999)).
+    adam_eps : float > 0
+        Adam's epsilon, added to ``sqrt(v_hat)`` (PyTorch default 1e-8).
+    lr_schedule : array_like, shape (steps,), optional
+        Per-step multiplier of ``eta`` (warm-up, decay), each > 0; default constant 1.
 
     Returns
     -------
@@ -369,7 +387,8 @@ def simulate(
         A parameter outside its range (``eta`` <= 0, ``mu`` outside [0, 1), ``k_ref`` < 1,
         ``beta`` < 0, ``steps`` < 1, ``seeds`` < 1 or above :data:`MAX_SEEDS`), lengths that do not
         broadcast, an infinite ``group_size`` in a stochastic run, or a run whose arrays would need
-        more than :data:`MAX_MEMORY_BYTES` (4 GiB).
+        more than :data:`MAX_MEMORY_BYTES` (4 GiB); an unknown ``optimizer``, ``mu`` != 0 with Adam,
+        bad ``adam_betas`` / ``adam_eps`` / ``lr_schedule``.
 
     Notes
     -----
@@ -393,11 +412,11 @@ def simulate(
     _check_memory(n_conf, n_seeds, n_steps, every, a, int(k_c.max()) if spec.lag == "constant" else 1,
                   0 if mean_field else spec.num_prompts * int(spec.group_size), metrics)
     th0 = _initial_logits(spec, theta0, n_conf, a)
+    opt = _optimizer(optimizer, adam_betas, adam_eps, mu_c, (n_conf, n_seeds, a), eta_c, spec.momentum == "ema")
+    schedule = check_lr_schedule(lr_schedule, n_steps)
 
     theta = np.broadcast_to(th0[:, None, :], (n_conf, n_seeds, a)).copy()
-    vel = np.zeros_like(theta)
-    eta3, mu3, beta3 = eta_c[:, None, None], mu_c[:, None, None], beta_c[:, None, None]
-    ema = spec.momentum == "ema"
+    beta3 = beta_c[:, None, None]
     logp_t, pi_t = _policies(theta)
     lagged = _LagBuffer(spec.lag, k_c, logp_t)
     rec = _Recorder(alg, n_conf, n_seeds, n_steps, every, metrics, logp_t, pi_t)
@@ -417,8 +436,7 @@ def simulate(
         else:
             u = streams.next()
             g, step_m = _stochastic_gradient(alg, u, logp_t, pi_t, logp_b, pi_b, beta3, want_metrics=want)
-        vel = mu3 * vel + ((1.0 - mu3) * g if ema else g)
-        theta = theta + eta3 * vel
+        theta = theta + opt.update(g, 1.0 if schedule is None else float(schedule[t]))
         logp_t, pi_t = _policies(theta)
         rec.record(t, logp_t, pi_t, g, step_m)
         if bar is not None:
@@ -427,4 +445,16 @@ def simulate(
         bar.close()
     return BanditRun(spec=spec, eta=eta_c.copy(), mu=mu_c.copy(), k_ref=k_c.copy(), beta=beta_c.copy(),
                      seeds=seed_vals, mean_field=bool(mean_field), steps=rec.steps, p=rec.p, theta=theta,
-                     metrics=rec.metrics)
+                     metrics=rec.metrics, optimizer_state=opt.state())
+
+
+def _optimizer(name: Any, betas: Any, eps: Any, mu_c: np.ndarray, shape: tuple[int, ...], eta_c: np.ndarray,
+               ema: bool) -> MomentumSGD | Adam:
+    """The checked optimizer of a :func:`simulate` call."""
+    check_choice("optimizer", name, OPTIMIZERS)
+    eta3 = eta_c[:, None, None]
+    if name == "sgd":
+        return MomentumSGD(shape, eta3, mu_c[:, None, None], ema)
+    if np.any(mu_c != 0):
+        raise ParameterError("mu", "`mu` must be 0 with optimizer='adam' (its momentum is adam_betas[0])")
+    return Adam(shape, eta3, check_adam_betas(betas), check_real("adam_eps", eps, low=0.0, low_inclusive=False))
