@@ -211,7 +211,9 @@ class SurrogateTerms:
         return float(np.mean(self.clipped))
 
 
-def clipped_surrogate(logp, logp_old, advantages, *, eps_low: float = 0.2, eps_high: float | None = None) -> SurrogateTerms:
+def clipped_surrogate(
+    logp, logp_old, advantages, *, eps_low: float = 0.2, eps_high: float | None = None
+) -> SurrogateTerms:
     """PPO/GRPO clipped surrogate per sample (or per token).
 
     Parameters

@@ -32,7 +32,9 @@ PAGES = ["oscillator.html", "explorers.html"]
 
 
 def _label(eta, mu, k_ref, curvature):
-    return oscillator.VERDICT_LABELS[oscillator.coefficients_verdict(oscillator.coefficients(eta, mu, k_ref, curvature))]
+    return oscillator.VERDICT_LABELS[
+        oscillator.coefficients_verdict(oscillator.coefficients(eta, mu, k_ref, curvature))
+    ]
 
 
 @pytest.mark.parametrize("page_name", PAGES)

@@ -220,7 +220,8 @@ def test_fit_prints_the_implied_curvature_line(capsys):
     assert main(["fit", path]) == 0
     out = capsys.readouterr().out
     assert ("implied stiffness eta*K = 0.0101 per step [0.009066, 0.01126], curvature K = 1014 (Adam: "
-            "preconditioned K/sqrt(v)) [910.2, 1131] (90% delta; eta = 9.96e-06, cumulative-learning-rate clock)") in out
+            "preconditioned K/sqrt(v)) [910.2, 1131] (90% delta; eta = 9.96e-06, "
+            "cumulative-learning-rate clock)") in out
     d = _json(capsys, path)
     assert d["implied_curvature"]["ok"] and d["implied_curvature"]["conventions"]["k_ref"] == 1
     d = _json(capsys, str(real_log_path("qwen2.5-3b-instruct_gsm8k_unsloth.csv")))

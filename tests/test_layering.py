@@ -2,7 +2,8 @@
 
 The data flow is one way: ``grpo_core`` (numerics) <- ``widgets`` (charts, UI) <- the book and the
 command line (``grpo_dynamics``). Inside ``grpo_core`` the subpackages are layered (the same table
-is in ``grpo_core/__init__.py``); a module imports its own subpackage and lower layers only (the shared modules of layer 0 may
+is in ``grpo_core/__init__.py``); a module imports its own subpackage and lower layers only (the shared modules of
+layer 0 may
 import each other)::
 
     0  shared     errors, validation, _json, grpo, softmax, data
@@ -165,7 +166,9 @@ def test_no_import_circle(graph):
 
 
 def test_widgets_never_import_the_command_line(graph):
-    offenders = [m for m, t in graph.items() if m.startswith("widgets") and any(x.startswith("grpo_dynamics") for x in t)]
+    offenders = [
+        m for m, t in graph.items() if m.startswith("widgets") and any(x.startswith("grpo_dynamics") for x in t)
+    ]
     assert not offenders
 
 
@@ -187,16 +190,20 @@ def _plant(tmp_path: Path, files: dict[str, str]) -> Path:
 
 def test_the_checks_fail_on_a_planted_bad_import(tmp_path):
     """The same checks on a small planted tree: an upward import and a circle are both found."""
-    root = _plant(tmp_path, {
-        "grpo_core/__init__.py": "",
-        "grpo_core/errors.py": "",
-        "grpo_core/model/__init__.py": "",
-        "grpo_core/model/oscillator.py": "from ..runs import diagnostics\nfrom ..errors import X\n",
-        "grpo_core/runs/__init__.py": "",
-        "grpo_core/runs/diagnostics.py": "def f():\n    from grpo_core.model import oscillator\n",
-        "grpo_core/laws/__init__.py": "import widgets.style\n",
-        "widgets/__init__.py": "", "widgets/style.py": "",
-    })
+    root = _plant(
+        tmp_path,
+        {
+            "grpo_core/__init__.py": "",
+            "grpo_core/errors.py": "",
+            "grpo_core/model/__init__.py": "",
+            "grpo_core/model/oscillator.py": "from ..runs import diagnostics\nfrom ..errors import X\n",
+            "grpo_core/runs/__init__.py": "",
+            "grpo_core/runs/diagnostics.py": "def f():\n    from grpo_core.model import oscillator\n",
+            "grpo_core/laws/__init__.py": "import widgets.style\n",
+            "widgets/__init__.py": "",
+            "widgets/style.py": "",
+        },
+    )
     g = import_graph(root, packages=("grpo_core", "widgets"))
     assert g["grpo_core.model.oscillator"] == {"grpo_core.runs.diagnostics", "grpo_core.errors"}
     bad = layering_violations(g)

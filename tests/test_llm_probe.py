@@ -1,5 +1,5 @@
-"""The probe (grpo_core.llm.probe, grpo_core.llm.curvature): Lanczos on Hessian-vector products against a known spectrum, the
-relaxation rate on the softmax bandit against its exact stiffness, the surrogate's derivatives on the
+"""The probe (grpo_core.llm.probe, grpo_core.llm.curvature): Lanczos on Hessian-vector products against a known
+spectrum, the relaxation rate on the softmax bandit against its exact stiffness, the surrogate's derivatives on the
 tiny model, and a tiny-budget probe written before the first GRPO step."""
 
 from __future__ import annotations
@@ -46,7 +46,9 @@ def test_preconditioned_operator_is_d_h_d():
     m = _Quadratic([1.0, 1.0, 1.0])
     m.a = torch.diag(torch.tensor([4.0, 9.0, 1.0], dtype=torch.float64))
     p = torch.tensor([1.0, 3.0, 0.5], dtype=torch.float64)
-    out = curvature.lanczos_extremes(curvature.hvp_operator(m.loss(), [m.x], scale=p.rsqrt()), 3, 3, dtype=torch.float64)
+    out = curvature.lanczos_extremes(
+        curvature.hvp_operator(m.loss(), [m.x], scale=p.rsqrt()), 3, 3, dtype=torch.float64
+    )
     assert abs(out["top"] - 4.0) < 1e-9 and abs(out["bottom"] - 2.0) < 1e-9
 
 
@@ -62,9 +64,9 @@ def test_lanczos_few_iterations_bound_the_spectrum():
 def test_adam_second_moment_is_bias_corrected_ema():
     g1, g2 = torch.tensor([1.0, 2.0]), torch.tensor([3.0, 0.0])
     v = curvature.adam_second_moment([g1, g2], 0.9)
-    expect = (0.1 * 0.9 * g1 ** 2 + 0.1 * g2 ** 2) / (1 - 0.81)
+    expect = (0.1 * 0.9 * g1**2 + 0.1 * g2**2) / (1 - 0.81)
     assert torch.allclose(v, expect)
-    assert torch.allclose(curvature.adam_second_moment([g1], 0.99), g1 ** 2)
+    assert torch.allclose(curvature.adam_second_moment([g1], 0.99), g1**2)
 
 
 def test_relaxation_rate_closed_forms_and_errors():
@@ -114,8 +116,9 @@ def test_predict_uses_the_model_thresholds():
     assert adam["eta_crit_sharpness"] == pytest.approx(3.8 / (0.1 * 5e4))
     assert adam["eta_crit_continuous"] == pytest.approx(1 / 300.0)  # EMA: eta K K_ref = 1
     four = adam["num_iterations_4"]
-    assert four["eta_crit"] == pytest.approx(critical_value("eta", mu=0.9, k_ref=4, curvature=300.0, lag="refresh",
-                                                            momentum="ema"))
+    assert four["eta_crit"] == pytest.approx(
+        critical_value("eta", mu=0.9, k_ref=4, curvature=300.0, lag="refresh", momentum="ema")
+    )
     assert four["ratio"] == pytest.approx(four["eta_crit"] / adam["eta_crit"])
     assert out["t90"]["gain"] == pytest.approx(0.3) and out["t90"]["steps"] > 0
     bad = probe.predict(-1.0, 0.0, 1.0, 1.0, cfg)
@@ -217,11 +220,29 @@ def test_tiny_budget_probe_in_a_run_is_written_before_the_first_step(tmp_path):
         def on_step_begin(self, args, state, control, **kw):
             seen.setdefault("probe_before_step_1", (tmp_path / "run" / "probe.json").exists())
 
-    cfg = make_config("cpu-tiny", warmup_steps=20, warmup_batch_size=16, warmup_learning_rate=3e-3,
-                      tiny_hidden_size=32, tiny_layers=1, max_steps=2, group_size=4, num_prompts=4, eval_samples=8,
-                      eval_every=0, eval_sampled=0, eval_suite="add2", diagnose_every=0, num_threads=1,
-                      output_dir=str(tmp_path / "run"), probe=True, probe_iters=3, probe_repeats=2, probe_steps=1,
-                      temperature=2.0)
+    cfg = make_config(
+        "cpu-tiny",
+        warmup_steps=20,
+        warmup_batch_size=16,
+        warmup_learning_rate=3e-3,
+        tiny_hidden_size=32,
+        tiny_layers=1,
+        max_steps=2,
+        group_size=4,
+        num_prompts=4,
+        eval_samples=8,
+        eval_every=0,
+        eval_sampled=0,
+        eval_suite="add2",
+        diagnose_every=0,
+        num_threads=1,
+        output_dir=str(tmp_path / "run"),
+        probe=True,
+        probe_iters=3,
+        probe_repeats=2,
+        probe_steps=1,
+        temperature=2.0,
+    )
     summary = run_experiment(cfg, extra_callbacks=[_Check()])
     assert seen["probe_before_step_1"] is True
     data = json.loads((tmp_path / "run" / "probe.json").read_text())
@@ -239,10 +260,51 @@ def test_tiny_budget_probe_in_a_run_is_written_before_the_first_step(tmp_path):
 def test_probe_command_prints_json_and_refuses_pretrained_presets(capsys):
     from grpo_dynamics.cli import main
 
-    small = ["-p", "warmup_steps", "10", "-p", "warmup_batch_size", "16", "-p", "tiny_hidden_size", "32",
-             "-p", "tiny_layers", "1", "-p", "group_size", "4", "-p", "num_threads", "1", "-p", "temperature", "2"]
-    assert main(["probe", "--preset", "cpu-tiny", *small, "--groups", "3", "--iters", "2", "--repeats", "2",
-                 "--steps", "1", "--seed", "1", "--json"]) == 0
+    small = [
+        "-p",
+        "warmup_steps",
+        "10",
+        "-p",
+        "warmup_batch_size",
+        "16",
+        "-p",
+        "tiny_hidden_size",
+        "32",
+        "-p",
+        "tiny_layers",
+        "1",
+        "-p",
+        "group_size",
+        "4",
+        "-p",
+        "num_threads",
+        "1",
+        "-p",
+        "temperature",
+        "2",
+    ]
+    assert (
+        main(
+            [
+                "probe",
+                "--preset",
+                "cpu-tiny",
+                *small,
+                "--groups",
+                "3",
+                "--iters",
+                "2",
+                "--repeats",
+                "2",
+                "--steps",
+                "1",
+                "--seed",
+                "1",
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["settings"]["groups"] == 3 and out["settings"]["seed"] == 1 and out["sharpness"]["iters"] <= 2
     assert main(["probe", "--preset", "cpu-tiny", *small, "--groups", "2", "--iters", "1", "--repeats", "1"]) == 0

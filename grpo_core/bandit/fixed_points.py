@@ -107,7 +107,8 @@ def fixed_point(spec: BanditSpec, beta: float, *, max_gap: float = 60.0) -> Fixe
     Stiffness: ``K = -F'(x*)`` (central difference); in general the eigenvalue of the flow's
     Jacobian whose eigenvector carries ``p``.
 
-    Closed forms (two arms, uniform reference; book chapter "The bandit: where the mean field is exact"): mean baseline, ``G -> inf``:
+    Closed forms (two arms, uniform reference; book chapter "The bandit: where the mean field is exact"): mean
+    baseline, ``G -> inf``:
     ``p* = sigmoid(1/beta)``, ``K = 2 beta p* (1 - p*)``; finite G: ``p* = sigmoid((G-1)/(G beta))``.
 
     Parameters
@@ -166,7 +167,8 @@ def reduced_flow(spec: BanditSpec, beta: float, gaps) -> np.ndarray:
     ``x`` is the logit gap between a correct (high-reward) and a wrong arm; the logits are
     ``theta = theta_ref + x 1_H``. ``F(x)`` is the rate of change of the gap per unit learning rate
     under the on-policy expected gradient (the spec's group size, baseline, scaling and KL
-    estimator). Two arms, uniform reference (book chapter "The bandit: where the mean field is exact"): mean baseline, G -> inf:
+    estimator). Two arms, uniform reference (book chapter "The bandit: where the mean field is exact"): mean baseline,
+    G -> inf:
     ``F = 2 p (1 - p)(1 - beta x)``; std scaling: ``F = 2 sqrt(p (1 - p)) - 2 beta p (1 - p) x``.
 
     Parameters
@@ -280,12 +282,26 @@ def _fixed_point_general(alg, f, init) -> FixedPoint:
     v = vecs[:, i].real
     k = -float(vals[i].real)
     interior = bool(k > 0 and _inside(p_star, alg.q))
-    return FixedPoint(p_star=p_star, theta_star=th_star, interior=interior, stiffness=k if interior else 0.0, gap=math.nan,
-                      symmetric=False, direction=v / np.linalg.norm(v))
+    return FixedPoint(
+        p_star=p_star,
+        theta_star=th_star,
+        interior=interior,
+        stiffness=k if interior else 0.0,
+        gap=math.nan,
+        symmetric=False,
+        direction=v / np.linalg.norm(v),
+    )
 
 
-def stiffness(spec: BanditSpec, beta: float, *, method: str = "derivative", eta: float = 0.01,
-              steps: int = 200, delta: float = 1e-4) -> float:
+def stiffness(
+    spec: BanditSpec,
+    beta: float,
+    *,
+    method: str = "derivative",
+    eta: float = 0.01,
+    steps: int = 200,
+    delta: float = 1e-4,
+) -> float:
     """Stiffness K of the bandit at its fixed point, measured independently of any sweep.
 
     ``method="derivative"``: the derivative of the expected update at ``p*`` (as in
@@ -326,8 +342,10 @@ def stiffness(spec: BanditSpec, beta: float, *, method: str = "derivative", eta:
     fp = fixed_point(spec, beta)
     if not fp.interior:
         raise ParameterError(
-            "beta", f"`beta` = {beta!r} leaves no interior fixed point (p runs to {fp.p_star:.3g}): no stiffness; "
-            "increase beta")
+            "beta",
+            f"`beta` = {beta!r} leaves no interior fixed point (p runs to {fp.p_star:.3g}): no stiffness; "
+            "increase beta",
+        )
     if method == "derivative":
         return fp.stiffness
     eta = check_real("eta", eta, low=0.0, low_inclusive=False)

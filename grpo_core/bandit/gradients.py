@@ -234,7 +234,9 @@ def _mean_field_gradient(alg: _Algebra, logp_t, pi_t, logp_b, pi_b, beta):
     clip_frac = None
     if clipped is not None:
         # Expected fraction of samples whose ratio is clipped (advantage signs: rewarded +, else -).
-        clip_frac = np.sum(pi_b * (q * clipped[0] * (ap[..., None] > 0) + (1 - q) * clipped[1] * (am[..., None] < 0)), -1)
+        clip_frac = np.sum(
+            pi_b * (q * clipped[0] * (ap[..., None] > 0) + (1 - q) * clipped[1] * (am[..., None] < 0)), -1
+        )
     g = g - beta * alg.kl_gradient(logp_e, pi_e, pi_b)
     return g, clip_frac
 
@@ -261,7 +263,9 @@ def _sampled_counts(alg: _Algebra, u: np.ndarray, pi_b: np.ndarray) -> tuple[np.
         n = np.stack([first, g - first], axis=-1)
         return n * alg.q, n * (1.0 - alg.q)
     lead = below.shape[:-1]
-    cum = np.concatenate([np.zeros((*lead, 1), dtype=below.dtype), below, np.full((*lead, 1), g, dtype=below.dtype)], -1)
+    cum = np.concatenate(
+        [np.zeros((*lead, 1), dtype=below.dtype), below, np.full((*lead, 1), g, dtype=below.dtype)], -1
+    )
     n = (cum[..., 1:] - cum[..., :-1]).astype(float)
     if alg.binary:
         return n * alg.q, n * (1.0 - alg.q)
@@ -401,7 +405,9 @@ def gradient_covariance(spec: BanditSpec, theta, theta_behaviour=None) -> tuple[
     if spec.group_size_is_infinite:
         raise ParameterError("group_size", "`group_size` must be finite for the gradient covariance")
     if spec.kl_estimator != "exact":
-        raise ParameterError("kl_estimator", "`kl_estimator` must be 'exact' for the exact covariance (k3 adds sampled noise)")
+        raise ParameterError(
+            "kl_estimator", "`kl_estimator` must be 'exact' for the exact covariance (k3 adds sampled noise)"
+        )
     alg = _Algebra(spec)
     th = _check_logits("theta", theta, alg.num_arms, ndim=1)
     thb = th if theta_behaviour is None else _check_logits("theta_behaviour", theta_behaviour, alg.num_arms, ndim=1)

@@ -171,7 +171,9 @@ def predicted_noise(spec: BanditSpec, *, eta: float, mu: float, k_ref: int, beta
     beta = check_beta(beta)
     fp = _interior_fixed_point(spec, beta)
     if not fp.symmetric:
-        raise ParameterError("reward_probs", "`reward_probs` must have two levels with symmetric logits for the noise prediction")
+        raise ParameterError(
+            "reward_probs", "`reward_probs` must have two levels with symmetric logits for the noise prediction"
+        )
     q = np.asarray(spec.reward_probs)
     hi = (q == q.max()).astype(float)
     u = hi / hi.sum() - (1 - hi) / (1 - hi).sum()
@@ -184,13 +186,17 @@ def predicted_noise(spec: BanditSpec, *, eta: float, mu: float, k_ref: int, beta
     g = int(spec.group_size)
     coeffs = oscillator.coefficients(eta, mu, k_ref, fp.stiffness, 0.0, lag=spec.lag, momentum=spec.momentum)
     scale = dp_dx * math.sqrt(sigma_x2 * g)
-    return {"p_star": fp.p_star, "curvature": fp.stiffness, "sigma_x2": sigma_x2, "dp_dx": dp_dx,
-            "variance_exact": noise.stationary_variance_exact(coeffs, scale, g),
-            "variance_continuous": noise.stationary_variance(coeffs, scale, g)}
+    return {
+        "p_star": fp.p_star,
+        "curvature": fp.stiffness,
+        "sigma_x2": sigma_x2,
+        "dp_dx": dp_dx,
+        "variance_exact": noise.stationary_variance_exact(coeffs, scale, g),
+        "variance_continuous": noise.stationary_variance(coeffs, scale, g),
+    }
 
 
-def predicted_path(spec: BanditSpec, *, eta: float, mu: float, k_ref: int, beta: float,
-                      steps: int) -> dict:
+def predicted_path(spec: BanditSpec, *, eta: float, mu: float, k_ref: int, beta: float, steps: int) -> dict:
     """Mean-field path and oscillator prediction for one bandit configuration.
 
     Parameters
@@ -226,8 +232,11 @@ def predicted_path(spec: BanditSpec, *, eta: float, mu: float, k_ref: int, beta:
     """
     fp = fixed_point(spec, beta)
     if not fp.interior:
-        raise ParameterError("beta", f"no interior fixed point at `beta` = {beta:g}: p runs to "
-                                     f"{fp.p_star:.3g} with no restoring force; raise `beta`")
+        raise ParameterError(
+            "beta",
+            f"no interior fixed point at `beta` = {beta:g}: p runs to "
+            f"{fp.p_star:.3g} with no restoring force; raise `beta`",
+        )
     mf = simulate(spec, eta=eta, mu=mu, k_ref=k_ref, beta=beta, steps=steps, mean_field=True)
     p_mf = mf.p[0, 0]
     p0 = float(p_mf[0])

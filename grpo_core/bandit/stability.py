@@ -9,7 +9,8 @@ anchor's pull (it is measured with the KL term on), so the oscillator functions 
 ``curvature = K`` and ``beta = 0``.
 
 The oscillator's predictions themselves (gain, thresholds, noise, the predicted path) are in
-:mod:`grpo_core.bandit.prediction`. What is measured here, and how (book chapter "The bandit: where the mean field is exact"):
+:mod:`grpo_core.bandit.prediction`. What is measured here, and how (book chapter "The bandit: where the mean field is
+exact"):
 
 * :func:`classify_trajectory`: monotone / oscillatory / divergent, from a trajectory of ``p``.
 * :func:`growth_rates`: the asymptotic growth rate per step of a small perturbation of the fixed
@@ -234,7 +235,9 @@ def _broadcast_configs(eta, mu, k_ref, beta):
     try:
         return np.broadcast_arrays(e, m, k, b)
     except ValueError:
-        raise ParameterError("eta", "`eta`, `mu`, `k_ref` and `beta` must be scalars or sequences of one length") from None
+        raise ParameterError(
+            "eta", "`eta`, `mu`, `k_ref` and `beta` must be scalars or sequences of one length"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -325,8 +328,13 @@ def critical_a(
         for steps in np.unique(bucket):
             sel = np.nonzero(bucket == steps)[0]
             rates[sel] = growth_rates(
-                spec, eta=(a_vals[sel] / k_stiff).ravel(), mu=np.repeat(mu_c[sel], points),
-                k_ref=np.repeat(k_c[sel], points), beta=b, steps=int(steps)).reshape(sel.size, points)
+                spec,
+                eta=(a_vals[sel] / k_stiff).ravel(),
+                mu=np.repeat(mu_c[sel], points),
+                k_ref=np.repeat(k_c[sel], points),
+                beta=b,
+                steps=int(steps),
+            ).reshape(sel.size, points)
         unstable = rates > 0
         for i in range(n_set):
             if not unstable[i].any():
@@ -342,8 +350,16 @@ def critical_a(
             measured[i] = math.exp(x)
             lo[i], hi[i] = grid[i, j - 1], grid[i, j]
     cont, exact = predicted_critical_a(spec, mu_c, k_c)
-    return CriticalA(mu=mu_c, k_ref=k_c, beta=b, curvature=k_stiff, p_star=fp.p_star, measured=measured,
-                     predicted_continuous=cont, predicted_exact=exact)
+    return CriticalA(
+        mu=mu_c,
+        k_ref=k_c,
+        beta=b,
+        curvature=k_stiff,
+        p_star=fp.p_star,
+        measured=measured,
+        predicted_continuous=cont,
+        predicted_exact=exact,
+    )
 
 
 def critical_k_ref(spec: BanditSpec, *, eta: Any, mu: Any, beta: float, k_max: int = 64) -> pd.DataFrame:
@@ -385,16 +401,27 @@ def critical_k_ref(spec: BanditSpec, *, eta: Any, mu: Any, beta: float, k_max: i
     fp = _interior_fixed_point(spec, b)
     ks = np.arange(1, k_max + 1)
     n_set = eta_c.size
-    rates = growth_rates(spec, eta=np.repeat(eta_c, k_max), mu=np.repeat(mu_c, k_max), k_ref=np.tile(ks, n_set),
-                         beta=b).reshape(n_set, k_max)
+    rates = growth_rates(
+        spec, eta=np.repeat(eta_c, k_max), mu=np.repeat(mu_c, k_max), k_ref=np.tile(ks, n_set), beta=b
+    ).reshape(n_set, k_max)
     rows = []
     for i in range(n_set):
         unstable = rates[i] > 0
         meas = float(ks[np.argmax(unstable)]) if unstable.any() else math.inf
         cont, exact = predicted_critical_k_ref(spec, eta=float(eta_c[i]), mu=float(mu_c[i]), curvature=fp.stiffness)
-        rows.append({"eta": float(eta_c[i]), "mu": float(mu_c[i]), "lag": spec.lag, "curvature": fp.stiffness,
-                     "a": float(eta_c[i] * fp.stiffness), "measured_critical_k_ref": meas,
-                     "predicted_continuous": cont, "predicted_exact": exact, "growth_rates": rates[i].tolist()})
+        rows.append(
+            {
+                "eta": float(eta_c[i]),
+                "mu": float(mu_c[i]),
+                "lag": spec.lag,
+                "curvature": fp.stiffness,
+                "a": float(eta_c[i] * fp.stiffness),
+                "measured_critical_k_ref": meas,
+                "predicted_continuous": cont,
+                "predicted_exact": exact,
+                "growth_rates": rates[i].tolist(),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -436,14 +463,26 @@ def threshold_table(settings: list[dict], *, beta: float = 1.0, base: BanditSpec
     rows: list[dict | None] = [None] * len(settings)
     for (lag, est, mom), idx in groups.items():
         spec = spec0.replace(lag=lag, estimator=est, momentum=mom)
-        res = critical_a(spec, mu=[settings[i]["mu"] for i in idx], k_ref=[settings[i]["k_ref"] for i in idx],
-                         beta=beta)
+        res = critical_a(
+            spec, mu=[settings[i]["mu"] for i in idx], k_ref=[settings[i]["k_ref"] for i in idx], beta=beta
+        )
         for j, i in enumerate(idx):
             m, c, e = float(res.measured[j]), float(res.predicted_continuous[j]), float(res.predicted_exact[j])
-            rows[i] = {"lag": lag, "estimator": est, "momentum": mom, "mu": float(res.mu[j]),
-                       "k_ref": int(res.k_ref[j]), "measured": m, "continuous": c, "exact": e,
-                       "measured_over_exact": m / e, "measured_over_continuous": m / c,
-                       "eta_star": m / res.curvature, "curvature": res.curvature, "p_star": res.p_star}
+            rows[i] = {
+                "lag": lag,
+                "estimator": est,
+                "momentum": mom,
+                "mu": float(res.mu[j]),
+                "k_ref": int(res.k_ref[j]),
+                "measured": m,
+                "continuous": c,
+                "exact": e,
+                "measured_over_exact": m / e,
+                "measured_over_continuous": m / c,
+                "eta_star": m / res.curvature,
+                "curvature": res.curvature,
+                "p_star": res.p_star,
+            }
     return pd.DataFrame(rows)
 
 
@@ -484,20 +523,33 @@ def predicted_regimes(spec: BanditSpec, *, eta, mu, k_ref, curvature: float, ste
     (['monotone', 'oscillatory', 'divergent'], ['monotone', 'oscillatory', 'divergent'])
     """
     eta_c, mu_c, k_c, _ = _broadcast_configs(eta, mu, k_ref, 0.0)
-    names = {"overdamped": "monotone", "critically_damped": "monotone", "underdamped": "oscillatory",
-             "unstable": "divergent"}
+    names = {
+        "overdamped": "monotone",
+        "critically_damped": "monotone",
+        "underdamped": "oscillatory",
+        "unstable": "divergent",
+    }
     rows = []
     for e, m, k in zip(eta_c, mu_c, k_c):
         c = oscillator.coefficients(float(e), float(m), int(k), curvature, 0.0, lag=spec.lag, momentum=spec.momentum)
         traj = trajectories.discrete_trajectory(c, steps)
         exact = str(classify_trajectory(np.clip(traj, -1e12, 1e12), 0.0)[()])
-        rows.append({"eta": float(e), "mu": float(m), "k_ref": int(k), "damping_ratio": float(c.damping_ratio),
-                     "continuous": names[c.regime], "exact": exact})
+        rows.append(
+            {
+                "eta": float(e),
+                "mu": float(m),
+                "k_ref": int(k),
+                "damping_ratio": float(c.damping_ratio),
+                "continuous": names[c.regime],
+                "exact": exact,
+            }
+        )
     return pd.DataFrame(rows)
 
 
-def k_ref_sweep(spec: BanditSpec, *, eta: float, mu: float, beta: float, k_refs, steps: int = 300,
-                seeds: int = 0) -> dict:
+def k_ref_sweep(
+    spec: BanditSpec, *, eta: float, mu: float, beta: float, k_refs, steps: int = 300, seeds: int = 0
+) -> dict:
     """Trajectories from the initial policy across ``k_ref`` at fixed ``eta``, ``mu``: regimes measured and predicted.
 
     Parameters
@@ -527,16 +579,23 @@ def k_ref_sweep(spec: BanditSpec, *, eta: float, mu: float, beta: float, k_refs,
     ks = [check_k_ref(k) for k in np.atleast_1d(k_refs).tolist()]
     fp = _interior_fixed_point(spec, check_beta(beta))
     mf = simulate(spec, eta=eta, mu=mu, k_ref=ks, beta=beta, steps=steps, mean_field=True)
-    frames = [pd.DataFrame({"k_ref": k, "step": mf.steps, "p": mf.p[i, 0], "kind": "mean field"})
-              for i, k in enumerate(ks)]
+    frames = [
+        pd.DataFrame({"k_ref": k, "step": mf.steps, "p": mf.p[i, 0], "kind": "mean field"}) for i, k in enumerate(ks)
+    ]
     if seeds and not spec.group_size_is_infinite:
         st = simulate(spec, eta=eta, mu=mu, k_ref=ks, beta=beta, steps=steps, seeds=seeds)
-        frames += [pd.DataFrame({"k_ref": k, "step": st.steps, "p": st.p[i].mean(0), "kind": "stochastic mean"})
-                   for i, k in enumerate(ks)]
+        frames += [
+            pd.DataFrame({"k_ref": k, "step": st.steps, "p": st.p[i].mean(0), "kind": "stochastic mean"})
+            for i, k in enumerate(ks)
+        ]
     regimes = predicted_regimes(spec, eta=eta, mu=mu, k_ref=ks, curvature=fp.stiffness, steps=steps)
     regimes.insert(3, "measured", classify_trajectory(mf.p[:, 0], fp.p_star))
-    return {"trajectories": pd.concat(frames, ignore_index=True), "regimes": regimes, "p_star": fp.p_star,
-            "curvature": fp.stiffness}
+    return {
+        "trajectories": pd.concat(frames, ignore_index=True),
+        "regimes": regimes,
+        "p_star": fp.p_star,
+        "curvature": fp.stiffness,
+    }
 
 
 def g_sweep(
@@ -599,17 +658,50 @@ def g_sweep(
         spec = base.replace(group_size=g)
         fp = _interior_fixed_point(spec, beta)
         theta0 = fp.theta_star if start == "fixed_point" else None
-        run = simulate(spec, eta=eta, mu=mu, k_ref=k_ref, beta=beta, steps=steps, seeds=seeds, theta0=theta0,
-                       record_every=record_every)
-        mf = simulate(spec, eta=eta, mu=mu, k_ref=k_ref, beta=beta, steps=steps, mean_field=True, theta0=theta0,
-                      record_every=record_every)
+        run = simulate(
+            spec,
+            eta=eta,
+            mu=mu,
+            k_ref=k_ref,
+            beta=beta,
+            steps=steps,
+            seeds=seeds,
+            theta0=theta0,
+            record_every=record_every,
+        )
+        mf = simulate(
+            spec,
+            eta=eta,
+            mu=mu,
+            k_ref=k_ref,
+            beta=beta,
+            steps=steps,
+            mean_field=True,
+            theta0=theta0,
+            record_every=record_every,
+        )
         p = run.p[0]
-        traj.append(pd.DataFrame({"group_size": g, "step": run.steps, "mean": p.mean(0),
-                                  "sem": p.std(0, ddof=1) / math.sqrt(p.shape[0]), "mean_field": mf.p[0, 0]}))
+        traj.append(
+            pd.DataFrame(
+                {
+                    "group_size": g,
+                    "step": run.steps,
+                    "mean": p.mean(0),
+                    "sem": p.std(0, ddof=1) / math.sqrt(p.shape[0]),
+                    "mean_field": mf.p[0, 0],
+                }
+            )
+        )
         late = p[:, run.steps >= burn].mean(axis=1)  # per-seed time average over the late window
-        plateau.append({"group_size": g, "p_star": fp.p_star, "plateau": float(late.mean()),
-                        "plateau_se": float(late.std(ddof=1) / math.sqrt(late.size)),
-                        "mean_field_end": float(mf.p[0, 0, -1])})
+        plateau.append(
+            {
+                "group_size": g,
+                "p_star": fp.p_star,
+                "plateau": float(late.mean()),
+                "plateau_se": float(late.std(ddof=1) / math.sqrt(late.size)),
+                "mean_field_end": float(mf.p[0, 0, -1]),
+            }
+        )
         sel = run.steps >= burn
         v_t = p[:, sel].var(axis=0, ddof=1)
         nb = 8
@@ -618,14 +710,25 @@ def g_sweep(
         pred = math.nan
         if fp.symmetric and spec.kl_estimator == "exact":
             pred = predicted_noise(spec, eta=eta, mu=mu, k_ref=k_ref, beta=beta)["variance_exact"]
-        var.append({"group_size": g, "p_star": fp.p_star, "variance": float(v_t.mean()),
-                    "variance_se": float(means.std(ddof=1) / math.sqrt(nb)), "predicted": pred})
-    return {"trajectories": pd.concat(traj, ignore_index=True), "variance": pd.DataFrame(var),
-            "plateau": pd.DataFrame(plateau)}
+        var.append(
+            {
+                "group_size": g,
+                "p_star": fp.p_star,
+                "variance": float(v_t.mean()),
+                "variance_se": float(means.std(ddof=1) / math.sqrt(nb)),
+                "predicted": pred,
+            }
+        )
+    return {
+        "trajectories": pd.concat(traj, ignore_index=True),
+        "variance": pd.DataFrame(var),
+        "plateau": pd.DataFrame(plateau),
+    }
 
 
-def compare_variants(base: BanditSpec, variants: list[dict], *, steps: int, seeds: int = 0,
-                     record_every: int = 1) -> pd.DataFrame:
+def compare_variants(
+    base: BanditSpec, variants: list[dict], *, steps: int, seeds: int = 0, record_every: int = 1
+) -> pd.DataFrame:
     """Trajectories of several variants of one bandit (mean field, and optionally stochastic).
 
     Parameters
@@ -656,7 +759,8 @@ def compare_variants(base: BanditSpec, variants: list[dict], *, steps: int, seed
     Examples
     --------
     >>> df = compare_variants(BanditSpec.binary(group_size=math.inf),
-    ...                       [{"label": "KL on", "eta": 0.5, "beta": 1.0}, {"label": "KL off", "eta": 0.5, "beta": 0.0}],
+    ...                       [{"label": "KL on", "eta": 0.5, "beta": 1.0},
+    ...                        {"label": "KL off", "eta": 0.5, "beta": 0.0}],
     ...                       steps=50)
     >>> sorted(df.label.unique().tolist())
     ['KL off', 'KL on']
@@ -671,8 +775,15 @@ def compare_variants(base: BanditSpec, variants: list[dict], *, steps: int, seed
             spec = base.replace(**changes)
         except TypeError as exc:
             raise ParameterError("variants", f"unknown bandit setting in variant {v['label']!r}: {exc}") from None
-        kw = dict(eta=v["eta"], mu=v.get("mu", 0.0), k_ref=v.get("k_ref", 1), beta=v["beta"], steps=steps,
-                  record_every=record_every, metrics=True)
+        kw = dict(
+            eta=v["eta"],
+            mu=v.get("mu", 0.0),
+            k_ref=v.get("k_ref", 1),
+            beta=v["beta"],
+            steps=steps,
+            record_every=record_every,
+            metrics=True,
+        )
         fp = fixed_point(spec, check_beta(v["beta"]))
         p_star = fp.p_star if fp.interior else math.nan
         runs = [("mean field", simulate(spec, mean_field=True, **kw))]
@@ -681,16 +792,28 @@ def compare_variants(base: BanditSpec, variants: list[dict], *, steps: int, seed
         for kind, run in runs:
             clip = np.full(run.steps.size, np.nan)  # nothing sampled at step 0
             clip[1:] = run.metrics["clip_ratio"][0, :, 1:].mean(0)
-            frames.append(pd.DataFrame({
-                "panel": v.get("panel", ""), "label": v["label"], "kind": kind, "step": run.steps,
-                "p": run.p[0].mean(0), "kl": run.metrics["kl"][0].mean(0), "clip_ratio": clip, "p_star": p_star}))
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "panel": v.get("panel", ""),
+                        "label": v["label"],
+                        "kind": kind,
+                        "step": run.steps,
+                        "p": run.p[0].mean(0),
+                        "kl": run.metrics["kl"][0].mean(0),
+                        "clip_ratio": clip,
+                        "p_star": p_star,
+                    }
+                )
+            )
     return pd.concat(frames, ignore_index=True)
 
 
 def smallest_anchoring_beta(spec: BanditSpec, betas) -> float:
     """Smallest KL weight in ``betas`` that gives the bandit an interior fixed point.
 
-    With std scaling and ``G -> inf`` this is about 1.51 (book chapter "The bandit: where the mean field is exact"); at finite G the sample
+    With std scaling and ``G -> inf`` this is about 1.51 (book chapter "The bandit: where the mean field is exact"); at
+    finite G the sample
     std caps the advantages' gain and far smaller weights anchor the policy.
 
     Parameters

@@ -169,7 +169,8 @@ def num_prompts_for_budget(budget, group_size) -> int:
     >>> num_prompts_for_budget(1000, 32)
     Traceback (most recent call last):
     ...
-    grpo_core.errors.ParameterError: `budget` must be a multiple of `group_size` = 32 (B = N/G prompts per step); got 1000 (nearest: 992 or 1024)
+    grpo_core.errors.ParameterError: `budget` must be a multiple of `group_size` = 32 (B = N/G prompts per step); got
+    1000 (nearest: 992 or 1024)
     """
     n = check_integer("budget", budget, low=1)
     g = check_integer("group_size", group_size, low=1)
@@ -329,6 +330,8 @@ def best_group_size(budget: int, c1: float, c2: float, c3: float, *, candidates=
         cand = [check_integer("candidates", c, low=2) for c in np.atleast_1d(candidates)]
         cand = [c for c in cand if c <= n and n % c == 0]
     if not cand:
-        raise ParameterError("candidates", f"`candidates` must include a group size that divides `budget` = {n}; none does")
+        raise ParameterError(
+            "candidates", f"`candidates` must include a group size that divides `budget` = {n}; none does"
+        )
     mse = minibatch_mse(cand, c1, c2, c3, budget=n, exact=exact)
     return int(cand[int(np.argmin(mse))])

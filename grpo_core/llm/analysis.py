@@ -476,7 +476,9 @@ def budget_sweep_table(runs: Sequence[Run], *, tail: int = 50) -> pd.DataFrame:
     rows = []
     budgets = {int(r.config.get("completions", 0)) for r in runs}
     if len(budgets) != 1:
-        raise DataError(f"the runs of a fixed-budget sweep share one budget; got completions per step {sorted(budgets)}")
+        raise DataError(
+            f"the runs of a fixed-budget sweep share one budget; got completions per step {sorted(budgets)}"
+        )
     for run in runs:
         _, r = run.reward()
         first = (run.config.get("eval_suite") or [None])[0]
@@ -484,10 +486,17 @@ def budget_sweep_table(runs: Sequence[Run], *, tail: int = 50) -> pd.DataFrame:
         eval_end = end.get("sampled_accuracy")
         if eval_end is None:
             eval_end = end.get("accuracy", np.nan)
-        rows.append({"G": run.group_size, "B": int(run.config.get("prompts_per_step", 0)),
-                     "N": budgets.copy().pop(), "seed": run.seed,
-                     "final_reward": float(np.mean(r[-tail:])), "auc": float(np.mean(r)),
-                     "eval_end": float(eval_end)})
+        rows.append(
+            {
+                "G": run.group_size,
+                "B": int(run.config.get("prompts_per_step", 0)),
+                "N": budgets.copy().pop(),
+                "seed": run.seed,
+                "final_reward": float(np.mean(r[-tail:])),
+                "auc": float(np.mean(r)),
+                "eval_end": float(eval_end),
+            }
+        )
     data = pd.DataFrame(rows)
     # paired version: each run against the mean of its seed over every G (seeds start from very
     # different warm-up levels; the comparison between G is within a seed)
@@ -549,18 +558,38 @@ def constants_table(runs: Sequence[Run], phase: str = "start") -> pd.DataFrame:
         if not c or (phase == "start" and run.seed in seen):  # the start model is shared by a seed's runs
             continue
         seen.add(run.seed)
-        lo, hi = (c.get("intervals", {}).get("g_star_exact") or [np.nan, np.nan])
-        rows.append({"run": run.name, "G": run.group_size, "seed": run.seed, "c1": c["c1"], "c2": c["c2"], "c3": c["c3"],
-                     "g_star": c["g_star"], "g_star_exact": c["g_star_exact"],
-                     "g_star_lo": lo if lo is not None else np.inf, "g_star_hi": hi if hi is not None else np.inf,
-                     "mean_reward": c.get("mean_reward", np.nan)})
+        lo, hi = c.get("intervals", {}).get("g_star_exact") or [np.nan, np.nan]
+        rows.append(
+            {
+                "run": run.name,
+                "G": run.group_size,
+                "seed": run.seed,
+                "c1": c["c1"],
+                "c2": c["c2"],
+                "c3": c["c3"],
+                "g_star": c["g_star"],
+                "g_star_exact": c["g_star_exact"],
+                "g_star_lo": lo if lo is not None else np.inf,
+                "g_star_hi": hi if hi is not None else np.inf,
+                "mean_reward": c.get("mean_reward", np.nan),
+            }
+        )
     table = pd.DataFrame(rows)
     if len(table):
         c1, c3 = table["c1"].mean(), table["c3"].mean()
-        pooled = {"run": "pooled (means)", "G": -1, "seed": -1, "c1": c1, "c2": table["c2"].mean(), "c3": c3,
-                  "g_star": np.sqrt(c3 / c1) if c1 > 0 else np.inf,
-                  "g_star_exact": 1 + np.sqrt(c3 / c1) if c1 > 0 else np.inf,
-                  "g_star_lo": np.nan, "g_star_hi": np.nan, "mean_reward": table["mean_reward"].mean()}
+        pooled = {
+            "run": "pooled (means)",
+            "G": -1,
+            "seed": -1,
+            "c1": c1,
+            "c2": table["c2"].mean(),
+            "c3": c3,
+            "g_star": np.sqrt(c3 / c1) if c1 > 0 else np.inf,
+            "g_star_exact": 1 + np.sqrt(c3 / c1) if c1 > 0 else np.inf,
+            "g_star_lo": np.nan,
+            "g_star_hi": np.nan,
+            "mean_reward": table["mean_reward"].mean(),
+        }
         table = pd.concat([table, pd.DataFrame([pooled])], ignore_index=True)
     return table
 
@@ -589,14 +618,29 @@ def provenance_table(runs: Sequence[Run]) -> pd.DataFrame:
         pk = p.get("packages", {})
         git = p.get("git") or {}
         commit = (git.get("commit") or "")[:8] + ("+" if git.get("dirty") else "")
-        rows.append({"device": p.get("device"), "cpu_count": p.get("cpu_count"), "threads": p.get("torch_threads"),
-                     "torch": pk.get("torch"), "transformers": pk.get("transformers"), "trl": pk.get("trl"),
-                     "commit": commit, "date": p.get("date", "")})
+        rows.append(
+            {
+                "device": p.get("device"),
+                "cpu_count": p.get("cpu_count"),
+                "threads": p.get("torch_threads"),
+                "torch": pk.get("torch"),
+                "transformers": pk.get("transformers"),
+                "trl": pk.get("trl"),
+                "commit": commit,
+                "date": p.get("date", ""),
+            }
+        )
     data = pd.DataFrame(rows)
     if data.empty:
         return data
     keys = ["device", "cpu_count", "threads", "torch", "transformers", "trl"]
     g = data.groupby(keys, dropna=False)
-    out = pd.DataFrame({"runs": g.size(), "commits": g["commit"].agg(lambda c: ", ".join(sorted(set(c)))),
-                        "first": g["date"].min(), "last": g["date"].max()})
+    out = pd.DataFrame(
+        {
+            "runs": g.size(),
+            "commits": g["commit"].agg(lambda c: ", ".join(sorted(set(c)))),
+            "first": g["date"].min(),
+            "last": g["date"].max(),
+        }
+    )
     return out.reset_index()

@@ -247,7 +247,9 @@ def gsm8k_reference(answer: str) -> float:
     72.0
     """
     if not isinstance(answer, str) or "####" not in answer:
-        raise ParameterError("answer", f"`answer` must be a GSM8K solution ending in '#### <number>'; got {answer!r:.80}")
+        raise ParameterError(
+            "answer", f"`answer` must be a GSM8K solution ending in '#### <number>'; got {answer!r:.80}"
+        )
     value = parse_number(answer.rsplit("####", 1)[1])
     if value is None:
         raise ParameterError("answer", f"`answer` has no number after '####': {answer!r:.80}")

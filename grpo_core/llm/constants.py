@@ -168,9 +168,21 @@ def sample_scores(model, tokenizer, prompts: Sequence, references: Sequence, sco
     return scores, rewards, info
 
 
-def measure_constants(model, tokenizer, prompts: Sequence, references: Sequence, scorer, *, samples_per_prompt: int = 16,
-                      max_new_tokens: int, temperature: float = 1.0, sketch_dim: int = 8192, seed: int = 0,
-                      num_bootstrap: int = 1000, confidence: float = 0.9) -> dict:
+def measure_constants(
+    model,
+    tokenizer,
+    prompts: Sequence,
+    references: Sequence,
+    scorer,
+    *,
+    samples_per_prompt: int = 16,
+    max_new_tokens: int,
+    temperature: float = 1.0,
+    sketch_dim: int = 8192,
+    seed: int = 0,
+    num_bootstrap: int = 1000,
+    confidence: float = 0.9,
+) -> dict:
     """c1, c2, c3 and G* of the model at its current weights, with bootstrap intervals.
 
     Parameters
@@ -196,12 +208,25 @@ def measure_constants(model, tokenizer, prompts: Sequence, references: Sequence,
     """
     from ..groupsize import estimate_constants
 
-    scores, rewards, info = sample_scores(model, tokenizer, prompts, references, scorer,
-                                          samples_per_prompt=samples_per_prompt, max_new_tokens=max_new_tokens,
-                                          temperature=temperature, sketch_dim=sketch_dim, seed=seed)
+    scores, rewards, info = sample_scores(
+        model,
+        tokenizer,
+        prompts,
+        references,
+        scorer,
+        samples_per_prompt=samples_per_prompt,
+        max_new_tokens=max_new_tokens,
+        temperature=temperature,
+        sketch_dim=sketch_dim,
+        seed=seed,
+    )
     est = estimate_constants(scores, rewards, num_bootstrap=num_bootstrap, confidence=confidence, seed=seed)
     out = est.as_dict()
-    out.update(mean_reward=float(rewards.mean()),
-               frac_zero_spread=float(np.mean(rewards.min(axis=1) == rewards.max(axis=1))),
-               sketch_dim=int(sketch_dim), samples_per_prompt=int(samples_per_prompt), **info)
+    out.update(
+        mean_reward=float(rewards.mean()),
+        frac_zero_spread=float(np.mean(rewards.min(axis=1) == rewards.max(axis=1))),
+        sketch_dim=int(sketch_dim),
+        samples_per_prompt=int(samples_per_prompt),
+        **info,
+    )
     return out

@@ -132,7 +132,9 @@ def relaxation_rate(rewards, eta: float, p_star: float | None = None) -> dict[st
     if p_star is not None:
         ratio = (p[-1] - p_star) / (p[0] - p_star)
         if not ratio > 0:
-            raise ParameterError("rewards", f"the trajectory crossed p* = {p_star} (e_n/e_0 = {ratio:.3g}): not a relaxation")
+            raise ParameterError(
+                "rewards", f"the trajectory crossed p* = {p_star} (e_n/e_0 = {ratio:.3g}): not a relaxation"
+            )
         return {"k": float((1.0 - ratio ** (1.0 / n)) / eta), "p_star": float(p_star)}
     slope, intercept = np.polyfit(p[:-1], np.diff(p), 1)
     k = -slope / eta
@@ -184,7 +186,7 @@ def unflatten(v, params) -> list:
     """Views of the flat tensor ``v`` shaped as each of ``params``, in order."""
     out, i = [], 0
     for p in params:
-        out.append(v[i:i + p.numel()].view_as(p))
+        out.append(v[i : i + p.numel()].view_as(p))
         i += p.numel()
     return out
 
@@ -204,7 +206,7 @@ def adam_second_moment(grads: list, beta2: float):
     """
     j = len(grads)
     v = sum((1 - beta2) * beta2 ** (j - 1 - i) * g.pow(2) for i, g in enumerate(grads))
-    return v / (1 - beta2 ** j)
+    return v / (1 - beta2**j)
 
 
 def set_flat(params, flat) -> None:

@@ -112,7 +112,9 @@ def build_tiny_model(tokenizer, spec: TinyModelSpec = TinyModelSpec(), seed: int
     from transformers import AutoModelForCausalLM, Qwen2Config
 
     if spec.hidden_size % spec.num_heads:
-        raise ParameterError("hidden_size", f"`hidden_size` must be a multiple of `num_heads` ({spec.num_heads}); got {spec.hidden_size}")
+        raise ParameterError(
+            "hidden_size", f"`hidden_size` must be a multiple of `num_heads` ({spec.num_heads}); got {spec.hidden_size}"
+        )
     config = Qwen2Config(
         vocab_size=len(tokenizer),
         hidden_size=spec.hidden_size,
@@ -232,7 +234,8 @@ def warmup(
     # constant phase learns fast, the decay settles the weights (less seed-to-seed scatter)
     decay_from = int(round(steps * (1.0 - anneal)))
     schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: 1.0 if s < decay_from else 1.0 - 0.9 * (s - decay_from) / max(steps - decay_from, 1))
+        optimizer, lambda s: 1.0 if s < decay_from else 1.0 - 0.9 * (s - decay_from) / max(steps - decay_from, 1)
+    )
     model.train()
     losses = []
     for s in range(steps):
@@ -248,8 +251,14 @@ def warmup(
     return WarmupResult(steps, float(np.mean(losses[-20:])), time.perf_counter() - start, tuple(losses))
 
 
-def load_pretrained(model_id: str, *, dtype: str = "auto", device: str = "cpu", revision: str | None = None,
-                    attn_implementation: str | None = None):
+def load_pretrained(
+    model_id: str,
+    *,
+    dtype: str = "auto",
+    device: str = "cpu",
+    revision: str | None = None,
+    attn_implementation: str | None = None,
+):
     """Load a pretrained causal LM and its tokenizer from the hub or a local folder.
 
     Parameters
@@ -290,12 +299,15 @@ def load_pretrained(model_id: str, *, dtype: str = "auto", device: str = "cpu", 
     try:
         tokenizer = AutoTokenizer.from_pretrained(model_id, **kwargs)
         model = AutoModelForCausalLM.from_pretrained(
-            model_id, dtype=dtypes[dtype], **kwargs,
+            model_id,
+            dtype=dtypes[dtype],
+            **kwargs,
             **({"attn_implementation": attn_implementation} if attn_implementation else {}),
         )
     except (OSError, ValueError) as exc:
-        raise GrpoError(f"model `{model_id}` cannot be loaded: "
-                        f"{(str(exc).strip().splitlines() or [type(exc).__name__])[0]}") from exc
+        raise GrpoError(
+            f"model `{model_id}` cannot be loaded: {(str(exc).strip().splitlines() or [type(exc).__name__])[0]}"
+        ) from exc
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token

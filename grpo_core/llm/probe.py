@@ -334,8 +334,8 @@ def predict(k_sgd: float, k_adam: float, top: float, top_adam: float, cfg, *, mu
     Cohen et al. (2022) for the adaptive edge of stability.
     """
     from ..model.oscillator import coefficients
-    from ..model.trajectories import time_to_fraction
     from ..model.stability import critical_value
+    from ..model.trajectories import time_to_fraction
 
     def rates(k: float, momentum: str) -> dict[str, float]:
         if not (k > 0 and math.isfinite(k)):
@@ -348,28 +348,47 @@ def predict(k_sgd: float, k_adam: float, top: float, top_adam: float, cfg, *, mu
                 "eta_crit_continuous": crit(k_ref=1, lag="constant", method="continuous"),
                 "num_iterations_4": {"k_ref": k4, "eta_crit": four, "ratio": four / one,
                                      "eta_crit_constant_lag": crit(k_ref=k4, lag="constant"),
-                                     "ratio_constant_lag": crit(k_ref=k4, lag="constant") / crit(k_ref=1, lag="constant")}}
+                                     "ratio_constant_lag": crit(k_ref=k4, lag="constant")
+                                     / crit(k_ref=1, lag="constant")}}
 
-    sgd = {**rates(k_sgd, "heavy_ball"), "k": k_sgd, "mu": mu,
-           "eta_crit_sharpness": 2 * (1 + mu) / top if top > 0 else math.inf}
+    sgd = {
+        **rates(k_sgd, "heavy_ball"),
+        "k": k_sgd,
+        "mu": mu,
+        "eta_crit_sharpness": 2 * (1 + mu) / top if top > 0 else math.inf,
+    }
     clip = cfg.max_grad_norm
     scale = grad_norm / clip if clip and grad_norm > clip else 1.0
-    sgd.update(clip_scale=scale, eta_crit_clipped=sgd["eta_crit"] * scale,
-               eta_crit_sharpness_clipped=sgd["eta_crit_sharpness"] * scale)
-    adam = {**rates(k_adam, "ema"), "k": k_adam, "b1": mu,
-            "eta_crit_sharpness": (2 + 2 * mu) / ((1 - mu) * top_adam) if top_adam > 0 else math.inf}
+    sgd.update(
+        clip_scale=scale,
+        eta_crit_clipped=sgd["eta_crit"] * scale,
+        eta_crit_sharpness_clipped=sgd["eta_crit_sharpness"] * scale,
+    )
+    adam = {
+        **rates(k_adam, "ema"),
+        "k": k_adam,
+        "b1": mu,
+        "eta_crit_sharpness": (2 + 2 * mu) / ((1 - mu) * top_adam) if top_adam > 0 else math.inf,
+    }
     return {"sgd_momentum": sgd, "adam": adam, "t90": _t90(cfg, k_sgd, k_adam, scale, coefficients, time_to_fraction)}
 
 
 def _t90(cfg, k_sgd, k_adam, clip_scale, coefficients, time_to_fraction) -> dict[str, Any]:
     adam = cfg.optimizer == "adamw"
     k = k_adam if adam else k_sgd / clip_scale
-    out: dict[str, Any] = {"learning_rate": cfg.learning_rate, "optimizer": cfg.optimizer, "momentum": cfg.momentum,
-                           "k_ref": cfg.lag, "lag": "refresh", "curvature": k}
+    out: dict[str, Any] = {
+        "learning_rate": cfg.learning_rate,
+        "optimizer": cfg.optimizer,
+        "momentum": cfg.momentum,
+        "k_ref": cfg.lag,
+        "lag": "refresh",
+        "curvature": k,
+    }
     if not (k > 0 and math.isfinite(k)):
         return {**out, "gain": math.nan, "steps": math.nan, "steps_discrete": math.nan}
-    co = coefficients(cfg.learning_rate, cfg.momentum, cfg.lag, k, lag="refresh",
-                      momentum="ema" if adam else "heavy_ball")
+    co = coefficients(
+        cfg.learning_rate, cfg.momentum, cfg.lag, k, lag="refresh", momentum="ema" if adam else "heavy_ball"
+    )
     out["gain"] = cfg.learning_rate * k
     for key, method in (("steps", "closed_form"), ("steps_discrete", "discrete")):
         try:
@@ -393,19 +412,37 @@ def _t_interval(values: list[float], level: float = 0.95) -> list[float]:
 
 def _check_budget(cfg, groups, iters, repeats, steps, adam_steps, reward_prompts, step_gain) -> dict[str, Any]:
     if not cfg.is_tiny:
-        raise GrpoError(f"the probe needs the exact expected reward of the arithmetic task (model 'tiny-qwen2'); "
-                        f"preset {cfg.preset!r} uses {cfg.model!r}")
-    return {"groups": check_integer("groups", groups or cfg.prompts_per_step, low=1),
-            "group_size": cfg.group_size,
-            "iters": check_integer("iters", iters, low=1), "repeats": check_integer("repeats", repeats, low=1),
-            "steps": check_integer("steps", steps, low=1), "adam_steps": check_integer("adam_steps", adam_steps, low=1),
-            "reward_prompts": check_integer("reward_prompts", reward_prompts, low=1),
-            "step_gain": check_real("step_gain", step_gain, low=0, high=0.5, low_inclusive=False)}
+        raise GrpoError(
+            f"the probe needs the exact expected reward of the arithmetic task (model 'tiny-qwen2'); "
+            f"preset {cfg.preset!r} uses {cfg.model!r}"
+        )
+    return {
+        "groups": check_integer("groups", groups or cfg.prompts_per_step, low=1),
+        "group_size": cfg.group_size,
+        "iters": check_integer("iters", iters, low=1),
+        "repeats": check_integer("repeats", repeats, low=1),
+        "steps": check_integer("steps", steps, low=1),
+        "adam_steps": check_integer("adam_steps", adam_steps, low=1),
+        "reward_prompts": check_integer("reward_prompts", reward_prompts, low=1),
+        "step_gain": check_real("step_gain", step_gain, low=0, high=0.5, low_inclusive=False),
+    }
 
 
-def probe_policy(model, tokenizer, cfg, *, groups: int = 0, iters: int = 10, repeats: int = 4, steps: int = 2,
-                 adam_steps: int = 4, reward_prompts: int = 256, step_gain: float = 0.01, hessian_groups: int = 8,
-                 seed: int | None = None) -> ProbeResult:
+def probe_policy(
+    model,
+    tokenizer,
+    cfg,
+    *,
+    groups: int = 0,
+    iters: int = 10,
+    repeats: int = 4,
+    steps: int = 2,
+    adam_steps: int = 4,
+    reward_prompts: int = 256,
+    step_gain: float = 0.01,
+    hessian_groups: int = 8,
+    seed: int | None = None,
+) -> ProbeResult:
     """Measure the sharpness and the reward-direction curvature K of the starting policy; predict.
 
     Parameters
@@ -454,8 +491,15 @@ def probe_policy(model, tokenizer, cfg, *, groups: int = 0, iters: int = 10, rep
     settings = _check_budget(cfg, groups, iters, repeats, steps, adam_steps, reward_prompts, step_gain)
     settings["hessian_groups"] = min(check_integer("hessian_groups", hessian_groups, low=1), settings["groups"])
     seed = cfg.seed if seed is None else check_integer("seed", seed, low=0)
-    settings.update(seed=seed, loss_type=cfg.loss_type, scale_rewards=cfg.scale_rewards, epsilon=cfg.epsilon,
-                    temperature=cfg.temperature, adam_beta2=cfg.adam_beta2, adam_eps=ADAM_EPS)
+    settings.update(
+        seed=seed,
+        loss_type=cfg.loss_type,
+        scale_rewards=cfg.scale_rewards,
+        epsilon=cfg.epsilon,
+        temperature=cfg.temperature,
+        adam_beta2=cfg.adam_beta2,
+        adam_eps=ADAM_EPS,
+    )
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
@@ -488,7 +532,7 @@ def _probe(model, tokenizer, cfg, params, theta0, s: dict) -> ProbeResult:
 
     def fresh(i=None):
         i = next(batches) if i is None else i
-        return sample_batch(model, tokenizer, cfg, pool[i * g_count:(i + 1) * g_count], seed=s["seed"] + 31 * i)
+        return sample_batch(model, tokenizer, cfg, pool[i * g_count : (i + 1) * g_count], seed=s["seed"] + 31 * i)
 
     reward_set = sample_problems(TRAIN_TASK, s["reward_prompts"], seed=s["seed"] + 7, split="train")
     p_fn = lambda: expected_reward(model, tokenizer, reward_set, cfg.temperature)  # noqa: E731
@@ -499,37 +543,66 @@ def _probe(model, tokenizer, cfg, params, theta0, s: dict) -> ProbeResult:
     t0 = time.perf_counter()
     first = fresh()
     head = _head(first, s["hessian_groups"] * cfg.group_size)
-    plain = lanczos_extremes(hvp_operator(surrogate_loss(model, head, cfg), params), theta0.numel(), s["iters"],
-                             seed=s["seed"], dtype=theta0.dtype, device=theta0.device)
+    plain = lanczos_extremes(
+        hvp_operator(surrogate_loss(model, head, cfg), params),
+        theta0.numel(),
+        s["iters"],
+        seed=s["seed"],
+        dtype=theta0.dtype,
+        device=theta0.device,
+    )
     g_first = -flat_grad(surrogate_loss(model, first, cfg), params).detach()
     seconds["sharpness"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    grads = [-g_first] + [flat_grad(surrogate_loss(model, fresh(), cfg), params).detach()
-                          for _ in range(s["adam_steps"] - 1)]
+    grads = [-g_first] + [
+        flat_grad(surrogate_loss(model, fresh(), cfg), params).detach() for _ in range(s["adam_steps"] - 1)
+    ]
     precond = adam_second_moment(grads, cfg.adam_beta2).sqrt() + ADAM_EPS
-    adam = lanczos_extremes(hvp_operator(surrogate_loss(model, head, cfg), params, scale=precond.rsqrt()),
-                            theta0.numel(), s["iters"], seed=s["seed"], dtype=theta0.dtype, device=theta0.device)
+    adam = lanczos_extremes(
+        hvp_operator(surrogate_loss(model, head, cfg), params, scale=precond.rsqrt()),
+        theta0.numel(),
+        s["iters"],
+        seed=s["seed"],
+        dtype=theta0.dtype,
+        device=theta0.device,
+    )
     seconds["sharpness_adam"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
     curvature = _curvature(model, params, theta0, p_fn, p0, grad_p, precond, g_first, fresh, cfg, s)
     curvature["batch_reward"] = float(first.rewards.mean())
     seconds["curvature"] = time.perf_counter() - t0
-    sharp = {"top": plain["top"], "bottom": plain["bottom"], "residual": plain["residual"],
-             "top_adam": adam["top"], "bottom_adam": adam["bottom"], "residual_adam": adam["residual"],
-             "iters": plain["iters"]}
-    preds = predict(curvature["k"], curvature["k_adam"], sharp["top"], sharp["top_adam"], cfg,
-                    grad_norm=curvature["grad_norm"])
+    sharp = {
+        "top": plain["top"],
+        "bottom": plain["bottom"],
+        "residual": plain["residual"],
+        "top_adam": adam["top"],
+        "bottom_adam": adam["bottom"],
+        "residual_adam": adam["residual"],
+        "iters": plain["iters"],
+    }
+    preds = predict(
+        curvature["k"], curvature["k_adam"], sharp["top"], sharp["top_adam"], cfg, grad_norm=curvature["grad_norm"]
+    )
     seconds["total"] = time.perf_counter() - t_start
-    return ProbeResult(settings=s, sharpness=sharp, curvature=curvature, predictions=preds,
-                       seconds={k: round(v, 3) for k, v in seconds.items()})
+    return ProbeResult(
+        settings=s,
+        sharpness=sharp,
+        curvature=curvature,
+        predictions=preds,
+        seconds={k: round(v, 3) for k, v in seconds.items()},
+    )
 
 
 def _head(batch: ProbeBatch, rows: int) -> ProbeBatch:
     """The first ``rows`` completions (whole groups) of a batch; TRL's normaliser becomes theirs."""
-    return ProbeBatch(*(getattr(batch, f)[:rows] for f in ("input_ids", "attention_mask", "completion_mask",
-                                                           "rewards", "advantages", "old_logps")))
+    return ProbeBatch(
+        *(
+            getattr(batch, f)[:rows]
+            for f in ("input_ids", "attention_mask", "completion_mask", "rewards", "advantages", "old_logps")
+        )
+    )
 
 
 def _curvature(model, params, theta0, p_fn, p0, grad_p, precond, g_first, fresh, cfg, s) -> dict[str, Any]:
@@ -555,10 +628,21 @@ def _curvature(model, params, theta0, p_fn, p0, grad_p, precond, g_first, fresh,
                 rewards.append(float(p_fn()))  # no_grad: no graph kept
         set_flat(params, theta0)
         k_steps.append(relaxation_rate(rewards, eta, p_star=1.0)["k"])  # negative if the steps lowered p
-    return {"reward": p0, "p_star": 1.0, "probe_learning_rate": eta, "grad_norm": float(g_first.norm()),
-            "k": float(np.mean(k_first)), "k_interval": _t_interval(k_first), "k_repeats": k_first,
-            "k_steps": float(np.mean(k_steps)), "k_steps_interval": _t_interval(k_steps), "k_steps_repeats": k_steps,
-            "k_adam": float(np.mean(k_adam)), "k_adam_interval": _t_interval(k_adam), "k_adam_repeats": k_adam}
+    return {
+        "reward": p0,
+        "p_star": 1.0,
+        "probe_learning_rate": eta,
+        "grad_norm": float(g_first.norm()),
+        "k": float(np.mean(k_first)),
+        "k_interval": _t_interval(k_first),
+        "k_repeats": k_first,
+        "k_steps": float(np.mean(k_steps)),
+        "k_steps_interval": _t_interval(k_steps),
+        "k_steps_repeats": k_steps,
+        "k_adam": float(np.mean(k_adam)),
+        "k_adam_interval": _t_interval(k_adam),
+        "k_adam_repeats": k_adam,
+    }
 
 
 def write_probe(model, tokenizer, cfg, ctx) -> dict[str, Any]:
@@ -588,8 +672,15 @@ def write_probe(model, tokenizer, cfg, ctx) -> dict[str, Any]:
     if path.exists():
         return read_json(path)
     t0 = time.perf_counter()
-    result = probe_policy(model, tokenizer, cfg, groups=cfg.probe_groups, iters=cfg.probe_iters,
-                          repeats=cfg.probe_repeats, steps=cfg.probe_steps).to_dict()
+    result = probe_policy(
+        model,
+        tokenizer,
+        cfg,
+        groups=cfg.probe_groups,
+        iters=cfg.probe_iters,
+        repeats=cfg.probe_repeats,
+        steps=cfg.probe_steps,
+    ).to_dict()
     ctx.timings["probe"] = time.perf_counter() - t0
     if ctx.main:
         write_json(path, result)

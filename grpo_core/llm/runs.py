@@ -67,10 +67,28 @@ RUN_FILES = ("config.json", "provenance.json", "metrics.jsonl", "evals.json", "s
 #: Settings that make up the readable part of a run name.
 _NAME_KEYS = ("group_size", "prompts_per_step", "seed")
 #: Settings left out of the name (they do not change the run's outcome).
-_NOT_IN_NAME = {"output_dir", "resume", "keep_checkpoints", "diagnose_every", "num_threads", "warmup_cache", "benchmark_dir",
-                "measure_constants", "constants_samples", "probe", "probe_groups", "probe_iters",
-                "probe_repeats", "probe_steps",
-                "save_every", "preset", "num_prompts", "completions_per_step", "group_size", "seed"}
+_NOT_IN_NAME = {
+    "output_dir",
+    "resume",
+    "keep_checkpoints",
+    "diagnose_every",
+    "num_threads",
+    "warmup_cache",
+    "benchmark_dir",
+    "measure_constants",
+    "constants_samples",
+    "probe",
+    "probe_groups",
+    "probe_iters",
+    "probe_repeats",
+    "probe_steps",
+    "save_every",
+    "preset",
+    "num_prompts",
+    "completions_per_step",
+    "group_size",
+    "seed",
+}
 
 
 def _short(value: Any) -> str:
@@ -115,8 +133,11 @@ def run_name(cfg, *, against=None) -> str:
 
     base = against if against is not None else PRESETS[cfg.preset]
     a, b = cfg.to_dict(), base.to_dict()
-    changed = {k: v for k, v in a.items() if k not in _NOT_IN_NAME and k in b and v != b[k]
-               and k not in ("lag", "prompts_per_step", "completions")}
+    changed = {
+        k: v
+        for k, v in a.items()
+        if k not in _NOT_IN_NAME and k in b and v != b[k] and k not in ("lag", "prompts_per_step", "completions")
+    }
     parts = [f"{cfg.preset}", f"G{cfg.group_size}-B{cfg.prompts_per_step}"]
     if changed:
         text = "-".join(f"{k}{_short(v)}" for k, v in sorted(changed.items()))
@@ -162,7 +183,6 @@ def write_json(path: str | Path, obj: Any) -> Path:
     tmp.write_text(json.dumps(json_ready(obj), indent=1, sort_keys=False) + "\n")
     os.replace(tmp, path)
     return path
-
 
 
 def read_json(path: str | Path) -> Any:
@@ -212,13 +232,29 @@ def git_revision(cwd: str | Path | None = None) -> dict[str, Any]:
     """
     here = Path(cwd) if cwd else Path(__file__).resolve().parent
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True,
-                                timeout=10).stdout.strip() or None
+        commit = (
+            subprocess.run(
+                ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10
+            ).stdout.strip()
+            or None
+        )
         # ":(top)" pathspecs are relative to the checkout's root, wherever git runs
-        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--",
-                                 ":(top)grpo_core", ":(top)book/experiments/grpo_llm.md",
-                                 ":(top)book/experiments/grpo_llm.ipynb"],
-                                cwd=here, capture_output=True, text=True, timeout=10)
+        status = subprocess.run(
+            [
+                "git",
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                ":(top)grpo_core",
+                ":(top)book/experiments/grpo_llm.md",
+                ":(top)book/experiments/grpo_llm.ipynb",
+            ],
+            cwd=here,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
         dirty = bool(status.stdout.strip()) if commit else None
     except (OSError, subprocess.SubprocessError):
         commit, dirty = None, None
@@ -258,8 +294,17 @@ def provenance(seed: int, device: str, *, extra: dict | None = None) -> dict[str
     import torch
 
     packages = {}
-    for name in ("torch", "transformers", "trl", "datasets", "accelerate", "numpy", "grpo-dynamics", "vllm",
-                 "papermill"):
+    for name in (
+        "torch",
+        "transformers",
+        "trl",
+        "datasets",
+        "accelerate",
+        "numpy",
+        "grpo-dynamics",
+        "vllm",
+        "papermill",
+    ):
         try:
             packages[name] = version(name)
         except PackageNotFoundError:
@@ -510,10 +555,18 @@ def load_run(folder: str | Path) -> Run:
         p = folder / name
         return read_json(p) if p.exists() else {}
 
-    return Run(path=folder, name=config.get("run_name", folder.name), config=config,
-               provenance=opt("provenance.json"), metrics=metrics, evals=opt("evals.json"),
-               summary=opt("summary.json"), diagnosis=opt("diagnosis.json"), warmup=opt("warmup.json"),
-               constants=opt("gradient_constants.json"))
+    return Run(
+        path=folder,
+        name=config.get("run_name", folder.name),
+        config=config,
+        provenance=opt("provenance.json"),
+        metrics=metrics,
+        evals=opt("evals.json"),
+        summary=opt("summary.json"),
+        diagnosis=opt("diagnosis.json"),
+        warmup=opt("warmup.json"),
+        constants=opt("gradient_constants.json"),
+    )
 
 
 def load_runs(root: str | Path, *, pattern: str = "*") -> list[Run]:
@@ -580,13 +633,20 @@ def runs_table(runs: list[Run], *, tail: int = 50) -> pd.DataFrame:
         first = (run.config.get("eval_suite") or [None])[0]
         start = run.evals.get("start", {}).get(first, {}) if first else {}
         end = run.evals.get("end", {}).get(first, {}) if first else {}
-        rows.append({
-            "run": run.name, "G": run.group_size, "B": run.config.get("prompts_per_step"), "seed": run.seed,
-            "steps": int(steps[-1]) if steps.size else 0,
-            "start_reward": float(np.mean(reward[:10])) if reward.size else np.nan,
-            "final_reward": float(np.mean(reward[-tail:])) if reward.size else np.nan,
-            "eval_start": start.get("accuracy"), "eval_end": end.get("accuracy"),
-            "eval_sampled_start": start.get("sampled_accuracy"), "eval_sampled_end": end.get("sampled_accuracy"),
-            "minutes": (run.summary.get("wall_seconds") or np.nan) / 60,
-        })
+        rows.append(
+            {
+                "run": run.name,
+                "G": run.group_size,
+                "B": run.config.get("prompts_per_step"),
+                "seed": run.seed,
+                "steps": int(steps[-1]) if steps.size else 0,
+                "start_reward": float(np.mean(reward[:10])) if reward.size else np.nan,
+                "final_reward": float(np.mean(reward[-tail:])) if reward.size else np.nan,
+                "eval_start": start.get("accuracy"),
+                "eval_end": end.get("accuracy"),
+                "eval_sampled_start": start.get("sampled_accuracy"),
+                "eval_sampled_end": end.get("sampled_accuracy"),
+                "minutes": (run.summary.get("wall_seconds") or np.nan) / 60,
+            }
+        )
     return pd.DataFrame(rows)

@@ -14,7 +14,8 @@ name       problems                           distance from training
 ``sub2``   a - b, 10 <= b <= a <= 99          far: another operation (an unseen token)
 ========== ================================== =============================================
 
-Every task's held-out split is fixed by the pair itself (a hash of the pair: 10% of the pairs), so neither the warm-up nor GRPO ever sees an evaluation pair, whatever the seed. The
+Every task's held-out split is fixed by the pair itself (a hash of the pair: 10% of the pairs), so neither the warm-up
+nor GRPO ever sees an evaluation pair, whatever the seed. The
 supervised warm-up (the stand-in for pre-training) draws from a mixture of all four tasks; GRPO
 then trains on ``add2`` alone, and the evaluations at the start and the end measure how much of
 the improvement carries over to each variant.
@@ -209,7 +210,9 @@ def sample_problems(
     n = check_integer("n", n, low=1)
     pairs = _pairs(task, check_choice("split", split, SPLITS))
     if not replace and n > len(pairs):
-        raise ParameterError("n", f"`n` must be <= {len(pairs)} (the number of {task.name} pairs) without replacement; got {n}")
+        raise ParameterError(
+            "n", f"`n` must be <= {len(pairs)} (the number of {task.name} pairs) without replacement; got {n}"
+        )
     rng = np.random.default_rng(check_integer("seed", seed, low=0))
     idx = rng.choice(len(pairs), size=n, replace=replace)
     return [
@@ -331,7 +334,9 @@ def build_char_tokenizer(alphabet: str = ALPHABET):
     from transformers import PreTrainedTokenizerFast
 
     if not alphabet or len(set(alphabet)) != len(alphabet):
-        raise ParameterError("alphabet", f"`alphabet` must be a non-empty string of distinct characters; got {alphabet!r}")
+        raise ParameterError(
+            "alphabet", f"`alphabet` must be a non-empty string of distinct characters; got {alphabet!r}"
+        )
     vocab = {tok: i for i, tok in enumerate((*SPECIAL_TOKENS, *alphabet))}
     core = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     core.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")

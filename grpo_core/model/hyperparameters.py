@@ -1,7 +1,8 @@
 """Validation of the training hyperparameters shared by the models (oscillator, bandit, advice).
 
 One checker per hyperparameter, built from one table (:data:`_SCALARS`), so every public function
-refuses the same bad values with the same message (``"`mu` must be a finite number in [0, 1); got 1.0"``), plus the names of the lag
+refuses the same bad values with the same message (``"`mu` must be a finite number in [0, 1); got 1.0"``), plus the
+names of the lag
 models and momentum conventions. Notation as in the book (chapter "From update rule to oscillator").
 """
 

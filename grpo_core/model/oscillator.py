@@ -456,7 +456,8 @@ def coefficients(
     the same coordinates in which ``curvature`` should then be expressed. ``beta = 0`` means
     ``curvature`` alone. Example of a fixed point held by the KL term only: the softmax bandit
     with the plain mean baseline has no reward curvature at ``p*`` and a total stiffness
-    ``K = 2 beta p* (1 - p*)`` (book chapter "The bandit: where the mean field is exact") -- pass that measured ``K`` as ``curvature``
+    ``K = 2 beta p* (1 - p*)`` (book chapter "The bandit: where the mean field is exact") -- pass that measured ``K``
+    as ``curvature``
     with ``beta=0``.
 
     Parameters

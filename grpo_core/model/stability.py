@@ -334,7 +334,8 @@ def spectral_radius(
 
     References
     ----------
-    Our derivation (book chapter "From update rule to oscillator"): the characteristic polynomial and the monodromy form.
+    Our derivation (book chapter "From update rule to oscillator"): the characteristic polynomial and the monodromy
+    form.
 
     Examples
     --------

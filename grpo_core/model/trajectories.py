@@ -1,7 +1,8 @@
 """Trajectories of the oscillator: the closed-form response, the exact recurrence, time scales.
 
 * :func:`closed_form_trajectory` (the continuous model's
-  :func:`~grpo_core.model.oscillator.relaxation` with a configuration's coefficients) and :func:`discrete_trajectory` (the exact
+  :func:`~grpo_core.model.oscillator.relaxation` with a configuration's coefficients) and :func:`discrete_trajectory`
+  (the exact
   recurrence, deterministic: :func:`grpo_core.model.noise.simulate` without noise);
 * time scales: :func:`time_to_fraction` (time to 90% of the plateau) and :func:`settling_time`.
 

@@ -82,7 +82,9 @@ def check_groups(scores, rewards, *, min_group_size: int = 1) -> tuple[np.ndarra
         raise ParameterError("rewards", "`rewards` must have a group axis (shape (..., G)); got a scalar")
     g = z.shape[-1]
     if g == 0 or z.size == 0:
-        raise ParameterError("rewards", f"`rewards` has an empty group (shape {z.shape}); every group needs >= 1 completion")
+        raise ParameterError(
+            "rewards", f"`rewards` has an empty group (shape {z.shape}); every group needs >= 1 completion"
+        )
     if g < min_group_size:
         raise ParameterError("group_size", f"`group_size` must be >= {min_group_size} here; got {g}")
     if w.ndim != z.ndim + 1 or w.shape[:-1] != z.shape:
@@ -185,7 +187,9 @@ def group_gradient(
         try:
             v = np.broadcast_to(v, z.shape[:-1])
         except ValueError:
-            raise ParameterError("value", f"`value` must broadcast to the group shape {z.shape[:-1]}; got {v.shape}") from None
+            raise ParameterError(
+                "value", f"`value` must broadcast to the group shape {z.shape[:-1]}; got {v.shape}"
+            ) from None
         adv = z - v[..., None]
     else:
         baseline = {"vanilla": "none", "mean": "mean", "leave_one_out": "leave_one_out", "std": "mean"}[estimator]

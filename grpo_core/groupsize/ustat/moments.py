@@ -253,7 +253,9 @@ def bandit_traces(probs, rewards, *, bernoulli: bool = False) -> BanditTraces:
     try:
         r = np.broadcast_to(r, p.shape)
     except ValueError:
-        raise ParameterError("rewards", f"`rewards` must broadcast to the policies' shape {p.shape}; got {r.shape}") from None
+        raise ParameterError(
+            "rewards", f"`rewards` must broadcast to the policies' shape {p.shape}; got {r.shape}"
+        ) from None
     s = r * (1.0 - r) if bernoulli else np.zeros_like(r)
     value = (p * r).sum(axis=-1)
     grad = p * (r - value[..., None])
@@ -390,8 +392,7 @@ def std_scaled_mse(probs, rewards, group_sizes, *, eps: float = DEFAULT_STD_EPS)
     target = t.gradient / np.sqrt(t.reward_var)
     out = []
     for g in sizes:
-        spec = BanditSpec(reward_probs=tuple(r.tolist()), group_size=g, baseline="mean", scale="group_std",
-                          std_eps=e)
+        spec = BanditSpec(reward_probs=tuple(r.tolist()), group_size=g, baseline="mean", scale="group_std", std_eps=e)
         mean, cov = gradient_covariance(spec, np.log(p))
         out.append(float(((mean - target) ** 2).sum() + np.trace(cov)))
     return np.array(out)

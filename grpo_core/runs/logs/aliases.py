@@ -12,7 +12,8 @@ names) before the format's key mapping, and rewrites only what that mapping cann
   agree on every row (``step`` and ``training/global_step`` of verl) are one step column. Step
   columns that disagree stay an error (named by the reader).
 * **Several runs in one table** (a text column named like a run label, ``arm``, ``run``, ``name``,
-  ``experiment`` ..., whose labels each hold a whole run, steps repeating across labels): ``run=`` picks one (``"pure-GRPO"`` or ``"arm=pure-GRPO"``);
+  ``experiment`` ..., whose labels each hold a whole run, steps repeating across labels): ``run=`` picks one
+  (``"pure-GRPO"`` or ``"arm=pure-GRPO"``);
   without it the reader stops with the labels, since merging the runs would be wrong.
 * **Aliases** of the total reward and of other metrics, used only when the canonical column is absent:
   see :data:`REWARD_ALIASES` and :data:`METRIC_ALIASES`. Without a total reward, a single per-function

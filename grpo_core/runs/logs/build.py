@@ -201,8 +201,11 @@ def _steps(frame: pd.DataFrame, step_col: str, split_of_row: pd.Series | None, s
     if missing.all():
         raise DataError(f"{source}: the step column {step_col!r} holds no numbers")
     if missing.any():
-        _note(notes, f"dropped {int(missing.sum())} row(s) without a step value (first at row {int(np.argmax(missing))})",
-              warn=True)
+        _note(
+            notes,
+            f"dropped {int(missing.sum())} row(s) without a step value (first at row {int(np.argmax(missing))})",
+            warn=True,
+        )
         frame = frame.loc[~missing]
         if split_of_row is not None:
             split_of_row = split_of_row.loc[~missing]
@@ -215,8 +218,14 @@ def _steps(frame: pd.DataFrame, step_col: str, split_of_row: pd.Series | None, s
     return frame, split_of_row, steps.astype(np.int64)
 
 
-def _split_tables(values: dict[str, np.ndarray], targets: dict[str, tuple[str, str]], split_of_row,
-                  steps: np.ndarray, source: str, notes: list[str]) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
+def _split_tables(
+    values: dict[str, np.ndarray],
+    targets: dict[str, tuple[str, str]],
+    split_of_row,
+    steps: np.ndarray,
+    source: str,
+    notes: list[str],
+) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
     """The train and eval tables and the summary row.
 
     Our own format says the split per row (``split``); every other format says it per column (an
@@ -240,16 +249,20 @@ def _split_tables(values: dict[str, np.ndarray], targets: dict[str, tuple[str, s
         # a row with a step but not one number (every cell empty or NaN): say so, never drop it quietly
         empty_steps = steps[~used]
         shown = ", ".join(str(int(s)) for s in empty_steps[:5]) + (", ..." if len(empty_steps) > 5 else "")
-        _note(notes, f"{source}: dropped {len(empty_steps)} row(s) with a step but no metric value (every cell "
-                     f"empty or NaN; step(s) {shown})", warn=True)
+        _note(
+            notes,
+            f"{source}: dropped {len(empty_steps)} row(s) with a step but no metric value (every cell "
+            f"empty or NaN; step(s) {shown})",
+            warn=True,
+        )
     if tables["train"].empty or tables["train"].shape[1] <= 1:
-        raise DataError(f"{source}: no training rows with metrics (rows: {n_rows}; "
-                        f"eval rows: {len(tables['eval'])})")
+        raise DataError(f"{source}: no training rows with metrics (rows: {n_rows}; eval rows: {len(tables['eval'])})")
     return tables, summary
 
 
-def _rows_of_split(split: str, values: dict[str, np.ndarray], targets, split_of_row,
-                   n_rows: int) -> tuple[list[str], np.ndarray]:
+def _rows_of_split(
+    split: str, values: dict[str, np.ndarray], targets, split_of_row, n_rows: int
+) -> tuple[list[str], np.ndarray]:
     """The columns of one split and which rows belong to it."""
     if split_of_row is not None:
         return list(values), split_of_row.to_numpy() == split
@@ -261,16 +274,16 @@ def _rows_of_split(split: str, values: dict[str, np.ndarray], targets, split_of_
     return cols, keep
 
 
-def _summary_row(cols: list[str], keep: np.ndarray, values: dict[str, np.ndarray], steps: np.ndarray,
-                 notes: list[str]) -> dict[str, Any]:
+def _summary_row(
+    cols: list[str], keep: np.ndarray, values: dict[str, np.ndarray], steps: np.ndarray, notes: list[str]
+) -> dict[str, Any]:
     """The last summary row (``train_runtime``, ``train_loss``...), or ``{}``."""
     if not keep.any():
         return {}
     last = np.flatnonzero(keep)[-1]
     summary: dict[str, Any] = {c: float(values[c][last]) for c in cols if not np.isnan(values[c][last])}
     summary["step"] = int(steps[last])
-    _note(notes, f"kept the final summary row ({', '.join(sorted(summary))}) apart from the "
-                 "training rows", warn=False)
+    _note(notes, f"kept the final summary row ({', '.join(sorted(summary))}) apart from the training rows", warn=False)
     return summary
 
 
@@ -300,17 +313,26 @@ def _numeric_columns(frame: pd.DataFrame, cols: list[str], source: str, notes: l
             _note(notes, f"dropped column {col!r}: no numbers in it (e.g. {s[bad].iloc[0]!r})", warn=False)
             continue
         if bad.any():
-            _note(notes, f"{source}: {int(bad.sum())} cell(s) of {col!r} are not numbers (e.g. {s[bad].iloc[0]!r} "
-                         f"in data row {int(np.flatnonzero(bad.to_numpy())[0]) + 1}); set to NaN", warn=True)
+            _note(
+                notes,
+                f"{source}: {int(bad.sum())} cell(s) of {col!r} are not numbers (e.g. {s[bad].iloc[0]!r} "
+                f"in data row {int(np.flatnonzero(bad.to_numpy())[0]) + 1}); set to NaN",
+                warn=True,
+            )
         if placeholder.any():
-            _note(notes, f"{int(placeholder.sum())} placeholder cell(s) of {col!r} (e.g. {s[placeholder].iloc[0]!r}) "
-                         "read as missing", warn=False)
+            _note(
+                notes,
+                f"{int(placeholder.sum())} placeholder cell(s) of {col!r} (e.g. {s[placeholder].iloc[0]!r}) "
+                "read as missing",
+                warn=False,
+            )
         out[col] = numeric.to_numpy(dtype=float, na_value=np.nan)
     return out
 
 
-def _tidy(data: dict[str, np.ndarray], steps: np.ndarray, names: dict[str, str], split: str, source: str,
-          notes: list[str]) -> pd.DataFrame:
+def _tidy(
+    data: dict[str, np.ndarray], steps: np.ndarray, names: dict[str, str], split: str, source: str, notes: list[str]
+) -> pd.DataFrame:
     """Rename, merge columns of one meaning and rows of one step, sort by step."""
     if len(steps) == 0:
         return pd.DataFrame({"step": pd.Series([], dtype=np.int64)}, index=pd.Index([], dtype=np.int64))
@@ -323,8 +345,12 @@ def _tidy(data: dict[str, np.ndarray], steps: np.ndarray, names: dict[str, str],
             old = merged_cols[name]
             both = np.isfinite(old) & np.isfinite(values) & (old != values)
             if both.any():
-                _note(notes, f"{source}: columns mapping to {name!r} ({split}) disagree on {int(both.sum())} "
-                             f"step(s); kept {col!r}", warn=True)
+                _note(
+                    notes,
+                    f"{source}: columns mapping to {name!r} ({split}) disagree on {int(both.sum())} "
+                    f"step(s); kept {col!r}",
+                    warn=True,
+                )
             merged_cols[name] = np.where(np.isnan(values), old, values)
             _note(notes, f"merged column {col!r} into {name!r} ({split})", warn=False)
         else:
@@ -336,12 +362,18 @@ def _tidy(data: dict[str, np.ndarray], steps: np.ndarray, names: dict[str, str],
         table = table.drop(columns=all_nan)
         for col in all_nan:
             # the reward is what every fit and check reads: losing it must not go unseen
-            _note(notes, f"{source}: dropped column {col!r}: every value is empty or NaN ({split})",
-                  warn=col == "reward" and split == "train")
+            _note(
+                notes,
+                f"{source}: dropped column {col!r}: every value is empty or NaN ({split})",
+                warn=col == "reward" and split == "train",
+            )
     if len(table) > 1 and np.any(np.diff(steps) < 0):
         n_back = int(np.sum(np.diff(steps) < 0))
-        _note(notes, f"{source}: steps were out of order ({n_back} place(s) where the step goes back, {split}); "
-                     "sorted them", warn=True)
+        _note(
+            notes,
+            f"{source}: steps were out of order ({n_back} place(s) where the step goes back, {split}); sorted them",
+            warn=True,
+        )
         table = table.sort_values("step", kind="stable")
     dup = table["step"].duplicated(keep=False).to_numpy()
     if dup.any():
@@ -356,12 +388,20 @@ def _tidy(data: dict[str, np.ndarray], steps: np.ndarray, names: dict[str, str],
         merged.insert(0, "step", merged.index.to_numpy(dtype=np.int64))
         n_dup = int(dups["step"].nunique())
         if conflict_steps:
-            _note(notes, f"{source}: {len(conflict_steps)} step(s) logged more than once with different values "
-                         f"({split}; first at step {conflict_steps[0]}), e.g. a run resumed from a checkpoint; "
-                         "kept the last value of each", warn=True)
+            _note(
+                notes,
+                f"{source}: {len(conflict_steps)} step(s) logged more than once with different values "
+                f"({split}; first at step {conflict_steps[0]}), e.g. a run resumed from a checkpoint; "
+                "kept the last value of each",
+                warn=True,
+            )
         if n_dup > len(conflict_steps):
-            _note(notes, f"merged the partial rows of {n_dup - len(conflict_steps)} step(s) ({split}; TRL logs "
-                         "some keys in separate rows)", warn=False)
+            _note(
+                notes,
+                f"merged the partial rows of {n_dup - len(conflict_steps)} step(s) ({split}; TRL logs "
+                "some keys in separate rows)",
+                warn=False,
+            )
         table = merged
     table.index = pd.Index(table["step"].to_numpy(dtype=np.int64))
     table["step"] = table["step"].astype(np.int64)

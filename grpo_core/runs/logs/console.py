@@ -62,15 +62,30 @@ _BAR = re.compile(r"\|\s*(\d+)/(\d+)\s*\[")
 # A bar, a clear (>= 20 blanks) and the same bar again: ProgressCallback.on_log wrote a log there.
 _REDRAW = re.compile(r"(\d+)/(\d+) \[[^\]\n]*\]\s{20,}[^|]*\|[^|]*\|\s*(\d+)/\2 \[")
 _VERL_LINE = re.compile(r"(?:^|[\s\]>])step:(\d+) - (.+)$", re.M)
-_VERL_NUMBER = re.compile(r"^(?:np\.float\d+\(|np\.int\d+\(|tensor\()?\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf|-inf)")
+_VERL_NUMBER = re.compile(
+    r"^(?:np\.float\d+\(|np\.int\d+\(|tensor\()?\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf|-inf)"
+)
 
 #: Keys that make a printed dict a metrics dict.
-_METRIC_KEYS = frozenset({"loss", "grad_norm", "learning_rate", "reward", "kl", "train_runtime",
-                          "global_step/max_steps", "eval_loss", "eval_reward", "completion_length"})
+_METRIC_KEYS = frozenset(
+    {
+        "loss",
+        "grad_norm",
+        "learning_rate",
+        "reward",
+        "kl",
+        "train_runtime",
+        "global_step/max_steps",
+        "eval_loss",
+        "eval_reward",
+        "completion_length",
+    }
+)
 #: Evaluation metrics ``Trainer.evaluate`` reports; printed without ``eval_`` they mark an eval dict.
 _EVAL_ONLY = frozenset({"runtime", "samples_per_second", "steps_per_second"})
-_SUMMARY_KEYS = frozenset({"train_runtime", "train_samples_per_second", "train_steps_per_second", "train_loss",
-                           "total_flos", "epoch"})
+_SUMMARY_KEYS = frozenset(
+    {"train_runtime", "train_samples_per_second", "train_steps_per_second", "train_loss", "total_flos", "epoch"}
+)
 _TRAIN_ONLY = frozenset({"grad_norm", "learning_rate"})
 
 
@@ -125,8 +140,9 @@ def _find_dicts(text: str, limit: int | None = None) -> list[tuple[int, dict]]:
             value = ast.literal_eval(chunk)
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             continue
-        if not isinstance(value, dict) or not any(isinstance(k, str) and (k in _METRIC_KEYS or k.startswith(
-                ("eval_", "rewards/"))) for k in value):
+        if not isinstance(value, dict) or not any(
+            isinstance(k, str) and (k in _METRIC_KEYS or k.startswith(("eval_", "rewards/"))) for k in value
+        ):
             continue
         found.append((m.start(), value))
         if limit is not None and len(found) >= limit:
@@ -167,8 +183,10 @@ def _bar_steps(text: str, positions: list[int], n_train: int, kinds: list[str]) 
     if len(redraws) > len(kinds) == n_train and all(b > a for a, b in zip(redraws, redraws[1:])):
         # a log cut while running: stdout (the dicts) is buffered behind stderr (the bar), so the
         # last redraws have no dict yet; the k-th dict is still the k-th log
-        return redraws[:n_train], (f"the progress bar's redraw at each log ({len(redraws) - n_train} later "
-                                   "redraw(s) have no dict yet: buffered output of a cut log)")
+        return redraws[:n_train], (
+            f"the progress bar's redraw at each log ({len(redraws) - n_train} later "
+            "redraw(s) have no dict yet: buffered output of a cut log)"
+        )
     bars = [(m.start(), int(m.group(1))) for m in _BAR.finditer(text)]
     starts = [b[0] for b in bars]
     before = []
@@ -194,8 +212,11 @@ def _dict_records(text: str, source: str, notes: list[str], meta: dict) -> list[
     read = {p for p, _ in found}
     lost = [p for p in starts if p not in read]
     if lost:
-        _warn(notes, f"{source}: {len(lost)} printed metric dict(s) could not be read (cut off or not a Python "
-                     f"dict; first at line {text.count(chr(10), 0, lost[0]) + 1}); read the other {len(found)}")
+        _warn(
+            notes,
+            f"{source}: {len(lost)} printed metric dict(s) could not be read (cut off or not a Python "
+            f"dict; first at line {text.count(chr(10), 0, lost[0]) + 1}); read the other {len(found)}",
+        )
     positions = [p for p, _ in found]
     records = [dict(d) for _, d in found]
     kinds = [_kind(r) for r in records]
@@ -211,9 +232,13 @@ def _dict_records(text: str, source: str, notes: list[str], meta: dict) -> list[
         steps, how = _bar_steps(text, positions, n_train, kinds)
         if steps is None:
             steps, how = list(range(1, n_train + 1)), ""
-            _warn(notes, f"{source}: the {n_train} printed metric dicts carry no step and the progress bar does "
-                         "not say it; numbered them 1..{n_train} (pass a log with steps for true step numbers)"
-                  .replace("{n_train}", str(n_train)))
+            _warn(
+                notes,
+                f"{source}: the {n_train} printed metric dicts carry no step and the progress bar does "
+                "not say it; numbered them 1..{n_train} (pass a log with steps for true step numbers)".replace(
+                    "{n_train}", str(n_train)
+                ),
+            )
     out: list[dict] = []
     last = 0
     it = iter(steps)
@@ -227,15 +252,18 @@ def _dict_records(text: str, source: str, notes: list[str], meta: dict) -> list[
             record = {k: v for k, v in record.items() if k in _SUMMARY_KEYS}
         elif kind == "eval_unprefixed":
             n_eval_fixed += 1
-            record = {k if k in ("epoch", "step") or k.startswith("eval_") else f"eval_{k}": v
-                      for k, v in record.items()}
+            record = {
+                k if k in ("epoch", "step") or k.startswith("eval_") else f"eval_{k}": v for k, v in record.items()
+            }
         record["step"] = last
         out.append(record)
     if how:
         notes.append(f"read {len(out)} printed metric dict(s) ({n_train} training); steps from {how}")
     if n_eval_fixed:
-        notes.append(f"{n_eval_fixed} dict(s) of evaluation metrics printed without the `eval_` prefix "
-                     "(Unsloth) kept as evaluation rows")
+        notes.append(
+            f"{n_eval_fixed} dict(s) of evaluation metrics printed without the `eval_` prefix "
+            "(Unsloth) kept as evaluation rows"
+        )
     return out
 
 
@@ -299,8 +327,9 @@ def parse_text(text: str, source: str, notes: list[str], meta: dict) -> tuple[li
             container = "verl_console"
     if not records:
         if container == "stream":
-            raise DataError(f"{source}: a stream log whose text has no printed metric dict or verl step line; "
-                            f"{ACCEPTED}")
+            raise DataError(
+                f"{source}: a stream log whose text has no printed metric dict or verl step line; {ACCEPTED}"
+            )
         return None
     return records, container
 
@@ -310,6 +339,8 @@ def describe_text(text: str) -> str:
     lines = [ln for ln in text.splitlines() if ln.strip()]
     first = lines[0].strip()[:60] if lines else ""
     braces = sum("{" in ln for ln in lines)
-    return (f"{len(lines)} line(s) of text starting {first!r}, with no printed metric dict "
-            f"({{'loss': ...}}, {braces} line(s) with braces) and no verl 'step:N - key:value' line, "
-            "and not a CSV table")
+    return (
+        f"{len(lines)} line(s) of text starting {first!r}, with no printed metric dict "
+        f"({{'loss': ...}}, {braces} line(s) with braces) and no verl 'step:N - key:value' line, "
+        "and not a CSV table"
+    )
