@@ -149,7 +149,7 @@ def test_healthy_constructed_log_is_healthy(seed):
     d = diagnose(synthetic_log("healthy", seed=seed), group_size=8)
     assert d.healthy
     assert d.modes == []
-    assert set(d.checked) == set(MODES)  # every mode could be checked, none fired
+    assert set(MODES) <= set(d.checked)  # every paper mode could be checked, none fired
     assert d.forecast is not None and d.forecast["plateau_low"] <= 0.75 <= d.forecast["plateau_high"] + 0.02
 
 

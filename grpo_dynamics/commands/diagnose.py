@@ -6,8 +6,12 @@ Examples::
     grpo-dynamics diagnose metrics.jsonl --group-size 8 --json
     grpo-dynamics diagnose run.csv --map step=iter --map reward=acc --report run.html
 
-Exit status: 0 healthy (no warning or critical finding), 1 findings (at least one warning or
-critical finding), 2 the log could not be read or an argument is wrong (one line on stderr).
+Exit status: 0 healthy (no warning or critical finding, and the checks that establish it ran),
+1 findings (at least one warning or critical finding), 2 the log could not be read or an argument is
+wrong (one line on stderr; an unknown ``--eval-metric`` or ``--correctness`` column too),
+3 inconclusive (no warning or critical finding, but the log lacks what the checks that can establish
+health read: the learning check, or at least two of the four failure-mode checks; the report says what
+is missing). A CI gate that wants "known healthy" tests for 0.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from ._logargs import add_log_arguments, output_path, read_log_from_args
 
 EXIT_HEALTHY = 0
 EXIT_FINDINGS = 1
+EXIT_INCONCLUSIVE = 3
 
 
 def register(subparsers) -> None:
@@ -27,11 +32,14 @@ def register(subparsers) -> None:
         help="name the failure modes in a training log (TRL, notebook CSV, verl, metrics.jsonl) and "
              "forecast its plateau",
         description=(
-            "Read a GRPO training log (TRL trainer_state.json or log_history, a notebook's progress-table "
-            "CSV, verl metrics, grpo-dynamics metrics.jsonl, or any CSV/JSONL with --map), check the four "
-            "failure modes (train-eval decoupling, advantage degeneration, policy concentration, dynamic "
-            "instability) and forecast where the reward will plateau. Exit status: 0 healthy, 1 findings "
-            "(a warning or critical finding), 2 unreadable log or bad argument."
+            "Read a GRPO training log (TRL trainer_state.json or log_history, a notebook's progress-table CSV, "
+            "verl metrics, grpo-dynamics metrics.jsonl, or any CSV/JSONL with --map), check the four failure "
+            "modes (train-eval decoupling, advantage degeneration, policy concentration, dynamic instability) "
+            "and the ones users hit first (not learning, truncation, numerical failure, no update, off-policy "
+            "mismatch, entropy explosion, KL drift, recurring spikes, saturation), and forecast where the reward "
+            "will plateau. Exit status: 0 healthy, 1 findings (a warning or critical finding), 2 unreadable log "
+            "or bad argument (an unknown --eval-metric/--correctness column included), 3 inconclusive (no "
+            "finding, but too few checks could run to call the run healthy)."
         ),
     )
     p.add_argument("log", help="the log file")
@@ -44,10 +52,12 @@ def register(subparsers) -> None:
     p.add_argument("--binary-reward", dest="binary_reward", choices=("auto", "yes", "no"), default="auto",
                    help="whether the reward is 0/1 (auto: when every reward lies in [0, 1])")
     p.add_argument("--eval-metric", dest="eval_metric", default=None,
-                   help="eval column to compare with the training reward (default: chosen by name)")
+                   help="eval column to compare with the training reward (default: chosen by name; an unknown "
+                        "column is an error listing the eval columns)")
     p.add_argument("--correctness", action="append", metavar="NAME", default=None,
                    help="reward function that measures correctness, compared with the total training reward "
-                        "for train-eval decoupling (repeatable; default: chosen by name)")
+                        "for train-eval decoupling (repeatable; default: chosen by name; the log's spelling "
+                        "rewards/f or the normalised reward/f or f; an unknown name is an error)")
     p.add_argument("--no-forecast", dest="forecast", action="store_false", help="skip the plateau forecast")
     p.add_argument(
         "--json",
@@ -98,4 +108,4 @@ def handler(args: argparse.Namespace) -> int:
         print(diagnosis.summary())
         if args.report:
             print(f"report: {args.report}")
-    return EXIT_HEALTHY if diagnosis.healthy else EXIT_FINDINGS
+    return {"healthy": EXIT_HEALTHY, "inconclusive": EXIT_INCONCLUSIVE}.get(diagnosis.verdict, EXIT_FINDINGS)

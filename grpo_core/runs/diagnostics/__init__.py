@@ -1,4 +1,4 @@
-"""Name what is going wrong in a GRPO training log: four failure modes, oscillation, forecast.
+"""Name what is going wrong in a GRPO training log: the failure modes, oscillation, forecast, a verdict.
 
 :func:`diagnose` takes a :class:`~grpo_core.runs.logs.RunLog` (or a path) and checks four failure
 modes, each with an operational definition and documented thresholds (the
@@ -21,16 +21,34 @@ training log"):
     a growing oscillation of the reward (the oscillator past its stability threshold).
     :func:`dynamic_instability`, :func:`oscillation`.
 
+Beside these, the failures users hit first, one module each (thresholds in :class:`Thresholds`):
+``not_learning`` (no significant rise, with the slope test's p-value; or a dead run, all zeros:
+:func:`not_learning`), ``truncation`` (completions at the length cap: :func:`truncation`),
+``numerical_failure`` (NaN or inf in the loss, grad_norm, KL, entropy or reward:
+:func:`numerical_failure`), ``no_update`` (grad_norm 0 while groups have spread: :func:`no_update`),
+``off_policy_mismatch`` (the mean importance ratio far from 1: :func:`off_policy_mismatch`),
+``entropy_explosion`` (:func:`entropy_explosion`), ``kl_drift`` (the KL grows while the reward stays
+flat: :func:`kl_drift`), ``recurring_spikes`` (:func:`recurring_spikes`) and ``saturation`` (zero spread
+because the reward sits at its ceiling: done, info; :func:`judge_degeneration` also reports zero
+spread in a run that learned anyway as a cost, with the wasted rollouts, not as a failure). Every
+finding says what to try (:attr:`Finding.advice`).
+
 Severity is one of ``"info"`` (worth knowing, not a failure), ``"warning"`` (a failure mode is
-present and costs learning) and ``"critical"`` (the run is not learning, or is diverging). A run
-is *healthy* when no finding is a warning or critical. A mode that cannot be checked (the log has
-no entropy, no eval metric...) is listed in :attr:`Diagnosis.skipped` with the reason, never
-reported as fine.
+present and costs learning) and ``"critical"`` (the run is not learning, or is diverging). The
+verdict (:attr:`Diagnosis.verdict`) is ``"unhealthy"`` when some finding is a warning or critical,
+``"healthy"`` when none is *and* the checks that can establish it ran (the learning check and at
+least two of the four checks of the paper, :attr:`Thresholds.min_checks_for_healthy`), and
+``"inconclusive"`` otherwise, naming what is missing (:attr:`Diagnosis.missing`); ``healthy`` is
+``verdict == "healthy"``. The command line exits 0 healthy, 1 unhealthy, 3 inconclusive (2: the log
+or an argument is wrong). A mode that cannot be checked (the log has no entropy, no eval metric...)
+is listed in :attr:`Diagnosis.skipped` with the reason, never reported as fine.
 
 The room, one module per concept: ``thresholds`` (:class:`Thresholds`, every threshold with its
 reason), ``findings`` (the modes, severities, :class:`Finding`), ``series`` (the numerics the
 checks share), ``oscillation`` (the periodogram test), one module per failure mode
-(``decoupling``, ``degeneration``, ``concentration``, ``instability``), ``forecast`` (the plateau
+(``decoupling``, ``degeneration``, ``concentration``, ``instability``, ``learning``, ``truncation``,
+``numerical``, ``no_update``, ``off_policy``, ``explosion``, ``drift``, ``spikes``, ``saturation``),
+``forecast`` (the plateau
 forecast) and ``diagnose`` (:func:`diagnose`, :class:`Diagnosis`). A new failure mode gets its own
 module and its thresholds in :class:`Thresholds`. Constructed logs to test them on are in
 :mod:`grpo_core.runs.synthetic`, which none of these modules imports.
@@ -49,15 +67,28 @@ from .concentration import policy_concentration
 from .decoupling import train_eval_decoupling
 from .degeneration import advantage_degeneration, group_size_for_zero_spread, zero_spread_series
 from .diagnose import Diagnosis, diagnose
-from .findings import MODES, SEVERITIES, Finding
+from .drift import kl_drift
+from .explosion import entropy_explosion
+from .findings import ADVICE, ALL_MODES, MODES, SEVERITIES, USER_MODES, VERDICTS, Finding
 from .forecast import FORECAST_POINTS, plateau_forecast
 from .instability import dynamic_instability
+from .learning import not_learning, slope_test
+from .no_update import no_update
+from .numerical import numerical_failure
+from .off_policy import off_policy_mismatch
 from .oscillation import Oscillation, oscillation
+from .saturation import at_ceiling, judge_degeneration
+from .spikes import recurring_spikes
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
+from .truncation import truncation
 
 __all__ = [
     "MODES",
+    "USER_MODES",
+    "ALL_MODES",
     "SEVERITIES",
+    "VERDICTS",
+    "ADVICE",
     "Thresholds",
     "DEFAULT_THRESHOLDS",
     "FORECAST_POINTS",
@@ -72,5 +103,16 @@ __all__ = [
     "dynamic_instability",
     "train_eval_decoupling",
     "plateau_forecast",
+    "not_learning",
+    "slope_test",
+    "truncation",
+    "numerical_failure",
+    "no_update",
+    "off_policy_mismatch",
+    "entropy_explosion",
+    "kl_drift",
+    "recurring_spikes",
+    "at_ceiling",
+    "judge_degeneration",
     "diagnose",
 ]

@@ -138,5 +138,7 @@ def _comparisons(log: RunLog, eval_metric: str | None,
         for f in names:
             if f in funcs and len(names) < len(funcs):
                 ft, fv = _quiet_series(log, f"reward/{f}")
+                if correctness is None and fv.size and np.ptp(fv) == 0:
+                    continue  # a reward function that never varies (never fires) measures nothing
                 comparisons.append((f"reward function {f}", ft, fv, "train"))
     return comparisons

@@ -18,10 +18,19 @@ from ..logs import RunLog, read_log
 from .concentration import policy_concentration
 from .decoupling import train_eval_decoupling
 from .degeneration import advantage_degeneration
-from .findings import _RANK, Finding
+from .drift import kl_drift
+from .explosion import entropy_explosion
+from .findings import _RANK, MODES, Finding
 from .forecast import plateau_forecast
 from .instability import dynamic_instability
+from .learning import not_learning
+from .no_update import no_update
+from .numerical import numerical_failure
+from .off_policy import off_policy_mismatch
 from .oscillation import Oscillation, oscillation
+from .saturation import judge_degeneration
+from .spikes import recurring_spikes
+from .truncation import truncation
 from .series import _is_binary_compatible, _quiet_series, _rise
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
 
@@ -35,7 +44,7 @@ class Diagnosis:
     findings : list of Finding
         Most severe first (then by onset).
     healthy : bool
-        No finding is a warning or critical.
+        ``verdict == "healthy"``.
     forecast : dict or None
         Plateau forecast of the reward (:func:`plateau_forecast`; ``reliable`` False with a
         ``caveat`` when the run is unstable), or ``None`` if it was not made (the reward did not
@@ -52,6 +61,12 @@ class Diagnosis:
         First and last training step.
     notes : list of str
         What the reading of the log did, and anything the checks want to say.
+    verdict : {"healthy", "unhealthy", "inconclusive"}
+        ``unhealthy``: some finding is a warning or critical. ``healthy``: none is, and the checks that
+        can establish it ran (the learning check and at least ``Thresholds.min_checks_for_healthy`` of
+        the four checks of the paper). ``inconclusive``: none is, but those checks could not all run.
+    missing : list of str
+        Why the verdict is inconclusive (empty otherwise).
     """
 
     findings: list[Finding]
@@ -65,6 +80,12 @@ class Diagnosis:
     reward_std_kind: str
     steps: tuple[int, int]
     notes: list[str] = field(default_factory=list)
+    verdict: str = ""
+    missing: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.verdict:
+            self.verdict = "healthy" if self.healthy else "unhealthy"
 
     @property
     def modes(self) -> list[str]:
@@ -95,10 +116,12 @@ class Diagnosis:
         return next((f for f in self.findings if f.mode == mode), None)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict: ``findings``, ``healthy``, ``forecast``, ``oscillation``, ``checked``,
-        ``skipped``, ``format``, ``source``, ``reward_std_kind``, ``steps``, ``notes``."""
+        """JSON-ready dict: ``verdict``, ``healthy``, ``missing``, ``findings``, ``forecast``, ``oscillation``,
+        ``checked``, ``skipped``, ``format``, ``source``, ``reward_std_kind``, ``steps``, ``notes``."""
         return json_ready({
+            "verdict": self.verdict,
             "healthy": self.healthy,
+            "missing": self.missing,
             "findings": [f.to_dict() for f in self.findings],
             "forecast": _forecast_json(self.forecast),
             "oscillation": None if self.oscillation is None else self.oscillation.to_dict(),
@@ -123,10 +146,13 @@ class Diagnosis:
 
     def summary(self) -> str:
         """A few lines for a console: verdict, each finding, the forecast."""
-        head = "healthy" if self.healthy else "NOT healthy"
+        head = {"healthy": "healthy", "unhealthy": "NOT healthy"}.get(self.verdict, self.verdict)
         lines = [f"{self.source}: {head} (steps {self.steps[0]}-{self.steps[1]}, {self.format})"]
+        lines += [f"  inconclusive: {why}" for why in self.missing]
         for f in self.findings:
             lines.append(f"  [{f.severity}] {f.mode}: {f.message}")
+            if f.advice and f.severity != "info":
+                lines.append(f"      try: {f.advice}")
         if self.forecast:
             fc = self.forecast
             lines.append(f"  forecast: reward plateau {fc['plateau']:.4g} [{fc['plateau_low']:.4g}, "
@@ -135,8 +161,13 @@ class Diagnosis:
         else:
             lines += [f"  {note}" for note in self.notes if note.startswith("no plateau forecast")]
         lines += [f"  {note}" for note in self.notes if note.startswith("data: ")]
+        core = MODES + ("not_learning",)
         for mode, why in self.skipped.items():
-            lines.append(f"  not checked: {mode} ({why})")
+            if mode in core:
+                lines.append(f"  not checked: {mode} ({why})")
+        rest = [m for m in self.skipped if m not in core]
+        if rest:
+            lines.append(f"  not checked (no column for them): {', '.join(rest)}")
         return "\n".join(lines)
 
 
@@ -146,7 +177,7 @@ _CURVE_KEYS = ("t", "fitted", "fitted_low", "fitted_high", "smoothed_t", "smooth
 def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_reward: bool | None = None,
              num_prompts: int | None = None, eval_metric: str | None = None, correctness: list[str] | None = None,
              thresholds: Thresholds | None = None, forecast: bool = True, n_boot: int = 50) -> Diagnosis:
-    """Check a training log for the four failure modes and forecast its plateau.
+    """Check a training log for every failure mode and forecast its plateau.
 
     Parameters
     ----------
@@ -174,7 +205,8 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
     Returns
     -------
     Diagnosis
-        ``healthy`` is False iff some finding is a warning or critical. The forecast's curves
+        ``verdict`` "unhealthy" iff some finding is a warning or critical; "inconclusive" when none is
+        but the checks that establish health did not run; ``healthy`` iff the verdict is "healthy". The forecast's curves
         stay in ``Diagnosis.forecast`` (arrays) for charts; :meth:`Diagnosis.to_dict` leaves them
         out.
 
@@ -184,7 +216,8 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
         The log cannot be read (path input), or none of the four checks can run on it (it has
         none of the columns they read: a verdict "healthy" would be about nothing).
     ParameterError
-        Bad ``group_size`` or ``num_prompts``; ``binary_reward=True`` for a reward outside [0, 1].
+        Bad ``group_size`` or ``num_prompts``; ``binary_reward=True`` for a reward outside [0, 1]; an
+        ``eval_metric`` or ``correctness`` name the log does not have (the message lists its columns).
 
     Examples
     --------
@@ -198,6 +231,7 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
         log = read_log(log)
     if group_size is not None:
         group_size = check_integer("group_size", group_size, low=2)
+    eval_metric, correctness = _check_names(log, eval_metric, correctness)
     notes = list(log.notes)
     osc = _reward_oscillation(log, binary_reward, th)
     checks = {
@@ -208,10 +242,19 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
                                                                  num_prompts=num_prompts, thresholds=th),
         "policy_concentration": lambda: policy_concentration(log, thresholds=th),
         "dynamic_instability": lambda: dynamic_instability(log, thresholds=th, osc=osc),
+        "not_learning": lambda: not_learning(log, thresholds=th),
+        "truncation": lambda: truncation(log, thresholds=th),
+        "numerical_failure": lambda: numerical_failure(log),
+        "no_update": lambda: no_update(log),
+        "off_policy_mismatch": lambda: off_policy_mismatch(log, thresholds=th),
+        "entropy_explosion": lambda: entropy_explosion(log, thresholds=th),
+        "kl_drift": lambda: kl_drift(log, thresholds=th),
+        "recurring_spikes": lambda: recurring_spikes(log, thresholds=th),
     }
     findings, checked, skipped = _run_checks(log, checks)
+    findings = _rejudge(log, findings, "not_learning" in checked, group_size, num_prompts, th)
     findings.sort(key=lambda f: (-_RANK[f.severity], f.onset if f.onset is not None else f.steps[0]))
-    healthy = not any(_RANK[f.severity] >= 1 for f in findings)
+    verdict, missing = _verdict(findings, checked, skipped, th)
     fc = _forecast(log, findings, binary_reward, n_boot, th, notes) if forecast and log.has("reward") else None
     if log.has("reward"):
         raw = log.train["reward"].to_numpy(float)
@@ -223,9 +266,77 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
         notes.append("no plateau forecast: the log has no reward values (no 'reward' column, or every value "
                      "empty or NaN)")
     steps = (int(log.train.index[0]), int(log.train.index[-1])) if len(log.train) else (0, 0)
-    return Diagnosis(findings=findings, healthy=healthy, forecast=fc, oscillation=osc, checked=checked,
-                     skipped=skipped, source=log.source, format=log.format, reward_std_kind=log.reward_std_kind,
-                     steps=steps, notes=notes)
+    return Diagnosis(findings=findings, healthy=verdict == "healthy", forecast=fc, oscillation=osc,
+                     checked=checked, skipped=skipped, source=log.source, format=log.format,
+                     reward_std_kind=log.reward_std_kind, steps=steps, notes=notes, verdict=verdict,
+                     missing=missing)
+
+
+def _strip_reward_prefix(name: str) -> str:
+    for prefix in ("rewards/", "reward/"):
+        if name.startswith(prefix):
+            name = name[len(prefix):]
+            break
+    return name[:-len("/mean")] if name.endswith("/mean") else name
+
+
+def _check_names(log: RunLog, eval_metric: str | None,
+                 correctness: list[str] | None) -> tuple[str | None, list[str] | None]:
+    """Resolve ``eval_metric`` and ``correctness`` to the log's names, or refuse unknown ones.
+
+    Both spellings of a reward function are accepted: the log's own (``rewards/accuracy_reward``,
+    ``rewards/accuracy_reward/mean``) and the normalised one (``reward/accuracy_reward``), or the bare
+    name (``accuracy_reward``). An unknown name is a :class:`ParameterError` naming the available
+    columns (a check silently skipped could turn a critical verdict into a healthy one).
+    """
+    if correctness is not None:
+        funcs = log.reward_functions()
+        resolved = [_strip_reward_prefix(str(c)) for c in correctness]
+        unknown = [c for c, r in zip(correctness, resolved) if r not in funcs]
+        if unknown:
+            raise ParameterError("correctness", f"`correctness` names {', '.join(map(repr, unknown))}, not a reward "
+                                 f"function of {log.source}; its reward functions: "
+                                 f"{', '.join(funcs) or 'none'} (written f, reward/f or rewards/f)")
+        correctness = resolved
+    if eval_metric is not None:
+        cols = [str(c) for c in log.eval.columns if c != "step"]
+        candidates = [eval_metric, f"reward/{_strip_reward_prefix(eval_metric)}",
+                      eval_metric[len("eval_"):] if eval_metric.startswith("eval_") else eval_metric]
+        found = next((c for c in candidates if c in cols), None)
+        if found is None:
+            found = next((c for c in candidates if log.has(c, "eval")), None)
+        if found is None:
+            raise ParameterError("eval_metric", f"`eval_metric` {eval_metric!r} is not a column of the eval table of "
+                                 f"{log.source}; its eval columns: {', '.join(cols) or 'none (no eval rows)'}")
+        eval_metric = found
+    return eval_metric, correctness
+
+
+def _rejudge(log: RunLog, findings: list[Finding], learning_checked: bool, group_size: int | None,
+             num_prompts: int | None, th: Thresholds) -> list[Finding]:
+    """Advantage degeneration read against the reward: saturation, a cost, or the failure it is (a run
+    whose learning could not be checked has not shown that it learned)."""
+    learning = next((f for f in findings if f.mode == "not_learning"), None)
+    if not learning_checked:
+        learning = Finding("not_learning", "warning", (0, 0), None, {}, "not checked")
+    return [judge_degeneration(log, f, learning, group_size=group_size, num_prompts=num_prompts, thresholds=th)
+            if f.mode == "advantage_degeneration" else f for f in findings]
+
+
+def _verdict(findings: list[Finding], checked: list[str], skipped: dict[str, str],
+             th: Thresholds) -> tuple[str, list[str]]:
+    """``(verdict, missing)``: see :attr:`Diagnosis.verdict`."""
+    if any(_RANK[f.severity] >= 1 for f in findings):
+        return "unhealthy", []
+    missing = []
+    if "not_learning" not in checked:
+        missing.append(f"whether the run learns was not checked ({skipped.get('not_learning', 'no reward')})")
+    core = [m for m in MODES if m in checked]
+    if len(core) < th.min_checks_for_healthy:
+        missing.append(f"only {len(core)} of the four failure-mode checks could run ({', '.join(core) or 'none'}; "
+                       f"at least {th.min_checks_for_healthy} are needed to call a run healthy): the log lacks "
+                       f"what {', '.join(m for m in MODES if m not in checked)} read")
+    return ("inconclusive" if missing else "healthy"), missing
 
 
 def _reward_oscillation(log: RunLog, binary_reward: bool | None, th: Thresholds) -> Oscillation | None:
@@ -255,7 +366,7 @@ def _run_checks(log: RunLog, checks: dict) -> tuple[list[Finding], list[str], di
         checked.append(mode)
         if found is not None:
             findings.append(found)
-    if not checked:
+    if not any(m in checked for m in MODES + ("not_learning",)):
         # "healthy" would be a verdict on nothing
         raise DataError(f"nothing to diagnose: none of the four checks can run on {log.source} (e.g. "
                         f"{skipped['dynamic_instability']}); its columns: "

@@ -24,6 +24,10 @@ def _growth(steps: np.ndarray, v: np.ndarray, floor: float, th: Thresholds) -> d
     n = v.size
     q = max(3, n // 4)
     base_raw = float(np.median(v[:q]))
+    if base_raw == 0 and np.any(v[:q] > 0):
+        # a gradient norm of 0 on most early steps is zero-spread groups (no gradient), not the run's
+        # normal level: measure growth from the steps that had one
+        base_raw = float(np.median(v[:q][v[:q] > 0]))
     base = max(base_raw, floor)
     k = max(3, int(round(0.1 * n)))
     late = float(np.median(v[-k:]))

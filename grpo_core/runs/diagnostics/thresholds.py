@@ -10,7 +10,7 @@ from ...validation import check_integer, check_real
 
 @dataclass(frozen=True)
 class Thresholds:
-    """Operational thresholds of the four failure modes (all documented and justified here).
+    """Operational thresholds of every check (all documented and justified here).
 
     Attributes
     ----------
@@ -86,6 +86,50 @@ class Thresholds:
         make the median), is a warning. Stable runs measure 0.5-1.7 (the cases, the real logs,
         the constructed and bandit logs); the two-arm bandit past its refresh-lag threshold 3-15,
         where saturation makes its oscillation irregular.
+    learning_p_value : float
+        One-sided p-value of the reward's rise above which a run is "not learning" (0.01). The test
+        is the least-squares slope over the whole run with its standard error corrected for the lag-1
+        autocorrelation of the residuals (effective ``n (1 - rho) / (1 + rho)``, Bretherton et al.
+        1999), and the early/late rise (:attr:`trend_z`) must fail too: a run that rose and then
+        plateaued passes one of them.
+    min_learning_points : int
+        Reward points the learning check needs (16): fewer make no verdict either way.
+    saturation_level : float
+        The reward counts as "at its ceiling" over a zero-spread stretch when its mean there is at
+        least this fraction (0.9) of the way from the run's lowest to its highest per-step reward and
+        at least 0.9 of the highest (a positive reward): the groups are all-correct, the task is
+        solved (``saturation``, info), not a failure.
+    truncation_warning, truncation_critical : float
+        Median ``clipped_ratio`` (completions that hit the length cap) over the last quarter of the
+        run for a warning (0.5: half the completions end without an answer) or critical (0.9) finding.
+    pinned_fraction : float
+        Without ``clipped_ratio``: the mean completion length is "pinned at its cap" when at least this
+        fraction (0.3) of the last quarter's steps sit at the run's maximum length (within 0.5%); a mean
+        over a batch equals the maximum only when every completion hit it (noise alone makes one step
+        the maximum, not a third of them).
+    ratio_warning, ratio_critical : float
+        The mean importance-sampling ratio (generation vs training log-probabilities) of an on-policy
+        run is 1; a smoothed mean outside ``[ratio_warning, 1 / ratio_warning]`` (0.8) over a sustained
+        stretch is a warning, outside ``[ratio_critical, 1 / ratio_critical]`` (0.5) critical.
+    explosion_warning, explosion_critical : float
+        Late entropy over initial entropy at or above which the entropy exploded (2 and 4: the
+        policy spreads over e^H outputs per token; 4x the nats is random text).
+    kl_drift_level : float
+        KL to the reference (nats per token) above which, grown tenfold from its floored early level
+        while the reward did not rise, the policy drifts without gain (0.1).
+    spike_factor, spike_min_count : float, int
+        A spike is a step at least ``spike_factor`` (10) times the metric's running median (floored by
+        :attr:`spike_floors`); ``spike_min_count`` (5) separate spikes are a warning even when each
+        recovers. Three real runs that learned well (04, 22, 28 of ``real_runs``) have four KL spikes
+        each: up to four are info.
+    spike_floors : dict of str to float
+        Floor of the running median per metric for the spike count: ``kl`` 0.05 and ``ppo_kl`` 0.01 (as
+        :attr:`floors`), ``importance_ratio_max`` 1 (its value on policy), ``grad_norm`` 1 (TRL's
+        default ``max_grad_norm``: a saturated run whose groups mostly have zero spread logs a median
+        gradient norm near 0, and its ordinary steps with spread would all count as spikes).
+    min_checks_for_healthy : int
+        A run is called healthy only when the learning check and at least this many (2) of the four
+        checks of the paper ran; otherwise the verdict is "inconclusive".
     window : int
         Default smoothing window in steps for the short logs (5); long logs use 2% of their
         length.
@@ -120,29 +164,53 @@ class Thresholds:
     swing_ratio: float = 3.0
     swing_min_periods: float = 5.0
     window: int = 5
+    learning_p_value: float = 0.01
+    min_learning_points: int = 16
+    saturation_level: float = 0.9
+    truncation_warning: float = 0.5
+    truncation_critical: float = 0.9
+    pinned_fraction: float = 0.3
+    ratio_warning: float = 0.8
+    ratio_critical: float = 0.5
+    explosion_warning: float = 2.0
+    explosion_critical: float = 4.0
+    kl_drift_level: float = 0.1
+    spike_factor: float = 10.0
+    spike_min_count: int = 5
+    spike_floors: dict[str, float] = field(default_factory=lambda: {
+        "kl": 0.05, "ppo_kl": 0.01, "importance_ratio_max": 1.0, "grad_norm": 1.0})
+    min_checks_for_healthy: int = 2
 
     def __post_init__(self) -> None:
         # fractions in [0, 1] and ordered levels; counts >= 1; every other threshold finite and > 0
         # (a bad value would silently change every verdict)
         fractions = ("zero_spread_info", "zero_spread_warning", "zero_spread_critical", "min_stretch_fraction",
                      "excess_over_binary", "entropy_warning", "entropy_critical", "progress_still_rising",
-                     "clip_critical", "oscillation_p_value", "sustained_growth", "sustained_autocorrelation")
+                     "clip_critical", "oscillation_p_value", "sustained_growth", "sustained_autocorrelation",
+                     "learning_p_value", "saturation_level", "truncation_warning", "truncation_critical",
+                     "pinned_fraction", "ratio_warning", "ratio_critical")
         for name in fractions:
             check_real(name, getattr(self, name), low=0.0, high=1.0)
-        for name in ("min_stretch_steps", "window"):
+        for name in ("min_stretch_steps", "window", "min_learning_points", "spike_min_count"):
             check_integer(name, getattr(self, name), low=1)
         for name in ("trend_z", "flat_z", "growth_warning", "growth_critical", "onset_factor", "kl_still_growing",
-                     "oscillation_growth_warning", "oscillation_growth_critical", "swing_ratio", "swing_min_periods"):
+                     "oscillation_growth_warning", "oscillation_growth_critical", "swing_ratio", "swing_min_periods",
+                     "explosion_warning", "explosion_critical", "kl_drift_level", "spike_factor"):
             check_real(name, getattr(self, name), low=0.0, low_inclusive=False)
         check_real("falling_z", self.falling_z, high=0.0, high_inclusive=False)
         for lo, hi in (("zero_spread_info", "zero_spread_warning"), ("zero_spread_warning", "zero_spread_critical"),
                        ("entropy_critical", "entropy_warning"), ("growth_warning", "growth_critical"),
-                       ("oscillation_growth_warning", "oscillation_growth_critical")):
+                       ("oscillation_growth_warning", "oscillation_growth_critical"),
+                       ("truncation_warning", "truncation_critical"), ("ratio_critical", "ratio_warning"),
+                       ("explosion_warning", "explosion_critical")):
             if getattr(self, lo) > getattr(self, hi):
                 raise ParameterError(lo, f"`{lo}` ({getattr(self, lo)!r}) must not exceed `{hi}` "
                                          f"({getattr(self, hi)!r})")
+        check_integer("min_checks_for_healthy", self.min_checks_for_healthy, low=0, high=4)
         for key, value in self.floors.items():
             check_real(f"floors[{key!r}]", value, low=0.0)
+        for key, value in self.spike_floors.items():
+            check_real(f"spike_floors[{key!r}]", value, low=0.0)
 
 
 DEFAULT_THRESHOLDS = Thresholds()

@@ -1,0 +1,68 @@
+"""Entropy explosion: the policy's entropy grows to a multiple of its initial level (degenerate text)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import DataError
+from ..logs import RunLog
+from .findings import Finding
+from .series import _bin, _need, _quiet_series, _smooth, _window
+from .thresholds import DEFAULT_THRESHOLDS, Thresholds
+
+
+def entropy_explosion(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> Finding | None:
+    """Check whether the entropy rose to a multiple of its initial level.
+
+    The initial and late levels are those of :func:`policy_concentration` (median of the first 1%
+    of the values, 3 to 20; median of the smoothed last 5%). Late over initial at or above
+    ``explosion_warning`` (2) is a warning, ``explosion_critical`` (4) critical: the policy spreads
+    its mass over many more tokens than it started with, which in practice is degenerate, repetitive
+    or random text (and usually comes with the length at the cap and the reward gone).
+
+    Parameters
+    ----------
+    log : RunLog
+        Needs ``entropy``.
+    thresholds : Thresholds
+
+    Returns
+    -------
+    Finding or None
+
+    Raises
+    ------
+    DataError
+        No entropy, fewer than 10 values, or an entropy that is 0 on every step (not computed).
+
+    Examples
+    --------
+    >>> from grpo_core.runs.logs import from_records
+    >>> recs = [{"step": s, "entropy": 0.5 + 0.015 * s} for s in range(1, 101)]
+    >>> entropy_explosion(from_records(recs)).severity
+    'warning'
+    """
+    th = thresholds
+    _need(log, "entropy_explosion", "entropy")
+    steps, h = _quiet_series(log, "entropy")
+    if h.size < 10:
+        raise DataError(f"entropy_explosion needs at least 10 entropy values; {log.source} has {h.size}")
+    if np.all(np.abs(h) <= 1e-12):
+        raise DataError(f"entropy_explosion: the entropy of {log.source} is 0 on every step (not computed)")
+    steps, h = _bin(steps.astype(float), h, 4000)
+    n = h.size
+    hs = _smooth(h, min(_window(n, th), n), "median")
+    h0 = float(np.median(h[:int(min(20, max(3, round(0.01 * n))))]))
+    h_late = float(np.median(hs[-max(3, int(round(0.05 * n))):]))
+    if not h0 > 0:
+        return None
+    ratio = h_late / h0
+    if ratio < th.explosion_warning:
+        return None
+    above = np.flatnonzero(hs >= th.explosion_warning * h0)
+    onset = int(round(steps[above[0]])) if above.size else None
+    severity = "critical" if ratio >= th.explosion_critical else "warning"
+    ev = {"entropy_initial": h0, "entropy_late": h_late, "entropy_ratio": ratio, "step_doubled": onset}
+    return Finding("entropy_explosion", severity, (int(round(steps[0])), int(round(steps[-1]))), onset, ev,
+                   f"Entropy explosion: the entropy rose from {h0:.3g} to {h_late:.3g} ({ratio:.2g}x its initial "
+                   f"level){f', above twice it from step {onset}' if onset is not None else ''}.")

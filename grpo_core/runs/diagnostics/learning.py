@@ -1,0 +1,149 @@
+"""Not learning: the reward shows no significant rise over the run, or the run is dead (all zeros).
+
+References
+----------
+Bretherton, Widmann, Dymnikov, Wallace, Blade (1999), "The effective number of spatial degrees of
+freedom of a time-varying field", J. Climate 12 (the ``n (1 - rho) / (1 + rho)`` effective sample size
+of an AR(1) series, used for the slope's standard error).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ...errors import DataError
+from ..logs import RunLog
+from .findings import Finding
+from .series import _bin, _is_binary_compatible, _need, _quiet_series, _rise
+from .thresholds import DEFAULT_THRESHOLDS, Thresholds
+
+
+def slope_test(steps: np.ndarray, values: np.ndarray) -> dict[str, float]:
+    """Least-squares slope of a curve with an autocorrelation-corrected one-sided p-value of a rise.
+
+    Parameters
+    ----------
+    steps, values : numpy.ndarray
+        Shape ``(n,)``, ``n >= 4``, finite.
+
+    Returns
+    -------
+    dict
+        ``slope`` (reward units per step), ``se`` (standard error with the effective sample size
+        ``n (1 - rho) / (1 + rho)``, ``rho`` the lag-1 autocorrelation of the residuals, floored at 0),
+        ``rho``, ``n_eff``, ``z`` (slope / se) and ``p_value`` (one-sided, a rise; normal approximation).
+
+    Examples
+    --------
+    >>> t = np.arange(100.0)
+    >>> round(slope_test(t, 0.01 * t + np.sin(t))["slope"], 3)
+    0.01
+    """
+    t = steps.astype(float)
+    n = values.size
+    tc = t - t.mean()
+    sxx = float(np.dot(tc, tc))
+    slope = float(np.dot(tc, values - values.mean()) / sxx) if sxx > 0 else 0.0
+    resid = values - values.mean() - slope * tc
+    denom = float(np.dot(resid, resid))
+    rho = float(np.dot(resid[1:], resid[:-1]) / denom) if denom > 0 else 0.0
+    rho = min(max(rho, 0.0), 0.99)
+    n_eff = max(3.0, n * (1 - rho) / (1 + rho))
+    s2 = denom / max(n - 2, 1)
+    se = math.sqrt(s2 / sxx * n / n_eff) if sxx > 0 and s2 > 0 else 0.0
+    z = slope / se if se > 0 else (math.copysign(math.inf, slope) if slope != 0 else 0.0)
+    p = 0.5 * math.erfc(z / math.sqrt(2)) if math.isfinite(z) else (0.0 if z > 0 else 1.0)
+    return {"slope": slope, "se": se, "rho": rho, "n_eff": n_eff, "z": z, "p_value": p}
+
+
+def _dead(log: RunLog) -> list[str] | None:
+    """The columns among reward, loss, grad_norm that are identically 0, when every one present is."""
+    cols = [m for m in ("reward", "loss", "grad_norm") if log.has(m)]
+    if "reward" not in cols or len(cols) < 2:
+        return None
+    for m in cols:
+        v = _quiet_series(log, m)[1]
+        if v.size == 0 or np.any(np.abs(v) > 1e-12):
+            return None
+    return cols
+
+
+def not_learning(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> Finding | None:
+    """Check that the reward rose significantly over the run (and that the run is not dead).
+
+    Dead: the reward and the loss or grad_norm are exactly 0 on every step (critical: no completion
+    earns anything and nothing is updated). Otherwise the rise is tested twice: the slope over the
+    whole run (:func:`slope_test`, one-sided p-value against ``learning_p_value``) and the early/late
+    rise z (:func:`~grpo_core.runs.diagnostics.series._rise`, against ``trend_z``). The run is not
+    learning when neither is significant: a warning; critical when the reward fell significantly
+    (late below early, z <= ``falling_z``, and the slope negative at the same p-value). A 0/1 reward
+    whose late mean is 0.9 or more is at its ceiling already (info: nothing left to learn).
+
+    Parameters
+    ----------
+    log : RunLog
+        Needs ``reward``.
+    thresholds : Thresholds
+
+    Returns
+    -------
+    Finding or None
+        ``None`` when the reward rose significantly.
+
+    Raises
+    ------
+    DataError
+        No reward, or fewer than ``min_learning_points`` (16) finite rewards.
+
+    Examples
+    --------
+    >>> from grpo_core.runs.logs import from_records
+    >>> recs = [{"step": s, "reward": 0.3 + 0.05 * ((s * 7919) % 13 - 6) / 6} for s in range(1, 201)]
+    >>> not_learning(from_records(recs)).severity
+    'warning'
+    """
+    th = thresholds
+    _need(log, "not_learning", "reward")
+    dead = _dead(log)
+    st, r = _quiet_series(log, "reward")
+    first, last = (int(st[0]), int(st[-1])) if st.size else (0, 0)
+    if dead is not None:
+        return Finding("not_learning", "critical", (first, last), None, {"dead_columns": dead},
+                       f"Dead run: {', '.join(dead)} are exactly 0 on every step ({st.size} steps): no completion "
+                       "earns a reward and nothing is updated.",
+                       "check that the reward function can return non-zero values on a few completions "
+                       "(answer format, extraction), that completions are not all truncated, and that the "
+                       "trainable parameters receive gradients")
+    if r.size < th.min_learning_points:
+        raise DataError(f"not_learning needs at least {th.min_learning_points} reward values; {log.source} has "
+                        f"{r.size}")
+    bs, br = _bin(st.astype(float), r, 4000)
+    test = slope_test(bs, br)
+    rise = _rise(r, early_points=int(min(20, max(3, round(0.05 * r.size)))))
+    ev: dict[str, Any] = {"test": "least-squares slope, AR(1)-corrected se; early/late rise z",
+                          "slope": test["slope"], "slope_z": test["z"], "p_value": test["p_value"],
+                          "rho": test["rho"], "n_eff": test["n_eff"], "reward_early": rise["early"],
+                          "reward_late": rise["late"], "rise_z": rise["z"], "points": int(r.size)}
+    if test["p_value"] < th.learning_p_value or rise["z"] >= th.trend_z:
+        return None
+    fell = rise["z"] <= th.falling_z and test["p_value"] > 1 - th.learning_p_value
+    if fell:
+        return Finding("not_learning", "critical", (first, last), None, ev,
+                       f"The reward fell from {rise['early']:.3g} to {rise['late']:.3g} over steps {first}-{last} "
+                       f"(rise z = {rise['z']:.2g}; slope p = {test['p_value']:.2g} for a rise): the run "
+                       "unlearned.")
+    at_ceiling = _is_binary_compatible(r) and rise["late"] >= th.saturation_level
+    severity = "info" if at_ceiling else "warning"
+    msg = (f"No significant rise of the reward over steps {first}-{last}: {rise['early']:.3g} -> "
+           f"{rise['late']:.3g} (slope p = {test['p_value']:.2g} one-sided, autocorrelation-corrected; rise z = "
+           f"{rise['z']:.2g} < {th.trend_z:g})")
+    msg += (": the 0/1 reward is at its ceiling already, nothing left to learn." if at_ceiling else
+            ": the run is not learning.")
+    return Finding("not_learning", severity, (first, last), None, ev, msg,
+                   ADVICE_CEILING if at_ceiling else "")
+
+
+ADVICE_CEILING = "the task is already solved at this difficulty: use harder prompts"

@@ -1,0 +1,79 @@
+"""Off-policy mismatch: the mean importance ratio of an on-policy run is far from 1."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...errors import DataError
+from ..logs import RunLog
+from .findings import Finding
+from .series import _longest_run, _quiet_series, _smooth, _window
+from .thresholds import DEFAULT_THRESHOLDS, Thresholds
+
+
+def _ratio_column(log: RunLog) -> str | None:
+    if log.has("importance_ratio_mean"):
+        return "importance_ratio_mean"
+    cols = [c for c in log.train.columns if str(c).endswith("train_infer_ratio_mean") and log.has(c)]
+    return cols[0] if cols else None
+
+
+def off_policy_mismatch(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> Finding | None:
+    """Check that the mean importance-sampling ratio stays near 1.
+
+    The ratio between the training and the generation log-probabilities of the same tokens
+    (``importance_ratio_mean``, TRL's vLLM importance-sampling columns; verl's
+    ``*train_infer_ratio_mean``) is 1 on average for an on-policy run. Its smoothed value outside
+    ``[ratio_warning, 1 / ratio_warning]`` (0.8-1.25) over a sustained stretch (10% of the run, at
+    least 5 steps) is a warning, outside ``[ratio_critical, 1 / ratio_critical]`` (0.5-2) critical:
+    generation and training disagree (a vLLM/precision mismatch, stale weights), and the update is
+    not the gradient of the sampled policy.
+
+    Parameters
+    ----------
+    log : RunLog
+    thresholds : Thresholds
+
+    Returns
+    -------
+    Finding or None
+
+    Raises
+    ------
+    DataError
+        No mean-ratio column, or fewer than 8 values.
+
+    Examples
+    --------
+    >>> from grpo_core.runs.logs import from_records
+    >>> recs = [{"step": s, "importance_ratio_mean": 0.55} for s in range(1, 41)]
+    >>> off_policy_mismatch(from_records(recs)).severity
+    'warning'
+    """
+    th = thresholds
+    col = _ratio_column(log)
+    if col is None:
+        raise DataError(f"off_policy_mismatch needs a mean importance ratio (importance_ratio_mean), which "
+                        f"{log.source} does not have")
+    st, v = _quiet_series(log, col)
+    keep = v > 0
+    st, v = st[keep], v[keep]
+    n = v.size
+    if n < 8:
+        raise DataError(f"off_policy_mismatch needs at least 8 values of {col}; {log.source} has {n}")
+    dev = np.abs(np.log(_smooth(v, min(_window(n, th), n), "median")))
+    need = max(th.min_stretch_steps, int(math.ceil(th.min_stretch_fraction * n)))
+    for severity, level in (("critical", th.ratio_critical), ("warning", th.ratio_warning)):
+        start, length = _longest_run(dev >= -math.log(level) - 1e-12, max_gap=2)
+        if length >= need:
+            sl = slice(start, start + length)
+            s0, s1 = int(st[start]), int(st[start + length - 1])
+            med = float(np.median(v[sl]))
+            ev = {"column": col, "median_ratio": med, "stretch": [s0, s1], "run_median_ratio": float(np.median(v))}
+            return Finding("off_policy_mismatch", severity, (s0, s1), s0, ev,
+                           f"Off-policy mismatch: the mean importance ratio ({col}) is {med:.3g} over steps "
+                           f"{s0}-{s1}, far from the 1 of an on-policy run (outside [{level:g}, {1 / level:.3g}]): "
+                           "generation and training log-probabilities disagree.")
+    return None

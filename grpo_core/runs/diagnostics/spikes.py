@@ -1,0 +1,88 @@
+"""Recurring spikes: the KL, the importance ratio or the gradient norm jump far above their normal level again
+and again, even when each spike recovers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ...errors import DataError
+from ..logs import RunLog
+from .findings import Finding
+from .series import _quiet_series
+from .thresholds import DEFAULT_THRESHOLDS, Thresholds
+
+_SPIKE_METRICS = ("kl", "ppo_kl", "importance_ratio_max", "grad_norm")
+
+
+def _spikes(v: np.ndarray, floor: float, th: Thresholds) -> tuple[np.ndarray, float]:
+    """Start indices of spike episodes (runs of steps >= spike_factor x the running median) and the median."""
+    w = max(11, min(101, v.size // 10 * 2 + 1))
+    base = pd.Series(v).rolling(w, center=True, min_periods=1).median().to_numpy()
+    base = np.maximum(base, floor)
+    hit = v >= th.spike_factor * base
+    starts = np.flatnonzero(hit & ~np.concatenate([[False], hit[:-1]]))
+    return starts, float(np.median(v))
+
+
+def recurring_spikes(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> Finding | None:
+    """Count the spikes of ``kl``, ``ppo_kl``, ``importance_ratio_max`` and ``grad_norm``.
+
+    A spike starts at a step whose value is at least ``spike_factor`` (10) times the running median
+    (centred, 11 to 101 steps, floored by :attr:`Thresholds.spike_floors` so that a KL near 0 does
+    not make every wiggle a spike); consecutive spike steps are one spike. ``spike_min_count`` (5) or
+    more spikes of one metric are a warning, whether or not each recovers (two to four are info: the
+    isolated spikes of a long run): the update is repeatedly
+    dominated by a few sequences (very long or degenerate completions, a ratio blow-up), and a run
+    that spikes again and again is one spike away from diverging.
+
+    Parameters
+    ----------
+    log : RunLog
+    thresholds : Thresholds
+
+    Returns
+    -------
+    Finding or None
+        The metric with the most spikes (every metric's count in the evidence).
+
+    Raises
+    ------
+    DataError
+        None of the metrics has 20 values.
+
+    Examples
+    --------
+    >>> from grpo_core.runs.logs import from_records
+    >>> recs = [{"step": s, "kl": 5.0 if s % 20 == 0 else 0.02} for s in range(1, 121)]
+    >>> f = recurring_spikes(from_records(recs))
+    >>> f.severity, f.evidence["kl"]["spikes"]
+    ('warning', 6)
+    """
+    th = thresholds
+    found: dict[str, Any] = {}
+    for m in _SPIKE_METRICS:
+        if not log.has(m):
+            continue
+        st, v = _quiet_series(log, m)
+        if v.size < 20:
+            continue
+        starts, med = _spikes(np.abs(v), th.spike_floors.get(m, 1e-8), th)
+        found[m] = {"spikes": int(starts.size), "steps": [int(st[i]) for i in starts[:20]], "median": med,
+                    "max": float(np.max(np.abs(v)))}
+    if not found:
+        raise DataError(f"recurring_spikes needs at least 20 values of {', '.join(_SPIKE_METRICS)}; {log.source} "
+                        "has none")
+    worst = max(found, key=lambda m: found[m]["spikes"])
+    count = found[worst]["spikes"]
+    if count < 2:
+        return None
+    f = found[worst]
+    shown = ", ".join(map(str, f["steps"][:8])) + (", ..." if count > 8 else "")
+    severity = "warning" if count >= th.spike_min_count else "info"
+    return Finding("recurring_spikes", severity, (int(f["steps"][0]), int(log.train.index[-1])), f["steps"][0],
+                   found, f"Recurring spikes: {worst} jumped at least {th.spike_factor:g}x above its running "
+                   f"median {count} times (steps {shown}; up to {f['max']:.3g} against a median of "
+                   f"{f['median']:.3g}), recovering in between.")
