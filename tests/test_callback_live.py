@@ -57,26 +57,30 @@ def _feed(cb, n, control=None, rng=None):
     return n
 
 
-def test_stop_on_critical_at_the_step_the_zero_spread_stretch_is_long_enough(tmp_path):
-    # The zero-spread fraction is smoothed by a centred mean of 5 steps and a critical level (0.9)
-    # must hold 5 steps: the smoothed value first reaches 1 at DEAD_FROM + 2, so the stretch is
-    # complete at DEAD_FROM + 6 = 17 (a warning, the 0.5 level, at DEAD_FROM + 4 = 15).
+def test_stop_on_critical_at_the_first_critical_finding(tmp_path):
+    # The zero-spread fraction is smoothed by a centred mean of 5 steps: its warning (the 0.5 level)
+    # comes at DEAD_FROM + 4 = 15 and its critical stretch would be complete at DEAD_FROM + 6 = 17;
+    # but at DEAD_FROM + 5 = 16 the reward has fallen from ~0.3 to 0 for six steps, and the
+    # not-learning check ("the run unlearned") is critical first.
     out = io.StringIO()
     control = SimpleNamespace(should_training_stop=False)
     cb = DynamicsCallback(tmp_path, every=1, min_steps=5, n_boot=0, stream=out, stop_on_critical=True)
     stopped_at = _feed(cb, 40, control)
-    assert stopped_at == DEAD_FROM + 6 and control.should_training_stop
-    assert cb.stopped["step"] == 17 and cb.stopped["finding"]["mode"] == "advantage_degeneration"
-    assert cb.stopped["finding"]["steps"] == [13, 17]
+    assert stopped_at == DEAD_FROM + 5 and control.should_training_stop
+    assert cb.stopped["step"] == 16 and cb.stopped["finding"]["mode"] == "not_learning"
+    assert cb.stopped["finding"]["steps"] == [1, 16]
     saved = json.loads((tmp_path / STOP_FILE).read_text())
     assert saved["finding"]["severity"] == "critical" and saved["diagnosis"]["healthy"] is False
-    # one line per (mode, severity): the warning at 15, the critical at 17, then the stop line
+    # one line per (mode, severity): the warning at 15, the critical at 16, then the stop line
     lines = out.getvalue().splitlines()
-    assert [ln.split(":")[0] for ln in lines] == ["[dynamics] step 15", "[dynamics] step 17", "[dynamics] step 17"]
-    assert "warning advantage_degeneration" in lines[0] and "stopping training" in lines[2]
+    assert [ln.split(":")[0] for ln in lines] == ["[dynamics] step 15", "[dynamics] step 16", "[dynamics] step 16"]
+    assert "warning advantage_degeneration" in lines[0] and "critical not_learning" in lines[1]
+    assert "stopping training" in lines[2]
     live = json.loads((tmp_path / LIVE_FILE).read_text())
-    # info (the 0.25 level, not printed) at 14, warning at 15, critical at 17
-    assert [(a["step"], a["severity"]) for a in live["alerts"]] == [(14, "info"), (15, "warning"), (17, "critical")]
+    # info (the 0.25 level, not printed) at 14, warning at 15, then not_learning critical at 16
+    assert [(a["step"], a["mode"], a["severity"]) for a in live["alerts"]] == [
+        (14, "advantage_degeneration", "info"), (15, "advantage_degeneration", "warning"),
+        (16, "not_learning", "critical")]
 
 
 def test_alerts_are_not_repeated_and_the_run_goes_on_without_stop(tmp_path):
@@ -90,7 +94,8 @@ def test_alerts_are_not_repeated_and_the_run_goes_on_without_stop(tmp_path):
                              print_severities=("critical",))
     _feed(quiet, 24)
     assert quiet.stream.getvalue().count("advantage_degeneration") == 1
-    assert [a["severity"] for a in quiet.alerts] == ["info", "warning", "critical"]  # recorded all the same
+    # recorded all the same: degeneration info/warning/critical and not_learning's critical
+    assert [a["severity"] for a in quiet.alerts] == ["info", "warning", "critical", "critical"]
 
 
 def test_the_forecast_is_recorded_with_its_step(tmp_path):
@@ -168,12 +173,13 @@ def test_planted_failure_stops_a_real_grpo_trainer(tmp_path):
     t0 = time.perf_counter()
     trainer.train()
     wall = time.perf_counter() - t0
-    assert trainer.state.global_step == DEAD_FROM + 6, out.getvalue()
-    assert cb.stopped["finding"]["mode"] == "advantage_degeneration"
-    assert cb.stopped["finding"]["severity"] == "critical" and cb.stopped["finding"]["steps"] == [13, 17]
+    # the reward falls to 0 at DEAD_FROM: not_learning ("the run unlearned") is critical at DEAD_FROM + 5
+    assert trainer.state.global_step == DEAD_FROM + 5, out.getvalue()
+    assert cb.stopped["finding"]["mode"] == "not_learning"
+    assert cb.stopped["finding"]["severity"] == "critical" and cb.stopped["finding"]["steps"] == [1, 16]
     saved = json.loads((tmp_path / "run" / STOP_FILE).read_text())
-    assert saved["step"] == 17 and "stopping training" in out.getvalue()
+    assert saved["step"] == 16 and "stopping training" in out.getvalue()
     train = [r for r in read_metrics_lines(tmp_path / "run" / "metrics.jsonl") if r["split"] == "train"]
-    assert [r["step"] for r in train] == list(range(1, 18))
+    assert [r["step"] for r in train] == list(range(1, 17))
     assert all(r["frac_reward_zero_std"] == 1.0 for r in train[DEAD_FROM - 1:])
     print(f"stopped at step {trainer.state.global_step} after {wall:.1f} s")

@@ -33,6 +33,7 @@ import pandas as pd
 
 from grpo_core.errors import ParameterError
 from grpo_core.runs import diagnostics as _diag
+from grpo_core.runs.diagnostics.findings import ADVICE
 from grpo_core.runs.logs import RunLog
 
 from .diagnostics_charts import SEVERITY_COLORS
@@ -43,26 +44,7 @@ _LINE = "#333333"
 _RULE = "#555555"
 
 #: What to try, per mode (the modes of :mod:`grpo_core.runs.diagnostics` and those the issue adds).
-ADVICE = {
-    "advantage_degeneration": "Raise the group size G (num_generations) or use prompts the model solves sometimes "
-                              "but not always; filter out prompts that are always or never solved.",
-    "policy_concentration": "Lower the learning rate, add an entropy bonus or raise the sampling temperature; a "
-                            "KL penalty (beta > 0) holds the policy near the reference.",
-    "dynamic_instability": "Lower the learning rate (the oscillator's stability threshold), tighten the clip range "
-                           "or gradient clipping (max_grad_norm), and check the loss scaling in fp16.",
-    "train_eval_decoupling": "Inspect completions for reward hacking: tighten the reward function (format and "
-                             "correctness), weight correctness more, evaluate on held-out prompts.",
-    "not_learning": "Raise the learning rate, check that the reward can be earned at all (a few rollouts by "
-                    "hand), use easier prompts or a supervised warm-up.",
-    "truncation": "Raise max_completion_length, or reward shorter answers: truncated completions earn nothing.",
-    "numerical_failure": "Resume from the last checkpoint before the first NaN/inf with a lower learning rate; "
-                         "use bf16 rather than fp16, clip gradients, check the reward function for NaN.",
-    "no_update": "Check that gradients reach the weights: frozen or LoRA modules, a zero learning rate, "
-                 "loss scaling, the optimizer's parameter groups.",
-    "off_policy_mismatch": "Make generation and training log-probabilities agree: the same dtype and kernels in "
-                           "vLLM and the trainer, or importance-sampling correction (TIS/MIS).",
-    "saturation": "The reward is at its ceiling: the task is solved; stop, or move to harder prompts.",
-}
+# What to try, per mode: the one table lives with the findings (grpo_core.runs.diagnostics.findings).
 _GENERIC_ADVICE = "Look at the metric around the onset and at a few completions from those steps."
 _MAX_METRICS = 3
 

@@ -80,8 +80,10 @@ def train_eval_decoupling(log: RunLog, *, eval_metric: str | None = None, correc
     rt, r = _quiet_series(log, "reward")
     comparisons = _comparisons(log, eval_metric, correctness)
     if not comparisons:
-        raise DataError(f"train_eval_decoupling needs eval rows (at least 3) or a correctness reward function "
-                        f"besides others in {log.source}; pass eval_metric= (--eval-metric) or correctness= (--correctness)")
+        raise DataError(
+            f"train_eval_decoupling needs eval rows (at least 3) or a correctness reward function "
+            f"besides others in {log.source}; pass eval_metric= (--eval-metric) or correctness= (--correctness)"
+        )
     if r.size < 8:
         raise DataError(f"train_eval_decoupling needs at least 8 training rewards; {log.source} has {r.size}")
     findings = []
@@ -95,18 +97,33 @@ def train_eval_decoupling(log: RunLog, *, eval_metric: str | None = None, correc
             continue
         train_rise = _trend(rt[sel], r[sel])
         meas_rise = _trend(t_m[msel], v_m[msel])
-        ev = {"measure": label, "train_reward": train_rise, "measure_rise": meas_rise,
-              "steps": [int(lo), int(hi)]}
+        ev = {"measure": label, "train_reward": train_rise, "measure_rise": meas_rise, "steps": [int(lo), int(hi)]}
         if train_rise["z"] >= th.trend_z and meas_rise["z"] <= th.falling_z:
-            findings.append(("critical", ev, (
-                f"The training reward rose from {train_rise['early']:.3g} to {train_rise['late']:.3g} while the "
-                f"{label} fell from {meas_rise['early']:.3g} to {meas_rise['late']:.3g} (slope z = "
-                f"{meas_rise['z']:.2g}; reward hacking)")))
+            findings.append(
+                (
+                    "critical",
+                    ev,
+                    (
+                        f"The training reward rose from {train_rise['early']:.3g} "
+                        f"to {train_rise['late']:.3g} while the "
+                        f"{label} fell from {meas_rise['early']:.3g} to {meas_rise['late']:.3g} (slope z = "
+                        f"{meas_rise['z']:.2g}; reward hacking)"
+                    ),
+                )
+            )
         elif train_rise["z"] >= th.trend_z and meas_rise["z"] < th.flat_z:
-            findings.append(("warning", ev, (
-                f"The training reward rose from {train_rise['early']:.3g} to {train_rise['late']:.3g} while the "
-                f"{label} did not rise significantly ({meas_rise['early']:.3g} -> {meas_rise['late']:.3g}, "
-                f"slope z = {meas_rise['z']:.2g})")))
+            findings.append(
+                (
+                    "warning",
+                    ev,
+                    (
+                        f"The training reward rose from {train_rise['early']:.3g} "
+                        f"to {train_rise['late']:.3g} while the "
+                        f"{label} did not rise significantly ({meas_rise['early']:.3g} -> {meas_rise['late']:.3g}, "
+                        f"slope z = {meas_rise['z']:.2g})"
+                    ),
+                )
+            )
     if not findings:
         return None
     findings.sort(key=lambda x: -_RANK[x[0]])
@@ -116,8 +133,9 @@ def train_eval_decoupling(log: RunLog, *, eval_metric: str | None = None, correc
     return Finding("train_eval_decoupling", severity, (first, last), None, evidence, msg + ".")
 
 
-def _comparisons(log: RunLog, eval_metric: str | None,
-                 correctness: list[str] | None) -> list[tuple[str, np.ndarray, np.ndarray, str]]:
+def _comparisons(
+    log: RunLog, eval_metric: str | None, correctness: list[str] | None
+) -> list[tuple[str, np.ndarray, np.ndarray, str]]:
     """``(label, steps, values, split)`` of each measure of real success the log has."""
     comparisons: list[tuple[str, np.ndarray, np.ndarray, str]] = []
     metric = _eval_metric(log, eval_metric)
@@ -130,11 +148,16 @@ def _comparisons(log: RunLog, eval_metric: str | None,
     funcs = log.reward_functions()
     unknown = [f for f in (correctness or []) if f not in funcs]
     if unknown:
-        raise DataError(f"`correctness` names {unknown}, not reward functions of {log.source}; its reward "
-                        f"functions: {', '.join(funcs) or 'none'}")
+        raise DataError(
+            f"`correctness` names {unknown}, not reward functions of {log.source}; its reward "
+            f"functions: {', '.join(funcs) or 'none'}"
+        )
     if len(funcs) >= 2:
-        names = correctness if correctness is not None else [
-            f for f in funcs if any(w in f.lower() for w in _CORRECTNESS_WORDS)]
+        names = (
+            correctness
+            if correctness is not None
+            else [f for f in funcs if any(w in f.lower() for w in _CORRECTNESS_WORDS)]
+        )
         for f in names:
             if f in funcs and len(names) < len(funcs):
                 ft, fv = _quiet_series(log, f"reward/{f}")

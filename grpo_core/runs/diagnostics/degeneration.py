@@ -83,7 +83,8 @@ def zero_spread_series(log: RunLog, *, group_size: int | None = None, binary_rew
     pandas.DataFrame
         Columns ``step`` (int), ``observed`` (fraction per step, in [0, 1]), ``smoothed``
         (centred rolling mean), ``expected`` (``p^G + (1 - p)^G`` at the logged reward ``p``;
-        NaN when not computable) and ``expected_smoothed`` (its rolling mean over the same window). ``attrs``: ``source`` (which column), ``lower_bound`` (bool),
+        NaN when not computable) and ``expected_smoothed`` (its rolling mean over the same window). ``attrs``:
+        ``source`` (which column), ``lower_bound`` (bool),
         ``window`` (int), ``binary`` (bool or None), ``group_size``.
 
     Raises

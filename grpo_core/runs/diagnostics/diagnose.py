@@ -29,10 +29,10 @@ from .numerical import numerical_failure
 from .off_policy import off_policy_mismatch
 from .oscillation import Oscillation, oscillation
 from .saturation import judge_degeneration
-from .spikes import recurring_spikes
-from .truncation import truncation
 from .series import _is_binary_compatible, _quiet_series, _rise
+from .spikes import recurring_spikes
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
+from .truncation import truncation
 
 
 @dataclass
@@ -206,7 +206,8 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
     -------
     Diagnosis
         ``verdict`` "unhealthy" iff some finding is a warning or critical; "inconclusive" when none is
-        but the checks that establish health did not run; ``healthy`` iff the verdict is "healthy". The forecast's curves
+        but the checks that establish health did not run; ``healthy`` iff the verdict is "healthy". The forecast's
+        curves
         stay in ``Diagnosis.forecast`` (arrays) for charts; :meth:`Diagnosis.to_dict` leaves them
         out.
 

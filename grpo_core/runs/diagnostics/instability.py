@@ -61,7 +61,8 @@ def dynamic_instability(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHO
     fractions: absolute level ``clip_critical``; the KL to the reference must also still be growing
     over the last quarter, ``kl_still_growing``). Infinite values (an overflowed gradient norm or
     loss) are critical, unless the metric is finite again after its last infinite value (steps skipped
-    on overflow, as fp16 loss scaling does: info, and the finite values are judged). The onset is the first step from which the smoothed metric stays above
+    on overflow, as fp16 loss scaling does: info, and the finite values are judged). The onset is the first step from
+    which the smoothed metric stays above
     ``onset_factor`` (3) times its early level. A metric that peaked but came back (peak factor
     >= 100, late < 10) is reported as info (a transient spike).
 

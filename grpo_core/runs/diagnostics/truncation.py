@@ -62,7 +62,7 @@ def truncation(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> F
         raise DataError(f"truncation needs at least 8 values of {kind}; {log.source} has {n}")
     q = max(2, n // 4)
     late = float(np.median(v[-q:])) if kind == "clipped_ratio" else float(np.mean(v[-q:]))
-    first, last = int(st[0]), int(st[-1])
+    last = int(st[-1])
     ev: dict[str, Any] = {"column": "clipped_ratio" if kind == "clipped_ratio" else "completion_length",
                           "late_level": late, "late_steps": [int(st[-q]), last]}
     if kind == "clipped_ratio":
