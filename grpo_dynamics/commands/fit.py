@@ -8,7 +8,8 @@ Examples::
 
 A log longer than ``--max-points`` (2,000) is fitted on bin means, as ``diagnose`` does (100,000 raw
 points took 44 s and 5.5 GB; the bin means of a smooth curve give the same plateau, and the report
-says how many points were binned). Every format :func:`grpo_core.runs.logs.read_log` reads is accepted (TRL ``trainer_state.json`` of every
+says how many points were binned). Every format :func:`grpo_core.runs.logs.read_log` reads is accepted (TRL
+``trainer_state.json`` of every
 era, notebook CSV exports, verl dumps, JSONL). The laws, fits and criteria are those of
 :mod:`grpo_core.laws`; the book chapter "Fitting real reward curves" explains them.
 """
