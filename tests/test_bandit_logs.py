@@ -74,7 +74,7 @@ def test_healthy_bandit_run_is_healthy(seed):
     sc = SCENARIOS["healthy"]
     d = diagnose(scenario_log("healthy", seed=seed), group_size=sc.group_size)
     assert d.healthy and d.modes == []
-    assert set(d.checked) == set(MODES)  # it has an eval metric, so every mode was checked
+    assert set(MODES) <= set(d.checked)  # it has an eval metric, so every mode of the paper was checked
     # the forecast plateau lands on the bandit's exact finite-G fixed point p* = sigmoid(7/8) = 0.7058
     p_star = bd.fixed_point(sc.spec, sc.beta).p_star
     assert p_star == pytest.approx(1 / (1 + math.exp(-7 / 8)), abs=1e-6)
@@ -87,6 +87,12 @@ def test_healthy_bandit_run_is_healthy(seed):
 def test_each_failing_bandit_run_is_diagnosed(mode, seed):
     sc = SCENARIOS[mode]
     d = diagnose(scenario_log(mode, seed=seed), group_size=sc.group_size, forecast=False)
+    if mode == "advantage_degeneration":
+        # the bandit still reaches its fixed point: zero spread in a run that learns is a cost
+        # (severity info, issue 13), not a failure
+        f = d.find(mode)
+        assert f is not None and f.severity == "info" and "cost" in f.message, d.summary()
+        return
     assert not d.healthy
     assert d.primary.mode == mode, d.summary()
     assert d.primary.severity in ("warning", "critical")

@@ -35,7 +35,7 @@ def test_readme_example_runs(argv, tmp_path, monkeypatch, capsys):
     code = main(argv)
     out = capsys.readouterr().out
     # diagnose exits 1 when it finds something (the Qwen run: zero-spread groups), by design
-    assert code == (1 if argv[0] == "diagnose" else 0), out
+    assert code == 0, out  # the Qwen run learned: healthy, its early zero spread reported as a cost
     if argv[0] == "advise":
         v = json.loads(out)
         assert v["regime"] in {"overdamped", "critically_damped", "underdamped", "unstable"}

@@ -68,7 +68,7 @@ def synthetic_log(kind: str = "healthy", *, n_steps: int = 300, group_size: int 
     >>> from grpo_core.runs.diagnostics import diagnose
     >>> log = synthetic_log("advantage_degeneration", n_steps=100)
     >>> diagnose(log, group_size=2, forecast=False).modes
-    ['advantage_degeneration']
+    ['advantage_degeneration', 'not_learning']
     """
     kind = check_choice("kind", kind, SYNTHETIC_KINDS)
     n = check_integer("n_steps", n_steps, low=50)

@@ -38,7 +38,7 @@ def kl_drift(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> Fin
     Examples
     --------
     >>> from grpo_core.runs.logs import from_records
-    >>> recs = [{"step": s, "kl": 0.004 * s, "reward": 0.3 + 0.01 * (s % 3)} for s in range(1, 101)]
+    >>> recs = [{"step": s, "kl": 0.01 * 1.05 ** s, "reward": 0.3 + 0.01 * (s % 3)} for s in range(1, 101)]
     >>> kl_drift(from_records(recs)).severity
     'warning'
     """

@@ -39,7 +39,7 @@ def slope_test(steps: np.ndarray, values: np.ndarray) -> dict[str, float]:
     Examples
     --------
     >>> t = np.arange(100.0)
-    >>> round(slope_test(t, 0.01 * t + np.sin(t))["slope"], 3)
+    >>> round(slope_test(t, 0.01 * t + np.sin(t))["slope"], 2)
     0.01
     """
     t = steps.astype(float)
