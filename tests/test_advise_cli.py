@@ -294,3 +294,20 @@ def test_plain_advise_still_needs_its_values_and_from_log_refuses_a_curvature(ca
     path = str(datasets.real_run("04").path)
     assert main(["advise", "--from-log", path, "--curvature", "1"]) == 2
     assert "exclude each other" in capsys.readouterr().err
+
+
+def test_on_the_exact_threshold_the_first_unstable_k_ref_is_the_next_one(capsys):
+    # eta K at the exact critical value of mu = 0.9, k_ref = 102: the growth factor is 1 to rounding, so
+    # k_ref 102 neither decays nor grows and the first strictly unstable k_ref is 103 (was printed as 102)
+    a = float(stability.critical_a_exact(0.9, 102, "constant"))
+    assert 0.0014220 < a < 0.0014221
+    d = _run_json(capsys, "--eta", repr(a), "--mu", "0.9", "--k-ref", "102", "--curvature", "1")
+    assert d["on_threshold"] is True and d["critical_k_ref_exact"] == 103
+    assert abs(d["spectral_radius"] - 1) < 1e-12
+    code, out = _run(capsys, "--eta", repr(a), "--mu", "0.9", "--k-ref", "102", "--curvature", "1")
+    assert code == 0
+    assert "first unstable k_ref = 103 (102 is on the threshold)" in out
+    assert "k_ref to 101 or less" in out and "on the threshold (to rounding)" in out
+    # one step below the edge is strictly stable and is not flagged
+    d = _run_json(capsys, "--eta", repr(a * (1 - 1e-6)), "--mu", "0.9", "--k-ref", "102", "--curvature", "1")
+    assert d["on_threshold"] is False and d["stable_exact"] is True and d["critical_k_ref_exact"] == 103

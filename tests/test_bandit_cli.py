@@ -147,4 +147,26 @@ def test_a_run_too_short_to_classify_says_so(capsys):
     d = json.loads(capsys.readouterr().out)
     assert d["regime_measured"] is None and d["steps"] == 5 and d["regime_exact"] == "monotone"
     assert main(["bandit", "--eta", "0.1", "--steps", "5", "--seeds", "1"]) == 0
-    assert "not classified (fewer than 7 steps)" in capsys.readouterr().out
+    assert "not classified (fewer than 8 points, step 0 included)" in capsys.readouterr().out
+
+
+def test_k_ref_sweep_extends_past_the_prediction_or_says_greater_than(capsys):
+    # eta 0.003, mu 0.9: the exact prediction is k_ref 118, past the default --k-max 64
+    d = _json(capsys, "--sweep", "k_ref", "--eta", "0.003", "--mu", "0.9")
+    assert d["predicted_exact"] == 118 and d["k_max_extended"] is True and d["k_max"] == 148
+    assert d["measured_critical_k_ref"] == 118  # the mean-field bandit agrees with the exact recurrence
+    assert main(["bandit", "--sweep", "k_ref", "--eta", "0.003", "--mu", "0.9", "--k-max", "64"]) == 0
+    out = capsys.readouterr().out
+    assert "measured (mean-field bandit, smallest unstable k_ref <= 64): > 64 (none unstable up to --k-max 64)" in out
+    assert "inf" not in out
+
+
+@pytest.mark.parametrize("k_ref, expected", [(37, "oscillatory"), (38, "divergent")])
+def test_run_regime_labels_follow_the_stability_tests_at_the_threshold(capsys, k_ref, expected):
+    # eta 0.0085, mu 0.9: the exact first unstable k_ref is 38. A 500-step run cannot tell the slow
+    # decay at 37 (growth -1.7e-4 per step) from the slow growth at 38 (+1.6e-4): the labels come from
+    # the measured growth rate and the exact test, the shape from the run
+    d = _json(capsys, "--eta", "0.0085", "--mu", "0.9", "--k-ref", str(k_ref), "--seeds", "2")
+    assert d["regime_measured"] == d["regime_exact"] == expected
+    assert d["stable_exact"] is (k_ref == 37)
+    assert (d["growth_rate_measured"] < 0) is (k_ref == 37) and abs(d["growth_rate_measured"]) < 3e-4

@@ -14,7 +14,9 @@ from grpo_dynamics.cli import main
 def test_constants_give_g_star_and_the_table(capsys):
     assert main(["groupsize", "--c1", "1", "--c2", "5", "--c3", "961", "--budget", "1024", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["g_star_exact"] == pytest.approx(32.0) and out["g_star"] == pytest.approx(31.0)
+    # `g_star` is the text's G* = 1 + sqrt(c3/c1); the leading order has its own name
+    assert out["g_star"] == pytest.approx(32.0) and out["g_star_leading_order"] == pytest.approx(31.0)
+    assert "g_star_exact" not in out
     assert out["best_group_size"] == 32
     rows = {r["group_size"]: r for r in out["table"]}
     assert sorted(rows) == [2**j for j in range(1, 11)]
@@ -33,7 +35,7 @@ def test_text_report_marks_the_best(capsys):
 def test_zero_between_prompt_variance_is_json_null(capsys):
     assert main(["groupsize", "--c1", "0", "--c2", "1", "--c3", "1", "--budget", "64", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["g_star_exact"] is None and out["best_group_size"] == 64
+    assert out["g_star"] is None and out["best_group_size"] == 64
 
 
 def test_all_zero_constants_give_a_flat_table_not_nan(capsys):
@@ -60,9 +62,11 @@ def test_samples_file_estimates_the_constants(tmp_path, capsys):
     exact = pool_constants(pool)
     assert out["num_prompts"] == 4000 and out["group_size"] == 8
     assert out["c2"] == pytest.approx(exact.c2, rel=0.05) and out["c3"] == pytest.approx(exact.c3, rel=0.05)
-    lo, hi = out["intervals"]["g_star_exact"]
-    assert lo < out["g_star_exact"] < hi
-    assert out["g_star_exact"] == pytest.approx(optimal_group_size(out["c1"], out["c3"]))
+    lo, hi = out["intervals"]["g_star"]
+    assert lo < out["g_star"] < hi
+    assert out["g_star"] == pytest.approx(optimal_group_size(out["c1"], out["c3"]))
+    lo0, hi0 = out["intervals"]["g_star_leading_order"]
+    assert (lo0, hi0) == pytest.approx((lo - 1, hi - 1))
 
 
 @pytest.mark.parametrize(

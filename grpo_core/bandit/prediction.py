@@ -11,6 +11,7 @@ static bandit chart draw (the mean-field path next to the closed form and the ex
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -29,6 +30,7 @@ __all__ = [
     "predicted_critical_k_ref",
     "predicted_noise",
     "predicted_path",
+    "regime_given_stability",
 ]
 
 
@@ -255,3 +257,44 @@ def predicted_path(spec: BanditSpec, *, eta: float, mu: float, k_ref: int, beta:
         "closed_form": closed,
         "discrete": discrete,
     }
+
+
+def regime_given_stability(shape: Any, stable: Any) -> np.ndarray:
+    """A regime label whose stable/unstable call comes from a stability test, not from the run's length.
+
+    :func:`grpo_core.bandit.stability.classify_trajectory` reads the shape of a finite run; near the
+    threshold a slowly decaying oscillation keeps 90% of its amplitude over a few hundred steps and
+    reads *divergent*, and a slowly growing one can read *oscillatory*. With the exact test's (or the
+    measured growth rate's) verdict: unstable is *divergent*; a stable run that read *divergent* is a
+    slowly decaying *oscillatory* one (a monotone approach that shrinks already reads *monotone*);
+    other labels are kept. Our rule.
+
+    Parameters
+    ----------
+    shape : str or array_like of str
+        Labels from ``classify_trajectory`` (``monotone``, ``oscillatory``, ``divergent``).
+    stable : bool or array_like of bool
+        The stability test's verdict, broadcast against ``shape``.
+
+    Returns
+    -------
+    ndarray of str
+        ``monotone``, ``oscillatory`` or ``divergent``.
+
+    Raises
+    ------
+    ParameterError
+        A label that is not one of the three.
+
+    Examples
+    --------
+    >>> regime_given_stability(["divergent", "oscillatory", "monotone"], [True, False, True]).tolist()
+    ['oscillatory', 'divergent', 'monotone']
+    """
+    labels = np.asarray(shape, dtype=object)
+    bad = sorted({str(x) for x in labels.ravel()} - {"monotone", "oscillatory", "divergent"})
+    if bad:
+        raise ParameterError("shape", f"`shape` labels must be monotone, oscillatory or divergent; got {bad}")
+    ok = np.asarray(stable, dtype=bool)
+    out = np.where(~ok, "divergent", np.where(labels == "divergent", "oscillatory", labels))
+    return np.asarray(out, dtype=str)

@@ -55,7 +55,8 @@ class Advice:
         Continuous threshold of the chosen lag model (equal to the above for ``lag="constant"``;
         ``1 + 2(1 - mu)/(eta K)`` for ``lag="refresh"``).
     critical_k_ref_exact : float
-        Smallest integer ``k_ref`` at which the exact recurrence is unstable.
+        Smallest integer ``k_ref`` at which the exact recurrence is strictly unstable: when the given
+        ``k_ref`` is on the threshold to rounding (growth factor 1 within 1e-9), the next one.
     critical_a_continuous, critical_a_exact : float
         Critical ``eta * K`` at the given ``mu`` and ``k_ref``: continuous model and exact recurrence.
     critical_eta_continuous, critical_eta_exact : float
@@ -68,6 +69,8 @@ class Advice:
     spectral_radius : float
         Per-step growth factor of the exact recurrence (< 1: stable).
     stable_continuous, stable_exact : bool
+    on_threshold : bool
+        ``eta K`` equals the exact critical value to rounding (relative 1e-9): neither stable nor unstable.
     recommendation : str
         Plain-language advice.
     """
@@ -101,6 +104,7 @@ class Advice:
     spectral_radius: float
     stable_continuous: bool
     stable_exact: bool
+    on_threshold: bool
     recommendation: str
 
     def as_dict(self) -> dict[str, Any]:
@@ -137,6 +141,7 @@ class Advice:
                f"critical eta = {_g(self.critical_eta_continuous)}"),
             f"  exact discrete ({self.lag} lag): critical eta*K = {_g(self.critical_a_exact)} "
             f"(eta = {_g(self.critical_eta_exact)}), first unstable k_ref = {_k_ref_text(self.critical_k_ref_exact)}"
+            + (f" ({self.k_ref} is on the threshold)" if self.on_threshold else "")
             + (f", critical beta = {_g(self.critical_beta_exact)}" if self.beta > 0 else ""),
             f"  exact per-step growth factor = {_factor(self.spectral_radius)}  ->  "
             f"{_verdict(self.stable_exact, self.spectral_radius)}",
@@ -180,9 +185,14 @@ def _given(x: float) -> str:
     return _g(x) if isinstance(x, int) or math.isinf(x) else f"{x:.12g}"
 
 
+def _on_threshold(rho: float) -> bool:
+    """The exact growth factor is 1 to rounding: deviations neither decay nor grow."""
+    return math.isfinite(rho) and abs(rho - 1.0) < 1e-9
+
+
 def _verdict(stable: bool, rho: float) -> str:
     """``stable`` / ``UNSTABLE``, or the marginal case: on the threshold to rounding."""
-    if math.isfinite(rho) and abs(rho - 1.0) < 1e-9:
+    if _on_threshold(rho):
         return "on the threshold (to rounding): deviations neither decay nor grow"
     return "stable" if stable else "UNSTABLE"
 
@@ -256,6 +266,11 @@ def advise(
     k_exact = critical_value("k_ref", lag=c.lag, method="exact", **common)
     rho = float(spectral_radius(c.a, c.mu, c.k_ref, c.lag, c.momentum)[()])
     stable_exact = c.a < a_exact
+    # a at the exact critical value to rounding: the given k_ref neither decays nor grows, so the
+    # first unstable k_ref is the next one (a tiny a, whose factor is also 1 - 1e-12, is not this)
+    on_threshold = math.isfinite(a_exact) and abs(c.a - a_exact) <= 1e-9 * a_exact
+    if on_threshold:
+        k_exact = float(c.k_ref + 1)
     adv = dict(
         eta=c.eta, mu=c.mu, k_ref=c.k_ref, curvature=c.curvature, beta=c.beta, kl_curvature=c.kl_curvature,
         lag=c.lag, momentum=c.momentum, a=c.a, mass=c.mass, damping=c.damping, stiffness=c.stiffness,
@@ -270,6 +285,7 @@ def advise(
         critically_damped_eta=a_damp / k_total,
         critical_beta_exact=max(0.0, (a_exact / c.eta - c.curvature) / c.kl_curvature),
         spectral_radius=rho, stable_continuous=c.stable, stable_exact=bool(stable_exact),
+        on_threshold=bool(on_threshold),
     )
     adv["recommendation"] = _recommend(adv)
     return Advice(**adv)
@@ -278,17 +294,20 @@ def advise(
 def _recommend(v: dict[str, Any]) -> str:
     eta, eta_x, eta_cd = v["eta"], v["critical_eta_exact"], v["critically_damped_eta"]
     k_first = v["critical_k_ref_exact"]
+    # the largest strictly stable k_ref: one below the given k_ref when that one is on the threshold
+    on_edge = v["on_threshold"]
+    k_last = k_first - (2 if on_edge else 1)
     k_stable = (f"beyond {K_REF_SEARCH_MAX:.3g} (the search limit; far past any run length)" if math.isinf(k_first)
-                else _k_ref_text(k_first - 1))
+                else _k_ref_text(k_last))
     lines = []
-    if not v["stable_exact"]:
+    if not v["stable_exact"] or on_edge:
         lines.append(
             (f"UNSTABLE: deviations grow by a factor {_factor(v['spectral_radius'])} per step. "
              if v["spectral_radius"] > 1.0 + 1e-9 else
              "ON THE THRESHOLD (to rounding): deviations neither decay nor grow. ")
             + "Lower eta below "
             f"{_g(eta_x)} (exact threshold at this mu and k_ref)"
-            + (f" or k_ref to {k_stable} or less" if k_first not in (1, math.inf) else "")
+            + (f" or k_ref to {k_stable} or less" if math.isfinite(k_first) and k_last >= 1 else "")
             + ", or lower mu."
         )
         lines.append(f"For a monotone approach to the plateau use eta <= {_g(eta_cd)} (critical damping).")

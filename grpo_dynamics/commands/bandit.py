@@ -77,7 +77,9 @@ def register(subparsers) -> None:
     p.add_argument("--sweep", choices=("k_ref", "eta"),
                    help="measure the critical k_ref (at --eta, --mu) or eta (at --mu, --k-ref) in mean field")
     p.add_argument(
-        "--k-max", dest="k_max", default="64", help="largest k_ref tried by --sweep k_ref (default 64)"
+        "--k-max", dest="k_max", default=None,
+        help="largest k_ref tried by --sweep k_ref (default 64, extended past the exact prediction "
+        "when that is larger, up to 1024)"
     )
     p.add_argument("--seed", default="0", help="first seed value (seeds are seed, seed+1, ...; default 0)")
     p.add_argument("--out", help="write the trajectories to this CSV file (columns step, seed, p)")
@@ -118,8 +120,10 @@ def handler(args: argparse.Namespace) -> int:
 
     from grpo_core import bandit
     from grpo_core.bandit import stability as bandit_stability
+    from grpo_core.bandit.prediction import oscillator_gain, regime_given_stability
     from grpo_core.errors import ParameterError
     from grpo_core.model.hyperparameters import check_beta
+    from grpo_core.model.stability import is_stable_exact
     from grpo_core.validation import check_integer
 
     spec = _spec(args)
@@ -129,14 +133,21 @@ def handler(args: argparse.Namespace) -> int:
     if args.sweep == "k_ref":
         if args.eta is None:
             raise ParameterError("eta", "`eta` is required with --sweep k_ref")
-        df = bandit_stability.critical_k_ref(spec, eta=args.eta, mu=args.mu, beta=beta,
-                                             k_max=check_integer("k_max", args.k_max, low=1))
+        k_max = check_integer("k_max", 64 if args.k_max is None else args.k_max, low=1)
+        df = bandit_stability.critical_k_ref(spec, eta=args.eta, mu=args.mu, beta=beta, k_max=k_max)
         row = df.iloc[0]
+        extended = _extended_k_max(row, k_max) if args.k_max is None else None
+        if extended is not None:
+            # the default search stopped short of the prediction: look past it, so measured and
+            # predicted can be compared (the user's own --k-max is kept as given)
+            k_max = extended
+            row = bandit_stability.critical_k_ref(spec, eta=args.eta, mu=args.mu, beta=beta, k_max=k_max).iloc[0]
         out = {"sweep": "k_ref", "eta": row.eta, "mu": row.mu, "lag": spec.lag, "momentum": spec.momentum,
                "estimator": spec.estimator, "beta": beta, "curvature": row.curvature, "a": row.a,
                "measured_critical_k_ref": json_ready(row.measured_critical_k_ref),
                "predicted_continuous": json_ready(row.predicted_continuous),
-               "predicted_exact": json_ready(row.predicted_exact), "k_max": int(args.k_max),
+               "predicted_exact": json_ready(row.predicted_exact), "k_max": int(k_max),
+               "k_max_extended": extended is not None,
                "growth_rates": [float(r) for r in row.growth_rates]}
         return _emit(args, out, _sweep_report(out, "k_ref"))
     if args.sweep == "eta":
@@ -209,11 +220,22 @@ def handler(args: argparse.Namespace) -> int:
                 mean_field=True,
             )
         )
+        # Stable or not is decided by a test, not by the run's length: near the threshold a finite
+        # run cannot tell slow decay from slow growth. Measured: the mean-field bandit's growth rate
+        # (its own run length); exact: the recurrence's spectral radius. The run gives the shape.
+        rate = float(bandit_stability.growth_rates(spec, eta=run.eta[0], mu=run.mu[0], k_ref=run.k_ref[0],
+                                                   beta=beta)[0])
+        stable_exact = bool(is_stable_exact(oscillator_gain(spec, run.eta[0], run.mu[0], fp.stiffness),
+                                            run.mu[0], run.k_ref[0], lag=spec.lag, momentum=spec.momentum))
+        out["growth_rate_measured"] = rate
+        out["stable_exact"] = stable_exact
         # the classifier needs a few periods' worth of points; a very short run is not classified
-        out["regime_measured"] = (str(bandit_stability.classify_trajectory(mf.p[0, 0], fp.p_star)[()])
-                                  if mf.p.shape[-1] >= 8 else None)
+        out["regime_measured"] = (
+            str(regime_given_stability(bandit_stability.classify_trajectory(mf.p[0, 0], fp.p_star), rate <= 0)[()])
+            if mf.p.shape[-1] >= 8 else None
+        )
         out["regime_continuous"] = str(pred.continuous[0])
-        out["regime_exact"] = str(pred.exact[0])
+        out["regime_exact"] = str(regime_given_stability(pred.exact[0], stable_exact)[()])
     if args.out:
         import pandas as pd
 
@@ -233,8 +255,26 @@ def _emit(args, out: dict, report: str) -> int:
     return 0
 
 
+#: Largest k_ref the default --sweep k_ref extends its search to (the mean-field runs cost ~k_max^2).
+K_MAX_EXTENDED = 1024
+
+
+def _extended_k_max(row, k_max: int) -> int | None:
+    """A larger search bound when nothing unstable was found up to ``k_max`` but the exact
+    prediction lies beyond it (a quarter past the prediction, at most K_MAX_EXTENDED); else None."""
+    pred = row.predicted_exact
+    if math.isfinite(row.measured_critical_k_ref) or not math.isfinite(pred) or pred <= k_max:
+        return None
+    return min(K_MAX_EXTENDED, math.ceil(1.25 * pred))
+
+
 def _fmt(x) -> str:
-    return "inf (none found)" if x is None else f"{x:.4g}"
+    return "none (stable at every value)" if x is None else f"{x:.4g}"
+
+
+def _fmt_k(x, k_max: int) -> str:
+    """The measured critical k_ref: a value, or "> k_max" when the search found none."""
+    return f"> {k_max} (none unstable up to --k-max {k_max})" if x is None else f"{x:.4g}"
 
 
 def _run_report(o: dict) -> str:
@@ -258,9 +298,11 @@ def _run_report(o: dict) -> str:
         lines += [
             f"fixed point p* = {o['p_star']:.4f}, stiffness K = {o['curvature']:.4g}, "
             f"a = eta K = {o['a']:.4g}",
-            f"regime: measured {o['regime_measured'] or 'not classified (fewer than 7 steps)'} "
-            f"(mean-field run); oscillator predicts {o['regime_continuous']} (continuous), "
-            f"{o['regime_exact']} (exact)",
+            f"regime: measured {o['regime_measured'] or 'not classified (fewer than 8 points, step 0 included)'} "
+            f"(mean-field run; growth rate {o['growth_rate_measured']:+.3g} per step); oscillator predicts "
+            f"{o['regime_continuous']} (continuous), {o['regime_exact']} (exact recurrence: "
+            f"{'stable' if o['stable_exact'] else 'unstable'})",
+            "  (stable or not from the growth rate and the exact test; the shape from the run)",
         ]
     else:
         lines.append(f"no interior fixed point: p runs to {o['p_star']:.4g} (increase --beta)")
@@ -275,9 +317,10 @@ def _sweep_report(o: dict, what: str) -> str:
             [
                 f"critical k_ref at eta = {_exact(o['eta'])}, mu = {_exact(o['mu'])} ({o['lag']} lag, "
                 f"{o['estimator']} gradient, {o['momentum']}); "
-                f"K = {o['curvature']:.4f}, a = eta K = {o['a']:.4f}",
-                f"measured (mean-field bandit, smallest unstable k_ref <= {o['k_max']}): "
-                f"{_fmt(o['measured_critical_k_ref'])}",
+                f"K = {o['curvature']:.4f}, a = eta K = {o['a']:.4g}",
+                f"measured (mean-field bandit, smallest unstable k_ref <= {o['k_max']}"
+                f"{', search extended past the prediction' if o['k_max_extended'] else ''}): "
+                f"{_fmt_k(o['measured_critical_k_ref'], o['k_max'])}",
                 f"predicted: continuous {_fmt(o['predicted_continuous'])}, exact discrete "
                 f"{_fmt(o['predicted_exact'])}",
             ]

@@ -98,6 +98,11 @@ def handler(args: argparse.Namespace) -> int:
         for gi, m in zip(g, mse)
     ]
     out = k.as_dict() | {"budget": budget, "best_group_size": best, "table": table}
+    # one name, one meaning, as in the text report: G* = 1 + sqrt(c3/c1); the library's leading-order
+    # sqrt(c3/c1) (its `g_star`) is written under its own name
+    names = {"g_star": "g_star_leading_order", "g_star_exact": "g_star"}
+    out = {names.get(key, key): value for key, value in out.items()}
+    out["intervals"] = {names.get(key, key): value for key, value in out["intervals"].items()}
     if args.json:
         print(json.dumps(json_ready(out), allow_nan=False))
     else:
