@@ -92,6 +92,44 @@ def test_saved_explorers_render_with_their_charts(explorers):
     explorers.screenshot("explorers-page")
 
 
+def test_saved_explorers_have_no_dead_control(explorers):
+    # issue 17: a saved explorer's handle could be dragged and its Run/Upload clicked, and nothing
+    # happened. Each saved explorer is now greyed out, every control disabled, with a launch note.
+    page = explorers.page
+    page.wait_for_selector(".widget-slider", timeout=20_000)
+    state = page.evaluate(
+        "() => { const views = document.querySelectorAll("
+        "'script[type=\"application/vnd.jupyter.widget-view+json\"]');"
+        " const boxes = [...document.querySelectorAll('.grpo-static-widget')];"
+        " const controls = boxes.flatMap(b => [...b.querySelectorAll('input, button, select, textarea')]);"
+        " const notes = [...document.querySelectorAll('.grpo-static-note')];"
+        " return {views: views.length, boxes: boxes.length, controls: controls.length,"
+        "  enabled: controls.filter(c => !c.disabled).length,"
+        "  clickable: boxes.filter(b => getComputedStyle(b).pointerEvents !== 'none').length,"
+        "  notes: notes.map(n => [n.innerText, [...n.querySelectorAll('a')].map(a => a.href)]),"
+        "  outside: [...document.querySelectorAll('.widget-slider input, .widget-button, .widget-upload')]"
+        "   .filter(c => !c.closest('.grpo-static-widget')).length}; }")
+    assert state["views"] >= 4 and state["boxes"] == state["views"]  # every saved explorer is marked
+    assert state["controls"] >= 20 and state["enabled"] == 0 and state["clickable"] == 0
+    assert state["outside"] == 0
+    assert len(state["notes"]) == state["boxes"]
+    for text, hrefs in state["notes"]:
+        assert "need a Python kernel" in text
+        assert any("colab.research.google.com" in h for h in hrefs), hrefs
+        assert any("mybinder.org" in h for h in hrefs), hrefs
+    # a drag on a saved slider changes nothing
+    handle = page.locator(".grpo-static-widget .widget-slider").first
+    before = handle.inner_text()
+    box = handle.bounding_box()
+    page.mouse.move(box["x"] + 5, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] - 5, box["y"] + box["height"] / 2)
+    page.mouse.up()
+    assert handle.inner_text() == before
+    page.evaluate("document.querySelector('.grpo-static-note').scrollIntoView({block: 'start'})")
+    explorers.screenshot("explorers-static-note")
+
+
 @pytest.mark.parametrize("page_name, eta, curvature, mu, k_ref", [
     (PAGE, 0.2, 1.0, 0.5, 4),     # past the exact threshold 0.156: unstable
     (PAGE, 0.14, 1.0, 0.5, 4),    # between the continuous (0.125) and the exact threshold
