@@ -262,8 +262,15 @@ def test_probe_command_prints_json_and_refuses_pretrained_presets(capsys):
 
     from grpo_dynamics.cli import main
 
-    small = cli_params(warmup_steps=10, warmup_batch_size=16, tiny_hidden_size=32, tiny_layers=1, group_size=4,
-                       num_threads=1, temperature=2)
+    small = cli_params(
+        warmup_steps=10,
+        warmup_batch_size=16,
+        tiny_hidden_size=32,
+        tiny_layers=1,
+        group_size=4,
+        num_threads=1,
+        temperature=2,
+    )
     assert (
         main(
             [

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 
 
-def add_preset_parser(subparsers, name: str, doc: str, *, summary: str, preset_help: str,
-                      param_help: str) -> argparse.ArgumentParser:
+def add_preset_parser(
+    subparsers, name: str, doc: str, *, summary: str, preset_help: str, param_help: str
+) -> argparse.ArgumentParser:
     """The sub-command ``name``, described by the second paragraph of its module's ``doc``, with
     ``--preset`` (default ``cpu-tiny``) and ``-p/--param KEY VALUE`` (repeatable, into ``args.param``)."""
     p = subparsers.add_parser(name, help=summary, description=doc.split("\n\n")[1].replace("\n", " "))
