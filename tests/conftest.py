@@ -26,6 +26,12 @@ def case():
     return load_case
 
 
+def cli_params(**settings) -> list[str]:
+    """``-p KEY VALUE`` for each setting, in order (the overrides of ``grpo-dynamics experiment`` and ``probe``,
+    and of ``python -m grpo_core.llm``)."""
+    return [arg for key, value in settings.items() for arg in ("-p", key, str(value))]
+
+
 def marks(chart) -> dict[str, dict]:
     """What a reader of a layered chart sees, by mark type: ``{"line": {"x": field, "y": field, ...,
     "x.title": ..., "x.scale": {...}}, ...}`` (the first layer of each type; a rule's constant

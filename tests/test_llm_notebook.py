@@ -8,7 +8,7 @@ import sys
 
 import nbformat
 import pytest
-from conftest import ROOT
+from conftest import ROOT, cli_params
 
 NOTEBOOK_MD = ROOT / "book" / "experiments" / "grpo_llm.md"
 
@@ -89,36 +89,8 @@ def test_cpu_tiny_through_papermill(tmp_path):
         "--out",
         str(tmp_path),
         "--json",
-        "-p",
-        "max_steps",
-        "4",
-        "-p",
-        "warmup_steps",
-        "10",
-        "-p",
-        "num_prompts",
-        "4",
-        "-p",
-        "eval_every",
-        "2",
-        "-p",
-        "eval_samples",
-        "8",
-        "-p",
-        "save_every",
-        "2",
-        "-p",
-        "tiny_hidden_size",
-        "32",
-        "-p",
-        "tiny_layers",
-        "1",
-        "-p",
-        "measure_constants",
-        "true",
-        "-p",
-        "diagnose_every",
-        "2",
+        *cli_params(max_steps=4, warmup_steps=10, num_prompts=4, eval_every=2, eval_samples=8, save_every=2,
+                    tiny_hidden_size=32, tiny_layers=1, measure_constants="true", diagnose_every=2),
     ]
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -163,36 +135,8 @@ def test_same_code_under_accelerate_launch(tmp_path):
         "grpo_core.llm",
         "--preset",
         "cpu-tiny",
-        "-p",
-        "max_steps",
-        "3",
-        "-p",
-        "warmup_steps",
-        "5",
-        "-p",
-        "num_prompts",
-        "4",
-        "-p",
-        "group_size",
-        "4",
-        "-p",
-        "eval_samples",
-        "8",
-        "-p",
-        "eval_every",
-        "0",
-        "-p",
-        "tiny_hidden_size",
-        "32",
-        "-p",
-        "tiny_layers",
-        "1",
-        "-p",
-        "diagnose_every",
-        "0",
-        "-p",
-        "output_dir",
-        str(tmp_path / "run"),
+        *cli_params(max_steps=3, warmup_steps=5, num_prompts=4, group_size=4, eval_samples=8, eval_every=0,
+                    tiny_hidden_size=32, tiny_layers=1, diagnose_every=0, output_dir=tmp_path / "run"),
     ]
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]

@@ -258,31 +258,19 @@ def test_tiny_budget_probe_in_a_run_is_written_before_the_first_step(tmp_path):
 
 
 def test_probe_command_prints_json_and_refuses_pretrained_presets(capsys):
+    from conftest import cli_params
+
     from grpo_dynamics.cli import main
 
-    small = [
-        "-p",
-        "warmup_steps",
-        "10",
-        "-p",
-        "warmup_batch_size",
-        "16",
-        "-p",
-        "tiny_hidden_size",
-        "32",
-        "-p",
-        "tiny_layers",
-        "1",
-        "-p",
-        "group_size",
-        "4",
-        "-p",
-        "num_threads",
-        "1",
-        "-p",
-        "temperature",
-        "2",
-    ]
+    small = cli_params(
+        warmup_steps=10,
+        warmup_batch_size=16,
+        tiny_hidden_size=32,
+        tiny_layers=1,
+        group_size=4,
+        num_threads=1,
+        temperature=2,
+    )
     assert (
         main(
             [

@@ -15,6 +15,7 @@ import pandas as pd
 from grpo_core.errors import DataError, ParameterError
 from grpo_core.grpo import expected_zero_spread_fraction
 from grpo_core.runs import diagnostics as _diag
+from grpo_core.runs.diagnostics.series import _bin as _thin  # the checks' binning: the chart shows what they read
 from grpo_core.runs.logs import RunLog
 
 from .laws_charts import LAW_COLORS
@@ -54,15 +55,6 @@ def _check_log(log) -> RunLog:
     if not isinstance(log, RunLog):
         raise ParameterError("log", f"`log` must be a grpo_core.runs.logs.RunLog; got {type(log).__name__}")
     return log
-
-
-def _thin(steps: np.ndarray, values: np.ndarray, max_points: int) -> tuple[np.ndarray, np.ndarray]:
-    n = values.size
-    if n <= max_points:
-        return steps, values
-    k = int(np.ceil(n / max_points))
-    m = (n // k) * k
-    return steps[:m].reshape(-1, k).mean(axis=1), values[:m].reshape(-1, k).mean(axis=1)
 
 
 def _series(log: RunLog, metric: str, max_points: int, split: str = "train") -> pd.DataFrame:

@@ -581,6 +581,17 @@ def static_bandit_grid(
     return {"curves": pd.concat(rows, ignore_index=True), "labels": pd.DataFrame(labels)}
 
 
+def _grid_values(grid: dict[str, pd.DataFrame], name: str, value) -> list:
+    """The sorted values of the slider ``name`` in a static grid's ``labels``; a ParameterError if ``value`` is not
+    one of them."""
+    from grpo_core.errors import ParameterError
+
+    values = sorted(grid["labels"][name].unique())
+    if value not in values:
+        raise ParameterError(name, f"`{name}` must be one of the grid's values {values}; got {value}")
+    return values
+
+
 def static_bandit_chart(grid: dict[str, pd.DataFrame], k_ref: int = 4, *, width: int = 540,
                         height: int = 260) -> alt.LayerChart:
     """Bandit runs filtered by a ``K_ref`` slider on the page (no kernel).
@@ -604,11 +615,7 @@ def static_bandit_chart(grid: dict[str, pd.DataFrame], k_ref: int = 4, *, width:
     ParameterError
         If ``k_ref`` is not in the grid.
     """
-    from grpo_core.errors import ParameterError
-
-    ks = sorted(grid["labels"]["k_ref"].unique())
-    if k_ref not in ks:
-        raise ParameterError("k_ref", f"`k_ref` must be one of the grid's values {ks}; got {k_ref}")
+    ks = _grid_values(grid, "k_ref", k_ref)
     param = alt.param(name="k_ref", value=int(k_ref),
                       bind=alt.binding_range(min=int(ks[0]), max=int(ks[-1]), step=1, name="K_ref (lag) "))
     names = list(dict.fromkeys(grid["curves"]["curve"]))
@@ -717,11 +724,7 @@ def static_forecast_chart(grid: dict[str, pd.DataFrame], fraction: int = 40, *, 
     ParameterError
         If ``fraction`` is not in the grid.
     """
-    from grpo_core.errors import ParameterError
-
-    fs = sorted(grid["labels"]["fraction"].unique())
-    if fraction not in fs:
-        raise ParameterError("fraction", f"`fraction` must be one of the grid's values {fs}; got {fraction}")
+    fs = _grid_values(grid, "fraction", fraction)
     step = int(np.min(np.diff(fs))) if len(fs) > 1 else 1
     param = alt.param(name="fraction", value=int(fraction),
                       bind=alt.binding_range(min=int(fs[0]), max=int(fs[-1]), step=step,

@@ -19,19 +19,21 @@ from pathlib import Path
 
 from grpo_core.errors import GrpoError
 
+from ._presetargs import add_preset_parser
+
 NOTEBOOK = Path(__file__).resolve().parents[2] / "book" / "experiments" / "grpo_llm.ipynb"
+# the columns the summary takes from a finished run's row of grpo_core.llm.runs.runs_table (printed after run, status)
+_RESULT_COLUMNS = ("G", "B", "seed", "steps", "start_reward", "final_reward", "eval_start", "eval_end", "minutes")
 
 
 def register(subparsers) -> None:
     """Add the ``experiment`` sub-command."""
-    p = subparsers.add_parser(
-        "experiment",
-        help="run the GRPO language-model experiment (papermill), one run per seed x group size",
-        description=__doc__.split("\n\n")[1].replace("\n", " "),
+    p = add_preset_parser(
+        subparsers, "experiment", __doc__,
+        summary="run the GRPO language-model experiment (papermill), one run per seed x group size",
+        preset_help="preset name (default cpu-tiny); see --list-presets",
+        param_help="override one setting (repeatable), e.g. -p learning_rate 5e-4 -p max_steps 200",
     )
-    p.add_argument("--preset", default="cpu-tiny", help="preset name (default cpu-tiny); see --list-presets")
-    p.add_argument("-p", "--param", nargs=2, action="append", default=[], metavar=("KEY", "VALUE"),
-                   help="override one setting (repeatable), e.g. -p learning_rate 5e-4 -p max_steps 200")
     p.add_argument(
         "--seeds", nargs="+", type=int, default=None, help="seeds, one run each (default: the preset's)"
     )
@@ -224,22 +226,7 @@ def _summary(results: list[dict]) -> list[dict]:
         if r["status"] in ("ok", "skipped") and (folder / "config.json").exists():
             try:
                 t = runs_table([load_run(folder)]).iloc[0].to_dict()
-                row.update(
-                    {
-                        k: t[k]
-                        for k in (
-                            "G",
-                            "B",
-                            "seed",
-                            "steps",
-                            "start_reward",
-                            "final_reward",
-                            "eval_start",
-                            "eval_end",
-                            "minutes",
-                        )
-                    }
-                )
+                row.update({k: t[k] for k in _RESULT_COLUMNS})
             except GrpoError as exc:
                 row["note"] = str(exc)
         rows.append(row)
@@ -247,20 +234,7 @@ def _summary(results: list[dict]) -> list[dict]:
 
 
 def _print_table(rows: list[dict]) -> None:
-    cols = [
-        "run",
-        "status",
-        "G",
-        "B",
-        "seed",
-        "steps",
-        "start_reward",
-        "final_reward",
-        "eval_start",
-        "eval_end",
-        "minutes",
-    ]
-    cols = [c for c in cols if any(c in r for r in rows)]
+    cols = [c for c in ("run", "status", *_RESULT_COLUMNS) if any(c in r for r in rows)]
 
     def fmt(v):
         if isinstance(v, float):

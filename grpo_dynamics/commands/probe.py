@@ -17,17 +17,17 @@ import argparse
 import tempfile
 from pathlib import Path
 
+from ._presetargs import add_preset_parser
+
 
 def register(subparsers) -> None:
     """Add the ``probe`` sub-command."""
-    p = subparsers.add_parser(
-        "probe",
-        help="measure the starting policy's sharpness and curvature K; predict critical learning rates",
-        description=__doc__.split("\n\n")[1].replace("\n", " "),
+    p = add_preset_parser(
+        subparsers, "probe", __doc__,
+        summary="measure the starting policy's sharpness and curvature K; predict critical learning rates",
+        preset_help="preset name (default cpu-tiny; the tiny model only)",
+        param_help="override one setting of the preset (repeatable), e.g. -p temperature 1.5",
     )
-    p.add_argument("--preset", default="cpu-tiny", help="preset name (default cpu-tiny; the tiny model only)")
-    p.add_argument("-p", "--param", nargs=2, action="append", default=[], metavar=("KEY", "VALUE"),
-                   help="override one setting of the preset (repeatable), e.g. -p temperature 1.5")
     p.add_argument("--seed", default=None, help="seed of the starting model and the probe (default: the preset's)")
     p.add_argument("--groups", default=None, help="prompts (groups) per batch (default: the preset's prompts per step)")
     p.add_argument("--iters", default=None, help="Lanczos iterations per eigenvalue (default: probe_iters, 10)")

@@ -13,10 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import DataError
 from ..logs import RunLog
 from .findings import Finding
-from .series import _bin, _need, _noise_sd, _pct, _quiet_series, _smooth, _window
+from .series import _bin, _needed_series, _noise_sd, _pct, _quiet_series, _smooth, _window
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 
@@ -58,10 +57,7 @@ def policy_concentration(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESH
     'critical'
     """
     th = thresholds
-    _need(log, "policy_concentration", "entropy")
-    steps, h = _quiet_series(log, "entropy")
-    if h.size < 10:
-        raise DataError(f"policy_concentration needs at least 10 entropy values; {log.source} has {h.size}")
+    steps, h = _needed_series(log, "policy_concentration", "entropy", 10, "entropy values")
     steps, h = _bin(steps.astype(float), h, 4000)
     n = h.size
     hs = _smooth(h, min(_window(n, th), n), "median")

@@ -7,7 +7,7 @@ import numpy as np
 from ...errors import DataError
 from ..logs import RunLog
 from .findings import _RANK, Finding
-from .series import _need, _quiet_series, _trend
+from .series import _needed_series, _quiet_series, _too_few, _trend
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 _CORRECTNESS_WORDS = ("correct", "accuracy", "acc", "answer", "exact", "solution", "solved", "pass", "math",
@@ -76,8 +76,7 @@ def train_eval_decoupling(log: RunLog, *, eval_metric: str | None = None, correc
     'warning'
     """
     th = thresholds
-    _need(log, "train_eval_decoupling", "reward")
-    rt, r = _quiet_series(log, "reward")
+    rt, r = _needed_series(log, "train_eval_decoupling", "reward")
     comparisons = _comparisons(log, eval_metric, correctness)
     if not comparisons:
         raise DataError(
@@ -85,7 +84,7 @@ def train_eval_decoupling(log: RunLog, *, eval_metric: str | None = None, correc
             f"besides others in {log.source}; pass eval_metric= (--eval-metric) or correctness= (--correctness)"
         )
     if r.size < 8:
-        raise DataError(f"train_eval_decoupling needs at least 8 training rewards; {log.source} has {r.size}")
+        raise _too_few(log, "train_eval_decoupling", 8, "training rewards", r.size)
     findings = []
     for label, t_m, v_m, _kind in comparisons:
         lo, hi = max(t_m[0], rt[0]), min(t_m[-1], rt[-1])

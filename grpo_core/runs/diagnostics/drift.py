@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import DataError
 from ..logs import RunLog
 from .findings import Finding
-from .series import _bin, _need, _quiet_series, _rise
+from .series import _bin, _need, _quiet_series, _rise, _too_few
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 
@@ -47,8 +46,7 @@ def kl_drift(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> Fin
     kt, kl = _quiet_series(log, "kl")
     rt, r = _quiet_series(log, "reward")
     if kl.size < 16 or r.size < 16:
-        raise DataError(f"kl_drift needs at least 16 values of kl and reward; {log.source} has {kl.size} and "
-                        f"{r.size}")
+        raise _too_few(log, "kl_drift", 16, "values of kl and reward", f"{kl.size} and {r.size}")
     kt, kl = _bin(kt.astype(float), np.abs(kl), 4000)
     early = float(np.median(kl[:max(3, kl.size // 4)]))
     late = float(np.median(kl[-max(3, int(round(0.1 * kl.size))):]))

@@ -7,7 +7,7 @@ import numpy as np
 from ...errors import DataError
 from ..logs import RunLog
 from .findings import Finding
-from .series import _bin, _need, _quiet_series, _smooth, _window
+from .series import _bin, _needed_series, _smooth, _window
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 
@@ -43,10 +43,7 @@ def entropy_explosion(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLD
     'warning'
     """
     th = thresholds
-    _need(log, "entropy_explosion", "entropy")
-    steps, h = _quiet_series(log, "entropy")
-    if h.size < 10:
-        raise DataError(f"entropy_explosion needs at least 10 entropy values; {log.source} has {h.size}")
+    steps, h = _needed_series(log, "entropy_explosion", "entropy", 10, "entropy values")
     if np.all(np.abs(h) <= 1e-12):
         raise DataError(f"entropy_explosion: the entropy of {log.source} is 0 on every step (not computed)")
     steps, h = _bin(steps.astype(float), h, 4000)

@@ -14,10 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import DataError
 from ..logs import RunLog
 from .findings import Finding
-from .series import _bin, _is_binary_compatible, _need, _quiet_series, _rise
+from .series import _bin, _is_binary_compatible, _need, _quiet_series, _rise, _too_few
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 
@@ -118,8 +117,7 @@ def not_learning(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS) ->
                        "(answer format, extraction), that completions are not all truncated, and that the "
                        "trainable parameters receive gradients")
     if r.size < th.min_learning_points:
-        raise DataError(f"not_learning needs at least {th.min_learning_points} reward values; {log.source} has "
-                        f"{r.size}")
+        raise _too_few(log, "not_learning", th.min_learning_points, "reward values", r.size)
     bs, br = _bin(st.astype(float), r, 4000)
     test = slope_test(bs, br)
     rise = _rise(r, early_points=int(min(20, max(3, round(0.05 * r.size)))))

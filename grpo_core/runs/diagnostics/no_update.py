@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import DataError
 from ..logs import RunLog
 from .findings import Finding
-from .series import _need
+from .series import _need, _too_few
 
 
 def no_update(log: RunLog) -> Finding | None:
@@ -48,8 +47,7 @@ def no_update(log: RunLog) -> Finding | None:
     table = log.train[["grad_norm", spread_col]].dropna()
     table = table[np.isfinite(table.to_numpy(float)).all(axis=1)]
     if len(table) < 5:
-        raise DataError(f"no_update needs at least 5 steps with grad_norm and {spread_col}; {log.source} has "
-                        f"{len(table)}")
+        raise _too_few(log, "no_update", 5, f"steps with grad_norm and {spread_col}", len(table))
     g = table["grad_norm"].to_numpy(float)
     s = table[spread_col].to_numpy(float)
     spread = (1.0 - s) if spread_col == "frac_reward_zero_std" else (s > 1e-12).astype(float)

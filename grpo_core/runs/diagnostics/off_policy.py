@@ -9,7 +9,7 @@ import numpy as np
 from ...errors import DataError
 from ..logs import RunLog
 from .findings import Finding
-from .series import _longest_run, _quiet_series, _smooth, _window
+from .series import _longest_run, _quiet_series, _smooth, _too_few, _window
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 
@@ -62,7 +62,7 @@ def off_policy_mismatch(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHO
     st, v = st[keep], v[keep]
     n = v.size
     if n < 8:
-        raise DataError(f"off_policy_mismatch needs at least 8 values of {col}; {log.source} has {n}")
+        raise _too_few(log, "off_policy_mismatch", 8, f"values of {col}", n)
     dev = np.abs(np.log(_smooth(v, min(_window(n, th), n), "median")))
     need = max(th.min_stretch_steps, int(math.ceil(th.min_stretch_fraction * n)))
     for severity, level in (("critical", th.ratio_critical), ("warning", th.ratio_warning)):

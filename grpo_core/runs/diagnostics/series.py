@@ -131,6 +131,23 @@ def _need(log: RunLog, mode: str, *metrics: str) -> None:
         raise DataError(f"{mode} needs the column(s) {', '.join(missing)}, which {log.source} does not have")
 
 
+def _too_few(log: RunLog, mode: str, minimum: int, what: str, have: object) -> DataError:
+    """The error of a check that got fewer than ``minimum`` ``what`` (``have`` of them) from ``log``; raise it."""
+    return DataError(f"{mode} needs at least {minimum} {what}; {log.source} has {have}")
+
+
+def _needed_series(log: RunLog, mode: str, metric: str, minimum: int = 0,
+                   what: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(steps, values) of ``metric`` for the check ``mode``: a :class:`DataError` when the column is missing
+    (:func:`_need`) or has fewer than ``minimum`` values (:func:`_too_few`, of ``what``, by default
+    "values of <metric>")."""
+    _need(log, mode, metric)
+    steps, values = _quiet_series(log, metric)
+    if values.size < minimum:
+        raise _too_few(log, mode, minimum, what or f"values of {metric}", values.size)
+    return steps, values
+
+
 def _is_binary_compatible(values: np.ndarray) -> bool:
     return bool(values.size and np.all((values >= -1e-9) & (values <= 1 + 1e-9)))
 

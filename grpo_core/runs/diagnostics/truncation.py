@@ -9,7 +9,7 @@ import numpy as np
 from ...errors import DataError
 from ..logs import RunLog
 from .findings import Finding
-from .series import _longest_run, _quiet_series, _smooth, _window
+from .series import _longest_run, _quiet_series, _smooth, _too_few, _window
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 
@@ -59,7 +59,7 @@ def truncation(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> F
         raise DataError(f"truncation needs clipped_ratio or completion_length, which {log.source} does not have")
     n = v.size
     if n < 8:
-        raise DataError(f"truncation needs at least 8 values of {kind}; {log.source} has {n}")
+        raise _too_few(log, "truncation", 8, f"values of {kind}", n)
     q = max(2, n // 4)
     late = float(np.median(v[-q:])) if kind == "clipped_ratio" else float(np.mean(v[-q:]))
     last = int(st[-1])
