@@ -118,6 +118,7 @@ def handler(args: argparse.Namespace) -> int:
 
     from grpo_core import bandit
     from grpo_core.bandit import stability as bandit_stability
+    from grpo_core.bandit import thresholds as bandit_thresholds
     from grpo_core.errors import ParameterError
     from grpo_core.model.hyperparameters import check_beta
     from grpo_core.validation import check_integer
@@ -129,7 +130,7 @@ def handler(args: argparse.Namespace) -> int:
     if args.sweep == "k_ref":
         if args.eta is None:
             raise ParameterError("eta", "`eta` is required with --sweep k_ref")
-        df = bandit_stability.critical_k_ref(spec, eta=args.eta, mu=args.mu, beta=beta,
+        df = bandit_thresholds.critical_k_ref(spec, eta=args.eta, mu=args.mu, beta=beta,
                                              k_max=check_integer("k_max", args.k_max, low=1))
         row = df.iloc[0]
         out = {"sweep": "k_ref", "eta": row.eta, "mu": row.mu, "lag": spec.lag, "momentum": spec.momentum,
@@ -144,7 +145,7 @@ def handler(args: argparse.Namespace) -> int:
             raise ParameterError(
                 "eta", "`eta` is the parameter solved for by --sweep eta: do not also give it"
             )
-        res = bandit_stability.critical_a(spec, mu=args.mu, k_ref=args.k_ref, beta=beta)
+        res = bandit_thresholds.critical_a(spec, mu=args.mu, k_ref=args.k_ref, beta=beta)
         k = res.curvature
         out = {"sweep": "eta", "mu": float(res.mu[0]), "k_ref": int(res.k_ref[0]), "lag": spec.lag,
                "momentum": spec.momentum, "estimator": spec.estimator, "beta": beta, "curvature": k,
