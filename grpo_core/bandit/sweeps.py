@@ -139,28 +139,9 @@ def g_sweep(
         spec = base.replace(group_size=g)
         fp = _interior_fixed_point(spec, beta)
         theta0 = fp.theta_star if start == "fixed_point" else None
-        run = simulate(
-            spec,
-            eta=eta,
-            mu=mu,
-            k_ref=k_ref,
-            beta=beta,
-            steps=steps,
-            seeds=seeds,
-            theta0=theta0,
-            record_every=record_every,
-        )
-        mf = simulate(
-            spec,
-            eta=eta,
-            mu=mu,
-            k_ref=k_ref,
-            beta=beta,
-            steps=steps,
-            mean_field=True,
-            theta0=theta0,
-            record_every=record_every,
-        )
+        kw = dict(eta=eta, mu=mu, k_ref=k_ref, beta=beta, steps=steps, theta0=theta0, record_every=record_every)
+        run = simulate(spec, seeds=seeds, **kw)
+        mf = simulate(spec, mean_field=True, **kw)
         p = run.p[0]
         traj.append(
             pd.DataFrame(
