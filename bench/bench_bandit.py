@@ -26,8 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from bench._timing import timed
-from grpo_core.bandit import BanditSpec, simulate
-from grpo_core.bandit import stability as bs
+from grpo_core.bandit import BanditSpec, simulate, thresholds
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -77,7 +76,7 @@ def main(quick: bool = False) -> list[dict]:
                 for k in (1, 2, 4, 8, 16)]
     if quick:
         settings = settings[:6]
-    t_thr, _ = timed(lambda: bs.threshold_table(settings, beta=1.0))
+    t_thr, _ = timed(lambda: thresholds.threshold_table(settings, beta=1.0))
     rows.append({"case": f"threshold table ({len(settings)} critical eta*K, mean field)", "seconds": t_thr})
     if not quick:
         rows.append(

@@ -44,8 +44,9 @@ def _grpo(model_dir: Path, tok, cfg, out: Path, steps: int, callback: bool):
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
     from trl import GRPOTrainer
 
-    from grpo_core.llm.experiment import RunContext, grpo_args, reward_functions
+    from grpo_core.llm.session import RunContext
     from grpo_core.llm.tasks import sample_problems
+    from grpo_core.llm.training import grpo_args, reward_functions
     from grpo_core.runs.callback import DynamicsCallback
 
     model = AutoModelForCausalLM.from_pretrained(str(model_dir))
@@ -71,7 +72,9 @@ def main(quick: bool = False) -> list[dict]:
 
     from grpo_core.llm.config import make_config
     from grpo_core.llm.evaluation import generate_completions
-    from grpo_core.llm.experiment import build_policy, run_experiment, start_run
+    from grpo_core.llm.experiment import run_experiment
+    from grpo_core.llm.policy import build_policy
+    from grpo_core.llm.session import start_run
     from grpo_core.llm.tasks import sample_problems
 
     _quiet()

@@ -1,4 +1,5 @@
-"""The softmax bandit (grpo_core.bandit) and its comparison with the oscillator (grpo_core.bandit.stability).
+"""The softmax bandit (grpo_core.bandit) and its comparison with the oscillator (grpo_core.bandit.stability,
+thresholds, sweeps).
 
 Equation references are to the book chapters "The bandit: where the mean field is exact" and
 "From update rule to oscillator".
@@ -25,16 +26,9 @@ from grpo_core.bandit import (
     stiffness,
 )
 from grpo_core.bandit.prediction import predicted_noise
-from grpo_core.bandit.stability import (
-    classify_trajectory,
-    critical_a,
-    critical_k_ref,
-    g_sweep,
-    growth_rates,
-    k_ref_sweep,
-    predicted_regimes,
-    threshold_table,
-)
+from grpo_core.bandit.stability import classify_trajectory, growth_rates, predicted_regimes
+from grpo_core.bandit.sweeps import g_sweep, k_ref_sweep
+from grpo_core.bandit.thresholds import critical_a, critical_k_ref, threshold_table
 from grpo_core.groupsize import ustat
 from grpo_core.model import stability
 

@@ -10,8 +10,7 @@ import pytest
 from conftest import marks
 
 from grpo_core import ParameterError
-from grpo_core.bandit import BanditSpec
-from grpo_core.bandit import stability as bs
+from grpo_core.bandit import BanditSpec, sweeps, thresholds
 from widgets import bandit_charts, grpo_charts
 from widgets.oscillator_charts import phase_diagram_data
 
@@ -31,12 +30,12 @@ def test_clip_objective_data_is_the_clipped_surrogate():
 
 
 def test_bandit_chart_builders_render_specs():
-    sweep = bs.k_ref_sweep(
+    sweep = sweeps.k_ref_sweep(
         BanditSpec.binary(group_size=math.inf), eta=0.25, mu=0.3, beta=1.0, k_refs=[1, 12], steps=60
     )
     spec = bandit_charts.k_ref_sweep_chart(sweep["trajectories"], sweep["regimes"], sweep["p_star"]).to_dict()
     assert spec["facet"]["field"] == "panel"
-    table = bs.threshold_table([dict(mu=0.0, k_ref=2, lag="constant"), dict(mu=0.0, k_ref=2, lag="refresh")])
+    table = thresholds.threshold_table([dict(mu=0.0, k_ref=2, lag="constant"), dict(mu=0.0, k_ref=2, lag="refresh")])
     chart = bandit_charts.threshold_chart(table, phase_diagram_data(mus=(0.0,), k_refs=[1, 2, 4])).to_dict()
     assert len(chart["hconcat"]) == 2
     flows = pd.DataFrame({"label": "a", "p": [0.5, 0.7, 0.9], "F": [0.5, 0.0, -0.3]})
@@ -74,7 +73,7 @@ def test_bandit_chart_builders_render_specs():
     assert (seen["rule"]["y"], seen["rule"]["y2"]) == ("lo", "hi")
     np.testing.assert_allclose(chart.data["lo"], [5e-4, 3.8e-4])  # 1e-3 - 1.2e-3 < 5e-4: floored
     np.testing.assert_allclose(chart.data["hi"], [2.2e-3, 4.2e-4])
-    comp = bs.compare_variants(BanditSpec.binary(group_size=math.inf),
+    comp = sweeps.compare_variants(BanditSpec.binary(group_size=math.inf),
                                [{"panel": "x", "label": "on", "eta": 0.5, "beta": 1.0}], steps=10)
     assert bandit_charts.variants_chart(comp, y="kl").to_dict()["facet"]["column"]["field"] == "panel"
 

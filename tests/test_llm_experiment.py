@@ -198,7 +198,8 @@ def test_a_run_killed_with_sigkill_resumes_with_continuous_steps(tmp_path):
 
 @pytest.mark.slow
 def test_warmup_cache_is_shared_by_runs_of_the_same_seed(tmp_path):
-    from grpo_core.llm.experiment import build_policy, start_run
+    from grpo_core.llm.policy import build_policy
+    from grpo_core.llm.session import start_run
 
     a = start_run(_small(tmp_path, output_dir=str(tmp_path / "a")))
     model_a, _ = build_policy(_small(tmp_path, output_dir=str(tmp_path / "a")), a)
@@ -213,7 +214,9 @@ def test_warmup_cache_is_shared_by_runs_of_the_same_seed(tmp_path):
 @pytest.mark.slow
 def test_gradient_constants_on_the_tiny_model(tmp_path):
     from grpo_core.llm.constants import CountSketch, measure_constants
-    from grpo_core.llm.experiment import build_eval_sets, build_policy, start_run
+    from grpo_core.llm.policy import build_policy
+    from grpo_core.llm.prompts import build_eval_sets
+    from grpo_core.llm.session import start_run
 
     cfg = _small(tmp_path, warmup_steps=60, eval_samples=24)
     ctx = start_run(cfg)

@@ -314,7 +314,7 @@ def test_notebook_parameters_include_the_probe():
 
 
 def test_cpu_dynamics_preset_shares_one_warm_up_and_probes_first():
-    from grpo_core.llm.experiment import _warmup_key
+    from grpo_core.llm.policy import _warmup_key
 
     cfgs = [make_config("cpu-dynamics", seed=s) for s in (0, 1, 2)]
     assert {c.warmup_seed_used for c in cfgs} == {1} and len({_warmup_key(c) for c in cfgs}) == 1

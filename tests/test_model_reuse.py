@@ -9,7 +9,7 @@ import pytest
 
 from grpo_core import ParameterError
 from grpo_core.bandit import BanditSpec, simulate
-from grpo_core.bandit.stability import critical_a
+from grpo_core.bandit.thresholds import critical_a
 from grpo_core.model.anchorless import anchorless_rate
 from grpo_core.model.reuse import clip_ceiling, clip_onset
 

@@ -1,7 +1,8 @@
 """Altair charts of the softmax bandit (book chapter "The bandit: where the mean field is exact").
 
-Pure builders: each takes the DataFrames produced by :mod:`grpo_core.bandit` and
-:mod:`grpo_core.bandit.stability` and returns an Altair chart; nothing is simulated here.
+Pure builders: each takes the DataFrames produced by :mod:`grpo_core.bandit`,
+:mod:`grpo_core.bandit.thresholds` and :mod:`grpo_core.bandit.sweeps` and returns an Altair chart;
+nothing is simulated here.
 
 * :func:`flow_chart` -- the one-dimensional mean-field flow ``F`` against ``p`` (fixed points where
   it crosses zero; std scaling's bistability).
@@ -84,7 +85,7 @@ def k_ref_sweep_chart(trajectories: pd.DataFrame, regimes: pd.DataFrame, p_star:
     Parameters
     ----------
     trajectories : DataFrame
-        Columns ``k_ref``, ``step``, ``p``, ``kind`` (from :func:`grpo_core.bandit.stability.k_ref_sweep`).
+        Columns ``k_ref``, ``step``, ``p``, ``kind`` (from :func:`grpo_core.bandit.sweeps.k_ref_sweep`).
     regimes : DataFrame
         Columns ``k_ref``, ``measured``, ``continuous``, ``exact``.
     p_star : float
@@ -141,7 +142,7 @@ def threshold_chart(measured: pd.DataFrame, boundaries: pd.DataFrame, *, width: 
     ----------
     measured : DataFrame
         Columns ``lag``, ``mu``, ``k_ref``, ``measured`` (from
-        :func:`grpo_core.bandit.stability.threshold_table`).
+        :func:`grpo_core.bandit.thresholds.threshold_table`).
     boundaries : DataFrame
         Columns ``lag``, ``mu``, ``k_ref``, ``method``, ``a_star`` (from
         :func:`widgets.oscillator_charts.phase_diagram_data`).
@@ -268,7 +269,7 @@ def variants_chart(
     Parameters
     ----------
     frame : DataFrame
-        From :func:`grpo_core.bandit.stability.compare_variants` (``panel``, ``label``, ``kind``,
+        From :func:`grpo_core.bandit.sweeps.compare_variants` (``panel``, ``label``, ``kind``,
         ``step``, and the column ``y``).
     width, height : int
     y : str

@@ -82,10 +82,13 @@ The room
 :mod:`~grpo_core.bandit.spec` (:class:`BanditSpec`), :mod:`~grpo_core.bandit.gradients` (the
 advantage tables and exact / sampled ascent directions), :mod:`~grpo_core.bandit.simulation`
 (:func:`simulate`, :class:`BanditRun`), :mod:`~grpo_core.bandit.fixed_points` (fixed point, reduced
-flow, stiffness), :mod:`~grpo_core.bandit.prediction` (the oscillator model's prediction for a bandit)
-and :mod:`~grpo_core.bandit.stability` (the bandit measured against that prediction). Imports run
-spec <- gradients <- simulation <- fixed_points <- prediction <- stability; the bandit uses
-:mod:`grpo_core.model`, never the reverse.
+flow, stiffness, the smallest anchoring KL weight), :mod:`~grpo_core.bandit.prediction` (the
+oscillator model's prediction for a bandit), and the bandit measured against that prediction:
+:mod:`~grpo_core.bandit.stability` (regimes, growth rates), :mod:`~grpo_core.bandit.thresholds`
+(critical ``a`` and ``k_ref``, the threshold table) and :mod:`~grpo_core.bandit.sweeps`
+(trajectories across ``k_ref``, G and variants). Imports run spec <- gradients <- simulation <-
+fixed_points <- prediction <- stability <- thresholds, sweeps; the bandit uses :mod:`grpo_core.model`,
+never the reverse.
 """
 
 from .fixed_points import FixedPoint, fixed_point, reduced_flow, stiffness

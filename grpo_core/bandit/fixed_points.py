@@ -23,7 +23,7 @@ from .gradients import _Algebra, _mean_field_gradient, _policies
 from .simulation import simulate
 from .spec import _EDGE, BanditSpec
 
-__all__ = ["FixedPoint", "fixed_point", "reduced_flow", "stiffness"]
+__all__ = ["FixedPoint", "fixed_point", "reduced_flow", "stiffness", "smallest_anchoring_beta"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -357,3 +357,40 @@ def stiffness(
     run = simulate(on_policy, eta=eta, mu=0.0, k_ref=1, beta=beta, steps=steps, mean_field=True, theta0=start)
     e = run.p[0, 0] - fp.p_star
     return float((1.0 - (e[-1] / e[0]) ** (1.0 / steps)) / eta)
+
+
+def smallest_anchoring_beta(spec: BanditSpec, betas) -> float:
+    """Smallest KL weight in ``betas`` that gives the bandit an interior fixed point.
+
+    With std scaling and ``G -> inf`` this is about 1.51 (book chapter "The bandit: where the mean field is exact"); at
+    finite G the sample
+    std caps the advantages' gain and far smaller weights anchor the policy.
+
+    Parameters
+    ----------
+    spec : BanditSpec
+    betas : array_like
+        Candidate KL weights (>= 0), scanned in increasing order.
+
+    Returns
+    -------
+    float
+        The smallest anchoring value, or ``inf`` if none in ``betas`` anchors.
+
+    Raises
+    ------
+    ParameterError
+        Negative or non-finite ``betas``.
+
+    Examples
+    --------
+    >>> b = smallest_anchoring_beta(BanditSpec.binary(group_size=math.inf, scale="group_std"),
+    ...                             np.arange(1.40, 1.60, 0.01))
+    >>> round(b, 2)
+    1.51
+    """
+    grid = np.sort(check_array("betas", betas, ndim=1, min_size=1, low=0.0))
+    for b in grid:
+        if fixed_point(spec, float(b)).interior:
+            return float(b)
+    return math.inf

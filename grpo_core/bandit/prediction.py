@@ -5,7 +5,8 @@ The bridge is the stiffness ``K`` measured on the bandit at its fixed point
 spec's momentum convention, and ``K`` already contains the KL pull, so the oscillator is called with
 ``curvature = K`` and ``beta = 0``. :func:`predicted_path` is what the bandit explorer and the
 static bandit chart draw (the mean-field path next to the closed form and the exact recurrence);
-:mod:`grpo_core.bandit.stability` measures the bandit against these predictions.
+:mod:`grpo_core.bandit.stability`, :mod:`grpo_core.bandit.thresholds` and :mod:`grpo_core.bandit.sweeps`
+measure the bandit against these predictions.
 """
 
 from __future__ import annotations

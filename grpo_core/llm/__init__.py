@@ -14,7 +14,12 @@ module                 what it holds
 ``answers``            final-answer extraction for GSM8K-style text, correctness and format rewards
 ``data``               GSM8K and the evaluation benchmarks by hub id (or a local folder in their schema)
 ``evaluation``         greedy / sampled accuracy, the periodic evaluation callback
-``experiment``         the steps of one run on TRL's ``GRPOTrainer``, resume, :func:`run_experiment`
+``session``            the run being made (:class:`RunContext`): start (folder, provenance), finish (summary)
+``policy``             the starting policy: the tiny model's warm-up and its cache, or ``from_pretrained``
+``prompts``            prompts, the training dataset, the evaluation sets
+``training``           TRL's ``GRPOTrainer``: reward functions, ``GRPOConfig``, callbacks, resume
+``measurements``       the evaluation suite and the gradient constants at the run's start and end
+``experiment``         the steps of one run in order, :func:`run_experiment`
 ``runs``               run folders (config, provenance, metrics, evals), names, :func:`load_runs`
 ``constants``          c1, c2, c3 of the minibatch-MSE law measured on the model (per-sample scores)
 =====================  ============================================================================

@@ -89,7 +89,7 @@ class ExperimentConfig:
     ----------
     TRL documentation, ``GRPOConfig`` (the meaning of ``num_generations``, ``steps_per_generation``,
     ``num_iterations``, ``beta``, ``epsilon``, ``scale_rewards``, ``loss_type``, to which
-    :func:`~grpo_core.llm.experiment.grpo_args` maps these settings); book chapter "GRPO on a
+    :func:`~grpo_core.llm.training.grpo_args` maps these settings); book chapter "GRPO on a
     language model".
     """
 

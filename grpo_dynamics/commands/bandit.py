@@ -120,6 +120,7 @@ def handler(args: argparse.Namespace) -> int:
 
     from grpo_core import bandit
     from grpo_core.bandit import stability as bandit_stability
+    from grpo_core.bandit import thresholds as bandit_thresholds
     from grpo_core.bandit.prediction import oscillator_gain, regime_given_stability
     from grpo_core.errors import ParameterError
     from grpo_core.model.hyperparameters import check_beta
@@ -134,14 +135,14 @@ def handler(args: argparse.Namespace) -> int:
         if args.eta is None:
             raise ParameterError("eta", "`eta` is required with --sweep k_ref")
         k_max = check_integer("k_max", 64 if args.k_max is None else args.k_max, low=1)
-        df = bandit_stability.critical_k_ref(spec, eta=args.eta, mu=args.mu, beta=beta, k_max=k_max)
+        df = bandit_thresholds.critical_k_ref(spec, eta=args.eta, mu=args.mu, beta=beta, k_max=k_max)
         row = df.iloc[0]
         extended = _extended_k_max(row, k_max) if args.k_max is None else None
         if extended is not None:
             # the default search stopped short of the prediction: look past it, so measured and
             # predicted can be compared (the user's own --k-max is kept as given)
             k_max = extended
-            row = bandit_stability.critical_k_ref(spec, eta=args.eta, mu=args.mu, beta=beta, k_max=k_max).iloc[0]
+            row = bandit_thresholds.critical_k_ref(spec, eta=args.eta, mu=args.mu, beta=beta, k_max=k_max).iloc[0]
         out = {"sweep": "k_ref", "eta": row.eta, "mu": row.mu, "lag": spec.lag, "momentum": spec.momentum,
                "estimator": spec.estimator, "beta": beta, "curvature": row.curvature, "a": row.a,
                "measured_critical_k_ref": json_ready(row.measured_critical_k_ref),
@@ -155,7 +156,7 @@ def handler(args: argparse.Namespace) -> int:
             raise ParameterError(
                 "eta", "`eta` is the parameter solved for by --sweep eta: do not also give it"
             )
-        res = bandit_stability.critical_a(spec, mu=args.mu, k_ref=args.k_ref, beta=beta)
+        res = bandit_thresholds.critical_a(spec, mu=args.mu, k_ref=args.k_ref, beta=beta)
         k = res.curvature
         out = {"sweep": "eta", "mu": float(res.mu[0]), "k_ref": int(res.k_ref[0]), "lag": spec.lag,
                "momentum": spec.momentum, "estimator": spec.estimator, "beta": beta, "curvature": k,

@@ -40,9 +40,10 @@ def register(subparsers) -> None:
 
 def handler(args: argparse.Namespace) -> int:
     from grpo_core.llm.config import check_environment, make_config
-    from grpo_core.llm.experiment import RunContext, build_policy
+    from grpo_core.llm.policy import build_policy
     from grpo_core.llm.probe import probe_policy
     from grpo_core.llm.runs import run_name
+    from grpo_core.llm.session import RunContext
 
     overrides = dict(args.param)
     for key, value in (("seed", args.seed), ("probe_groups", args.groups), ("probe_iters", args.iters),
