@@ -452,8 +452,8 @@ def implied_curvature_from_log(log, settings: RunSettings | None = None, *, metr
         eta = settings.learning_rate
     if not lr_kw and eta is None:
         return ImpliedCurvature(ok=False, reason="no learning rate: the log has no `learning_rate` column and "
-                                "no config gives one (use --config or --eta)", eta=math.nan, clock="steps",
-                                conventions=conv)
+                                "no config gives one (give the run's config with --config)", eta=math.nan,
+                                clock="steps", conventions=conv)
     return implied_curvature(t, y, conv, eta=None if lr_kw else eta, **lr_kw, **kwargs)
 
 
