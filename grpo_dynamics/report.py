@@ -3,7 +3,8 @@
 The page holds the verdict, the findings (each with its evidence on a chart of
 :mod:`widgets.evidence_charts`: the metrics it names around its onset, the thresholds it crossed,
 the onset marked, and what to try), the plateau forecast ("now" is the current level as the
-forecaster sees it), the modes that could not be checked and what reading the log did, then the
+forecaster sees it), the implied curvature K with its interval and the stability margin (or why the
+log gives none), the modes that could not be checked and what reading the log did, then the
 charts of :mod:`widgets.diagnostics_charts`. The
 Vega, Vega-Lite and Vega-Embed JavaScript is inlined from ``vl-convert-python``'s bundle, so the file
 opens anywhere (an air-gapped cluster, an email attachment) and makes no request.
@@ -161,6 +162,7 @@ def render_report(log, diagnosis, *, group_size: int | None = None, binary_rewar
     else:
         why = next((n for n in diagnosis.notes if n.startswith("no plateau forecast")), "no reward column")
         parts.append(f"<p>{html.escape(why)}.</p>")
+    parts += _curvature_section(getattr(diagnosis, "implied_curvature", None))
     osc = diagnosis.oscillation
     if osc is not None and osc.detected:
         parts.append(
@@ -188,6 +190,34 @@ def render_report(log, diagnosis, *, group_size: int | None = None, binary_rewar
     )
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def _curvature_section(ic: dict[str, Any] | None) -> list[str]:
+    """The implied curvature K, its interval and the stability margin, or why there is none."""
+    if ic is None:
+        return []
+    out = ["<h2>Implied curvature and stability margin</h2>"]
+    if ic.get("reason") is not None:
+        out.append(f"<p>No curvature read from this log: {html.escape(ic['reason'])}.</p>")
+    else:
+        pre = " (Adam: the preconditioned K/&radic;v)" if ic.get("preconditioned") else ""
+        level = f"{ic['level']:.0%}"
+        rows = [
+            (f"curvature K per unit learning rate{pre}", f"{ic['K']:.4g} [{ic['lo']:.4g}, {ic['hi']:.4g}] ({level})"),
+            ("stiffness &eta;K per step", f"{ic['a']:.4g} [{ic['a_lo']:.4g}, {ic['a_hi']:.4g}]"),
+            ("stability margin a*/a (&gt; 1 stable)",
+             f"{ic['margin']:.3g}&times; [{ic['margin_lo']:.3g}, {ic['margin_hi']:.3g}]: "
+             + ("stable" if ic["stable"] else "<b>unstable</b>")
+             + ("" if ic["stable_over_interval"] else " (the interval reaches the threshold)")),
+            ("regime at the run's learning rate", html.escape(str(ic["regime"]))),
+            ("reference learning rate", f"{ic['eta']:.3g} "
+             + ("(peak of the logged schedule; cumulative-learning-rate clock)" if ic["clock"] == "learning_rate"
+                else "(constant; step clock)")),
+        ]
+        out.append("<table>" + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows) + "</table>")
+    out.append(f'<p class="muted">Conventions ({html.escape(str(ic.get("settings_source")))}): '
+               f"{html.escape(str(ic.get('conventions')))}</p>")
+    return out
 
 
 def write_report(path: str | Path, log, diagnosis, **kwargs) -> Path:

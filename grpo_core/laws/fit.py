@@ -267,10 +267,10 @@ def _covariance(jac: np.ndarray, rss: float, n: int) -> np.ndarray:
 
 
 def _typical_scales(law: Law, t: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Characteristic size of each parameter (reward range, 1/span, span) for the optimiser."""
+    """Characteristic size of each parameter (reward range, 1/span, span, 1 for a logit) for the optimiser."""
     span = max(float(t[-1]), float(np.min(np.diff(t))))
     yscale = max(float(np.ptp(y)), 1e-12)
-    by_unit = {"reward": yscale, "per step": 1.0 / span, "steps": span}
+    by_unit = {"reward": yscale, "per step": 1.0 / span, "steps": span, "logit": 1.0}
     return np.array([by_unit[u] for u in law.param_units])
 
 
@@ -428,7 +428,10 @@ def _fit_prepared(law: Law, t: np.ndarray, y: np.ndarray, starts: list | None = 
         for name, xi, lo, hi, w in zip(law.param_names, x, lb, ub, width)
         if xi - lo <= 1e-6 * w or hi - xi <= 1e-6 * w
     )
-    i_inf = law.param_names.index("r_inf")
+    # a law with a fixed plateau (no r_inf parameter) says where it is; it then has no standard error
+    i_inf = law.param_names.index("r_inf") if "r_inf" in law.param_names else None
+    plateau = float(x[i_inf]) if i_inf is not None else law.plateau(x)
+    plateau_se = float(se[i_inf]) if i_inf is not None else 0.0
     return FitResult(
         law=law.name,
         params={k: float(v) for k, v in zip(law.param_names, x)},
@@ -444,8 +447,8 @@ def _fit_prepared(law: Law, t: np.ndarray, y: np.ndarray, starts: list | None = 
         loglik=ic["loglik"],
         sigma=math.sqrt(rss / (n - p)),
         residual_autocorr=_lag1_autocorrelation(resid),
-        plateau=float(x[i_inf]),
-        plateau_stderr=float(se[i_inf]),
+        plateau=plateau,
+        plateau_stderr=plateau_se,
         t=t,
         y=y,
         fitted=fitted,

@@ -35,7 +35,10 @@ prompts of G completions (the U-statistic chapter: ``s^2`` ~ ``c2 + c3 / G``). H
 Checked on the bandit (tests/test_model_adam.py; :func:`grpo_core.bandit.simulate` with
 ``optimizer="adam"``): the stationary ``v_hat`` of a stochastic run against the exact gradient
 variance; the mean-field gain settling at ``a*`` for ``b1`` in {0, 0.9} and ``k_ref`` in {1, 4};
-the ``sqrt(G)`` scaling of the gain.
+the ``sqrt(G)`` scaling of the gain. The critical ``eta`` of the *sampled* bandit against
+``a* sigma / K`` (v set by the noise) is measured by :mod:`grpo_core.bandit.adam_threshold`: with
+``b1 = 0.9`` 1.2-1.3x the prediction at G = 4 and 16 (the ``1/sqrt(BG)`` scaling holds); with
+``b1 = 0`` the prediction fails (v follows the jitter; there is no linear threshold).
 
 References
 ----------

@@ -27,6 +27,10 @@ the final reward and overestimates how early the plateau comes.
 
 Checked on the bandit's mean-field flow (tests/test_model_anchorless.py): within 1% of the reward
 along the path for the mean baseline (G = 4, 16, inf) and the std-scaled limit.
+On the committed real runs without a working anchor (:mod:`grpo_core.runs.anchorless`, as a fitted
+law :class:`grpo_core.laws.anchorless.AnchorlessLaw`): in-sample R^2 no better than an exponential's
+(the curves are noise-dominated), a smaller error than the exponential and the logistic when the
+second half is forecast from the first (tests/test_anchorless_real_runs.py).
 """
 
 from __future__ import annotations

@@ -16,6 +16,10 @@
   default warning and critical), and once more if it escalates; never the same line every check;
 * records the plateau forecast with its step at each diagnosis (:attr:`DynamicsCallback.forecasts`)
   and prints it on one line;
+* records the implied curvature K (its interval, the stability margin, or why the log gives none)
+  at each diagnosis (:attr:`DynamicsCallback.curvatures`), under the conventions of the trainer's
+  arguments (optimizer, betas, ``num_iterations``), and prints it when first read and when the
+  stability verdict changes;
 * with ``stop_on_critical=True`` stops training at the first critical finding
   (``control.should_training_stop = True``): the finding is printed and written, with the
   diagnosis, to ``<output_dir>/dynamics_stop.json``;
@@ -253,6 +257,13 @@ class DynamicsCallback(_Base):
         Where to print (default ``sys.stdout``).
     quiet : bool
         Do not print (the diagnosis is still made and kept).
+    settings : RunSettings or path, optional
+        The run's settings for the implied curvature (default: read from the trainer's arguments at
+        ``on_train_begin``: optimizer, betas, ``num_iterations``, ``steps_per_generation``, ``beta``).
+    print_curvature : bool
+        Print the implied curvature line (:attr:`Diagnosis.implied_curvature
+        <grpo_core.runs.diagnostics.Diagnosis.implied_curvature>`: K, its interval, the stability
+        margin) the first time a diagnosis reads a K, and again when the stability verdict changes.
 
     Attributes
     ----------
@@ -265,6 +276,9 @@ class DynamicsCallback(_Base):
         The plateau forecast of each periodic diagnosis that made one: ``step`` (the last logged
         step), ``plateau``, ``plateau_low``, ``plateau_high``, ``law``, ``current`` (the level now,
         as the forecaster sees it), ``reached``, ``t90``, ``reliable``.
+    curvatures : list of dict
+        The implied curvature of each periodic diagnosis: ``step``, ``K``, ``lo``, ``hi``, ``margin``,
+        ``margin_lo``, ``margin_hi``, ``stable``, ``reason`` (None when a K was read).
     stopped : dict or None
         ``{"step", "finding"}`` when ``stop_on_critical`` stopped training.
     records : list of dict
@@ -302,7 +316,8 @@ class DynamicsCallback(_Base):
                  eval_metric: str | None = None, n_boot: int = 20, min_steps: int = 30,
                  stream: TextIO | None = None, quiet: bool = False, stop_on_critical: bool = False,
                  print_severities: tuple[str, ...] | list[str] = ("warning", "critical"),
-                 print_forecast: bool = True, max_points: int = 2000, correctness: list[str] | None = None):
+                 print_forecast: bool = True, max_points: int = 2000, correctness: list[str] | None = None,
+                 settings: Any = None, print_curvature: bool = True):
         from ..errors import ParameterError
 
         self.output_dir = Path(output_dir)
@@ -321,6 +336,10 @@ class DynamicsCallback(_Base):
         self.correctness = correctness
         self.alerts: list[dict[str, Any]] = []
         self.forecasts: list[dict[str, Any]] = []
+        self.curvatures: list[dict[str, Any]] = []
+        self.settings = settings
+        self.print_curvature = bool(print_curvature)
+        self._curvature_printed: bool | None = None
         self.stopped: dict[str, Any] | None = None
         self._seen: dict[str, int] = {}
         self._binner = _Binner(self.max_points)
@@ -403,6 +422,7 @@ class DynamicsCallback(_Base):
                 self._print(f"[dynamics] step {step}: forecast: reward plateau {fc['plateau']:.4g} "
                             f"[{fc['plateau_low']:.4g}, {fc['plateau_high']:.4g}] ({fc['law']} law); now "
                             f"{fc['current']:.4g}" + (" (unreliable)" if fc.get("reliable") is False else ""))
+        self._react_curvature(diagnosis.implied_curvature, step)
         critical = next((f for f in diagnosis.findings if f.severity == "critical"), None)
         if self.stop_on_critical and critical is not None and self.stopped is None:
             self.stopped = {"step": step, "finding": critical.to_dict()}
@@ -412,11 +432,21 @@ class DynamicsCallback(_Base):
                         f"{critical.message}")
             _write_json(self.output_dir / STOP_FILE, {**self.stopped, "diagnosis": diagnosis.to_dict()})
         _write_json(self.output_dir / LIVE_FILE, {"alerts": self.alerts, "forecasts": self.forecasts,
-                                                  "stopped": self.stopped})
+                                                  "curvatures": self.curvatures, "stopped": self.stopped})
+
+    def _react_curvature(self, ic: dict[str, Any] | None, step: int) -> None:
+        """Record the implied curvature; print it when first read and when its verdict changes."""
+        if ic is None:
+            return
+        keep = ("K", "lo", "hi", "margin", "margin_lo", "margin_hi", "stable", "reason")
+        self.curvatures.append({"step": step, **{k: ic.get(k) for k in keep}})
+        if ic.get("reason") is None and self.print_curvature and ic["stable"] != self._curvature_printed:
+            self._curvature_printed = ic["stable"]
+            self._print(f"[dynamics] step {step}: {ic['line']}")
 
     # -- TrainerCallback events --------------------------------------------------------------
     def on_train_begin(self, args, state, control, **kwargs):
-        """Open the metrics file (trimming it to the resumed step) and read G and B from ``args``."""
+        """Open the metrics file (trimming it to the resumed step) and read G, B and the settings from ``args``."""
         if self.group_size is None:
             g = getattr(args, "num_generations", None)
             self.group_size = int(g) if g else None
@@ -426,6 +456,14 @@ class DynamicsCallback(_Base):
                         * int(getattr(args, "gradient_accumulation_steps", 1) or 1))
             if per_step and per_step % self.group_size == 0:
                 self.num_prompts = per_step // self.group_size
+        if self.settings is None and args is not None:
+            from ..errors import GrpoError
+            from .settings import settings_from_mapping
+
+            try:
+                self.settings = settings_from_mapping(args)
+            except (GrpoError, TypeError):  # arguments without the config's fields: the diagnosis looks beside
+                self.settings = None
         if self._main(state):
             self._open(int(getattr(state, "global_step", 0) or 0))
         return control
@@ -507,7 +545,7 @@ class DynamicsCallback(_Base):
                 log = from_records(rows, format="grpo_dynamics", source=str(self.path))
                 diagnosis = diagnose(log, group_size=self.group_size, num_prompts=self.num_prompts,
                                      binary_reward=self.binary_reward, eval_metric=self.eval_metric,
-                                     correctness=self.correctness,
+                                     correctness=self.correctness, settings=self.settings,
                                      n_boot=self.n_boot if n_boot is None else n_boot)
         except GrpoError as exc:
             self._print(f"[dynamics] no diagnosis at step {train[-1].get('step')}: {exc}")

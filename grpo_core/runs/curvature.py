@@ -45,7 +45,8 @@ from ..validation import check_choice, check_integer, check_real
 from .settings import Conventions, RunSettings
 
 __all__ = ["ImpliedCurvature", "LogAdvice", "ModelLaw", "advise_implied", "advise_from_log", "implied_curvature",
-           "implied_curvature_from_log", "learning_rate_clock", "gain_from_rate", "INTERVAL_METHODS", "FLAT_P_VALUE"]
+           "implied_curvature_from_log", "learning_rate_clock", "reason_kind", "gain_from_rate", "INTERVAL_METHODS",
+           "FLAT_P_VALUE"]
 
 INTERVAL_METHODS = ("delta", "bootstrap")
 
@@ -451,8 +452,8 @@ def implied_curvature_from_log(log, settings: RunSettings | None = None, *, metr
         eta = settings.learning_rate
     if not lr_kw and eta is None:
         return ImpliedCurvature(ok=False, reason="no learning rate: the log has no `learning_rate` column and "
-                                "no config gives one (use --config or --eta)", eta=math.nan, clock="steps",
-                                conventions=conv)
+                                "no config gives one (give the run's config with --config)", eta=math.nan,
+                                clock="steps", conventions=conv)
     return implied_curvature(t, y, conv, eta=None if lr_kw else eta, **lr_kw, **kwargs)
 
 
@@ -516,6 +517,43 @@ class LogAdvice:
         ]
         return "\n".join(lines)
 
+    def entry(self) -> dict[str, Any]:
+        """The short JSON-ready summary a diagnosis carries (``diagnose``'s ``implied_curvature`` key).
+
+        Keys: ``K``, ``lo``, ``hi`` (curvature per unit learning rate and its interval; preconditioned
+        ``K/sqrt(v)`` with Adam), ``a``, ``a_lo``, ``a_hi`` (``eta_ref K`` per step), ``margin``,
+        ``margin_lo``, ``margin_hi`` (``a*/a``, > 1 stable), ``stable``, ``stable_over_interval``,
+        ``regime``, ``eta``, ``clock``, ``level``, ``preconditioned``, ``conventions`` (text),
+        ``reason`` (None when a curvature was read, else why not) and ``reason_kind`` (None,
+        ``"flat"``, ``"plateau_beyond_data"``, ``"rate_at_bound"``, ``"no_learning_rate"``,
+        ``"not_identified"``, or ``"other"``). NaN is ``None``.
+        """
+        from .._json import json_ready
+
+        ic, c = self.implied, self.implied.conventions
+        return json_ready({
+            "K": ic.curvature, "lo": ic.curvature_low, "hi": ic.curvature_high,
+            "a": ic.a, "a_lo": ic.a_low, "a_hi": ic.a_high,
+            "margin": self.margin, "margin_lo": self.margin_low, "margin_hi": self.margin_high,
+            "stable": self.stable, "stable_over_interval": self.stable_over_interval,
+            "regime": None if self.advice is None else self.advice.regime,
+            "eta": ic.eta, "clock": ic.clock, "level": ic.level, "preconditioned": c.preconditioned,
+            "conventions": c.text(), "reason": ic.reason, "reason_kind": reason_kind(ic.reason),
+        })
+
+    def line(self) -> str:
+        """One line: K with its interval and the margin, or why there is none (what ``diagnose`` prints)."""
+        ic = self.implied
+        if not ic.ok:
+            return f"implied curvature: none ({ic.reason})"
+        c = ic.conventions
+        pre = " (Adam: K/sqrt(v))" if c.preconditioned else ""
+        conv = f"{'EMA' if c.momentum == 'ema' else 'heavy-ball'} mu = {c.mu:g}, {c.lag} lag, k_ref = {c.k_ref}"
+        return (f"implied curvature K = {ic.curvature:.4g}{pre} [{ic.curvature_low:.4g}, {ic.curvature_high:.4g}] "
+                f"({ic.level:.0%}); stability margin a*/a = {self.margin:.3g}x [{self.margin_low:.3g}, "
+                f"{self.margin_high:.3g}], {'stable' if self.stable else 'UNSTABLE'}"
+                f"{'' if self.stable_over_interval else ' (the interval reaches the threshold)'} ({conv})")
+
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready ``dict``: the implied curvature, the advice (or None) and the margins."""
         from .._json import json_ready
@@ -524,6 +562,26 @@ class LogAdvice:
         out["implied"] = self.implied.as_dict()
         out["advice"] = None if self.advice is None else self.advice.as_dict()
         return json_ready(out)
+
+
+_REASON_KINDS = (("flat run", "flat"), ("the plateau lies beyond", "plateau_beyond_data"),
+                 ("the rate sits at", "rate_at_bound"), ("no learning rate", "no_learning_rate"),
+                 ("the rate is not identified", "not_identified"))
+
+
+def reason_kind(reason: str | None) -> str | None:
+    """The kind of a :attr:`ImpliedCurvature.reason`: None (a curvature was read), ``"flat"``,
+    ``"plateau_beyond_data"``, ``"rate_at_bound"``, ``"no_learning_rate"``, ``"not_identified"`` or
+    ``"other"`` (a fit that failed, a log without the curve).
+
+    Examples
+    --------
+    >>> reason_kind(None), reason_kind("flat run: the fitted law explains no more than the noise")
+    (None, 'flat')
+    """
+    if reason is None:
+        return None
+    return next((kind for prefix, kind in _REASON_KINDS if reason.startswith(prefix)), "other")
 
 
 def advise_implied(implied: ImpliedCurvature) -> LogAdvice:

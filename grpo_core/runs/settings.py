@@ -25,7 +25,7 @@ from typing import Any
 
 from ..errors import DataError, ParameterError
 
-__all__ = ["RunSettings", "Conventions", "read_settings", "settings_for_log", "TRL_DEFAULTS"]
+__all__ = ["RunSettings", "Conventions", "read_settings", "settings_for_log", "settings_from_mapping", "TRL_DEFAULTS"]
 
 #: TRL / transformers defaults for the fields the model uses.
 TRL_DEFAULTS: dict[str, Any] = {
@@ -233,6 +233,35 @@ def _from_mapping(d: dict[str, Any], source: str) -> RunSettings:
                                   "gradient_accumulation_steps", "beta", "group_size", "learning_rate")
                       if n not in values)
     return RunSettings(**values, source=source, defaulted=defaulted)
+
+
+def settings_from_mapping(d: Any, source: str = "trainer arguments") -> RunSettings:
+    """Settings from a mapping or an object with the config's fields (a live ``GRPOConfig``).
+
+    Parameters
+    ----------
+    d : dict, or an object with ``to_dict()`` (``transformers.TrainingArguments``) or attributes
+    source : str
+        Recorded in :attr:`RunSettings.source`.
+
+    Returns
+    -------
+    RunSettings
+
+    Raises
+    ------
+    DataError
+        A value out of range (as :func:`read_settings`).
+
+    Examples
+    --------
+    >>> s = settings_from_mapping({"optim": "sgd", "optim_args": "momentum=0.9", "num_iterations": 2})
+    >>> s.conventions().momentum, s.sgd_momentum, s.conventions().k_ref
+    ('heavy_ball', 0.9, 2)
+    """
+    if not isinstance(d, dict):
+        d = d.to_dict() if callable(getattr(d, "to_dict", None)) else dict(vars(d))
+    return _from_mapping({k: getattr(v, "value", v) for k, v in d.items()}, source)
 
 
 def _check(values: dict[str, Any], source: str) -> None:

@@ -59,6 +59,11 @@ def register(subparsers) -> None:
                         "for train-eval decoupling (repeatable; default: chosen by name; the log's spelling "
                         "rewards/f or the normalised reward/f or f; an unknown name is an error)")
     p.add_argument("--no-forecast", dest="forecast", action="store_false", help="skip the plateau forecast")
+    p.add_argument("--config", default=None, metavar="FILE",
+                   help="the run's settings for the implied curvature K (TRL config JSON, trainer_state.json, a real "
+                        "run's meta.json); default: a file beside the log, else TRL's defaults")
+    p.add_argument("--no-curvature", dest="curvature", action="store_false",
+                   help="skip the implied curvature K and the stability margin")
     p.add_argument(
         "--json",
         action="store_true",
@@ -93,6 +98,8 @@ def handler(args: argparse.Namespace) -> int:
             eval_metric=args.eval_metric,
             correctness=args.correctness,
             forecast=args.forecast,
+            settings=args.config,
+            curvature=args.curvature,
         )
     if report is not None:
         from grpo_dynamics.report import write_report
