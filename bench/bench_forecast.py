@@ -12,10 +12,14 @@ the fraction of runs it declined.
 Methods: ``hold`` (the mean of the window's last 10%; band: its block standard error);
 ``exponential``, ``logistic`` (4 parameters), ``scalerl`` and the Domhan et al. (2015) families
 (plain ``curve_fit``; band: the delta method on its covariance) and their average ``domhan_mean``
-(no band); ``product`` (``grpo_core.laws.forecast(law="best", n_boot=200)``, what
-``grpo-dynamics fit --fit-fraction`` runs; band: its block bootstrap of the plateau); ``plateau``
-(``grpo_core.laws.plateau.forecast_plateau``, its prior tuned leave-one-run-out: the run being
-scored never takes part in the tuning). This is a printed comparison, not a timed test.
+(no band); ``product`` (``grpo_core.laws.forecast(law="best", n_boot=200)``, the single-law
+forecast line of ``grpo-dynamics fit --fit-fraction``; band: its block bootstrap of the plateau);
+``plateau`` (``grpo_core.laws.plateau.forecast_plateau``: constant, exponential, logistic and
+Janoschek laws in learning-rate time with a weak rate prior, its shrinkage and band quantile tuned
+leave-one-run-out: the run being scored never takes part in the tuning; what
+``grpo_core.runs.diagnostics.forecast_run`` runs, behind ``fit --fit-fraction``'s end-of-run line,
+``diagnose``'s ``end_of_run`` and the live callback). This is a printed comparison, not a timed test.
+The book's fitting chapter reads the committed ``bench/results/forecast.json`` of a ``--quick`` run.
 """
 
 from __future__ import annotations
