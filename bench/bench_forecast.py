@@ -12,10 +12,14 @@ the fraction of runs it declined.
 Methods: ``hold`` (the mean of the window's last 10%; band: its block standard error);
 ``exponential``, ``logistic`` (4 parameters), ``scalerl`` and the Domhan et al. (2015) families
 (plain ``curve_fit``; band: the delta method on its covariance) and their average ``domhan_mean``
-(no band); ``product`` (``grpo_core.laws.forecast(law="best", n_boot=200)``, what
-``grpo-dynamics fit --fit-fraction`` runs; band: its block bootstrap of the plateau); ``plateau``
-(``grpo_core.laws.plateau.forecast_plateau``, its prior tuned leave-one-run-out: the run being
-scored never takes part in the tuning). This is a printed comparison, not a timed test.
+(no band); ``product`` (``grpo_core.laws.forecast(law="best", n_boot=200)``, the single-law
+forecast line of ``grpo-dynamics fit --fit-fraction``; band: its block bootstrap of the plateau);
+``plateau`` (``grpo_core.laws.plateau.forecast_plateau``: constant, exponential, logistic and
+Janoschek laws in learning-rate time with a weak rate prior, its shrinkage and band quantile tuned
+leave-one-run-out: the run being scored never takes part in the tuning; what
+``grpo_core.runs.diagnostics.forecast_run`` runs, behind ``fit --fit-fraction``'s end-of-run line,
+``diagnose``'s ``end_of_run`` and the live callback). This is a printed comparison, not a timed test.
+The book's fitting chapter reads the committed ``bench/results/forecast.json`` of a ``--quick`` run.
 """
 
 from __future__ import annotations
@@ -24,7 +28,6 @@ import json
 import math
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -32,45 +35,36 @@ import pandas as pd
 from grpo_core import laws
 from grpo_core.errors import DataError
 from grpo_core.laws import anchors, plateau
+from grpo_core.runs import datasets
+from grpo_core.runs.logs import LogWarning, read_log
 
-RUNS = Path(laws.__file__).resolve().parents[1] / "data" / "real_runs"
 CUTS = (0.2, 0.4, 0.6)
 LEVEL = 0.9
-_STEP_COLUMNS = ("step", "Step", "global_step")
-_LR_COLUMNS = ("learning_rate", "actor/lr")
 
 
-def load_run(folder: Path) -> dict:
-    """One real run: ``{"id", "t", "y", "lr"}`` (``lr``: ``(t, rates)`` or ``None``).
+def load_run(run_id: str) -> dict:
+    """One real run: ``{"id", "t", "y", "lr", "meta"}`` (``lr``: ``(t, rates)`` or ``None``).
 
-    Reads ``parsed_rows.csv`` (the reward column named by ``meta.json``'s ``reward_metric``;
-    steps from a step column, else ``(row + 1) * logging_interval_steps``); rows with a missing
-    reward are dropped. The one place to switch to ``grpo_core.runs.logs.read_log``.
+    Reads the run's raw file with :func:`grpo_core.runs.logs.read_log` (the reader a user's log goes
+    through; ``meta.json``'s ``run_filter`` picks the run of a file holding two), the training
+    ``reward`` and, where logged, ``learning_rate`` (kept when finite and not all 0); steps are the
+    log's optimizer steps. ``tests/test_real_runs_reading.py`` checks these equal ``parsed_rows.csv``.
     """
-    meta = json.loads((folder / "meta.json").read_text())
-    df = pd.read_csv(folder / "parsed_rows.csv")
-    step_col = next((c for c in _STEP_COLUMNS if c in df.columns), None)
-    if step_col is None:
-        t = (np.arange(len(df)) + 1.0) * float(meta.get("logging_interval_steps") or 1)
-    else:
-        t = df[step_col].to_numpy(float)
-    y = df[meta["reward_metric"]].to_numpy(float)
-    ok = np.isfinite(y) & np.isfinite(t)
-    t, y = t[ok], y[ok]
-    order = np.argsort(t, kind="stable")
-    t, y = t[order], y[order]
-    keep = np.concatenate([[True], np.diff(t) > 0])
-    lr = None
-    lr_col = next((c for c in _LR_COLUMNS if c in df.columns), None)
-    if lr_col is not None:
-        rates = df[lr_col].to_numpy(float)[ok][order][keep]
-        if np.all(np.isfinite(rates)) and np.any(rates > 0):
-            lr = (t[keep], rates)
-    return {"id": meta["run_id"], "t": t[keep], "y": y[keep], "lr": lr}
+    run = datasets.real_run(run_id)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LogWarning)
+        log = read_log(run.path, run=run.run)
+        t, y = log.series("reward")
+        lr = None
+        if log.has("learning_rate"):
+            t_lr, rates = log.series("learning_rate")
+            if t_lr.size >= 2 and np.any(rates > 0):
+                lr = (t_lr.astype(float), rates)
+    return {"id": run.run_id, "t": t.astype(float), "y": y, "lr": lr, "meta": run.meta}
 
 
 def load_runs() -> list[dict]:
-    return [load_run(d) for d in sorted(RUNS.iterdir()) if (d / "meta.json").exists()]
+    return [load_run(rid) for rid in datasets.real_runs()]
 
 
 def truth_and_spread(y: np.ndarray) -> tuple[float, float]:

@@ -154,6 +154,13 @@ def render_report(log, diagnosis, *, group_size: int | None = None, binary_rewar
             ("steps to 90% of the plateau", fc["t90"]),
             ("R² (raw / smoothed)", f"{fc['r2']:.3f} / {fc['r2_smoothed']:.3f}"),
         ]
+        end = fc.get("end_of_run")
+        if end and end["declined"] is None:
+            rows += [
+                (f"end of the planned run (step {end['horizon']:g}): mean reward of its last 20%", end["final"]),
+                (f"{end['level']:.0%} band (benchmarked forecaster, {end['clock']} clock)",
+                 f"{end['final_low']:.4g} to {end['final_high']:.4g}"),
+            ]
         parts.append(
             "<table>" + "".join(f"<tr><th>{html.escape(k)}</th><td>{_fmt(v)}</td></tr>" for k, v in rows) + "</table>"
         )

@@ -183,3 +183,29 @@ def test_planted_failure_stops_a_real_grpo_trainer(tmp_path):
     assert [r["step"] for r in train] == list(range(1, 17))
     assert all(r["frac_reward_zero_std"] == 1.0 for r in train[DEAD_FROM - 1:])
     print(f"stopped at step {trainer.state.global_step} after {wall:.1f} s")
+
+
+def test_with_max_steps_the_forecast_of_the_planned_end_is_recorded(tmp_path):
+    """state.max_steps known: each diagnosis also forecasts the mean reward over the last 20% of the
+    planned run with the benchmarked forecaster (forecast_run), the same numbers as on the records."""
+    from grpo_core.runs.diagnostics import forecast_run
+
+    out = io.StringIO()
+    cb = DynamicsCallback(tmp_path, every=40, min_steps=30, n_boot=0, stream=out)
+    state = SimpleNamespace(global_step=0, is_world_process_zero=True, max_steps=300)
+    cb.on_train_begin(ARGS, state, None)
+    rng = np.random.default_rng(1)
+    for step in range(1, 81):
+        state.global_step = step
+        r = 0.2 + 0.6 * (1 - math.exp(-step / 25)) + rng.normal(0, 0.02)
+        cb.on_log(ARGS, state, None, logs={"reward": float(r), "reward_std": 0.3, "frac_reward_zero_std": 0.1,
+                                           "entropy": 0.5, "grad_norm": 1.0})
+    assert cb.max_steps == 300 and [f["step"] for f in cb.forecasts] == [40, 80]
+    end = cb.forecasts[-1]["end_of_run"]
+    log = from_records(cb.records)
+    log.meta["max_steps"] = 300
+    want = forecast_run(log, n_boot=0)
+    assert end["horizon"] == 300 and end["final"] == pytest.approx(want["final"])
+    # the curve's level at steps 240-300 is 0.8 (1 - e^-9.6 of the rise made)
+    assert end["final_low"] <= 0.8 <= end["final_high"] and abs(end["final"] - 0.8) < 0.05
+    assert "at step 300:" in out.getvalue()

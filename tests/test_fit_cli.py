@@ -61,6 +61,12 @@ def test_json_forecast_and_smoothing(capsys):
     assert fc["plateau_low"] <= fc["plateau"] <= fc["plateau_high"]
     assert fc["actual_tail_mean"] == pytest.approx(float(np.mean(laws.rolling_mean(
         np.arange(1, 251), _qwen_reward(), 20)[1][-50:])))
+    # the end-of-run forecast reads the raw log (not the smoothed curve): the first 100 of 250 steps, the
+    # mean of the last 20% (50 steps) as the truth
+    end = d["end_of_run_forecast"]
+    assert end["n_fit"] == 100 and end["clock"] == "step" and end["horizon"] == 250
+    assert end["actual"] == pytest.approx(float(np.mean(_qwen_reward()[-50:])))
+    assert end["final_low"] <= end["final"] <= end["final_high"] and end["method"].startswith("laws in learning-rate")
 
 
 def _qwen_reward():
@@ -82,6 +88,9 @@ def test_table_report(capsys):
     assert "oscillator: damping ratio" in out
     assert "forecast from the first 40% (100 points, to step 100)" in out
     assert "actual: mean of the last 50 points 1.437" in out
+    assert "end-of-run forecast from the first 40% (to step 100, step clock): mean of the last 20% " in out
+    assert re.search(r"actual 1\.437 \((inside|outside) the band; error [+-]", out)
+    assert "method: laws in learning-rate time (constant, exponential, logistic, Janoschek)" in out
 
 
 # (points, best law by AIC, its plateau, the R^2 of every law) per format, measured on these logs

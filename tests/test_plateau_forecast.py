@@ -39,7 +39,8 @@ def test_exact_recovery_in_step_time():
     assert fc.declined is None and fc.clock == "step"
     assert fc.final == pytest.approx(truth, abs=1e-4)
     assert fc.plateau == pytest.approx(1.2, abs=1e-3)
-    assert fc.weights["exponential"] > 0.99
+    # the Janoschek law nests the exponential (d = 1): the two share the evidence
+    assert fc.weights["exponential"] > 0.9 and fc.weights["exponential"] + fc.weights["janoschek"] > 0.99
 
 
 def test_exact_recovery_in_learning_rate_time():
@@ -102,3 +103,46 @@ def test_band_coverage_on_ar1_noise_is_nominal_leave_one_out():
     cov = np.mean([fc.final_low <= rec[2] <= fc.final_high for rec, (fc, _) in zip(recs, out)])
     assert 0.79 <= cov <= 1.0
     assert all(len(prior.runs) == 69 for _, prior in out)
+
+
+def test_forecast_run_is_the_benchmarked_forecaster_on_a_real_log():
+    """forecast_run on run 04's raw log (learning rate logged, warm-up then decay): the same forecast as
+    forecast_plateau on the first 40% in learning-rate time with the shipped prior; ``actual`` is the
+    mean of the log's last 20% (the benchmark's truth)."""
+    import warnings
+
+    from bench import bench_forecast as bench
+    from grpo_core.runs import datasets
+    from grpo_core.runs.diagnostics import forecast_run
+    from grpo_core.runs.logs import read_log
+
+    run = datasets.real_run("04")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        log = read_log(run.path, run=run.run)
+    fc = forecast_run(log, fit_fraction=0.4, n_boot=0)
+    b = bench.load_run(run.run_id)
+    t, y = bench._window(b, 0.4)
+    want = plateau.forecast_plateau(t, y, horizon=1000.0, lr=b["lr"], prior=plateau.SHIPPED_PRIOR, n_boot=0)
+    assert fc["clock"] == "learning_rate" and fc["n_fit"] == 80 and fc["t_fit_end"] == 400 and fc["horizon"] == 1000
+    assert fc["final"] == pytest.approx(want.final) and fc["final_high"] == pytest.approx(want.final_high)
+    assert fc["actual"] == pytest.approx(bench.truth_and_spread(b["y"])[0])
+    assert fc["covered"] == (fc["final_low"] <= fc["actual"] <= fc["final_high"])
+    assert fc["error"] == pytest.approx(fc["final"] - fc["actual"])
+
+
+def test_forecast_run_needs_a_horizon_after_the_log():
+    from grpo_core import DataError
+    from grpo_core.runs.diagnostics import forecast_run, plateau_forecast
+    from grpo_core.runs.logs import from_records
+
+    y = _exp(T, 1.0, 0.2, 0.02) + np.random.default_rng(0).normal(0, 0.03, T.size)
+    log = from_records([{"step": int(s), "reward": float(v)} for s, v in zip(T, y)])
+    with pytest.raises(DataError, match="no planned horizon"):
+        forecast_run(log)
+    assert plateau_forecast(log, n_boot=0)["end_of_run"] is None
+    log.meta["max_steps"] = 600
+    end = plateau_forecast(log, n_boot=0)["end_of_run"]
+    assert end == forecast_run(log, n_boot=0) and end["horizon"] == 600.0 and end["actual"] is None
+    # the true mean of steps 480-600 is 1.0 - 0.8 e^-9.6 ~ 1.0
+    assert end["final_low"] <= 1.0 <= end["final_high"]

@@ -103,3 +103,24 @@ def html_escape(text: str) -> str:
     import html
 
     return html.escape(text)
+
+
+def test_a_run_in_progress_gets_the_forecast_of_its_planned_end():
+    """A log that knows its max_steps beyond the last step (a trainer_state.json mid-run): diagnose's
+    summary and the report give the benchmarked end-of-run forecast (forecast_run) with its band."""
+    import numpy as np
+
+    from grpo_core.runs.diagnostics import forecast_run
+    from grpo_core.runs.logs import from_records
+
+    t = np.arange(1, 201)
+    y = 1.0 - 0.8 * np.exp(-t / 50) + np.random.default_rng(0).normal(0, 0.03, t.size)
+    log = from_records([{"step": int(s), "reward": float(v)} for s, v in zip(t, y)])
+    log.meta["max_steps"] = 500
+    d = diagnostics.diagnose(log, n_boot=0)
+    end = d.forecast["end_of_run"]
+    assert end == forecast_run(log, n_boot=0) and end["final_low"] <= 1.0 <= end["final_high"]
+    assert f"end of run (step 500): mean reward of the last 20% {end['final']:.4g}" in d.summary()
+    page = render_report(log, d)
+    assert "end of the planned run (step 500): mean reward of its last 20%" in page
+    assert f"{end['final_low']:.4g} to {end['final_high']:.4g}" in page

@@ -275,7 +275,12 @@ class DynamicsCallback(_Base):
     forecasts : list of dict
         The plateau forecast of each periodic diagnosis that made one: ``step`` (the last logged
         step), ``plateau``, ``plateau_low``, ``plateau_high``, ``law``, ``current`` (the level now,
-        as the forecaster sees it), ``reached``, ``t90``, ``reliable``.
+        as the forecaster sees it), ``reached``, ``t90``, ``reliable``; and ``end_of_run``
+        (``horizon``, ``final``, ``final_low``, ``final_high``, ``clock``) when the trainer's
+        ``max_steps`` is known: the benchmarked forecast of the mean reward over the last 20% of
+        the planned run (:func:`~grpo_core.runs.diagnostics.forecast_run`).
+    max_steps : int or None
+        The trainer's planned steps (``state.max_steps`` at ``on_train_begin``).
     curvatures : list of dict
         The implied curvature of each periodic diagnosis: ``step``, ``K``, ``lo``, ``hi``, ``margin``,
         ``margin_lo``, ``margin_hi``, ``stable``, ``reason`` (None when a K was read).
@@ -356,6 +361,7 @@ class DynamicsCallback(_Base):
         self._file = None
         self._last_diagnosed = -1
         self._trl_version = _trl_version()
+        self.max_steps: int | None = None
 
     # -- helpers ------------------------------------------------------------------------------
     def _main(self, state) -> bool:
@@ -417,11 +423,17 @@ class DynamicsCallback(_Base):
         fc = diagnosis.forecast
         if fc:
             keep = ("plateau", "plateau_low", "plateau_high", "law", "current", "reached", "t90", "reliable")
-            self.forecasts.append({"step": step, **{k: fc.get(k) for k in keep}})
+            end = fc.get("end_of_run")
+            end = end if end and end.get("declined") is None else None
+            ends = {} if end is None else {"end_of_run": {k: end[k] for k in ("horizon", "final", "final_low",
+                                                                               "final_high", "clock")}}
+            self.forecasts.append({"step": step, **{k: fc.get(k) for k in keep}, **ends})
             if self.print_forecast:
                 self._print(f"[dynamics] step {step}: forecast: reward plateau {fc['plateau']:.4g} "
                             f"[{fc['plateau_low']:.4g}, {fc['plateau_high']:.4g}] ({fc['law']} law); now "
-                            f"{fc['current']:.4g}" + (" (unreliable)" if fc.get("reliable") is False else ""))
+                            f"{fc['current']:.4g}" + (" (unreliable)" if fc.get("reliable") is False else "")
+                            + ("" if end is None else f"; at step {end['horizon']:g}: {end['final']:.4g} "
+                               f"[{end['final_low']:.4g}, {end['final_high']:.4g}]"))
         self._react_curvature(diagnosis.implied_curvature, step)
         critical = next((f for f in diagnosis.findings if f.severity == "critical"), None)
         if self.stop_on_critical and critical is not None and self.stopped is None:
@@ -464,6 +476,7 @@ class DynamicsCallback(_Base):
                 self.settings = settings_from_mapping(args)
             except (GrpoError, TypeError):  # arguments without the config's fields: the diagnosis looks beside
                 self.settings = None
+        self.max_steps = int(getattr(state, "max_steps", 0) or 0) or None
         if self._main(state):
             self._open(int(getattr(state, "global_step", 0) or 0))
         return control
@@ -543,6 +556,8 @@ class DynamicsCallback(_Base):
                 warnings.simplefilter("ignore")
                 rows = self._binner.rows() + self._others if binned else self.records
                 log = from_records(rows, format="grpo_dynamics", source=str(self.path))
+                if self.max_steps:  # the planned end: the forecast of the run's end (forecast_run)
+                    log.meta["max_steps"] = self.max_steps
                 diagnosis = diagnose(log, group_size=self.group_size, num_prompts=self.num_prompts,
                                      binary_reward=self.binary_reward, eval_metric=self.eval_metric,
                                      correctness=self.correctness, settings=self.settings,

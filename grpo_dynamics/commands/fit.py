@@ -21,6 +21,8 @@ import json
 import math
 from pathlib import Path
 
+from grpo_core._json import json_ready
+
 from ._logargs import add_log_arguments, output_path, read_log_from_args
 
 #: Most points ``fit`` fits by default (longer logs are bin-averaged, as ``diagnose`` does).
@@ -103,6 +105,7 @@ def handler(args: argparse.Namespace) -> int:
             t, y, law="best", fraction=args.fit_fraction, n_boot=args.n_boot, level=args.level,
             seed=args.seed, criterion=args.criterion,
         )
+    end = _end_of_run(log, args)
     implied = _implied(log, args)
     if plot is not None:
         _save_plot(comparison, fc, plot, args.metric)
@@ -111,14 +114,45 @@ def handler(args: argparse.Namespace) -> int:
                "binned_from": args.binned_from}
         out.update(comparison.to_dict())
         out["forecast"] = None if fc is None else fc.to_dict()
+        out["end_of_run_forecast"] = None if end is None else json_ready(end)
         out["plot"] = None if plot is None else str(plot)
         out["implied_curvature"] = implied.as_dict()
         print(json.dumps(out, allow_nan=False))
     else:
         print(_report(comparison, fc, args))
+        if end is not None:
+            print(_end_line(end))
         print("")
         print(implied.line())
     return 0
+
+
+def _end_of_run(log, args):
+    """The end-of-run forecast from the first ``--fit-fraction`` (the benchmarked forecaster of
+    :func:`grpo_core.runs.diagnostics.forecast_run`); ``None`` without ``--fit-fraction`` and at
+    fraction 1 (no end to forecast: the log is the whole window)."""
+    from grpo_core.errors import DataError
+    from grpo_core.runs.diagnostics import forecast_run
+
+    if args.fit_fraction is None or float(args.fit_fraction) >= 1.0:
+        return None
+    try:
+        return forecast_run(log, fit_fraction=float(args.fit_fraction), metric=args.metric, split=args.split,
+                            n_boot=min(args.n_boot, 100), level=float(args.level), seed=args.seed)
+    except DataError:
+        return None
+
+
+def _end_line(e) -> str:
+    if e["declined"] is not None:
+        return f"end-of-run forecast: declined ({e['declined']})"
+    line = (f"end-of-run forecast from the first {e['fit_fraction']:.0%} (to step {e['t_fit_end']:g}, {e['clock']} "
+            f"clock): mean of the last 20% {e['final']:.4g}, {e['level']:.0%} band [{e['final_low']:.4g}, "
+            f"{e['final_high']:.4g}]")
+    if e["actual"] is not None:
+        line += (f"; actual {e['actual']:.4g} ({'inside' if e['covered'] else 'outside'} the band; "
+                 f"error {e['error']:+.4g})")
+    return line + f"\n  method: {e['method']} (python -m bench forecast)"
 
 
 def _implied(log, args):

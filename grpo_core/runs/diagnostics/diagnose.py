@@ -167,6 +167,10 @@ class Diagnosis:
             lines.append(f"  forecast: reward plateau {fc['plateau']:.4g} [{fc['plateau_low']:.4g}, "
                          f"{fc['plateau_high']:.4g}] ({fc['law']} law); now {fc['current']:.4g}"
                          + (f" (caveat: {fc['caveat']})" if fc.get("caveat") else ""))
+            end = fc.get("end_of_run")
+            if end and end["declined"] is None:
+                lines.append(f"  end of run (step {end['horizon']:g}): mean reward of the last 20% {end['final']:.4g} "
+                             f"[{end['final_low']:.4g}, {end['final_high']:.4g}] ({end['clock']} clock)")
         else:
             lines += [f"  {note}" for note in self.notes if note.startswith("no plateau forecast")]
         if self.implied_curvature is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -54,7 +55,10 @@ def plateau_forecast(log: RunLog, *, metric: str = "reward", window: int = 20, n
         ``current`` has made), ``start``, ``window``, ``at_bound`` (the chosen law's parameters on
         a bound; ``r_inf`` there means the curve does not determine its plateau), ``laws`` (R^2,
         AIC and plateau of each law), and the curves for charts: ``t``, ``fitted``, ``fitted_low``, ``fitted_high``,
-        ``smoothed_t``, ``smoothed``.
+        ``smoothed_t``, ``smoothed``; and ``end_of_run``: when the log knows its planned
+        ``max_steps`` beyond the last logged step (a run in progress: a TRL ``trainer_state.json``,
+        the live callback), :func:`forecast_run`'s forecast of the mean reward over the last 20% of
+        the planned run, else ``None``.
 
     Raises
     ------
@@ -99,5 +103,130 @@ def plateau_forecast(log: RunLog, *, metric: str = "reward", window: int = 20, n
         "laws": {} if fc.comparison is None else {
             name: {"r2": f.r2, "aic": f.aic, "plateau": f.plateau} for name, f in fc.comparison.results.items()},
         "t": fc.t, "fitted": fc.curve, "fitted_low": fc.curve_low, "fitted_high": fc.curve_high,
-        "smoothed_t": ts, "smoothed": ys,
+        "smoothed_t": ts, "smoothed": ys, "end_of_run": _end_of_run(log, metric, n_boot, level, seed),
+    }
+
+
+def _end_of_run(log: RunLog, metric: str, n_boot: int, level: float, seed: int) -> dict[str, Any] | None:
+    """:func:`forecast_run` to the log's planned ``max_steps`` when it lies after the last step, else ``None``."""
+    horizon = log.meta.get("max_steps")
+    steps = log.steps
+    if horizon is None or not steps.size or not float(horizon) > float(steps[-1]):
+        return None
+    return forecast_run(log, horizon=float(horizon), metric=metric, n_boot=min(n_boot, 30), level=level, seed=seed)
+
+
+def forecast_run(log: RunLog, *, fit_fraction: float | None = None, horizon: float | None = None,
+                 metric: str = "reward", split: str = "train", n_boot: int = 30, level: float = 0.9, seed: int = 0,
+                 prior=None) -> dict[str, Any]:
+    """Forecast the mean reward over the last 20% of a run with :func:`grpo_core.laws.plateau.forecast_plateau`.
+
+    The forecaster of the forecasting benchmark (issue 14, ``python -m bench forecast``): laws fitted
+    in learning-rate time (the log's ``learning_rate`` column when logged, else steps), averaged by
+    evidence, shrunk toward the current level, with a block-bootstrap band widened by the
+    conformal quantile of :data:`grpo_core.laws.plateau.SHIPPED_PRIOR` (tuned on the 20 shipped real
+    runs). Long logs are bin-averaged to :data:`FORECAST_POINTS` points first.
+
+    Parameters
+    ----------
+    log : RunLog
+    fit_fraction : float in (0, 1), optional
+        Fit the first ``fit_fraction`` of the points and forecast the end of the log (then
+        ``actual``, ``covered`` and ``error`` compare with what happened). ``None``: fit the whole
+        log and forecast the end of the planned run at ``horizon``.
+    horizon : float, optional
+        The run's planned last step (> the last logged step) when ``fit_fraction`` is ``None``;
+        default the log's ``max_steps`` (a TRL ``trainer_state.json``'s).
+    metric : str
+        The column to forecast.
+    split : {"train", "eval"}
+        Its table (the learning rate is read from the training table).
+    n_boot : int, >= 0
+        Block-bootstrap replicates.
+    level : float in (0, 1)
+        Nominal coverage of the band; the band's quantile is the shipped prior's (tuned for 0.9),
+        scaled by the normal quantile ratio at other levels.
+    seed : int
+        Bootstrap seed.
+    prior : PlateauPrior, optional
+        Default :data:`~grpo_core.laws.plateau.SHIPPED_PRIOR`.
+
+    Returns
+    -------
+    dict
+        ``metric``, ``final``, ``final_low``, ``final_high`` (the forecast of the mean over the last
+        20% of the steps up to ``horizon`` and its band), ``plateau`` (the asymptote), ``current``
+        (the level the forecast starts from), ``weights`` (of each law), ``clock``
+        (``"learning_rate"`` or ``"step"``), ``level``, ``fit_fraction``, ``t_fit_end``, ``horizon``,
+        ``n_fit``, ``method`` (one line naming it), ``actual`` (the mean of the log's last 20% when
+        ``fit_fraction`` is given, else ``None``), ``covered``, ``error`` and ``declined`` (why no
+        forecast was made, else ``None``; the numbers are then NaN).
+
+    Raises
+    ------
+    DataError
+        No horizon after the log (no ``fit_fraction``, no ``horizon``, no ``max_steps``), or no
+        ``metric`` column.
+    ParameterError
+        ``fit_fraction`` not in (0, 1), bad ``n_boot``, ``level``.
+
+    Examples
+    --------
+    >>> from grpo_core.runs.logs import from_records
+    >>> t = np.arange(1, 301)
+    >>> y = 1.0 - 0.8 * np.exp(-t / 60) + np.random.default_rng(0).normal(0, 0.05, 300)
+    >>> fc = forecast_run(from_records([{"step": int(s), "reward": float(v)} for s, v in zip(t, y)]),
+    ...                   fit_fraction=0.5)
+    >>> fc["clock"], bool(fc["final_low"] < fc["actual"] < fc["final_high"])
+    ('step', True)
+    """
+    from scipy import stats
+
+    from ...laws import plateau
+    from ...validation import check_real
+
+    n_boot = check_integer("n_boot", n_boot, low=0)
+    level = check_real("level", level, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+    steps, y = _quiet_series(log, metric, split)
+    steps = steps.astype(float)
+    if fit_fraction is not None:
+        fit_fraction = check_real("fit_fraction", fit_fraction, low=0.0, high=1.0, low_inclusive=False,
+                                  high_inclusive=False)
+        n_fit = int(math.floor(fit_fraction * y.size + 1e-9))
+        horizon = float(steps[-1]) if steps.size else float("nan")
+    else:
+        n_fit = y.size
+        if horizon is None:
+            horizon = log.meta.get("max_steps")
+        if horizon is None or not steps.size or not float(horizon) > steps[-1]:
+            raise DataError(f"{log.source}: no planned horizon after the last logged step: pass fit_fraction "
+                            "(forecast the log's end from its first part) or horizon (the run's max_steps)")
+        horizon = float(horizon)
+    t_fit, y_fit = steps[:n_fit], y[:n_fit]
+    lr = None
+    if log.has("learning_rate"):
+        t_lr, rates = _quiet_series(log, "learning_rate")
+        if t_lr.size >= 2 and np.any(rates > 0) and t_fit.size and t_lr[0] <= t_fit[0] and t_lr[-1] >= t_fit[-1]:
+            lr = (t_lr.astype(float), rates)
+    bt, by = _bin(t_fit, y_fit, FORECAST_POINTS)
+    prior = plateau.SHIPPED_PRIOR if prior is None else prior
+    if level != 0.9:
+        prior = plateau.PlateauPrior(prior.lam, prior.q * stats.norm.ppf(0.5 + level / 2) / stats.norm.ppf(0.95),
+                                     prior.runs)
+    if bt.size < 2 or horizon <= bt[-1]:
+        fc = plateau._nan_forecast("the fit window reaches the end of the log", "step")
+    else:
+        fc = plateau.forecast_plateau(bt, by, horizon=horizon, lr=lr, prior=prior, n_boot=n_boot, seed=seed)
+    actual = covered = error = None
+    if fit_fraction is not None:
+        actual = float(np.mean(y[-max(1, int(math.ceil(0.2 * y.size))):]))
+        if fc.declined is None:
+            covered = bool(fc.final_low <= actual <= fc.final_high)
+            error = fc.final - actual
+    return {
+        "metric": metric, "final": fc.final, "final_low": fc.final_low, "final_high": fc.final_high,
+        "plateau": fc.plateau, "current": fc.level, "weights": dict(fc.weights), "clock": fc.clock,
+        "level": level, "fit_fraction": fit_fraction, "t_fit_end": float(t_fit[-1]) if t_fit.size else float("nan"),
+        "horizon": horizon, "n_fit": int(n_fit), "method": plateau.METHOD, "actual": actual,
+        "covered": covered, "error": error, "declined": fc.declined,
     }
