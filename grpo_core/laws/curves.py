@@ -128,9 +128,10 @@ def noise_variance(y) -> float:
     """Noise variance of a curve estimated from successive differences (Rice's estimator).
 
     ``sigma^2 = sum (y[i+1] - y[i])^2 / (2 (n - 1))``: unbiased for white noise around a smooth
-    trend whose step-to-step change is small against the noise. It gives the best R^2 any law can
-    reach on the curve, ``1 - sigma^2 / Var(y)`` (the noise ceiling). On a smoothed curve (correlated
-    noise) it underestimates the noise.
+    trend whose step-to-step change is small against the noise. It gives a reference R^2 for a law
+    on the curve, ``1 - sigma^2 / Var(y)`` (the noise reference). It is not a ceiling: negatively
+    correlated residuals inflate the successive differences, so fits can pass it (the fitting
+    chapter shows one). On a smoothed curve (positively correlated noise) it underestimates the noise.
 
     Parameters
     ----------

@@ -472,9 +472,10 @@ class FitComparison:
         Usable points.
     dropped : int
         Points dropped as non-finite.
-    noise_r2_ceiling : float
-        ``max(0, 1 - noise_variance(y) / Var(y))``: about the best R^2 any smooth law can reach on
-        this curve.
+    noise_r2_reference : float
+        ``max(0, 1 - noise_variance(y) / Var(y))``: the R^2 a law would reach if the
+        successive-difference noise estimate were exact; a reference, not a ceiling (negatively
+        correlated residuals inflate the estimate, and fits can pass it).
     """
 
     results: dict[str, FitResult]
@@ -482,7 +483,7 @@ class FitComparison:
     best: str
     n: int
     dropped: int
-    noise_r2_ceiling: float
+    noise_r2_reference: float
 
     @property
     def best_fit(self) -> FitResult:
@@ -551,7 +552,7 @@ class FitComparison:
             "criterion": self.criterion,
             "n": self.n,
             "dropped": self.dropped,
-            "noise_r2_ceiling": json_ready(self.noise_r2_ceiling),
+            "noise_r2_reference": json_ready(self.noise_r2_reference),
         }
 
 
@@ -618,8 +619,9 @@ def fit_all(t, y, *, laws=DEFAULT_LAWS, criterion: str = "aic") -> FitComparison
         results[law.name] = _fit_prepared(law, t_arr, y_arr)
     best = min(results, key=lambda k: getattr(results[k], criterion))
     # the difference-based noise estimate can exceed Var(y) on a curve that is all noise (an
-    # alternating 0/1 series gives -1): no law explains any of it, so the ceiling is 0
-    ceiling = max(0.0, 1.0 - noise_variance(y_arr) / float(np.var(y_arr)))
+    # alternating 0/1 series gives -1): no law explains any of it, so the reference is 0
+    reference = max(0.0, 1.0 - noise_variance(y_arr) / float(np.var(y_arr)))
     return FitComparison(
-        results=results, criterion=criterion, best=best, n=int(y_arr.size), dropped=dropped, noise_r2_ceiling=ceiling
+        results=results, criterion=criterion, best=best, n=int(y_arr.size), dropped=dropped,
+        noise_r2_reference=reference,
     )

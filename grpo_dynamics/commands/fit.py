@@ -202,7 +202,7 @@ def _report(comparison, fc, args) -> str:
         f"{src}: {comparison.n} points"
         + (f" (bin means of {args.binned_from} points)" if getattr(args, "binned_from", None) else "")
         + (f" ({comparison.dropped} non-finite dropped)" if comparison.dropped else "")
-        + f"; noise ceiling R^2 ~ {comparison.noise_r2_ceiling:.3f}",
+        + f"; noise reference R^2 ~ {comparison.noise_r2_reference:.3f}",
         "",
         f"{'law':<18} {'R^2':>7} {'AIC':>10} {'BIC':>10} {'d' + crit.upper():>8} {'plateau':>9} "
         f"{'+-se':>9} {'t90':>8}",
