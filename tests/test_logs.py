@@ -153,9 +153,10 @@ def test_partial_rows_of_one_step_are_merged_not_duplicated():
     rewards = log.train["reward"]
     assert rewards[1::2].isna().all() and rewards[0::2].notna().all()  # steps 2, 4, ... have none
     assert log.train["loss"].notna().all()
-    with pytest.warns(LogWarning, match="dropped 10 NaN of 20 steps"):
-        steps, values = log.series("reward")
-    assert steps.tolist() == list(range(1, 21, 2))
+    # the steps that did not log the reward are not NaN values: the series is the logged steps, quietly
+    steps, values = log.series("reward")
+    assert steps.tolist() == list(range(1, 21, 2)) and np.isfinite(values).all()
+    assert log.logged_nan == {} and log.nonfinite_steps("reward").size == 0
 
 
 def test_trl_log_history_as_jsonl_equals_trainer_state():
@@ -484,9 +485,14 @@ def test_non_number_cells_become_nan_with_a_warning(tmp_path):
         log = read_log(path)
     assert np.isnan(log.train.loc[1, "kl"]) and np.isnan(log.train.loc[3, "kl"])
     assert len(log.train) == 3  # no row lost for a NaN cell
-    with pytest.warns(LogWarning, match="'kl' \\(train\\): dropped 2 NaN of 3 steps"):
-        steps, values = log.series("kl")
+    # an empty cell and a cell that is no number are not logged values: left out without a warning
+    steps, values = log.series("kl")
     assert steps.tolist() == [2] and values.tolist() == [0.1]
+    # the written `nan` of the reward at step 2 is a logged NaN, said when the series drops it
+    assert {sp: {m: s.tolist() for m, s in per.items()} for sp, per in log.logged_nan.items()} == {
+        "train": {"reward": [2]}}
+    with pytest.warns(LogWarning, match="'reward' \\(train\\): dropped 1 NaN \\(first at step 2\\) of the 3 logged"):
+        assert log.series("reward")[0].tolist() == [1, 3]
 
 
 def test_rows_with_a_step_and_only_nan_are_dropped_with_a_count(tmp_path):

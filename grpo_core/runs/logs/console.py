@@ -57,6 +57,8 @@ ACCEPTED = ("accepted: TRL trainer_state.json or log_history (JSON/JSONL), CSV t
 
 # A printed Python dict on one line, without nested braces.
 _DICT = re.compile(r"\{'[^{}\n\r]*\}")
+# A bare nan/inf value of a printed dict.
+_BARE_NONFINITE = re.compile(r"(:\s*)(-?(?:nan|inf))(?=\s*[,}])")
 # A tqdm bar: "| 5/200 [".
 _BAR = re.compile(r"\|\s*(\d+)/(\d+)\s*\[")
 # A bar, a clear (>= 20 blanks) and the same bar again: ProgressCallback.on_log wrote a log there.
@@ -138,7 +140,14 @@ def _find_dicts(text: str, limit: int | None = None) -> list[tuple[int, dict]]:
             continue
         try:
             value = ast.literal_eval(chunk)
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
+        except ValueError:
+            # `{'grad_norm': nan}`: Python prints a non-finite float as a bare name; read it as text
+            # (the builder reads `nan` as a logged NaN, `inf` as infinity)
+            try:
+                value = ast.literal_eval(_BARE_NONFINITE.sub(r"\1'\2'", chunk))
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                continue
+        except (SyntaxError, MemoryError, RecursionError):
             continue
         if not isinstance(value, dict) or not any(
             isinstance(k, str) and (k in _METRIC_KEYS or k.startswith(("eval_", "rewards/"))) for k in value
