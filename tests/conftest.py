@@ -21,6 +21,28 @@ def load_case(name: str) -> dict:
     return out
 
 
+def log_cases() -> dict[str, str]:
+    """Every case whose answer is a verdict (``expected.json`` has ``healthy``): case name -> its input
+    file, of whatever kind (``trainer_state.json``, ``.csv``, ``.jsonl``, a console ``.log`` or ``.txt``).
+    The other cases (``input.txt`` of hyperparameters, answers of their own) are tested on their own.
+
+    Raises AssertionError for a verdict case without exactly one input file (a case must never be
+    skipped unseen)."""
+    out = {}
+    for folder in sorted(CASES.iterdir()):
+        expected = json.loads((folder / "expected.json").read_text())
+        if "healthy" not in expected:
+            continue
+        inputs = [f.name for f in sorted(folder.iterdir()) if f.name not in ("README.md", "expected.json")]
+        assert len(inputs) == 1, f"{folder.name}: a verdict case needs exactly one input file; found {inputs}"
+        out[folder.name] = inputs[0]
+    return out
+
+
+#: The exit status of `grpo-dynamics diagnose` for each verdict.
+EXIT_CODE = {"healthy": 0, "unhealthy": 1, "inconclusive": 3}
+
+
 @pytest.fixture
 def case():
     return load_case

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import log_cases
 
 from grpo_core import laws
 from grpo_core.errors import DataError, ParameterError
@@ -27,7 +29,7 @@ from grpo_core.runs.diagnostics import (
     policy_concentration,
     train_eval_decoupling,
 )
-from grpo_core.runs.logs import from_records, read_log
+from grpo_core.runs.logs import LogWarning, from_records, read_log
 from grpo_core.runs.synthetic import SYNTHETIC_KINDS, synthetic_log
 
 CASES = Path(__file__).parent / "data" / "cases"
@@ -317,18 +319,22 @@ def test_format_only_reward_is_decoupling_inside_the_training_log():
 # The user cases (tests/data/cases/*; inputs copied from the shared cases)
 # --------------------------------------------------------------------------------------------
 
-LOG_CASES = {
-    "01-all-groups-zero-spread": "trainer_state.json",
-    "02-zero-loss-but-learning": "trainer_state.json",
-    "03-growing-oscillation": "log.csv",
-    "06-collapse-after-high-lr": "trainer_state.json",
-    "07-entropy-collapse-verl": "metrics.jsonl",
-}
+# every case whose answer is a verdict, whatever its input file (conftest.log_cases)
+LOG_CASES = log_cases()
+
+
+def test_every_verdict_case_is_diagnosed():
+    assert sorted(LOG_CASES) == ["01-all-groups-zero-spread", "02-zero-loss-but-learning", "03-growing-oscillation",
+                                 "06-collapse-after-high-lr", "07-entropy-collapse-verl", "10-dead-run-memgen",
+                                 "11-no-update-ms-swift", "12-nan-late-ms-swift"]
 
 
 @pytest.fixture(scope="module")
 def case_diagnoses():
-    return {name: diagnose(read_log(CASES / name / file)) for name, file in LOG_CASES.items()}
+    with warnings.catch_warnings():
+        # case 10's printed dicts carry no step (numbered 1..30, with a warning: tested below)
+        warnings.simplefilter("ignore", LogWarning)
+        return {name: diagnose(read_log(CASES / name / file)) for name, file in LOG_CASES.items()}
 
 
 @pytest.mark.parametrize("name", sorted(LOG_CASES))
@@ -336,6 +342,7 @@ def test_case_expected(case_diagnoses, name):
     expected = json.loads((CASES / name / "expected.json").read_text())
     d = case_diagnoses[name]
     assert d.healthy is expected["healthy"]
+    assert d.verdict == expected.get("verdict", "healthy" if expected["healthy"] else "unhealthy")
     for mode in expected.get("must_include_modes", []):
         assert mode in d.modes, (mode, d.summary())
     for mode in expected.get("must_not_include_modes", []):
@@ -381,6 +388,31 @@ def test_case07_entropy_collapse(case_diagnoses):
     f = case_diagnoses["07-entropy-collapse-verl"].find("policy_concentration")
     assert f.severity == "critical" and f.evidence["entropy_ratio"] < 0.05
     assert f.evidence["reward_progress_at_halving"] < 0.75
+
+
+def test_case10_dead_run_from_a_console_log():
+    # the printed dicts of MemGen PR #33 carry no step and the log has no progress bar: numbered 1..30
+    with pytest.warns(LogWarning, match="the 30 printed metric dicts carry no step"):
+        log = read_log(CASES / "10-dead-run-memgen" / "train.log")
+    assert log.container == "console" and log.steps.tolist() == list(range(1, 31))
+    assert (log.train[["loss", "grad_norm", "reward", "reward_std"]] == 0).all().all()
+    f = diagnose(log, forecast=False).find("not_learning")
+    assert f.severity == "critical" and f.steps == (1, 30)
+    assert f.evidence == {"dead_columns": ["reward", "loss", "grad_norm"]}
+
+
+def test_case11_no_update_while_groups_have_spread(case_diagnoses):
+    d = case_diagnoses["11-no-update-ms-swift"]
+    f = d.find("no_update")
+    assert f.severity == "critical" and f.steps == (5, 200)  # "global_step/max_steps": "5/3766" ... "200/3766"
+    assert f.evidence["grad_norm_zero_fraction"] == 1.0 and f.evidence["kl_zero_fraction"] == 1.0
+    assert d.find("advantage_degeneration") is None
+
+
+def test_case12_nan_late_names_grad_norm_and_kl_from_step_41(case_diagnoses):
+    f = case_diagnoses["12-nan-late-ms-swift"].find("numerical_failure")
+    assert f.severity == "critical" and f.onset == 41 and f.steps == (41, 60)
+    assert f.evidence == {m: {"steps": 20, "first": 41, "finite_after": False} for m in ("grad_norm", "kl")}
 
 
 # --------------------------------------------------------------------------------------------

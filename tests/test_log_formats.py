@@ -318,3 +318,27 @@ def test_the_cli_exits_2_on_an_unreadable_text(tmp_path, capsys, command):
     assert main([command, str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert "no log format recognised" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("line", [
+    "{'loss': 0.0, 'grad_norm': 0.08656957000494003, 'learning_rate': 6.916666666666667e-06, 'reward': 1.7171, "
+    "'kl': 0.0005371240986278281, 'epoch': 0.31}",
+    "{'loss': -0.0, 'grad_norm': nan, 'reward': 0, 'kl': -inf, 'global_step/max_steps': '9/547', 'epoch': 1.}",
+    "{'train_runtime': 1234.5, 'train_samples_per_second': 0.5, 'train_loss': 2e-05, 'epoch': 1.0}",
+])
+def test_the_fast_reading_of_a_printed_dict_is_literal_eval(line):
+    from grpo_core.runs.logs import console
+
+    fast, slow = console._flat_dict(line), console._literal_dict(line)
+    assert fast is not None and fast == slow
+    assert [type(v) for v in fast.values()] == [type(v) for v in slow.values()]
+
+
+def test_a_printed_dict_the_fast_reading_declines_is_still_read():
+    from grpo_core.runs.logs import console
+
+    # a nested value, a double-quoted string, a value with no space after the colon: left to literal_eval
+    for line, expected in [("{'loss': 0.5, 'rewards': [1, 0]}", {"loss": 0.5, "rewards": [1, 0]}),
+                           ("{'loss': 0.5, 'note': \"it's\"}", {"loss": 0.5, "note": "it's"}),
+                           ("{'loss':0.5}", {"loss": 0.5})]:
+        assert console._flat_dict(line) is None and console._literal_dict(line) == expected

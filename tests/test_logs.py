@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import log_cases
 
 from grpo_core.errors import DataError, ParameterError
 from grpo_core.runs.datasets import real_log_path
@@ -153,9 +154,10 @@ def test_partial_rows_of_one_step_are_merged_not_duplicated():
     rewards = log.train["reward"]
     assert rewards[1::2].isna().all() and rewards[0::2].notna().all()  # steps 2, 4, ... have none
     assert log.train["loss"].notna().all()
-    with pytest.warns(LogWarning, match="dropped 10 NaN of 20 steps"):
-        steps, values = log.series("reward")
-    assert steps.tolist() == list(range(1, 21, 2))
+    # the steps that did not log the reward are not NaN values: the series is the logged steps, quietly
+    steps, values = log.series("reward")
+    assert steps.tolist() == list(range(1, 21, 2)) and np.isfinite(values).all()
+    assert log.logged_nan == {} and log.nonfinite_steps("reward").size == 0
 
 
 def test_trl_log_history_as_jsonl_equals_trainer_state():
@@ -305,17 +307,34 @@ def test_real_gemma_log():
     assert np.allclose(funcs, log.train["reward"], atol=1e-5)
 
 
-@pytest.mark.parametrize("folder,file,fmt", [
-    ("01-all-groups-zero-spread", "trainer_state.json", "trl"),
-    ("02-zero-loss-but-learning", "trainer_state.json", "trl"),
-    ("03-growing-oscillation", "log.csv", "trl"),
-    ("06-collapse-after-high-lr", "trainer_state.json", "trl"),
-    ("07-entropy-collapse-verl", "metrics.jsonl", "verl"),
-])
-def test_case_logs_parse(folder, file, fmt):
-    log = read_quiet(CASES / folder / file)
-    assert log.format == fmt
-    assert len(log.train) >= 60 and {"reward"} <= set(log.train.columns)
+# every verdict case's input (conftest.log_cases): format, container, training rows
+CASE_LOGS = {
+    "01-all-groups-zero-spread": ("trl", "trainer_state", 60),
+    "02-zero-loss-but-learning": ("trl", "trainer_state", 120),
+    "03-growing-oscillation": ("trl", "csv", 200),
+    "06-collapse-after-high-lr": ("trl", "trainer_state", 100),
+    "07-entropy-collapse-verl": ("verl", "jsonl", 150),
+    "10-dead-run-memgen": ("trl", "console", 30),
+    "11-no-update-ms-swift": ("trl", "jsonl", 40),
+    "12-nan-late-ms-swift": ("trl", "jsonl", 60),
+}
+
+
+def test_every_case_log_is_read_here():
+    assert log_cases().keys() == CASE_LOGS.keys()
+
+
+@pytest.mark.parametrize("folder", sorted(CASE_LOGS))
+def test_case_logs_parse(folder):
+    fmt, container, n = CASE_LOGS[folder]
+    path = CASES / folder / log_cases()[folder]
+    if folder == "10-dead-run-memgen":  # printed dicts without a step, no progress bar: said
+        with pytest.warns(LogWarning, match="carry no step"):
+            log = read_log(path)
+    else:
+        log = read_quiet(path)
+    assert (log.format, log.container, len(log.train)) == (fmt, container, n)
+    assert {"reward"} <= set(log.train.columns)
 
 
 def test_case06_old_keys():
@@ -484,9 +503,14 @@ def test_non_number_cells_become_nan_with_a_warning(tmp_path):
         log = read_log(path)
     assert np.isnan(log.train.loc[1, "kl"]) and np.isnan(log.train.loc[3, "kl"])
     assert len(log.train) == 3  # no row lost for a NaN cell
-    with pytest.warns(LogWarning, match="'kl' \\(train\\): dropped 2 NaN of 3 steps"):
-        steps, values = log.series("kl")
+    # an empty cell and a cell that is no number are not logged values: left out without a warning
+    steps, values = log.series("kl")
     assert steps.tolist() == [2] and values.tolist() == [0.1]
+    # the written `nan` of the reward at step 2 is a logged NaN, said when the series drops it
+    assert {sp: {m: s.tolist() for m, s in per.items()} for sp, per in log.logged_nan.items()} == {
+        "train": {"reward": [2]}}
+    with pytest.warns(LogWarning, match="'reward' \\(train\\): dropped 1 NaN \\(first at step 2\\) of the 3 logged"):
+        assert log.series("reward")[0].tolist() == [1, 3]
 
 
 def test_rows_with_a_step_and_only_nan_are_dropped_with_a_count(tmp_path):

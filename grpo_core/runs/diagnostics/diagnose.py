@@ -283,10 +283,14 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
     fc = _forecast(log, findings, binary_reward, n_boot, th, notes) if forecast and log.has("reward") else None
     if log.has("reward"):
         raw = log.train["reward"].to_numpy(float)
-        n_bad = int((~np.isfinite(raw)).sum())
+        n_bad = int(log.nonfinite_steps("reward").size)
+        n_unlogged = int(np.isnan(raw).sum()) - len(log.logged_nan.get("train", {}).get("reward", ()))
         if n_bad:
             notes.append(f"data: {n_bad} of {raw.size} reward value(s) are NaN or infinite; the checks and the "
                          "forecast leave them out")
+        if n_unlogged > 0:
+            notes.append(f"data: the reward is logged on {raw.size - n_unlogged} of {raw.size} training steps "
+                         "(the other steps logged other metrics)")
     if forecast and not log.has("reward"):
         notes.append("no plateau forecast: the log has no reward values (no 'reward' column, or every value "
                      "empty or NaN)")

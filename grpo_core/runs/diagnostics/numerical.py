@@ -16,32 +16,16 @@ _METRICS = ("loss", "grad_norm", "kl", "entropy", "reward")
 def _bad_steps(log: RunLog, metric: str) -> tuple[np.ndarray, bool] | None:
     """Steps where ``metric`` was logged non-finite, and whether it is finite again after the last.
 
-    A NaN counts only after the column's first finite value, and only in a column logged on at least
-    90% of its rows, or as a run of NaN to the end of the log after such a stretch (a dying run); a
-    metric logged every other row (TRL writes some metrics on rows of their own) leaves NaN cells
-    that are not values. An infinite value always counts.
+    Only values the log wrote count (:meth:`RunLog.nonfinite_steps`): a step where the metric was not
+    logged (an empty CSV cell, a key missing from a record, as TRL writes the reward keys on
+    generation steps only) is not a NaN.
     """
-    col = log.train[metric].to_numpy(dtype=float)
-    finite = np.isfinite(col)
-    if not finite.any():
+    bad = log.nonfinite_steps(metric)
+    if bad.size == 0:
         return None
-    start = int(np.flatnonzero(finite)[0])
-    seg = col[start:]
-    bad = np.isinf(seg)
-    nan = np.isnan(seg)
-    if nan.any():
-        last_finite = int(np.flatnonzero(np.isfinite(seg))[-1])
-        trailing = np.arange(seg.size) > last_finite
-        dense_before = np.isfinite(seg[:last_finite + 1]).mean() >= 0.9
-        if np.isfinite(seg).mean() >= 0.9:
-            bad |= nan
-        elif dense_before and trailing.any():
-            bad |= nan & trailing
-    if not bad.any():
-        return None
-    idx = np.flatnonzero(bad)
-    recovered = bool(np.isfinite(seg[idx[-1] + 1:]).any())
-    return log.train.index.to_numpy()[start:][idx], recovered
+    after = log.train.index.to_numpy() > bad[-1]
+    recovered = metric in log.train.columns and bool(np.isfinite(log.train[metric].to_numpy(dtype=float)[after]).any())
+    return bad, recovered
 
 
 def numerical_failure(log: RunLog) -> Finding | None:
@@ -50,7 +34,7 @@ def numerical_failure(log: RunLog) -> Finding | None:
     Any is critical (a NaN gradient poisons the weights; a NaN loss or reward means the step learnt
     nothing or garbage), except one case, info: a ``grad_norm`` that is non-finite on some steps and
     finite again after, with a finite loss (the steps fp16 loss scaling skips while it calibrates).
-    NaN cells of a metric logged only on some steps are not values (see :func:`_bad_steps`).
+    Steps where a metric was not logged (empty cells, missing keys) are not values (see :func:`_bad_steps`).
 
     Parameters
     ----------
@@ -72,7 +56,8 @@ def numerical_failure(log: RunLog) -> Finding | None:
     >>> numerical_failure(from_records(recs)).severity
     'critical'
     """
-    present = [m for m in _METRICS if m in log.train.columns]
+    logged_nan = log.logged_nan.get("train", {})
+    present = [m for m in _METRICS if m in log.train.columns or m in logged_nan]
     if not present:
         raise DataError(f"numerical_failure needs one of {', '.join(_METRICS)}; {log.source} has none")
     bad: dict[str, Any] = {}

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import DataError
+from .schema import NAN_MARK, _nan_text
 
 __all__ = ["prepare_frame", "REWARD_ALIASES", "METRIC_ALIASES", "STEP_ALIASES", "report_broken_lines",
            "MAX_BROKEN_FRACTION"]
@@ -262,7 +263,12 @@ def _total_reward(frame: pd.DataFrame, source: str, notes: list[str]) -> pd.Data
         _note(notes, f"{source}: no total reward column; the reward is the sum of the {len(means)} reward "
                      f"functions {means} (every weight taken as 1)", warn=True)
     total = values.sum(axis=1, min_count=len(means)).to_numpy(dtype=float)
-    return frame.assign(reward=np.where(values.isna().any(axis=1), np.nan, total))
+    reward = np.where(values.isna().any(axis=1), np.nan, total)
+    # a reward function that logged NaN makes the total a logged NaN, not a step without a reward
+    logged_nan = np.logical_or.reduce([_nan_text(frame[c]) for c in means])
+    if logged_nan.any():
+        reward = np.where(logged_nan, NAN_MARK, reward.astype(object))
+    return frame.assign(reward=reward)
 
 
 def report_broken_lines(broken: list[tuple[int, str]], n_lines: int, source: str, notes: list[str]) -> None:

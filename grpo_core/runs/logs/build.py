@@ -35,7 +35,7 @@ from . import aliases
 from .detect import _detect
 from .keys import _mapper
 from .runlog import RunLog
-from .schema import _SPLITS, _STEP_CANDIDATES, _note
+from .schema import _SPLITS, _STEP_CANDIDATES, NAN_MARK, _nan_text, _note
 from .trl import _reward_std_kind, parse_version
 
 
@@ -56,8 +56,9 @@ def _build(records, frame, *, container, fmt, mapping, source, notes, meta, trl_
     frame, split_of_row, steps = _steps(frame, step_col, split_of_row, source, notes)
     # Numbers: every cell that is not a number becomes NaN (with a warning unless it is a
     # known placeholder such as "No log"); a column with no number at all is dropped.
-    values = _numeric_columns(frame, [c for c in frame.columns if c != step_col], source, notes)
+    values, logged_nan = _numeric_columns(frame, [c for c in frame.columns if c != step_col], source, notes)
     tables, summary = _split_tables(values, targets, split_of_row, steps, source, notes)
+    nan_steps = _logged_nan_steps(logged_nan, targets, split_of_row, steps, tables)
     kind, era = _reward_std_kind(tables["train"], frame.columns, fmt, versions, reward_std_kind, notes, source)
     if versions:
         meta["trl_version"] = sorted(versions)[0] if len(versions) == 1 else sorted(versions)
@@ -65,7 +66,8 @@ def _build(records, frame, *, container, fmt, mapping, source, notes, meta, trl_
         meta["trl_era"] = era
     _note_renamed(columns_map, step_col, notes)
     return RunLog(train=tables["train"], eval=tables["eval"], format=fmt, reward_std_kind=kind, source=source,
-                  notes=notes, container=container, columns=columns_map, summary=summary, meta=meta)
+                  notes=notes, container=container, columns=columns_map, summary=summary, meta=meta,
+                  logged_nan=nan_steps)
 
 
 def _rows(records, frame, source: str) -> pd.DataFrame:
@@ -77,7 +79,7 @@ def _rows(records, frame, source: str) -> pd.DataFrame:
             if not isinstance(rec, Mapping):
                 raise DataError(f"{source}: record {i} is a {type(rec).__name__}, not an object of metric names "
                                 "to values")
-        frame = pd.DataFrame.from_records(records)
+        frame = pd.DataFrame.from_records(_mark_nan(records))
     if frame is None or len(frame) == 0:
         raise DataError(f"{source}: no rows (only a header?)")
     frame.columns = [str(c) for c in frame.columns]
@@ -85,6 +87,26 @@ def _rows(records, frame, source: str) -> pd.DataFrame:
         dup = sorted(set(frame.columns[frame.columns.duplicated()]))
         raise DataError(f"{source}: column name(s) {dup} appear more than once")
     return frame
+
+
+def _mark_nan(records: list) -> list:
+    """The records with each logged NaN written as :data:`NAN_MARK` (text), so that the table keeps it
+    apart from a key the record does not have (not logged at that step; NaN in the table).
+
+    A ``None`` counts as a logged NaN in our own records (they carry ``split``: the training callback
+    writes non-finite values as ``null``); elsewhere it is a missing value.
+    """
+    out = None
+    for i, rec in enumerate(records):
+        own = "split" in rec
+        if any((isinstance(v, float | np.floating) and v != v) or (v is None and own) for v in rec.values()):
+            if out is None:
+                out = list(records[:i])
+            rec = {k: NAN_MARK if (isinstance(v, float | np.floating) and v != v) or (v is None and own) else v
+                   for k, v in rec.items()}
+        if out is not None:
+            out.append(rec)
+    return records if out is None else out
 
 
 def _versions(frame: pd.DataFrame, meta: dict, trl_version: str | None) -> tuple[pd.DataFrame, set[str]]:
@@ -260,6 +282,37 @@ def _split_tables(
     return tables, summary
 
 
+def _logged_nan_steps(logged_nan: dict[str, np.ndarray], targets, split_of_row, steps: np.ndarray,
+                      tables: dict[str, pd.DataFrame]) -> dict[str, dict[str, np.ndarray]]:
+    """``{split: {normalised name: steps}}``: the steps at which a metric was logged as NaN.
+
+    Kept apart from the tables, where a NaN cell also stands for "not logged at this step"; a step
+    whose table value is a number (a row of the same step logged it, e.g. a resumed run) is not one.
+    A metric whose every value is NaN (dropped from its table) keeps its steps here.
+    """
+    out: dict[str, dict[str, np.ndarray]] = {}
+    for col, mask in logged_nan.items():
+        name, split = targets[col]
+        if split_of_row is not None:
+            split_mask = {sp: mask & (split_of_row.to_numpy() == sp) for sp in ("train", "eval")}
+        else:
+            split_mask = {split: mask} if split in ("train", "eval") else {}
+        for sp, m in split_mask.items():
+            if m.any():
+                prev = out.setdefault(sp, {}).get(name)
+                found = np.unique(steps[m])
+                out[sp][name] = found if prev is None else np.union1d(prev, found)
+    for sp, per in out.items():
+        table = tables[sp]
+        for name in list(per):
+            if name in table.columns:
+                vals = table[name].reindex(per[name]).to_numpy(dtype=float, na_value=np.nan)
+                per[name] = per[name][np.isnan(vals)].astype(np.int64)
+            if per[name].size == 0:
+                del per[name]
+    return {sp: per for sp, per in out.items() if per}
+
+
 def _rows_of_split(
     split: str, values: dict[str, np.ndarray], targets, split_of_row, n_rows: int
 ) -> tuple[list[str], np.ndarray]:
@@ -295,11 +348,15 @@ def _note_renamed(columns_map: dict[str, str], step_col: str, notes: list[str]) 
         _note(notes, f"renamed {len(renamed)} column(s): {shown}{more}", warn=False)
 
 
-_NA_TOKENS = frozenset({"", "nan", "none", "null", "na", "n/a", "no log", "-"})
+_NA_TOKENS = frozenset({"", "none", "null", "na", "n/a", "no log", "-"})
 
 
-def _numeric_columns(frame: pd.DataFrame, cols: list[str], source: str, notes: list[str]) -> dict[str, np.ndarray]:
+def _numeric_columns(frame: pd.DataFrame, cols: list[str], source: str,
+                     notes: list[str]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Each column as float64 (NaN where it was not logged or not a number), and, for the columns that
+    logged a NaN (text ``nan``, or a JSON NaN marked by :func:`_mark_nan`), which rows did."""
     out: dict[str, np.ndarray] = {}
+    logged_nan: dict[str, np.ndarray] = {}
     for col in cols:
         s = frame[col]
         if s.dtype.kind in "fiub":
@@ -307,8 +364,9 @@ def _numeric_columns(frame: pd.DataFrame, cols: list[str], source: str, notes: l
             continue
         numeric = pd.to_numeric(s, errors="coerce")
         text = s.astype(str).str.strip().str.lower()
+        nan_text = _nan_text(s)
         placeholder = s.notna() & numeric.isna() & text.isin(_NA_TOKENS)
-        bad = s.notna() & numeric.isna() & ~placeholder
+        bad = s.notna() & numeric.isna() & ~placeholder & ~nan_text
         if bad.any() and not numeric.notna().any():
             _note(notes, f"dropped column {col!r}: no numbers in it (e.g. {s[bad].iloc[0]!r})", warn=False)
             continue
@@ -326,8 +384,10 @@ def _numeric_columns(frame: pd.DataFrame, cols: list[str], source: str, notes: l
                 "read as missing",
                 warn=False,
             )
+        if nan_text.any():
+            logged_nan[col] = nan_text
         out[col] = numeric.to_numpy(dtype=float, na_value=np.nan)
-    return out
+    return out, logged_nan
 
 
 def _tidy(

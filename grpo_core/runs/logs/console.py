@@ -57,6 +57,16 @@ ACCEPTED = ("accepted: TRL trainer_state.json or log_history (JSON/JSONL), CSV t
 
 # A printed Python dict on one line, without nested braces.
 _DICT = re.compile(r"\{'[^{}\n\r]*\}")
+# A bare nan/inf value of a printed dict.
+_BARE_NONFINITE = re.compile(r"(:\s*)(-?(?:nan|inf))(?=\s*[,}])")
+# One 'key': value pair of a printed dict: a number, a string, or a bare nan/inf (groups: key, number,
+# string, nan/inf); a whole dict of such pairs, as Python prints it.
+_NUM = r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
+_NONFINITE = r"-?(?:nan|inf)"
+_PAIR = re.compile(rf"'([^'\\\n]*)': (?:({_NUM})|'([^'\\\n]*)'|({_NONFINITE}))")
+_ONE_PAIR = rf"'[^'\\\n]*': (?:{_NUM}|'[^'\\\n]*'|{_NONFINITE})"
+_FLAT_DICT = re.compile(rf"\{{{_ONE_PAIR}(?:, {_ONE_PAIR})*\}}")
+_FLOATISH = re.compile(r"[.eE]")
 # A tqdm bar: "| 5/200 [".
 _BAR = re.compile(r"\|\s*(\d+)/(\d+)\s*\[")
 # A bar, a clear (>= 20 blanks) and the same bar again: ProgressCallback.on_log wrote a log there.
@@ -136,10 +146,11 @@ def _find_dicts(text: str, limit: int | None = None) -> list[tuple[int, dict]]:
         chunk = m.group()
         if "'" not in chunk[:2]:
             continue
-        try:
-            value = ast.literal_eval(chunk)
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            continue
+        value = _flat_dict(chunk)
+        if value is None:
+            value = _literal_dict(chunk)
+            if value is None:
+                continue
         if not isinstance(value, dict) or not any(
             isinstance(k, str) and (k in _METRIC_KEYS or k.startswith(("eval_", "rewards/"))) for k in value
         ):
@@ -148,6 +159,35 @@ def _find_dicts(text: str, limit: int | None = None) -> list[tuple[int, dict]]:
         if limit is not None and len(found) >= limit:
             break
     return found
+
+
+def _flat_dict(chunk: str) -> dict | None:
+    """A printed dict of ``'key': value`` pairs (numbers, strings, bare ``nan``/``inf``) read with one
+    regular expression, as :func:`ast.literal_eval` reads it but ~10 times faster (the common TRL line);
+    ``None`` for anything else (nested values, other literals), left to :func:`_literal_dict`."""
+    if not _FLAT_DICT.fullmatch(chunk):
+        return None
+    out: dict = {}
+    for key, number, text, nonfinite in _PAIR.findall(chunk):
+        if number:
+            out[key] = float(number) if _FLOATISH.search(number) else int(number)
+        else:
+            out[key] = text if not nonfinite else nonfinite  # a bare nan/inf as text, as _literal_dict
+    return out
+
+
+def _literal_dict(chunk: str):
+    """:func:`ast.literal_eval` of a printed dict, or ``None``; a bare ``nan``/``inf`` (how Python prints a
+    non-finite float) is read as text (the builder reads ``nan`` as a logged NaN, ``inf`` as infinity)."""
+    try:
+        return ast.literal_eval(chunk)
+    except ValueError:
+        try:
+            return ast.literal_eval(_BARE_NONFINITE.sub(r"\1'\2'", chunk))
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return None
+    except (SyntaxError, MemoryError, RecursionError):
+        return None
 
 
 def _kind(record: dict) -> str:

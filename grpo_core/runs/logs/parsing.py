@@ -10,7 +10,7 @@ import pandas as pd
 
 from ...errors import DataError
 from . import aliases, console
-from .schema import _note
+from .schema import _CSV_MISSING, _note
 
 
 def parse_text(text: str, source: str, notes: list[str], meta: dict) -> tuple[list | None, pd.DataFrame | None, str]:
@@ -113,7 +113,10 @@ def _parse_csv_text(text: str, source: str) -> pd.DataFrame:
     if repeated:
         raise DataError(f"{source}: column name(s) {repeated} appear more than once in the header")
     try:
-        frame = pd.read_csv(io.StringIO(text), sep=sep, skipinitialspace=True, low_memory=False)
+        # an empty cell means "not logged at this step"; a written `nan` is a value the run logged
+        # (kept as text here, marked by the builder): the two must not be read alike
+        frame = pd.read_csv(io.StringIO(text), sep=sep, skipinitialspace=True, low_memory=False,
+                            keep_default_na=False, na_values=list(_CSV_MISSING))
     except (pd.errors.ParserError, csv.Error) as exc:
         # a text that is no format: say what was found and what is accepted
         raise DataError(f"{source}: no log format recognised: {console.describe_text(text)} "

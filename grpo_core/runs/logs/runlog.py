@@ -43,6 +43,12 @@ class RunLog:
     meta : dict
         Other facts read from the file (``trl_version``, ``trl_era``, ``trainer_state``'s
         ``global_step``, ``max_steps``, ``train_batch_size``...).
+    logged_nan : dict
+        ``{split: {normalised name: steps}}`` (int64 arrays, increasing): the steps at which the log
+        *wrote* NaN for a metric (``nan`` in a CSV cell or a printed dict, ``NaN`` in JSON). In the
+        tables a NaN cell also means "not logged at this step" (an empty cell, a key missing from a
+        record: TRL logs the reward keys on generation steps only); this keeps the failures apart. A
+        metric logged NaN on every step is here though its column was dropped from the table.
     """
 
     train: pd.DataFrame
@@ -55,6 +61,7 @@ class RunLog:
     columns: dict[str, str] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
+    logged_nan: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
 
     @property
     def steps(self) -> np.ndarray:
@@ -74,6 +81,45 @@ class RunLog:
             return False
         values = frame[name].to_numpy(dtype=float, na_value=np.nan)
         return bool(np.isfinite(values).any())
+
+    def nonfinite_steps(self, metric: str, split: str = "train") -> np.ndarray:
+        """The steps at which ``metric`` (a normalised name) was logged as NaN or infinite.
+
+        Steps where the metric was not logged at all (an empty cell, a missing key) are not among
+        them.
+
+        Parameters
+        ----------
+        metric : str
+            Normalised name (``"grad_norm"``, ``"reward"``).
+        split : {"train", "eval"}
+            Which table.
+
+        Returns
+        -------
+        ndarray of int64, shape (n,)
+            Increasing; empty when the metric has no such step or no column.
+
+        Raises
+        ------
+        ParameterError
+            Unknown ``split``.
+
+        Examples
+        --------
+        >>> from grpo_core.runs.logs import from_records
+        >>> log = from_records([{"step": 1, "reward": 0.1, "kl": 0.0}, {"step": 2, "kl": 0.1},
+        ...                     {"step": 3, "reward": float("nan"), "kl": float("inf")}])
+        >>> log.nonfinite_steps("reward"), log.nonfinite_steps("kl")
+        (array([3]), array([3]))
+        """
+        frame = self._frame(split)
+        nan = self.logged_nan.get(split, {}).get(metric, np.zeros(0, np.int64))
+        if metric not in frame.columns:
+            return nan.astype(np.int64)
+        values = frame[metric].to_numpy(dtype=float, na_value=np.nan)
+        inf = frame.index.to_numpy(dtype=np.int64)[np.isinf(values)]
+        return np.union1d(nan, inf).astype(np.int64)
 
     def reward_functions(self) -> list[str]:
         """Names ``<f>`` of the per-reward-function columns ``reward/<f>``."""
@@ -110,7 +156,7 @@ class RunLog:
         )
 
     def series(self, metric: str, *, split: str = "train", finite: bool = True) -> tuple[np.ndarray, np.ndarray]:
-        """One metric as arrays ``(steps, values)`` without its missing values.
+        """One metric as arrays ``(steps, values)``: the steps that logged it.
 
         Parameters
         ----------
@@ -120,8 +166,10 @@ class RunLog:
         split : {"train", "eval"}
             Which table.
         finite : bool
-            Drop NaN and infinite values (default). A :class:`LogWarning` says how many steps
-            were dropped and why.
+            Keep only the steps that logged a finite value (default): steps that did not log the
+            metric are left out, and a :class:`LogWarning` says how many logged NaN
+            (:attr:`logged_nan`) or infinite values were dropped. ``False``: every row of the table,
+            NaN where the metric was not logged or logged NaN.
 
         Returns
         -------
@@ -146,20 +194,23 @@ class RunLog:
         steps = frame.index.to_numpy(dtype=np.int64)
         values = frame[name].to_numpy(dtype=float, na_value=np.nan)
         if finite:
-            nan = np.isnan(values)
+            # steps that did not log the metric are left out quietly; logged NaN and infinities are said
+            nan = np.isnan(values) & np.isin(steps, self.logged_nan.get(split, {}).get(name, ()))
             inf = np.isinf(values)
+            logged = ~np.isnan(values) | nan
             if nan.any() or inf.any():
                 parts = []
                 if nan.any():
-                    parts.append(f"{int(nan.sum())} NaN")
+                    parts.append(f"{int(nan.sum())} NaN (first at step {int(steps[nan][0])})")
                 if inf.any():
                     parts.append(f"{int(inf.sum())} infinite (first at step {int(steps[inf][0])})")
                 warnings.warn(
-                    f"{self.source}: {name!r} ({split}): dropped {' and '.join(parts)} of {len(values)} steps",
+                    f"{self.source}: {name!r} ({split}): dropped {' and '.join(parts)} of the {int(logged.sum())} "
+                    "logged steps",
                     LogWarning, stacklevel=2,
                 )
-                keep = ~(nan | inf)
-                steps, values = steps[keep], values[keep]
+            keep = np.isfinite(values)
+            steps, values = steps[keep], values[keep]
         return steps, values
 
     def to_records(self, split: str = "train") -> list[dict[str, Any]]:

@@ -59,6 +59,8 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
+
 #: Formats :func:`~grpo_core.runs.logs.read_log` understands (``"auto"`` detects one of them).
 FORMATS = ("trl", "notebook", "verl", "grpo_dynamics", "generic")
 #: Values of :attr:`RunLog.reward_std_kind`.
@@ -82,6 +84,22 @@ _NORMALISED = frozenset(NORMALISED_COLUMNS)
 #: Columns tried, in order, as the step when the format names none.
 _STEP_CANDIDATES = ("step", "Step", "global_step", "training/global_step", "trainer/global_step", "_step")
 _SPLITS = ("train", "eval", "summary")
+#: How a logged NaN is written as text (lower case): Python/NumPy ``nan``, C ``-nan``, MSVC ``1.#QNAN``.
+#: Such a cell is a value the run logged (a numerical failure), unlike an empty cell or a missing key,
+#: which mean the metric was not logged at that step. JSON records' float NaN are marked with
+#: :data:`NAN_MARK` before the table is built, so the two stay apart through every stage.
+_NAN_TEXT = frozenset({"nan", "-nan", "+nan", "nan(ind)", "-nan(ind)", "1.#qnan", "-1.#qnan", "1.#ind", "-1.#ind"})
+NAN_MARK = "nan"
+#: Cells read as "not logged" in a CSV (pandas' defaults without the NaN spellings of :data:`_NAN_TEXT`).
+_CSV_MISSING = ("", "#N/A", "#N/A N/A", "#NA", "<NA>", "N/A", "NA", "NULL", "None", "n/a", "null")
+
+
+def _nan_text(values) -> np.ndarray:
+    """Which cells of a column (pandas Series) are a NaN written as text (bool array)."""
+    if values.dtype.kind in "fiub":
+        return np.zeros(len(values), bool)
+    text = values.astype(str).str.strip().str.lower()
+    return (values.notna() & text.isin(_NAN_TEXT)).to_numpy(dtype=bool)
 
 
 class LogWarning(UserWarning):
