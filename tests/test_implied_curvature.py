@@ -133,6 +133,21 @@ def test_trl_adam_config_and_trainer_state(tmp_path):
     assert s.optimizer == "adamw_torch" and "optimizer" in s.defaulted and s.conventions().mu == 0.9
 
 
+def test_our_experiment_config_json_is_read(tmp_path):
+    # grpo-dynamics experiment's own config.json: `lag` is the lag in steps (an integer, was refused as
+    # "must be 'refresh' or 'constant'") and `momentum` is Adam's beta1 when the optimizer is AdamW
+    base = {"optimizer": "adamw", "momentum": 0.8, "adam_beta2": 0.99, "learning_rate": 3e-4,
+            "num_iterations": 4, "steps_per_generation": 1, "lag": 4, "group_size": 8, "beta": 0.0}
+    (tmp_path / "config.json").write_text(json.dumps(base))
+    s = settings.read_settings(tmp_path / "config.json")
+    c = s.conventions()
+    assert (s.beta1, s.num_iterations, s.lag, s.k_ref) == (0.8, 4, None, None)
+    assert (c.momentum, c.mu, c.lag, c.k_ref, c.preconditioned) == ("ema", 0.8, "refresh", 4, True)
+    (tmp_path / "config.json").write_text(json.dumps(base | {"optimizer": "sgd", "momentum": 0.9}))
+    c = settings.read_settings(tmp_path / "config.json").conventions()
+    assert (c.momentum, c.mu, c.preconditioned) == ("heavy_ball", 0.9, False)
+
+
 def test_bad_settings_are_refused(tmp_path):
     (tmp_path / "bad.json").write_text(json.dumps({"adam_beta1": 1.2}))
     with pytest.raises(DataError, match="beta1"):

@@ -209,6 +209,11 @@ def _number(name: str, value: Any, source: str) -> float | None:
     return float(m.group(1))
 
 
+def _is_adam(optimizer: Any) -> bool:
+    """An Adam-family optimizer name (``adamw_torch``, ``adamw``, ``paged_adamw_8bit``, ...)."""
+    return optimizer is not None and "adam" in str(optimizer).lower()
+
+
 def _optim_args_momentum(flat: dict[str, Any]) -> float | None:
     m = re.search(r"momentum\s*=\s*([0-9.eE+-]+)", str(flat.get("optim_args") or ""))
     return float(m.group(1)) if m else None
@@ -221,10 +226,17 @@ def _from_mapping(d: dict[str, Any], source: str) -> RunSettings:
         hit = next((flat[k] for k in keys if k in flat and flat[k] is not None), None)
         if hit is None:
             continue
+        if name == "lag" and isinstance(hit, (int, float)) and not isinstance(hit, bool):
+            # grpo-dynamics' own config.json records the lag in steps (steps_per_generation x
+            # num_iterations), which the two counts already give; `lag` here is the lag model
+            continue
         values[name] = str(hit) if name in ("optimizer", "lag") else _number(name, hit, source)
     momentum = _optim_args_momentum(flat)
     if momentum is not None:
         values["sgd_momentum"] = momentum
+    if "beta1" not in values and "sgd_momentum" in values and _is_adam(values.get("optimizer")):
+        # a config whose one `momentum` means Adam's beta1 (grpo-dynamics' experiment config)
+        values["beta1"] = values.pop("sgd_momentum")
     for name in ("num_iterations", "steps_per_generation", "gradient_accumulation_steps", "group_size", "k_ref"):
         if name in values:
             values[name] = int(values[name])
