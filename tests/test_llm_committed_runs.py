@@ -17,7 +17,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-
 ROOT = Path(__file__).resolve().parents[1]
 DYNAMICS = ROOT / "book" / "experiments" / "runs" / "cpu-dynamics"
 SEEDS = (0, 1, 2)

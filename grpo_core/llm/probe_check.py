@@ -108,11 +108,10 @@ def probe_against_runs(runs: Sequence[Run]) -> pd.DataFrame:
         steps, reward = run.reward()
         t90_pred = float(probe["predictions"]["t90"]["steps"])
         t90_meas = measured_t90(steps, reward)
-        metrics = run.path / "metrics.jsonl"
+        found = settings.settings_for_log(run.path / "metrics.jsonl", run.path / "config.json")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # fits at a bound are reported by the reason
-            implied = curvature.advise_from_log(run.metrics, settings.settings_for_log(metrics,
-                                                                                       run.path / "config.json")).implied
+            implied = curvature.advise_from_log(run.metrics, found).implied
         rows.append({
             "seed": run.seed, "learning_rate": float(run.config["learning_rate"]),
             "start": float(reward[:10].mean()), "end": float(reward[-50:].mean()),
