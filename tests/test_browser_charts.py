@@ -3,6 +3,9 @@ book build): the drawn marks are read back from the SVG, for the charts that mis
 
 * Fig. 2 of the oscillator chapter (:func:`widgets.oscillator_charts.regime_trajectories_chart`):
   the unstable panel's curves run out of the frame once, no vertical strokes.
+* The bandit slider chart (:func:`widgets.explorer_charts.static_bandit_chart`, bandit chapter and
+  Explorers): its labels stay inside the chart at every K_ref, and the dashed prediction (the exact
+  recurrence) stays in the frame exactly when the label, the library's verdict, says stable.
 """
 
 from __future__ import annotations
@@ -78,5 +81,65 @@ def test_fig2_unstable_panel_is_cut_not_clipped(chart_server, probe):
     assert (lo, hi) == (-1.0, 3.0)
     page.evaluate("document.querySelector('.vega-embed').scrollIntoView({block: 'center'})")
     probe.screenshot("fig2-regimes")
+    assert probe.console_errors == []
+    assert probe.external_requests == []
+
+
+def text_boxes(page, mark: str) -> list[dict]:
+    """Text and bounding box (page pixels) of each text of mark ``mark``, with the chart svg's box."""
+    return page.evaluate(
+        """(mark) => [...document.querySelectorAll(`g.${mark}_marks text`)].map(t => {
+            const r = t.getBoundingClientRect(), s = t.closest('svg').getBoundingClientRect();
+            return {text: t.textContent, left: r.left, right: r.right, svg_left: s.left, svg_right: s.right};
+        })""",
+        mark,
+    )
+
+
+@pytest.fixture(scope="module")
+def bandit_grid():
+    from widgets.explorer_charts import static_bandit_grid
+
+    return static_bandit_grid(eta=0.2, mu=0.5, beta=1.0, group_size=8)  # as in the chapter and Explorers
+
+
+def test_bandit_chart_labels_fit_and_agree_with_the_dashed_prediction(chart_server, probe, bandit_grid):
+    from vega_page import set_param, wait_text
+
+    from grpo_core.model import oscillator as osc
+    from widgets.explorer_charts import BANDIT_PREDICTIONS, static_bandit_chart
+
+    labels = bandit_grid["labels"].set_index("k_ref")
+    chart_server(probe, static_bandit_chart(bandit_grid, k_ref=4), "bandit")
+    page = probe.page
+    stable = osc.VERDICT_LABELS["stable_exact_only"]
+    assert labels.loc[7, "text"].endswith(stable) and labels.loc[8, "text"].endswith(stable)
+    assert labels.loc[9, "text"].endswith(osc.VERDICT_LABELS["unstable"])
+    for k in range(1, 17):
+        set_param(page, 0, "k_ref", k)
+        wait_text(page, 0, "bandit_regime_label", lambda t, k=k: t == labels.loc[k, "text"])
+        wait_text(page, 0, "bandit_detail_label", lambda t, k=k: t == labels.loc[k, "detail"])
+        for mark in ("bandit_regime_label", "bandit_detail_label"):
+            (box,) = text_boxes(page, mark)
+            assert box["svg_left"] <= box["left"] and box["right"] <= box["svg_right"], (k, box)
+            assert "…" not in box["text"]  # not cut short by the mark's limit either
+        marks = drawn(page, "bandit_curves")
+        width, height = marks[0]["frame"]
+        dashes = page.evaluate(
+            "() => [...document.querySelectorAll('g.bandit_curves_marks path')]"
+            ".map(p => p.getAttribute('stroke-dasharray'))")
+        paths = [d for m in marks for d in m["paths"]]
+        assert len(paths) == len(dashes) == 4
+        (d,) = [d for d, dash in zip(paths, dashes) if dash and dash.replace(" ", "") == "6,3"]
+        pts = path_vertices(d)
+        inside = all(-0.5 <= y <= height + 0.5 for _, y in pts)
+        # the dashed curve is the exact recurrence: in the frame for all 200 steps iff the verdict is stable
+        assert inside == bool(labels.loc[k, "stable_exact"]), (k, labels.loc[k, "text"])
+        if inside:
+            assert pts[-1][0] == pytest.approx(width, abs=0.5)
+        if k == 8:
+            page.evaluate("document.querySelector('.vega-embed').scrollIntoView({block: 'center'})")
+            probe.screenshot("bandit-k_ref-8")
+    assert BANDIT_PREDICTIONS[0] in set(bandit_grid["curves"].curve)
     assert probe.console_errors == []
     assert probe.external_requests == []
