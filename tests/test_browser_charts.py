@@ -6,6 +6,8 @@ book build): the drawn marks are read back from the SVG, for the charts that mis
 * The bandit slider chart (:func:`widgets.explorer_charts.static_bandit_chart`, bandit chapter and
   Explorers): its labels stay inside the chart at every K_ref, and the dashed prediction (the exact
   recurrence) stays in the frame exactly when the label, the library's verdict, says stable.
+* The oscillator slider chart (:func:`widgets.oscillator_charts.slider_chart`): a barely growing
+  oscillation (zeta = -0.01) is drawn for its whole horizon, slow growth as slow growth.
 """
 
 from __future__ import annotations
@@ -90,7 +92,8 @@ def text_boxes(page, mark: str) -> list[dict]:
     return page.evaluate(
         """(mark) => [...document.querySelectorAll(`g.${mark}_marks text`)].map(t => {
             const r = t.getBoundingClientRect(), s = t.closest('svg').getBoundingClientRect();
-            return {text: t.textContent, left: r.left, right: r.right, svg_left: s.left, svg_right: s.right};
+            return {text: t.textContent, left: r.left, right: r.right, top: r.top, bottom: r.bottom,
+                    svg_left: s.left, svg_right: s.right};
         })""",
         mark,
     )
@@ -141,5 +144,56 @@ def test_bandit_chart_labels_fit_and_agree_with_the_dashed_prediction(chart_serv
             page.evaluate("document.querySelector('.vega-embed').scrollIntoView({block: 'center'})")
             probe.screenshot("bandit-k_ref-8")
     assert BANDIT_PREDICTIONS[0] in set(bandit_grid["curves"].curve)
+    assert probe.console_errors == []
+    assert probe.external_requests == []
+
+
+@pytest.mark.parametrize("eta, zeta_text", [(0.02, "0.41"), (0.051, "-0.01"), (0.1, "-0.24")])
+def test_slider_chart_shows_slow_growth_as_slow_growth(chart_server, probe, eta, zeta_text):
+    import numpy as np
+    from vega_page import line_points, mark_texts, max_distance_px, set_param, wait_text
+
+    from grpo_core.model import oscillator as osc
+    from grpo_core.model import trajectories
+    from widgets.oscillator_charts import SLIDER_CAP, SLIDER_FRAME, slider_chart
+
+    mu, k_ref = 0.8, 4  # as in the chapter
+    chart_server(probe, slider_chart(eta=0.02, mu=mu, k_ref=k_ref), "slider")
+    page = probe.page
+    set_param(page, 0, "eta", eta)
+    wait_text(page, 0, "zeta_label", lambda t: t == f"damping ratio ζ = {zeta_text}")
+    c = osc.coefficients(eta, mu, k_ref, 1.0)
+    t = np.linspace(0, 300, 3001)
+    progress = 1.0 - trajectories.closed_form_trajectory(c, t)
+    pts, px = line_points(page, 0, "trajectory", n=400)
+    xs = np.array([x for x, _ in pts])
+    ys = np.array([y for _, y in pts])
+    ticks = [float(v.replace("\u2212", "-")) for v in page.evaluate(
+        "() => [...document.querySelectorAll('g.role-axis')].filter(a => (a.getAttribute('aria-label') || '')"
+        ".startsWith('Y-axis')).flatMap(a => [...a.querySelectorAll('g.role-axis-label text')]"
+        ".map(t => t.textContent))")]
+    lo, hi = min(ticks), max(ticks)
+    if eta == 0.02:  # stable: the least frame, the whole horizon
+        assert (lo, hi) == SLIDER_FRAME and xs.max() > 299
+    elif eta == 0.051:
+        # zeta = -0.01 (-0.0077): every swing of 300 steps drawn, inside the frame (which grew to hold
+        # them: peaks 2.5, not cut at the first one past 2 near step 15), on grpo_core's closed form
+        assert progress.max() > SLIDER_FRAME[1] and xs.max() > 299
+        assert hi >= progress.max() and lo <= progress.min() and hi <= SLIDER_CAP[1]
+        assert (ys[xs > 12] > SLIDER_FRAME[1]).sum() > 5  # beyond step 12, above the old frame's top
+        assert max_distance_px(pts, np.c_[t, progress], px) < 2.0
+    else:  # fast growth: cut where it reaches the cap, early
+        assert xs.max() < 60 and lo >= SLIDER_CAP[0] and hi <= SLIDER_CAP[1]
+        edge = SLIDER_CAP[0] if ys[-1] < 1 else SLIDER_CAP[1]
+        assert abs(ys[-1] - edge) < 0.05 and edge in (lo, hi)  # it ends on the cap, the frame's edge
+    assert mark_texts(page, 0, "regime_label")[0] == osc.VERDICT_LABELS[osc.coefficients_verdict(c)]
+    # the three labels inside the chart, none over another (the verdict used to run into zeta's)
+    boxes = [text_boxes(page, m)[0] for m in ("regime_label", "zeta_label", "threshold_label")]
+    for b in boxes:
+        assert b["svg_left"] <= b["left"] and b["right"] <= b["svg_right"]
+    for a, b in zip(boxes, boxes[1:]):
+        assert a["bottom"] <= b["top"] + 1 or a["right"] <= b["left"], (a, b)
+    page.evaluate("document.querySelector('.vega-embed').scrollIntoView({block: 'center'})")
+    probe.screenshot(f"slider-eta-{eta}")
     assert probe.console_errors == []
     assert probe.external_requests == []

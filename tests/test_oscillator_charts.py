@@ -250,3 +250,20 @@ def test_regime_trajectories_unstable_curve_is_cut_at_the_frame():
     assert domains[-1] == list(oc.UNSTABLE_FRAME)
     for d in domains[:-1]:  # stable panels: 0 and 1 in, within a frame of height < 2
         assert d[0] <= 0 and d[1] >= 1 and d[1] - d[0] < 2
+
+
+@pytest.mark.parametrize("eta, whole", [(0.051, True), (0.02, True), (0.1, False)])
+def test_slider_chart_draws_slow_growth_for_the_whole_horizon(eta, whole):
+    """zeta = -0.01 (eta 0.051 at mu 0.8, K_ref 4): the frame grows with the swings (peaks 2.5, past
+    the least frame's 2) and the curve runs all 300 steps; fast growth (eta 0.1) is cut at the cap."""
+    import vl_convert as vlc
+
+    chart = oc.slider_chart(eta=eta, mu=0.8, k_ref=4)
+    svg = vlc.vegalite_to_svg(chart.to_dict())
+    pts = _line_vertices(svg, "trajectory")
+    assert (pts[-1][0] == pytest.approx(480)) == whole
+    assert all(-0.5 <= y <= 260.5 for _, y in pts)  # every vertex inside the (grown) frame
+    c = osc.coefficients(eta, 0.8, 4, 1.0)
+    peak = float(np.max(1.0 - trajectories.closed_form_trajectory(c, np.arange(301))))
+    if eta == 0.051:
+        assert peak > oc.SLIDER_FRAME[1] and len(pts) == 301

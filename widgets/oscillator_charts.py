@@ -44,6 +44,8 @@ from .vega_expr import Expr, fn, lit, var, where
 __all__ = [
     "SLIDER_PARAMS",
     "UNSTABLE_FRAME",
+    "SLIDER_FRAME",
+    "SLIDER_CAP",
     "cut_at_frame",
     "oscillator_expressions",
     "slider_chart",
@@ -57,6 +59,10 @@ __all__ = [
 
 #: Names of the slider chart's top-level params (a browser test moves them).
 SLIDER_PARAMS = ("eta", "mu", "k_ref", "curvature")
+#: Least y-range of :func:`slider_chart` (reward progress; a stable trajectory from rest stays in it).
+SLIDER_FRAME = (-0.5, 2.0)
+#: Most y-range of :func:`slider_chart`: the plateau 1 plus or minus 4 (a growing curve is cut there).
+SLIDER_CAP = (-3.0, 5.0)
 #: y-domain of the unstable panel of :func:`regime_trajectories_chart` (reward progress): the
 #: plateau 1 plus or minus 2.
 UNSTABLE_FRAME = (-1.0, 3.0)
@@ -238,8 +244,10 @@ def slider_chart(
 
     Four sliders bound to the top-level params ``eta``, ``mu``, ``k_ref`` and ``curvature`` drive
     Vega expressions (:func:`oscillator_expressions`) evaluated over ``t = 0..horizon`` in the
-    browser: the reward's progress to the plateau ``1 - e(t)/e0`` in every regime (an unstable
-    setting shows a growing curve that leaves the frame). Text marks, by Vega-Lite name:
+    browser: the reward's progress to the plateau ``1 - e(t)/e0`` in every regime. The y-range is
+    :data:`SLIDER_FRAME` or, for a growing oscillation, as much more as the curve needs up to
+    :data:`SLIDER_CAP`: slow growth shows as slow growth; a curve that reaches the cap is cut there
+    (:func:`cut_at_frame`). Text marks, by Vega-Lite name:
 
     * ``regime_label``: the verdict of :func:`grpo_core.model.oscillator.regime_verdict`, exactly
       ``overdamped``, ``critically damped``, ``underdamped`` (both models stable), ``unstable`` (the
@@ -298,21 +306,27 @@ def slider_chart(
         alt.param(name="curvature", value=c0.curvature,
                   bind=alt.binding_range(min=0.1, max=5.0, step=0.1, name="K (curvature) ")),
     ]
-    y_max, y_min = 2.0, -0.5
     response = ex["response"]
     progress = 1.0 - fn.max(fn.min(response, 1e3), -1e3)
+    # The y-range follows the curve: at least SLIDER_FRAME, growing with a slowly growing
+    # oscillation up to SLIDER_CAP (zeta = -0.01 then shows all its growing swings, not an
+    # instant blow-up at the first peak past 2); a curve that leaves the cap is cut there (its
+    # last point on the edge), so a diverging one is not drawn as clipped vertical strokes.
+    (y_min, y_max), (cap_lo, cap_hi) = SLIDER_FRAME, SLIDER_CAP
     base = cut_at_frame(
         alt.Chart(alt.sequence(0, horizon + 1, 1, as_="t")).transform_calculate(
             progress=str(where(var("t", "datum.t") > 0, progress, 0.0)),
         ),
-        "progress", y_min, y_max, sort="t",
+        "progress", cap_lo, cap_hi, sort="t", pad=0.0,
     )
     x = alt.X("t:Q", title="optimizer step t", scale=alt.Scale(domain=[0, horizon], nice=False))
+    y_scale = alt.Scale(zero=False, nice=True)
     line = base.mark_line(clip=True, strokeWidth=2.5, color=ACCENT).encode(
         x=x,
-        y=alt.Y("progress:Q", title="reward progress 1 − e(t)/e₀",
-                scale=alt.Scale(domain=[y_min, y_max], clamp=False)),
+        y=alt.Y("progress:Q", title="reward progress 1 − e(t)/e₀", scale=y_scale),
     ).properties(name="trajectory")
+    least = alt.Chart(alt.Data(values=[{"y": y_min}, {"y": y_max}])).mark_point(opacity=0, size=1).encode(
+        y=alt.Y("y:Q", scale=y_scale)).properties(name="least_frame")
     rules = alt.Chart(alt.Data(values=[{"y": 1.0, "what": "plateau"}, {"y": 0.9, "what": "90%"}])).mark_rule(
         strokeDash=[4, 4], color="gray").encode(y="y:Q").properties(name="plateau_rules")
     one = alt.Data(values=[{"_": 0}])
@@ -323,21 +337,21 @@ def slider_chart(
         label=str(ex["verdict"])).mark_text(
         align="left", baseline="bottom", fontSize=FONT["verdict"], fontWeight="bold",
     ).encode(
-        x=alt.value(0), y=alt.value(-34), text="label:N",
+        x=alt.value(0), y=alt.value(-44), text="label:N",
         color=alt.Color("label:N", scale=color_scale(REGIME_COLORS),
                         legend=None),
     ).properties(name="regime_label")
     zeta_text = alt.Chart(one).transform_calculate(
         label=str("damping ratio ζ = " + fn.format(ex["damping_ratio"], ".2f")),
-    ).mark_text(align="left", baseline="bottom", fontSize=14).encode(
-        x=alt.value(180), y=alt.value(-34), text="label:N").properties(name="zeta_label")
+    ).mark_text(align="left", baseline="bottom", fontSize=13).encode(
+        x=alt.value(0), y=alt.value(-25), text="label:N").properties(name="zeta_label")
     exact_eta = var("a_star", "datum.a_star") / var("curvature")
     thr_text = alt.Chart(table).transform_filter(this_row).transform_calculate(
         label=str("unstable above η = " + fn.format(ex["continuous_eta"], ".4f") + " (continuous), "
                   + fn.format(exact_eta, ".4f") + " (exact, " + lit(lag) + " lag)"),
     ).mark_text(align="left", baseline="bottom", fontSize=12, color=NOTE).encode(
         x=alt.value(0), y=alt.value(-10), text="label:N").properties(name="threshold_label")
-    chart = alt.layer(rules, line, regime_text, zeta_text, thr_text).add_params(*params).properties(
+    chart = alt.layer(least, rules, line, regime_text, zeta_text, thr_text).add_params(*params).properties(
         width=width, height=height,
         usermeta={"embedOptions": {"renderer": "svg", "actions": False}},
     )
