@@ -8,6 +8,8 @@ book build): the drawn marks are read back from the SVG, for the charts that mis
   recurrence) stays in the frame exactly when the label, the library's verdict, says stable.
 * The oscillator slider chart (:func:`widgets.oscillator_charts.slider_chart`): a barely growing
   oscillation (zeta = -0.01) is drawn for its whole horizon, slow growth as slow growth.
+* The group-size slider chart (:func:`widgets.ustat_charts.group_size_slider_chart`): the budget
+  slider moves over log2 N, and the chart shows N.
 """
 
 from __future__ import annotations
@@ -195,5 +197,32 @@ def test_slider_chart_shows_slow_growth_as_slow_growth(chart_server, probe, eta,
         assert a["bottom"] <= b["top"] + 1 or a["right"] <= b["left"], (a, b)
     page.evaluate("document.querySelector('.vega-embed').scrollIntoView({block: 'center'})")
     probe.screenshot(f"slider-eta-{eta}")
+    assert probe.console_errors == []
+    assert probe.external_requests == []
+
+
+def test_group_size_budget_slider_is_log2(chart_server, probe):
+    import numpy as np
+    from vega_page import mark_texts, set_param, wait_text
+
+    from grpo_core.groupsize import constants_by_spread
+    from widgets.ustat_charts import group_size_slider_chart
+
+    grid = constants_by_spread(np.round(np.arange(0.01, 0.31, 0.01), 2), mean=0.2)  # as in the chapter
+    chart_server(probe, group_size_slider_chart(grid, budget=1024, spread=0.1), "group_size")
+    page = probe.page
+    attrs = page.evaluate(
+        "() => { const el = document.querySelector('input[name=log2_budget]');"
+        " return [el.min, el.max, el.step, el.value]; }")
+    assert [float(a) for a in attrs] == [6, 12, 1, 10]  # N from 64 to 4096, one notch per doubling
+    assert mark_texts(page, 0, "budget_label") == ["N = 1024 rollouts per step"]
+    for j in (6, 7, 9, 12):
+        set_param(page, 0, "log2_budget", j)
+        wait_text(page, 0, "budget_label", lambda t, j=j: t == f"N = {2**j} rollouts per step")
+        # the feasible points are the powers of two that divide N = 2**j: G = 2 .. 2**j
+        assert len(page.evaluate(
+            "() => [...document.querySelectorAll('g.feasible_points_marks path')]")) == j
+    page.evaluate("document.querySelector('.vega-embed').scrollIntoView({block: 'center'})")
+    probe.screenshot("group-size-log2-budget")
     assert probe.console_errors == []
     assert probe.external_requests == []
