@@ -174,3 +174,32 @@ def probe(browser):
     p = PageProbe(page)
     yield p
     context.close()
+
+
+VENDOR = ROOT / "book" / "assets" / "vendor"
+
+
+@pytest.fixture(scope="session")
+def chart_server(tmp_path_factory):
+    """Serve single charts on a free localhost port, with the book's vendored Vega files (no book
+    build needed): yields ``show(probe, chart, name)``, which writes ``chart`` (an Altair chart) as a
+    page, opens it in ``probe`` and waits for it to draw."""
+    if not (VENDOR / "vega@6").exists():
+        pytest.skip("no vendored Vega files in book/assets/vendor: run `make assets` (make test does)")
+    folder = tmp_path_factory.mktemp("charts")
+    (folder / "vendor").symlink_to(VENDOR, target_is_directory=True)
+    handler = functools.partial(_QuietHandler, directory=str(folder))
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+
+    def show(probe, chart, name: str) -> None:
+        from vega_page import open_page
+
+        (folder / f"{name}.html").write_text(chart.to_html(base_url="vendor", fullhtml=True))
+        open_page(probe, f"{base}/{name}.html")
+
+    yield show
+    server.shutdown()
+    server.server_close()

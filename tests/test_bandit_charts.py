@@ -85,3 +85,28 @@ def test_bandit_chart_builders_refuse_missing_columns():
         bandit_charts.variance_chart(pd.DataFrame({"group_size": [2]}))
     with pytest.raises(ParameterError, match="frame"):
         bandit_charts.variants_chart(pd.DataFrame({"panel": ["x"]}))
+
+
+def test_static_bandit_grid_labels_are_the_library_verdict_and_the_dashed_curve_follows_it():
+    """The label is regime_verdict's; the dashed prediction (the exact recurrence) stays in the frame
+    for all steps exactly when it says stable (at K_ref 7 and 8: stable, exact recurrence only,
+    while the continuous closed form leaves the frame), and leaves it otherwise."""
+    from grpo_core.bandit import BanditSpec, prediction
+    from grpo_core.model import oscillator as osc
+    from widgets.explorer_charts import BANDIT_PREDICTIONS, static_bandit_grid
+
+    grid = static_bandit_grid(eta=0.2, mu=0.5, beta=1.0, group_size=8)
+    spec = BanditSpec.binary(arms=2, correct=1, group_size=8, baseline="leave_one_out")
+    curves = grid["curves"]
+    for row in grid["labels"].itertuples():
+        pred = prediction.predicted_path(spec, eta=0.2, mu=0.5, k_ref=row.k_ref, beta=1.0, steps=200)
+        verdict = osc.regime_verdict(pred["coefficients"].regime, pred["stable_exact"])
+        assert row.text == f"oscillator predicts: {osc.VERDICT_LABELS[verdict]}"
+        assert len(row.text) <= 52 and len(row.detail) <= 60  # two lines that fit in 540 px
+        exact = curves[(curves.k_ref == row.k_ref) & (curves.curve == BANDIT_PREDICTIONS[0])]
+        in_frame = bool(exact.p.between(-0.05, 1.05).all()) and exact.step.max() == 200
+        assert in_frame == bool(row.stable_exact), row.k_ref
+    by_k = grid["labels"].set_index("k_ref")
+    assert by_k.loc[[7, 8], "text"].str.endswith("stable (exact recurrence only)").all()
+    closed = curves[(curves.curve == BANDIT_PREDICTIONS[1]) & curves.k_ref.isin([7, 8])]
+    assert closed.groupby("k_ref").step.max().lt(200).all()  # the continuous model's curve leaves

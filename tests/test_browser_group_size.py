@@ -39,11 +39,13 @@ def test_group_size_sliders_move_the_curve_and_g_star(book_server, probe):
     page = probe.page
     page.goto(f"{book_server}/group_size.html", wait_until="networkidle")
     page.wait_for_selector("g.role-mark.g_star_label_marks text", timeout=20_000)
-    assert page.locator('.vega-bind input[type=range][name="budget"]').count() == 1
+    # the budget slides over log2 N, one notch per doubling; N is shown on the chart
+    assert page.locator('.vega-bind input[type=range][name="log2_budget"]').count() == 1
     assert page.locator('.vega-bind input[type=range][name="spread"]').count() == 1
     label0, curve0 = _state(page)
 
-    _set_slider(page, "budget", 256)
+    _set_slider(page, "log2_budget", 8)
+    assert page.locator("g.role-mark.budget_label_marks text").first.text_content() == "N = 256 rollouts per step"
     label1, curve1 = _state(page)
     assert curve1 != curve0, "the budget slider did not move the curve"
     assert _g_star(label1) == _g_star(label0), "G* must not depend on the budget"
@@ -56,7 +58,7 @@ def test_group_size_sliders_move_the_curve_and_g_star(book_server, probe):
 
     # the narrowest spread on the slider: G* exceeds the smallest budget
     _set_slider(page, "spread", 0.01)
-    _set_slider(page, "budget", 64)
+    _set_slider(page, "log2_budget", 6)
     label3, _ = _state(page)
     g3 = constants_by_spread([0.01], mean=0.2).g_star_exact.iloc[0]
     assert g3 > 64 and "one prompt per step" in label3

@@ -220,3 +220,50 @@ def test_verdict_between_the_thresholds_at_mu_08_k_ref_4():
     for eta, label in zip(etas, page):
         path = trajectories.discrete_trajectory(osc.coefficients(eta, 0.8, 4, 1.0), 20000)
         assert (np.abs(path[-200:]).max() < 1.0) == (label != "unstable")
+
+
+def _line_vertices(svg: str, mark: str) -> list[tuple[float, float]]:
+    """Vertices of the first path of the mark named ``mark`` in a vl-convert SVG (M/L polyline)."""
+    group = svg[svg.index(f"{mark}_marks"):]
+    d = re.search(r'<path[^>]* d="(M[^"]*)"', group).group(1)
+    nums = [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?(?:e-?\d+)?", d)]
+    return list(zip(nums[::2], nums[1::2]))
+
+
+def test_regime_trajectories_unstable_curve_is_cut_at_the_frame():
+    """Fig. 2: Vega itself (vl-convert) draws the unstable closed form up to its first point outside
+    [-1, 3] and no further (the clipped version drew hundreds of points at +-1e6 px)."""
+    import vl_convert as vlc
+
+    chart = oc.regime_trajectories_chart(mu=0.5, k_ref=4, curvature=1.0, n_steps=120)
+    svg = vlc.vegalite_to_svg(chart.to_dict())
+    c = oc.regime_examples(0.5, 4, 1.0)["unstable"]
+    t = np.linspace(0, 120, 481)
+    progress = 1.0 - trajectories.closed_form_trajectory(c, t)
+    first_out = int(np.argmax((progress < -1) | (progress > 3)))
+    pts = _line_vertices(svg, "regime_line_unstable_3")
+    assert len(pts) == first_out + 1  # every point up to the exit, the exit, none after
+    assert all(0 <= y <= 150 for _, y in pts[:-1])
+    assert pts[-1][1] == pytest.approx(150 + 75 if progress[first_out] < -1 else -75)
+    spec = chart.to_dict()
+    domains = [p["layer"][1]["encoding"]["y"]["scale"]["domain"] for p in spec["concat"]]
+    assert domains[-1] == list(oc.UNSTABLE_FRAME)
+    for d in domains[:-1]:  # stable panels: 0 and 1 in, within a frame of height < 2
+        assert d[0] <= 0 and d[1] >= 1 and d[1] - d[0] < 2
+
+
+@pytest.mark.parametrize("eta, whole", [(0.051, True), (0.02, True), (0.1, False)])
+def test_slider_chart_draws_slow_growth_for_the_whole_horizon(eta, whole):
+    """zeta = -0.01 (eta 0.051 at mu 0.8, K_ref 4): the frame grows with the swings (peaks 2.5, past
+    the least frame's 2) and the curve runs all 300 steps; fast growth (eta 0.1) is cut at the cap."""
+    import vl_convert as vlc
+
+    chart = oc.slider_chart(eta=eta, mu=0.8, k_ref=4)
+    svg = vlc.vegalite_to_svg(chart.to_dict())
+    pts = _line_vertices(svg, "trajectory")
+    assert (pts[-1][0] == pytest.approx(480)) == whole
+    assert all(-0.5 <= y <= 260.5 for _, y in pts)  # every vertex inside the (grown) frame
+    c = osc.coefficients(eta, 0.8, 4, 1.0)
+    peak = float(np.max(1.0 - trajectories.closed_form_trajectory(c, np.arange(301))))
+    if eta == 0.051:
+        assert peak > oc.SLIDER_FRAME[1] and len(pts) == 301

@@ -57,6 +57,31 @@ def test_integer_control_rounds_with_message():
     assert c.value == 64 and "clamped to 64" in c.message.value
 
 
+
+def test_group_size_sliders_are_log2():
+    """G from 2 to 8192: one slider notch per doubling (position j is G = 2**j), the box shows G."""
+    from widgets.group_size_explorer import group_size_explorer
+
+    c = NumberControl("group_size", "G", 16, 2, 8192, integer=True, log=True)
+    assert (c.slider.base, c.slider.min, c.slider.max, c.slider.step) == (2, 1, 13, 1)
+    assert c.value == 16 and c.text.value == "16"
+    seen = []
+    c.observe_value(lambda change: seen.append(c.value))
+    for j in (1, 7, 13):
+        c.slider.value = 2.0**j  # the reader moves the handle to notch j
+        assert c.value == 2**j and isinstance(c.value, int) and c.text.value == str(2**j)
+    assert seen == [2, 128, 8192]
+    c.text.value = "1000"  # any integer in range can still be typed
+    assert c.value == 1000 and c.message.value == ""
+    c.text.value = "9000"
+    assert c.value == 8192 and "clamped to 8192" in c.message.value
+    ex = group_size_explorer(budget=1024, spread=0.15, group_size=16)
+    for name, (lo, hi) in (("group_size", (1, 13)), ("budget", (3, 13))):
+        slider = ex.controls[name].slider
+        assert (slider.base, slider.min, slider.max) == (2, lo, hi)
+    ex.controls["group_size"].slider.value = 2.0**5
+    assert ex.values["group_size"] == 32
+
 def test_control_rejects_bad_construction():
     with pytest.raises(ParameterError, match="`mu` must be a finite number in \\[0, 1\\]; got 2.0"):
         NumberControl("mu", "mu", 2.0, 0.0, 1.0)

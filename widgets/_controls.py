@@ -127,7 +127,10 @@ class NumberControl(widgets.VBox):
     integer : bool
         Integer parameter (an :class:`ipywidgets.IntSlider`; typed values are rounded).
     log : bool
-        Logarithmic slider (:class:`ipywidgets.FloatLogSlider`, 200 steps over the range).
+        Logarithmic slider (:class:`ipywidgets.FloatLogSlider`, 200 steps over the range). With
+        ``integer=True``: a slider over ``log2`` of the value, one notch per doubling when both
+        ends are powers of two (``2 ** slider position`` is the value; the text box shows the value,
+        and any integer in range may be typed there).
     tooltip : str, optional
         Longer description shown on hover.
     continuous_update : bool
@@ -187,7 +190,15 @@ class NumberControl(widgets.VBox):
                   "layout": {"width": "21em"}}
         if tooltip:
             common["tooltip"] = tooltip
-        if integer:
+        if integer and log:
+            # a slider over log2 of the value (a range of orders of magnitude, G from 2 to 8192: each
+            # doubling is one notch, where a linear slider crowds 2..64 into its first percent); the
+            # text box shows the value itself, and any integer in range may be typed there
+            lo, hi = math.log2(low), math.log2(high)
+            self.slider = widgets.FloatLogSlider(value=int(value), base=2, min=lo, max=hi,
+                                                 step=1.0 if lo.is_integer() and hi.is_integer() else (hi - lo) / 200,
+                                                 **common)
+        elif integer:
             self.slider = widgets.IntSlider(value=int(value), min=int(low), max=int(high),
                                             step=int(step or 1), **common)
         elif log:
@@ -210,7 +221,7 @@ class NumberControl(widgets.VBox):
     def value(self) -> float | int:
         """Current value (``int`` for integer controls)."""
         v = self.slider.value
-        return int(v) if self.integer else float(v)
+        return int(round(v)) if self.integer else float(v)
 
     @value.setter
     def value(self, new: Any) -> None:
@@ -248,8 +259,8 @@ class NumberControl(widgets.VBox):
     def _show(self, value: float, message: str) -> None:
         self._syncing = True
         try:
-            self.slider.value = int(value) if self.integer else value
-            self.text.value = _format_number(self.slider.value, self.integer)
+            self.slider.value = int(value) if isinstance(self.slider, widgets.IntSlider) else value
+            self.text.value = _format_number(self.value, self.integer)
         finally:
             self._syncing = False
         self.message.value = f'<span style="{_MESSAGE_STYLE}">{message}</span>' if message else ""
@@ -259,7 +270,7 @@ class NumberControl(widgets.VBox):
             return
         self._syncing = True
         try:
-            self.text.value = _format_number(change["new"], self.integer)
+            self.text.value = _format_number(round(change["new"]) if self.integer else change["new"], self.integer)
         finally:
             self._syncing = False
         self.message.value = ""

@@ -50,6 +50,7 @@ __all__ = [
     "bandit_frames",
     "bandit_view_chart",
     "STATIC_BANDIT_PARAMS",
+    "BANDIT_PREDICTIONS",
     "static_bandit_grid",
     "static_bandit_chart",
     "STATIC_FORECAST_PARAMS",
@@ -516,6 +517,9 @@ def bandit_view_chart(
 
 #: Names of :func:`static_bandit_chart`'s params.
 STATIC_BANDIT_PARAMS = ("k_ref",)
+#: The oscillator's two predictions in :func:`static_bandit_grid`: the exact recurrence (what the
+#: verdict is about: dashed) and the continuous model's closed form (dotted).
+BANDIT_PREDICTIONS = ("oscillator, exact recurrence", "oscillator, closed form (continuous)")
 
 
 def static_bandit_grid(
@@ -541,10 +545,12 @@ def static_bandit_grid(
     Returns
     -------
     dict
-        ``curves`` (``k_ref``, ``step``, ``p``, ``curve``: stochastic mean, exact mean field,
-        oscillator closed form; each cut where it leaves [-0.05, 1.05]) and ``labels`` (one row per ``k_ref``:
-        ``regime``, the continuous model's regime; ``stable_exact``; ``critical_k_ref_exact``;
-        ``text``).
+        ``curves`` (``k_ref``, ``step``, ``p``, ``curve``: stochastic mean, exact mean field, the
+        oscillator's exact recurrence and closed form (:data:`BANDIT_PREDICTIONS`); each cut where it
+        leaves [-0.05, 1.05]) and ``labels`` (one row per ``k_ref``: ``regime``, the continuous
+        model's regime; ``stable_exact``; ``text``, ``"oscillator predicts: "`` and the label of
+        :func:`grpo_core.model.oscillator.regime_verdict`; ``detail``, the damping ratio, ``eta K``
+        and ``K_ref``).
 
     Raises
     ------
@@ -569,14 +575,17 @@ def static_bandit_grid(
         t = mf.steps
         with np.errstate(over="ignore", invalid="ignore"):
             closed = np.asarray(pred["closed_form"])[t]
+            discrete = np.asarray(pred["discrete"])[t]
         for name, values in ((f"mean of {seeds} seeds (G = {group_size})", st.p[i].mean(axis=0)),
-                             ("exact mean field", mf.p[i, 0]), ("oscillator prediction", closed)):
+                             ("exact mean field", mf.p[i, 0]),
+                             (BANDIT_PREDICTIONS[0], discrete), (BANDIT_PREDICTIONS[1], closed)):
             ts, v = _until_exit(t, values)
             rows.append(pd.DataFrame({"k_ref": int(kr), "step": ts, "p": v, "curve": name}))
         verdict = osc.VERDICT_LABELS[osc.regime_verdict(c.regime, pred["stable_exact"])]
         labels.append({
             "k_ref": int(kr), "regime": c.regime_label, "stable_exact": pred["stable_exact"],
-            "text": f"oscillator predicts: {verdict} (ζ = {c.damping_ratio:.2f}, η·K = {c.a:.3f})",
+            "text": f"oscillator predicts: {verdict}",
+            "detail": f"ζ = {c.damping_ratio:.2f} (continuous model), η·K = {c.a:.3f}, K_ref = {int(kr)}",
         })
     return {"curves": pd.concat(rows, ignore_index=True), "labels": pd.DataFrame(labels)}
 
@@ -607,8 +616,10 @@ def static_bandit_chart(grid: dict[str, pd.DataFrame], k_ref: int = 4, *, width:
     Returns
     -------
     alt.LayerChart
-        A param ``k_ref`` bound to a range slider; the curves of that ``K_ref`` and a text mark
-        named ``bandit_regime_label`` with the oscillator's prediction.
+        A param ``k_ref`` bound to a range slider; the curves of that ``K_ref`` (the oscillator's
+        exact recurrence dashed, its continuous closed form dotted) and two text marks inside the
+        plot: ``bandit_regime_label`` (the grid's ``text``: the verdict of
+        :func:`grpo_core.model.oscillator.regime_verdict`) and ``bandit_detail_label`` (``detail``).
 
     Raises
     ------
@@ -619,19 +630,28 @@ def static_bandit_chart(grid: dict[str, pd.DataFrame], k_ref: int = 4, *, width:
     param = alt.param(name="k_ref", value=int(k_ref),
                       bind=alt.binding_range(min=int(ks[0]), max=int(ks[-1]), step=1, name="K_ref (lag) "))
     names = list(dict.fromkeys(grid["curves"]["curve"]))
-    colour = alt.Color("curve:N", title=None, legend=alt.Legend(orient="bottom"),
-                       scale=alt.Scale(domain=names, range=[ACCENT, DARK2["green"], "#000000"][: len(names)]))
+    palette = [ACCENT, DARK2["green"], DARK2["magenta"], "#000000"]
+    dashes = [[1, 0], [1, 0], [6, 3], [2, 3]]
+    colour = alt.Color("curve:N", title=None, legend=alt.Legend(orient="bottom", columns=2, labelLimit=260),
+                       scale=alt.Scale(domain=names, range=palette[: len(names)]))
     lines = alt.Chart(grid["curves"]).transform_filter("datum.k_ref == k_ref").mark_line(
         strokeWidth=2, clip=True).encode(
         x=step_x(),
         y=alt.Y("p:Q", title="expected reward p", scale=alt.Scale(domain=[-0.05, 1.05], nice=False)),
         color=colour, strokeDash=alt.StrokeDash("curve:N", legend=None, scale=alt.Scale(
-            domain=names, range=[[1, 0], [1, 0], [5, 3]][: len(names)])),
+            domain=names, range=dashes[: len(names)])),
+        detail="curve:N",
     ).properties(name="bandit_curves")
-    text = alt.Chart(grid["labels"]).transform_filter("datum.k_ref == k_ref").mark_text(
-        align="left", baseline="bottom", fontSize=14, fontWeight="bold", dx=6, dy=-6).encode(
+    # two short lines at the bottom left, inside the plot (the curves start at p = 1/2 and rise):
+    # the verdict, then its numbers; the longest fits in 400 px
+    label = alt.Chart(grid["labels"]).transform_filter("datum.k_ref == k_ref")
+    text = label.mark_text(
+        align="left", baseline="bottom", fontSize=14, fontWeight="bold", dx=6, dy=-24, limit=width - 12).encode(
         x=alt.value(0), y=alt.value(height), text="text:N").properties(name="bandit_regime_label")
-    return alt.layer(lines, text).add_params(param).properties(
+    detail = label.mark_text(
+        align="left", baseline="bottom", fontSize=12, color=NOTE, dx=6, dy=-6, limit=width - 12).encode(
+        x=alt.value(0), y=alt.value(height), text="detail:N").properties(name="bandit_detail_label")
+    return alt.layer(lines, text, detail).add_params(param).properties(
         width=width, height=height, usermeta={"embedOptions": {"renderer": "svg", "actions": False}})
 
 

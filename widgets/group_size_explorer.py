@@ -109,11 +109,12 @@ class GroupSizeExplorer(Explorer):
         super().__init__()
         r = RANGES
         self.controls = {
-            "budget": NumberControl("budget", "N (rollouts/step)", budget, *r["budget"], integer=True),
+            "budget": NumberControl("budget", "N (rollouts/step)", budget, *r["budget"], integer=True,
+                                    log=True),
             "spread": NumberControl("spread", "difficulty spread", spread, *r["spread"], 0.005),
             "mean": NumberControl("mean", "mean success p", mean, *r["mean"], 0.01),
             "group_size": NumberControl("group_size", "G (group size)", group_size, *r["group_size"],
-                                        integer=True),
+                                        integer=True, log=True),
         }
         self.correct_sets = toggle("correct_sets", [("one skill (shared)", "shared"),
                                                     ("different skills", "random")], correct_sets, "prompts")

@@ -43,6 +43,10 @@ from .vega_expr import Expr, fn, lit, var, where
 
 __all__ = [
     "SLIDER_PARAMS",
+    "UNSTABLE_FRAME",
+    "SLIDER_FRAME",
+    "SLIDER_CAP",
+    "cut_at_frame",
     "oscillator_expressions",
     "slider_chart",
     "regime_examples",
@@ -55,6 +59,80 @@ __all__ = [
 
 #: Names of the slider chart's top-level params (a browser test moves them).
 SLIDER_PARAMS = ("eta", "mu", "k_ref", "curvature")
+#: Least y-range of :func:`slider_chart` (reward progress; a stable trajectory from rest stays in it).
+SLIDER_FRAME = (-0.5, 2.0)
+#: Most y-range of :func:`slider_chart`: the plateau 1 plus or minus 4 (a growing curve is cut there).
+SLIDER_CAP = (-3.0, 5.0)
+#: y-domain of the unstable panel of :func:`regime_trajectories_chart` (reward progress): the
+#: plateau 1 plus or minus 2.
+UNSTABLE_FRAME = (-1.0, 3.0)
+
+
+
+def cut_at_frame(chart: alt.Chart, field: str, lo: float, hi: float, *, sort: str = "t",
+                 groupby: Sequence[str] = (), pad: float = 0.5) -> alt.Chart:
+    """Vega transforms that cut a curve after its first point outside the frame ``[lo, hi]``.
+
+    A diverging oscillation drawn with its values clipped at the frame fills the plot with
+    vertical strokes; cut instead, it runs out of the frame once and stays out. Every point of
+    each curve (``groupby``, in the order of ``sort``) up to and including the first one outside
+    ``[lo, hi]`` is kept, none after; that last point's ``field`` is moved to ``pad`` frames beyond
+    the edge it crossed (the line runs visibly out of a clipped frame, and no point lies far off
+    the plot: an SVG path point at ``1e6`` would be drawn at millions of pixels). Non-finite or
+    missing values count as outside (above). The Python counterpart for precomputed curves is
+    :func:`widgets.explorer_charts._until_exit`.
+
+    Parameters
+    ----------
+    chart : alt.Chart
+        A chart whose data has the columns ``field``, ``sort`` and ``groupby``.
+    field : str
+        The plotted value.
+    lo, hi : float
+        The frame (the y-scale's domain), ``lo < hi``.
+    sort : str
+        The curve's order (a step or time column).
+    groupby : sequence of str
+        Columns that tell one curve from another.
+    pad : float
+        How far past the edge the exit point is drawn, in frame heights.
+
+    Returns
+    -------
+    alt.Chart
+        ``chart`` with the transforms added (``exits``: the points outside before this one).
+
+    Raises
+    ------
+    ParameterError
+        If ``lo >= hi`` or ``pad`` is negative.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> data = pd.DataFrame({"t": range(6), "y": [0.0, 0.5, 2.5, 0.4, -3.0, 0.2]})
+    >>> spec = cut_at_frame(alt.Chart(data), "y", -1.0, 1.0).mark_line().encode(x="t:Q", y="y:Q")
+    >>> spec.to_dict()["transform"][-1]["as"]
+    'y'
+    """
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise ParameterError("lo", f"the frame must be finite with `lo` < `hi`; got [{lo}, {hi}]")
+    if not (math.isfinite(pad) and pad >= 0):
+        raise ParameterError("pad", f"`pad` must be >= 0; got {pad}")
+    v = f"datum[{field!r}]"
+    bad = f"(!isValid({v}) || !isFinite({v}))"
+    out = f"({bad} || {v} > {hi!r} || {v} < {lo!r})"
+    edge_hi, edge_lo = hi + pad * (hi - lo), lo - pad * (hi - lo)
+    return chart.transform_calculate(
+        _outside=f"{out} ? 1 : 0",
+    ).transform_window(
+        # up to and including this point (Vega's frame [null, -1] reaches one point *ahead*)
+        _seen="sum(_outside)", sort=[alt.SortField(sort)], frame=[None, 0], groupby=list(groupby),
+    ).transform_calculate(
+        exits="datum._seen - datum._outside",
+    ).transform_filter("!(datum.exits > 0)").transform_calculate(
+        **{field: f"{v} < {lo!r} ? {edge_lo!r} : ({bad} || {v} > {hi!r}) ? {edge_hi!r} : {v}"}
+    )
 
 
 
@@ -166,8 +244,10 @@ def slider_chart(
 
     Four sliders bound to the top-level params ``eta``, ``mu``, ``k_ref`` and ``curvature`` drive
     Vega expressions (:func:`oscillator_expressions`) evaluated over ``t = 0..horizon`` in the
-    browser: the reward's progress to the plateau ``1 - e(t)/e0`` in every regime (an unstable
-    setting shows a growing curve that leaves the frame). Text marks, by Vega-Lite name:
+    browser: the reward's progress to the plateau ``1 - e(t)/e0`` in every regime. The y-range is
+    :data:`SLIDER_FRAME` or, for a growing oscillation, as much more as the curve needs up to
+    :data:`SLIDER_CAP`: slow growth shows as slow growth; a curve that reaches the cap is cut there
+    (:func:`cut_at_frame`). Text marks, by Vega-Lite name:
 
     * ``regime_label``: the verdict of :func:`grpo_core.model.oscillator.regime_verdict`, exactly
       ``overdamped``, ``critically damped``, ``underdamped`` (both models stable), ``unstable`` (the
@@ -226,24 +306,27 @@ def slider_chart(
         alt.param(name="curvature", value=c0.curvature,
                   bind=alt.binding_range(min=0.1, max=5.0, step=0.1, name="K (curvature) ")),
     ]
-    y_max, y_min = 2.0, -0.5
     response = ex["response"]
     progress = 1.0 - fn.max(fn.min(response, 1e3), -1e3)
-    # the curve is cut after its first point outside the frame: a diverging oscillation clipped at
-    # the frame would fill the plot with vertical strokes
-    base = alt.Chart(alt.sequence(0, horizon + 1, 1, as_="t")).transform_calculate(
-        progress=str(where(var("t", "datum.t") > 0, progress, 0.0)),
-    ).transform_calculate(
-        outside=f"(datum.progress > {y_max!r} || datum.progress < {y_min!r}) ? 1 : 0",
-    ).transform_window(
-        exits="sum(outside)", sort=[alt.SortField("t")], frame=[None, -1],
-    ).transform_filter("!(datum.exits > 0)")
+    # The y-range follows the curve: at least SLIDER_FRAME, growing with a slowly growing
+    # oscillation up to SLIDER_CAP (zeta = -0.01 then shows all its growing swings, not an
+    # instant blow-up at the first peak past 2); a curve that leaves the cap is cut there (its
+    # last point on the edge), so a diverging one is not drawn as clipped vertical strokes.
+    (y_min, y_max), (cap_lo, cap_hi) = SLIDER_FRAME, SLIDER_CAP
+    base = cut_at_frame(
+        alt.Chart(alt.sequence(0, horizon + 1, 1, as_="t")).transform_calculate(
+            progress=str(where(var("t", "datum.t") > 0, progress, 0.0)),
+        ),
+        "progress", cap_lo, cap_hi, sort="t", pad=0.0,
+    )
     x = alt.X("t:Q", title="optimizer step t", scale=alt.Scale(domain=[0, horizon], nice=False))
+    y_scale = alt.Scale(zero=False, nice=True)
     line = base.mark_line(clip=True, strokeWidth=2.5, color=ACCENT).encode(
         x=x,
-        y=alt.Y("progress:Q", title="reward progress 1 − e(t)/e₀",
-                scale=alt.Scale(domain=[y_min, y_max], clamp=False)),
+        y=alt.Y("progress:Q", title="reward progress 1 − e(t)/e₀", scale=y_scale),
     ).properties(name="trajectory")
+    least = alt.Chart(alt.Data(values=[{"y": y_min}, {"y": y_max}])).mark_point(opacity=0, size=1).encode(
+        y=alt.Y("y:Q", scale=y_scale)).properties(name="least_frame")
     rules = alt.Chart(alt.Data(values=[{"y": 1.0, "what": "plateau"}, {"y": 0.9, "what": "90%"}])).mark_rule(
         strokeDash=[4, 4], color="gray").encode(y="y:Q").properties(name="plateau_rules")
     one = alt.Data(values=[{"_": 0}])
@@ -254,21 +337,21 @@ def slider_chart(
         label=str(ex["verdict"])).mark_text(
         align="left", baseline="bottom", fontSize=FONT["verdict"], fontWeight="bold",
     ).encode(
-        x=alt.value(0), y=alt.value(-34), text="label:N",
+        x=alt.value(0), y=alt.value(-44), text="label:N",
         color=alt.Color("label:N", scale=color_scale(REGIME_COLORS),
                         legend=None),
     ).properties(name="regime_label")
     zeta_text = alt.Chart(one).transform_calculate(
         label=str("damping ratio ζ = " + fn.format(ex["damping_ratio"], ".2f")),
-    ).mark_text(align="left", baseline="bottom", fontSize=14).encode(
-        x=alt.value(180), y=alt.value(-34), text="label:N").properties(name="zeta_label")
+    ).mark_text(align="left", baseline="bottom", fontSize=13).encode(
+        x=alt.value(0), y=alt.value(-25), text="label:N").properties(name="zeta_label")
     exact_eta = var("a_star", "datum.a_star") / var("curvature")
     thr_text = alt.Chart(table).transform_filter(this_row).transform_calculate(
         label=str("unstable above η = " + fn.format(ex["continuous_eta"], ".4f") + " (continuous), "
                   + fn.format(exact_eta, ".4f") + " (exact, " + lit(lag) + " lag)"),
     ).mark_text(align="left", baseline="bottom", fontSize=12, color=NOTE).encode(
         x=alt.value(0), y=alt.value(-10), text="label:N").properties(name="threshold_label")
-    chart = alt.layer(rules, line, regime_text, zeta_text, thr_text).add_params(*params).properties(
+    chart = alt.layer(least, rules, line, regime_text, zeta_text, thr_text).add_params(*params).properties(
         width=width, height=height,
         usermeta={"embedOptions": {"renderer": "svg", "actions": False}},
     )
@@ -329,16 +412,32 @@ def regime_examples(
 
 def regime_trajectories_chart(
     mu: float = 0.5, k_ref: int = 4, curvature: float = 1.0, *, lag: str = "constant",
-    momentum: str = "heavy_ball", n_steps: int = 120,
-) -> alt.FacetChart:
+    momentum: str = "heavy_ball", n_steps: int = 120, width: int = 260, height: int = 150,
+) -> alt.ConcatChart:
     """Trajectories in each regime: the closed form (line) and the exact recurrence (dots).
 
-    Settings from :func:`regime_examples`. Shown as reward progress ``1 - e/e0``; the axis shows ``[-1, 3]``
-    and the unstable curves leave it.
+    Settings from :func:`regime_examples`, shown as reward progress ``1 - e/e0``. Each panel has
+    its own y-domain: a stable panel's covers its curves (and 0 and 1) with a little room; the
+    unstable panel's is :data:`UNSTABLE_FRAME`, two plateaus either side of the plateau, and both
+    of its curves are cut after their first point outside it (:func:`cut_at_frame`): each runs
+    out of the frame once instead of filling it with clipped vertical strokes. The line marks are
+    named ``regime_line_<regime>_<i>`` and the dots ``regime_dots_<regime>_<i>`` (code names and
+    the panel's index, which Altair appends in a concatenation: ``regime_line_unstable_3``).
+
+    Parameters
+    ----------
+    mu, k_ref, curvature : float
+        As :func:`regime_examples`.
+    lag : {"constant", "refresh"}
+    momentum : {"heavy_ball", "ema"}
+    n_steps : int >= 1
+        Steps shown.
+    width, height : int
+        Size of each panel in pixels.
 
     Returns
     -------
-    alt.FacetChart
+    alt.ConcatChart
         One panel per regime, two panels per row (fits the book's content column).
 
     Raises
@@ -349,44 +448,50 @@ def regime_trajectories_chart(
     Examples
     --------
     >>> from widgets.oscillator_charts import regime_trajectories_chart
-    >>> regime_trajectories_chart(n_steps=20).to_dict()["facet"]["field"]
-    'regime'
+    >>> spec = regime_trajectories_chart(n_steps=20).to_dict()
+    >>> [panel["layer"][1]["name"] for panel in spec["concat"]][-1]
+    'regime_line_unstable_3'
+    >>> spec["concat"][-1]["layer"][1]["encoding"]["y"]["scale"]["domain"]
+    [-1.0, 3.0]
     """
     n_steps = check_integer("n_steps", n_steps, low=1)
-    rows = []
     t_fine = np.linspace(0, n_steps, 4 * n_steps + 1)
+    color = alt.Color("model:N", title=None, legend=alt.Legend(orient="bottom"),
+                      scale=alt.Scale(domain=["closed form (continuous)", "exact recurrence"]))
+    # every panel shows the whole horizon, also where its curves left the frame early
+    x = alt.X("t:Q", title="step", scale=alt.Scale(domain=[0, n_steps], nice=False))
+    panels = []
     for regime, c in regime_examples(mu, k_ref, curvature, lag=lag, momentum=momentum).items():
         label = f"{osc.REGIME_LABELS[regime]} (η = {c.eta:.3g}, ζ = {c.damping_ratio:.2f})"
-        cf = 1.0 - trajectories.closed_form_trajectory(c, t_fine)
-        rows.append(
-            pd.DataFrame({"t": t_fine, "progress": cf, "model": "closed form (continuous)", "regime": label})
-        )
-        with np.errstate(over="ignore"):
+        with np.errstate(over="ignore", invalid="ignore"):
+            cf = 1.0 - trajectories.closed_form_trajectory(c, t_fine)
             dt = 1.0 - trajectories.discrete_trajectory(c, n_steps)
-        rows.append(pd.DataFrame({"t": np.arange(n_steps + 1), "progress": dt, "model": "exact recurrence",
-                                  "regime": label}))
-    df = pd.concat(rows, ignore_index=True)
-    df["progress"] = df["progress"].clip(-1e6, 1e6)
-    order = list(dict.fromkeys(df["regime"]))
-    y = alt.Y("progress:Q", title="reward progress 1 − e/e₀", scale=alt.Scale(domain=[-1, 3]))
-    color = alt.Color("model:N", title=None, legend=alt.Legend(orient="bottom"))
-    lines = (
-        alt.Chart()
-        .mark_line(strokeWidth=1.5, clip=True)
-        .encode(x=alt.X("t:Q", title="step"), y=y, color=color)
-        .transform_filter("datum.model == 'closed form (continuous)'")
-    )
-    dots = (
-        alt.Chart()
-        .mark_circle(size=14, opacity=0.55, clip=True)
-        .encode(x="t:Q", y=y, color=color)
-        .transform_filter("datum.model == 'exact recurrence'")
-    )
-    # the line on top: where the two agree the dots would hide it
-    return alt.layer(dots, lines, data=df).properties(width=260, height=150).facet(
-        facet=alt.Facet("regime:N", sort=order, title=None, header=alt.Header(labelFontSize=11)),
-        columns=2,
-    )
+        df = pd.concat([
+            pd.DataFrame({"t": t_fine, "progress": cf, "model": "closed form (continuous)"}),
+            pd.DataFrame({"t": np.arange(n_steps + 1), "progress": dt, "model": "exact recurrence"}),
+        ], ignore_index=True)
+        if regime == "unstable":
+            lo, hi = UNSTABLE_FRAME
+        else:
+            both = df["progress"].to_numpy()
+            lo, hi = min(0.0, float(np.min(both))), max(1.0, float(np.max(both)))
+            room = 0.08 * (hi - lo)
+            lo, hi = math.floor((lo - room) * 10) / 10, math.ceil((hi + room) * 10) / 10
+        # JSON has no inf: a value past the frame only needs to read as outside
+        df["progress"] = df["progress"].clip(-1e6, 1e6)
+        y = alt.Y("progress:Q", title="reward progress 1 − e/e₀",
+                  scale=alt.Scale(domain=[lo, hi], nice=False))
+        base = cut_at_frame(alt.Chart(df), "progress", lo, hi, sort="t", groupby=["model"])
+        lines = base.transform_filter("datum.model == 'closed form (continuous)'").mark_line(
+            strokeWidth=1.5, clip=True).encode(x=x, y=y, color=color).properties(
+            name=f"regime_line_{regime}")
+        dots = base.transform_filter("datum.model == 'exact recurrence'").mark_circle(
+            size=14, opacity=0.55, clip=True).encode(x=x, y=y, color=color).properties(
+            name=f"regime_dots_{regime}")
+        # the line on top: where the two agree the dots would hide it
+        panels.append(alt.layer(dots, lines).properties(
+            width=width, height=height, title=alt.Title(label, fontSize=11, fontWeight="normal")))
+    return alt.concat(*panels, columns=2)
 
 
 def phase_diagram_data(

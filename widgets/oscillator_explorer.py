@@ -159,7 +159,7 @@ class OscillatorExplorer(Explorer):
             "curvature": NumberControl("curvature", "K (curvature)", curvature, *r["curvature"], log=True),
             "beta": NumberControl("beta", "β (KL weight)", beta, *r["beta"], 0.01),
             "group_size": NumberControl("group_size", "G (group size)", group_size, *r["group_size"],
-                                        integer=True),
+                                        integer=True, log=True),
             "noise_scale": NumberControl("noise_scale", "s (noise/sample)", noise_scale,
                                          *r["noise_scale"], 0.05),
             "steps": NumberControl("steps", "steps shown", steps, *r["steps"], integer=True),

@@ -66,7 +66,7 @@ ESTIMATOR_COLORS = {
     "gap": DARK2["magenta"],
 }
 #: Names of the static slider chart's params (a browser test moves them).
-SLIDER_PARAMS = ("budget", "spread")
+SLIDER_PARAMS = ("log2_budget", "budget", "spread")
 
 
 def _color(names) -> alt.Color:
@@ -341,13 +341,15 @@ def group_size_slider_chart(
 ) -> alt.LayerChart:
     """The static slider chart: budget and difficulty spread move the predicted MSE and G*.
 
-    Two sliders bound to the top-level params ``budget`` (N, multiples of 64) and ``spread``
+    Two sliders, bound to the top-level params ``log2_budget`` (log2 of N: one notch per doubling,
+    N = ``budget`` = ``2 ** log2_budget``, a param computed from it) and ``spread``
     (standard deviation of the prompts' initial success probability; snapped to the rows of
     ``constants``) drive the exact law (:func:`law_expressions`) in the page's Vega runtime: the
     minibatch MSE against G at B = N/G (line), the powers of two that divide N (points), a rule
     at G* = 1 + sqrt(c3/c1), and text marks named ``g_star_label`` (``"G* = 7.8"``, with a note
-    when G* > N) and ``constants_label``. The budget slider moves the curve down as 1/N and
-    leaves G* where it is (the paper's point); the spread slider moves G*.
+    when G* > N), ``constants_label`` and ``budget_label`` (``"N = 1024 rollouts per step"``).
+    The budget slider moves the curve down as 1/N and leaves G* where it is (the paper's point);
+    the spread slider moves G*.
 
     Parameters
     ----------
@@ -355,23 +357,24 @@ def group_size_slider_chart(
         :func:`grpo_core.groupsize.constants_by_spread` output on an evenly spaced grid of
         spreads with step 0.01 (the slider's step).
     budget : int
-        Initial N (a multiple of 64 inside ``budget_range``).
+        Initial N (a power of two inside ``budget_range``).
     spread : float, optional
         Initial spread (default: the grid's middle row).
     budget_range : (int, int)
-        Slider range of N.
+        Slider range of N (powers of two).
     width, height : int
 
     Returns
     -------
     alt.LayerChart
-        With params ``budget`` and ``spread``; vega-embed is asked for the SVG renderer so that
+        With params ``log2_budget``, ``budget`` and ``spread``; vega-embed is asked for the SVG renderer so that
         the text marks are ``<text>`` elements a browser test can read.
 
     Raises
     ------
     ParameterError
-        Missing columns, a grid not on 0.01 steps, or initial values outside the sliders.
+        Missing columns, a grid not on 0.01 steps, a ``budget_range`` or ``budget`` that is not
+        powers of two, or initial values outside the sliders.
 
     Examples
     --------
@@ -379,7 +382,7 @@ def group_size_slider_chart(
     >>> k = constants_by_spread(np.round(np.arange(0.05, 0.16, 0.01), 2), mean=0.2)
     >>> spec = group_size_slider_chart(k).to_dict()
     >>> sorted(p["name"] for p in spec["params"])
-    ['budget', 'spread']
+    ['budget', 'log2_budget', 'spread']
     """
     require_columns(constants, "constants", ["spread", "c1", "c2", "c3"], source="constants_by_spread")
     table = constants[["spread", "c1", "c2", "c3"]].copy()
@@ -387,15 +390,22 @@ def group_size_slider_chart(
     if not np.allclose(table["key"] / 100, table["spread"], atol=1e-9):
         raise ParameterError("constants", "`constants` spreads must lie on a 0.01 grid (the slider's step)")
     lo_n, hi_n = budget_range
+    if not all(isinstance(n, int | np.integer) and n >= 2 and n & (n - 1) == 0 for n in budget_range) or lo_n >= hi_n:
+        raise ParameterError("budget_range",
+                             f"`budget_range` must be two powers of two, low < high; got {budget_range}")
     n0 = check_integer("budget", budget, low=lo_n, high=hi_n)
-    if n0 % 64:
-        raise ParameterError("budget", f"`budget` must be a multiple of 64 (the slider's step); got {n0}")
+    if n0 & (n0 - 1):
+        raise ParameterError("budget", f"`budget` must be a power of two (the slider's notches); got {n0}")
     sp0 = float(table["spread"].iloc[len(table) // 2]) if spread is None else float(spread)
     if not any(abs(sp0 - table["spread"]) < 1e-9):
         raise ParameterError("spread", f"`spread` must be one of the grid's spreads; got {sp0}")
     params = [
-        alt.param(name="budget", value=n0,
-                  bind=alt.binding_range(min=lo_n, max=hi_n, step=64, name="N (rollouts per step) ")),
+        # the slider moves over log2 N (64 to 4096 is six doublings, one notch each); N itself is a
+        # param computed from it, and the chart's budget_label shows it
+        alt.param(name="log2_budget", value=int(np.log2(n0)),
+                  bind=alt.binding_range(min=int(np.log2(lo_n)), max=int(np.log2(hi_n)), step=1,
+                                         name="log₂ N (rollouts per step) ")),
+        alt.param(name="budget", expr="pow(2, log2_budget)"),
         alt.param(name="spread", value=sp0,
                   bind=alt.binding_range(min=float(table["spread"].min()), max=float(table["spread"].max()),
                                          step=0.01, name="difficulty spread (sd of p) ")),
@@ -458,7 +468,14 @@ def group_size_slider_chart(
         .encode(x=alt.value(0), y=alt.value(-8), text="label:N")
         .properties(name="constants_label")
     )
-    return alt.layer(line, pow2, rule, g_text, c_text).add_params(*params).properties(
+    n_text = (
+        alt.Chart(alt.Data(values=[{"_": 0}]))
+        .transform_calculate(label="'N = ' + format(budget, 'd') + ' rollouts per step'")
+        .mark_text(align="right", baseline="bottom", fontSize=13)
+        .encode(x=alt.value(width), y=alt.value(-8), text="label:N")
+        .properties(name="budget_label")
+    )
+    return alt.layer(line, pow2, rule, g_text, c_text, n_text).add_params(*params).properties(
         width=width, height=height, usermeta={"embedOptions": {"renderer": "svg", "actions": False}})
 
 

@@ -1,0 +1,228 @@
+"""Single charts in a real browser, each on its own page with the book's vendored Vega files (no
+book build): the drawn marks are read back from the SVG, for the charts that misled (issue 17).
+
+* Fig. 2 of the oscillator chapter (:func:`widgets.oscillator_charts.regime_trajectories_chart`):
+  the unstable panel's curves run out of the frame once, no vertical strokes.
+* The bandit slider chart (:func:`widgets.explorer_charts.static_bandit_chart`, bandit chapter and
+  Explorers): its labels stay inside the chart at every K_ref, and the dashed prediction (the exact
+  recurrence) stays in the frame exactly when the label, the library's verdict, says stable.
+* The oscillator slider chart (:func:`widgets.oscillator_charts.slider_chart`): a barely growing
+  oscillation (zeta = -0.01) is drawn for its whole horizon, slow growth as slow growth.
+* The group-size slider chart (:func:`widgets.ustat_charts.group_size_slider_chart`): the budget
+  slider moves over log2 N, and the chart shows N.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from vega_page import TIMEOUT
+
+pytestmark = [pytest.mark.browser]
+
+_NUM = re.compile(r"-?\d+(?:\.\d+)?(?:e-?\d+)?")
+
+
+def path_vertices(d: str) -> list[tuple[float, float]]:
+    """The vertices of an SVG path made of M/L commands (Vega's linear lines), in the mark group's
+    coordinates (the plot area is ``[0, width] x [0, height]``)."""
+    if re.search(r"[CQSTAHVZ]", d, re.I):
+        raise AssertionError(f"not a polyline: {d[:80]}")
+    nums = [float(x) for x in _NUM.findall(d)]
+    return list(zip(nums[::2], nums[1::2]))
+
+
+def drawn(page, mark_prefix: str) -> list[dict]:
+    """For each mark group whose Vega-Lite name starts with ``mark_prefix``: the path data of its
+    items, the transforms of its symbols and the plot area's size (the enclosing group's clip)."""
+    return page.evaluate(
+        """(prefix) => [...document.querySelectorAll('g.role-mark')]
+            .filter(g => g.getAttribute('class').split(' ').some(c => c.startsWith(prefix) && c.endsWith('_marks')))
+            .map(g => {
+                const cell = g.closest('g.mark-group') ;
+                const bg = cell && cell.querySelector(':scope > g > path.background');
+                const box = bg ? bg.getBBox() : null;
+                return {cls: g.getAttribute('class'),
+                        paths: [...g.querySelectorAll('path')].map(p => p.getAttribute('d')),
+                        transforms: [...g.querySelectorAll('path')].map(p => p.getAttribute('transform')),
+                        frame: box ? [box.width, box.height] : null};
+            })""",
+        mark_prefix,
+    )
+
+
+def test_fig2_unstable_panel_is_cut_not_clipped(chart_server, probe):
+    from widgets.oscillator_charts import UNSTABLE_FRAME, regime_trajectories_chart
+
+    chart = regime_trajectories_chart(mu=0.5, k_ref=4, curvature=1.0, n_steps=120)  # as in the chapter
+    chart_server(probe, chart, "fig2")
+    page = probe.page
+    page.wait_for_selector("g.role-mark path", timeout=TIMEOUT * 1000)
+    lines = drawn(page, "regime_line_")
+    assert len(lines) == 4
+    for mark in lines:
+        width, height = mark["frame"]
+        assert (width, height) == (260, 150)
+        (d,) = mark["paths"]
+        pts = path_vertices(d)
+        inside = [0 <= x <= width + 0.5 and -0.5 <= y <= height + 0.5 for x, y in pts]
+        if "unstable" in mark["cls"]:
+            # the curve leaves the frame once and ends there: every vertex but the last inside,
+            # the last half a frame beyond the edge (not at +-1e6, which drew the vertical strokes)
+            assert all(inside[:-1]) and not inside[-1]
+            assert -0.5 * height - 1 <= pts[-1][1] <= 1.5 * height + 1
+            assert len(pts) > 20  # a few growing oscillations are drawn before it leaves
+            assert pts[-1][0] < width * 0.9  # ... and it leaves well before the last step
+        else:
+            assert all(inside) and pts[-1][0] == pytest.approx(width, abs=0.5)  # the whole horizon
+    # the exact recurrence's dots: in the unstable panel none after the first one outside
+    (dots,) = drawn(page, "regime_dots_unstable")
+    ys = [float(_NUM.findall(t)[1]) for t in dots["transforms"]]
+    outside = [not -0.5 <= y <= dots["frame"][1] + 0.5 for y in ys]
+    assert outside[-1] and not any(outside[:-1])
+    lo, hi = UNSTABLE_FRAME
+    assert (lo, hi) == (-1.0, 3.0)
+    page.evaluate("document.querySelector('.vega-embed').scrollIntoView({block: 'center'})")
+    probe.screenshot("fig2-regimes")
+    assert probe.console_errors == []
+    assert probe.external_requests == []
+
+
+def text_boxes(page, mark: str) -> list[dict]:
+    """Text and bounding box (page pixels) of each text of mark ``mark``, with the chart svg's box."""
+    return page.evaluate(
+        """(mark) => [...document.querySelectorAll(`g.${mark}_marks text`)].map(t => {
+            const r = t.getBoundingClientRect(), s = t.closest('svg').getBoundingClientRect();
+            return {text: t.textContent, left: r.left, right: r.right, top: r.top, bottom: r.bottom,
+                    svg_left: s.left, svg_right: s.right};
+        })""",
+        mark,
+    )
+
+
+@pytest.fixture(scope="module")
+def bandit_grid():
+    from widgets.explorer_charts import static_bandit_grid
+
+    return static_bandit_grid(eta=0.2, mu=0.5, beta=1.0, group_size=8)  # as in the chapter and Explorers
+
+
+def test_bandit_chart_labels_fit_and_agree_with_the_dashed_prediction(chart_server, probe, bandit_grid):
+    from vega_page import set_param, wait_text
+
+    from grpo_core.model import oscillator as osc
+    from widgets.explorer_charts import BANDIT_PREDICTIONS, static_bandit_chart
+
+    labels = bandit_grid["labels"].set_index("k_ref")
+    chart_server(probe, static_bandit_chart(bandit_grid, k_ref=4), "bandit")
+    page = probe.page
+    stable = osc.VERDICT_LABELS["stable_exact_only"]
+    assert labels.loc[7, "text"].endswith(stable) and labels.loc[8, "text"].endswith(stable)
+    assert labels.loc[9, "text"].endswith(osc.VERDICT_LABELS["unstable"])
+    for k in range(1, 17):
+        set_param(page, 0, "k_ref", k)
+        wait_text(page, 0, "bandit_regime_label", lambda t, k=k: t == labels.loc[k, "text"])
+        wait_text(page, 0, "bandit_detail_label", lambda t, k=k: t == labels.loc[k, "detail"])
+        for mark in ("bandit_regime_label", "bandit_detail_label"):
+            (box,) = text_boxes(page, mark)
+            assert box["svg_left"] <= box["left"] and box["right"] <= box["svg_right"], (k, box)
+            assert "…" not in box["text"]  # not cut short by the mark's limit either
+        marks = drawn(page, "bandit_curves")
+        width, height = marks[0]["frame"]
+        dashes = page.evaluate(
+            "() => [...document.querySelectorAll('g.bandit_curves_marks path')]"
+            ".map(p => p.getAttribute('stroke-dasharray'))")
+        paths = [d for m in marks for d in m["paths"]]
+        assert len(paths) == len(dashes) == 4
+        (d,) = [d for d, dash in zip(paths, dashes) if dash and dash.replace(" ", "") == "6,3"]
+        pts = path_vertices(d)
+        inside = all(-0.5 <= y <= height + 0.5 for _, y in pts)
+        # the dashed curve is the exact recurrence: in the frame for all 200 steps iff the verdict is stable
+        assert inside == bool(labels.loc[k, "stable_exact"]), (k, labels.loc[k, "text"])
+        if inside:
+            assert pts[-1][0] == pytest.approx(width, abs=0.5)
+        if k == 8:
+            page.evaluate("document.querySelector('.vega-embed').scrollIntoView({block: 'center'})")
+            probe.screenshot("bandit-k_ref-8")
+    assert BANDIT_PREDICTIONS[0] in set(bandit_grid["curves"].curve)
+    assert probe.console_errors == []
+    assert probe.external_requests == []
+
+
+@pytest.mark.parametrize("eta, zeta_text", [(0.02, "0.41"), (0.051, "-0.01"), (0.1, "-0.24")])
+def test_slider_chart_shows_slow_growth_as_slow_growth(chart_server, probe, eta, zeta_text):
+    import numpy as np
+    from vega_page import line_points, mark_texts, max_distance_px, set_param, wait_text
+
+    from grpo_core.model import oscillator as osc
+    from grpo_core.model import trajectories
+    from widgets.oscillator_charts import SLIDER_CAP, SLIDER_FRAME, slider_chart
+
+    mu, k_ref = 0.8, 4  # as in the chapter
+    chart_server(probe, slider_chart(eta=0.02, mu=mu, k_ref=k_ref), "slider")
+    page = probe.page
+    set_param(page, 0, "eta", eta)
+    wait_text(page, 0, "zeta_label", lambda t: t == f"damping ratio ζ = {zeta_text}")
+    c = osc.coefficients(eta, mu, k_ref, 1.0)
+    t = np.linspace(0, 300, 3001)
+    progress = 1.0 - trajectories.closed_form_trajectory(c, t)
+    pts, px = line_points(page, 0, "trajectory", n=400)
+    xs = np.array([x for x, _ in pts])
+    ys = np.array([y for _, y in pts])
+    ticks = [float(v.replace("\u2212", "-")) for v in page.evaluate(
+        "() => [...document.querySelectorAll('g.role-axis')].filter(a => (a.getAttribute('aria-label') || '')"
+        ".startsWith('Y-axis')).flatMap(a => [...a.querySelectorAll('g.role-axis-label text')]"
+        ".map(t => t.textContent))")]
+    lo, hi = min(ticks), max(ticks)
+    if eta == 0.02:  # stable: the least frame, the whole horizon
+        assert (lo, hi) == SLIDER_FRAME and xs.max() > 299
+    elif eta == 0.051:
+        # zeta = -0.01 (-0.0077): every swing of 300 steps drawn, inside the frame (which grew to hold
+        # them: peaks 2.5, not cut at the first one past 2 near step 15), on grpo_core's closed form
+        assert progress.max() > SLIDER_FRAME[1] and xs.max() > 299
+        assert hi >= progress.max() and lo <= progress.min() and hi <= SLIDER_CAP[1]
+        assert (ys[xs > 12] > SLIDER_FRAME[1]).sum() > 5  # beyond step 12, above the old frame's top
+        assert max_distance_px(pts, np.c_[t, progress], px) < 2.0
+    else:  # fast growth: cut where it reaches the cap, early
+        assert xs.max() < 60 and lo >= SLIDER_CAP[0] and hi <= SLIDER_CAP[1]
+        edge = SLIDER_CAP[0] if ys[-1] < 1 else SLIDER_CAP[1]
+        assert abs(ys[-1] - edge) < 0.05 and edge in (lo, hi)  # it ends on the cap, the frame's edge
+    assert mark_texts(page, 0, "regime_label")[0] == osc.VERDICT_LABELS[osc.coefficients_verdict(c)]
+    # the three labels inside the chart, none over another (the verdict used to run into zeta's)
+    boxes = [text_boxes(page, m)[0] for m in ("regime_label", "zeta_label", "threshold_label")]
+    for b in boxes:
+        assert b["svg_left"] <= b["left"] and b["right"] <= b["svg_right"]
+    for a, b in zip(boxes, boxes[1:]):
+        assert a["bottom"] <= b["top"] + 1 or a["right"] <= b["left"], (a, b)
+    page.evaluate("document.querySelector('.vega-embed').scrollIntoView({block: 'center'})")
+    probe.screenshot(f"slider-eta-{eta}")
+    assert probe.console_errors == []
+    assert probe.external_requests == []
+
+
+def test_group_size_budget_slider_is_log2(chart_server, probe):
+    import numpy as np
+    from vega_page import mark_texts, set_param, wait_text
+
+    from grpo_core.groupsize import constants_by_spread
+    from widgets.ustat_charts import group_size_slider_chart
+
+    grid = constants_by_spread(np.round(np.arange(0.01, 0.31, 0.01), 2), mean=0.2)  # as in the chapter
+    chart_server(probe, group_size_slider_chart(grid, budget=1024, spread=0.1), "group_size")
+    page = probe.page
+    attrs = page.evaluate(
+        "() => { const el = document.querySelector('input[name=log2_budget]');"
+        " return [el.min, el.max, el.step, el.value]; }")
+    assert [float(a) for a in attrs] == [6, 12, 1, 10]  # N from 64 to 4096, one notch per doubling
+    assert mark_texts(page, 0, "budget_label") == ["N = 1024 rollouts per step"]
+    for j in (6, 7, 9, 12):
+        set_param(page, 0, "log2_budget", j)
+        wait_text(page, 0, "budget_label", lambda t, j=j: t == f"N = {2**j} rollouts per step")
+        # the feasible points are the powers of two that divide N = 2**j: G = 2 .. 2**j
+        assert len(page.evaluate(
+            "() => [...document.querySelectorAll('g.feasible_points_marks path')]")) == j
+    page.evaluate("document.querySelector('.vega-embed').scrollIntoView({block: 'center'})")
+    probe.screenshot("group-size-log2-budget")
+    assert probe.console_errors == []
+    assert probe.external_requests == []
