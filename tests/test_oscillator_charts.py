@@ -133,6 +133,44 @@ def test_vega_runtime_computes_the_same_labels(eta, mu, k_ref):
     assert thr and f"{exact:.4f} (exact" in thr[0] and f"{(1 - mu) / k_ref:.4f} (continuous)" in thr[0]
 
 
+@pytest.mark.parametrize("lag", ["constant", "refresh", "ratio"])
+@pytest.mark.parametrize("momentum", ["heavy_ball", "ema"])
+@pytest.mark.parametrize("eta,mu,k_ref", [(0.02, 0.8, 4), (0.06, 0.5, 8), (0.3, 0.9, 2)])
+def test_optimizer_and_lag_controls_switch_the_model(lag, momentum, eta, mu, k_ref):
+    """Issue 15: the slider chart's optimizer (heavy ball / Adam) and lag-model (constant / refresh /
+    ratio-corrected) controls. Vega evaluates the switched expressions; its verdict, damping ratio and
+    exact threshold equal grpo_core's for that optimizer and lag model. Ratio-corrected reuse is the
+    on-policy recurrence (the refresh model at k_ref = 1) whatever the k_ref slider says."""
+    chart = oc.slider_chart(eta=eta, mu=mu, k_ref=k_ref, lag=lag, momentum=momentum)
+    params = {p["name"]: p for p in chart.to_dict()["params"]}
+    assert params["optimizer"]["bind"]["input"] == "radio" and params["lag_model"]["bind"]["input"] == "radio"
+    svg, texts = _svg_texts(chart)
+    lib_lag, lib_k = ("refresh", 1) if lag == "ratio" else (lag, k_ref)
+    c = osc.coefficients(eta, mu, lib_k, 1.0, lag=lib_lag, momentum=momentum)
+    assert osc.VERDICT_LABELS[osc.coefficients_verdict(c)] in texts
+    zeta = [t for t in texts if t.startswith("damping ratio")]
+    assert zeta == [f"damping ratio ζ = {c.damping_ratio:.2f}".replace("-", "−")]
+    exact = float(stability.critical_a_exact(mu, lib_k, lib_lag, momentum)[()])
+    thr = [t for t in texts if t.startswith("unstable above")][0]
+    words = {"constant": "constant lag", "refresh": "refresh lag", "ratio": "ratio-corrected reuse"}[lag]
+    assert f"{exact:.4f} (exact, {words})" in thr
+
+
+def test_switched_expressions_equal_grpo_core_on_a_grid():
+    ex = oc._switched_expressions()
+    eta, mu, k = np.meshgrid([0.005, 0.05, 0.2], [0.0, 0.5, 0.9], [1, 3, 8], indexing="ij")
+    eta, mu, k = eta.ravel(), mu.ravel(), k.ravel()
+    for o, (momentum, _) in oc.OPTIMIZERS.items():
+        for lm, (lag, _) in oc.LAG_MODELS.items():
+            env = dict(eta=eta, mu=mu, k_ref=k.astype(float), curvature=np.ones_like(eta),
+                       optimizer=np.full(eta.shape, o), lag_model=np.full(eta.shape, lm))
+            got = ex["damping_ratio"].evaluate(**env)
+            lib_lag, ks = ("refresh", np.ones_like(k)) if lag == "ratio" else (lag, k)
+            want = [osc.coefficients(e, m, int(kk), 1.0, lag=lib_lag, momentum=momentum).damping_ratio
+                    for e, m, kk in zip(eta, mu, ks)]
+            np.testing.assert_allclose(got, want, rtol=1e-12, err_msg=f"{momentum} {lag}")
+
+
 def test_regime_examples_hit_their_regimes():
     for lag in ("constant", "refresh"):
         ex = oc.regime_examples(0.5, 4, 2.0, lag=lag)

@@ -58,7 +58,12 @@ __all__ = [
 ]
 
 #: Names of the slider chart's top-level params (a browser test moves them).
-SLIDER_PARAMS = ("eta", "mu", "k_ref", "curvature")
+SLIDER_PARAMS = ("eta", "mu", "k_ref", "curvature", "optimizer", "lag_model")
+#: The slider chart's optimizer control: param value -> (momentum convention, label).
+OPTIMIZERS = {0: ("heavy_ball", "SGD, heavy ball"), 1: ("ema", "Adam (EMA, μ = β₁, K = K/√v)")}
+#: The slider chart's lag-model control: param value -> (lag model, label).
+LAG_MODELS = {0: ("constant", "constant lag"), 1: ("refresh", "refresh (stale reuse)"),
+              2: ("ratio", "ratio-corrected reuse")}
 #: Least y-range of :func:`slider_chart` (reward progress; a stable trajectory from rest stays in it).
 SLIDER_FRAME = (-0.5, 2.0)
 #: Most y-range of :func:`slider_chart`: the plateau 1 plus or minus 4 (a growing curve is cut there).
@@ -151,7 +156,10 @@ def oscillator_expressions(lag: str = "constant", momentum: str = "heavy_ball") 
 
     Parameters
     ----------
-    lag : {"constant", "refresh"}
+    lag : {"constant", "refresh", "ratio"}
+        ``"ratio"``: a reused generation batch with TRL's importance ratio, which removes the lag
+        from the expected update until the clip binds (:mod:`grpo_core.model.reuse`): the on-policy
+        recurrence whatever ``k_ref`` (the refresh model at ``k_ref = 1``).
     momentum : {"heavy_ball", "ema"}
 
     Returns
@@ -177,11 +185,14 @@ def oscillator_expressions(lag: str = "constant", momentum: str = "heavy_ball") 
     >>> round(float(ex["damping"].evaluate(eta=0.01, mu=0.9, k_ref=4, curvature=1.0)), 12)
     0.06
     """
-    lag, momentum = check_lag(lag), check_momentum(momentum)
+    ratio = lag == "ratio"
+    lag, momentum = ("refresh" if ratio else check_lag(lag)), check_momentum(momentum)
     eta, mu, k, curv, t = var("eta"), var("mu"), var("k_ref"), var("curvature"), var("t", "datum.t")
     a = eta * curv
     gain = a if momentum == "heavy_ball" else (1.0 - mu) * a
-    if lag == "constant":
+    if ratio:
+        d1, d2 = lit(0.0), lit(0.0)  # refresh lag at k_ref = 1: (k - 1)/2 = 0, (k - 1)(2k - 1)/6 = 0
+    elif lag == "constant":
         d1, d2 = k, k * k
     else:
         d1, d2 = (k - 1.0) / 2.0, (k - 1.0) * (2.0 * k - 1.0) / 6.0
@@ -226,6 +237,22 @@ def oscillator_expressions(lag: str = "constant", momentum: str = "heavy_ball") 
     }
 
 
+def _switched_expressions() -> dict[str, Expr]:
+    """The slider chart's expressions for every optimizer and lag model, chosen by the ``optimizer``
+    and ``lag_model`` params (:data:`OPTIMIZERS`, :data:`LAG_MODELS`)."""
+    combos = {(m, lag): oscillator_expressions(lag, m)
+              for m, _ in OPTIMIZERS.values() for lag, _ in LAG_MODELS.values()}
+    opt, lag_model = var("optimizer"), var("lag_model")
+
+    def pick(key: str) -> Expr:
+        def by_lag(m: str) -> Expr:
+            return where(lag_model > 1.5, combos[(m, "ratio")][key],
+                         where(lag_model > 0.5, combos[(m, "refresh")][key], combos[(m, "constant")][key]))
+        return where(opt > 0.5, by_lag("ema"), by_lag("heavy_ball"))
+
+    return {key: pick(key) for key in ("response", "damping_ratio", "verdict", "continuous_eta")}
+
+
 def slider_chart(
     eta: float = 0.02,
     mu: float = 0.8,
@@ -242,8 +269,11 @@ def slider_chart(
 ) -> alt.LayerChart:
     """The static slider chart: closed-form reward trajectory computed on the page, no kernel.
 
-    Four sliders bound to the top-level params ``eta``, ``mu``, ``k_ref`` and ``curvature`` drive
-    Vega expressions (:func:`oscillator_expressions`) evaluated over ``t = 0..horizon`` in the
+    Four sliders bound to the top-level params ``eta``, ``mu``, ``k_ref`` and ``curvature``, and two
+    radio controls, ``optimizer`` (SGD with heavy-ball momentum, or Adam: the EMA convention with
+    ``mu = beta1`` and the curvature read as Adam's preconditioned ``K/sqrt(v)``, :mod:`grpo_core.model.adam`)
+    and ``lag_model`` (constant, refresh, or ratio-corrected reuse, :mod:`grpo_core.model.reuse`),
+    drive Vega expressions (:func:`oscillator_expressions`) evaluated over ``t = 0..horizon`` in the
     browser: the reward's progress to the plateau ``1 - e(t)/e0`` in every regime. The y-range is
     :data:`SLIDER_FRAME` or, for a growing oscillation, as much more as the curve needs up to
     :data:`SLIDER_CAP`: slow growth shows as slow growth; a curve that reaches the cap is cut there
@@ -264,8 +294,10 @@ def slider_chart(
     ----------
     eta, mu, k_ref, curvature : float
         Initial slider positions (``mu`` is snapped to the 0.01 grid).
-    lag : {"constant", "refresh"}
+    lag : {"constant", "refresh", "ratio"}
+        Initial lag model.
     momentum : {"heavy_ball", "ema"}
+        Initial optimizer (``"ema"``: Adam).
     horizon : int
         Steps shown (``t = 0..horizon``).
     eta_max : float
@@ -290,12 +322,16 @@ def slider_chart(
     >>> from widgets.oscillator_charts import slider_chart
     >>> spec = slider_chart().to_dict()
     >>> sorted(p["name"] for p in spec["params"])
-    ['curvature', 'eta', 'k_ref', 'mu']
+    ['curvature', 'eta', 'k_ref', 'lag_model', 'mu', 'optimizer']
     """
-    c0 = osc.coefficients(eta, mu, k_ref, curvature, lag=lag, momentum=momentum)
+    lag_keys = {name: key for key, (name, _) in LAG_MODELS.items()}
+    if lag not in lag_keys:
+        raise ParameterError("lag", f"`lag` must be one of {sorted(lag_keys)}; got {lag!r}")
+    momentum = check_momentum(momentum)
+    c0 = osc.coefficients(eta, mu, k_ref, curvature, lag="refresh" if lag == "ratio" else lag, momentum=momentum)
     if not 1 <= k_ref <= k_ref_max:
         raise ParameterError("k_ref", f"`k_ref` must be in [1, {k_ref_max}] (the slider range); got {k_ref}")
-    ex = oscillator_expressions(lag, momentum)
+    ex = _switched_expressions()
     params = [
         alt.param(name="eta", value=c0.eta,
                   bind=alt.binding_range(min=0.001, max=eta_max, step=0.001, name="η (step size) ")),
@@ -305,6 +341,12 @@ def slider_chart(
                   bind=alt.binding_range(min=1, max=k_ref_max, step=1, name="K_ref (refresh interval) ")),
         alt.param(name="curvature", value=c0.curvature,
                   bind=alt.binding_range(min=0.1, max=5.0, step=0.1, name="K (curvature) ")),
+        alt.param(name="optimizer", value={m: k for k, (m, _) in OPTIMIZERS.items()}[momentum],
+                  bind=alt.binding_radio(options=list(OPTIMIZERS), labels=[v[1] for v in OPTIMIZERS.values()],
+                                         name="optimizer ")),
+        alt.param(name="lag_model", value=lag_keys[lag],
+                  bind=alt.binding_radio(options=list(LAG_MODELS), labels=[v[1] for v in LAG_MODELS.values()],
+                                         name="reuse of a batch ")),
     ]
     response = ex["response"]
     progress = 1.0 - fn.max(fn.min(response, 1e3), -1e3)
@@ -331,8 +373,16 @@ def slider_chart(
         strokeDash=[4, 4], color="gray").encode(y="y:Q").properties(name="plateau_rules")
     one = alt.Data(values=[{"_": 0}])
     mu_grid = np.round(np.arange(0.0, 0.995, 0.01), 2)
-    table = alt.Data(values=stability.exact_threshold_rows(mu_grid, np.arange(1, k_ref_max + 1), lag, momentum))
-    this_row = "datum.k_ref == k_ref && datum.m == round(mu * 100)"
+    # the exact thresholds of both lag models and both momentum conventions; the ratio-corrected
+    # reuse reads the refresh model's row at k_ref = 1 (no lag in expectation)
+    rows = [dict(r, L=li, M=mi)
+            for li, lag_name in enumerate(("constant", "refresh")) for mi, (mom_name, _) in OPTIMIZERS.items()
+            for r in stability.exact_threshold_rows(mu_grid, np.arange(1, k_ref_max + 1), lag_name, mom_name)]
+    table = alt.Data(values=rows)
+    this_row = ("datum.k_ref == (lag_model > 1.5 ? 1 : k_ref) && datum.m == round(mu * 100)"
+                " && datum.L == (lag_model > 0.5 ? 1 : 0) && datum.M == optimizer")
+    lag_words = where(var("lag_model") > 1.5, lit("ratio-corrected reuse"),
+                      where(var("lag_model") > 0.5, lit("refresh lag"), lit("constant lag")))
     regime_text = alt.Chart(table).transform_filter(this_row).transform_calculate(
         label=str(ex["verdict"])).mark_text(
         align="left", baseline="bottom", fontSize=FONT["verdict"], fontWeight="bold",
@@ -348,7 +398,7 @@ def slider_chart(
     exact_eta = var("a_star", "datum.a_star") / var("curvature")
     thr_text = alt.Chart(table).transform_filter(this_row).transform_calculate(
         label=str("unstable above η = " + fn.format(ex["continuous_eta"], ".4f") + " (continuous), "
-                  + fn.format(exact_eta, ".4f") + " (exact, " + lit(lag) + " lag)"),
+                  + fn.format(exact_eta, ".4f") + " (exact, " + lag_words + ")"),
     ).mark_text(align="left", baseline="bottom", fontSize=12, color=NOTE).encode(
         x=alt.value(0), y=alt.value(-10), text="label:N").properties(name="threshold_label")
     chart = alt.layer(least, rules, line, regime_text, zeta_text, thr_text).add_params(*params).properties(
