@@ -86,3 +86,35 @@ def test_eta_past_the_threshold_reads_unstable(book_server, probe, page_name):
     probe.screenshot(f"oscillator-{page_name[:-5]}-unstable")
     assert probe.console_errors == []
     assert probe.external_requests == []
+
+
+@pytest.mark.parametrize("page_name", PAGES)
+def test_optimizer_and_reuse_controls_move_the_regions(book_server, probe, page_name):
+    # issue 15: a reader switches heavy ball -> Adam and constant lag -> ratio-corrected reuse and
+    # sees the verdict and the thresholds move, as grpo_core computes them
+    if not (BUILT_HTML / page_name).exists():
+        pytest.skip(f"{page_name} is not in the built book")
+    open_page(probe, f"{book_server}/{page_name}")
+    page = probe.page
+    i = chart_index(page, {"eta", "optimizer", "lag_model"}, mark="regime_label")
+    eta, mu, k_ref = 0.06, 0.8, 4
+    for name, value in (("mu", mu), ("k_ref", k_ref), ("curvature", 1.0), ("eta", eta)):
+        set_param(page, i, name, value)
+    wait_text(page, i, "regime_label", lambda t: t == "unstable")  # heavy ball: a* = 0.0557 < 0.06
+
+    def click(name, value):
+        page.evaluate("([i, name, value]) => document.querySelectorAll('.vega-embed')[i]"
+                      ".querySelector(`input[name=\"${name}\"][value=\"${value}\"]`).click()", [i, name, value])
+
+    click("optimizer", 1)  # Adam: gain (1 - mu) eta K
+    adam = oscillator.coefficients(eta, mu, k_ref, 1.0, momentum="ema")
+    expected = oscillator.VERDICT_LABELS[oscillator.coefficients_verdict(adam)]
+    assert expected != "unstable"
+    wait_text(page, i, "regime_label", lambda t: t == expected)
+    a_exact = float(stability.critical_a_exact(mu, k_ref, "constant", "ema"))
+    wait_text(page, i, "threshold_label", lambda t: f"{a_exact:.4f} (exact, constant lag)" in t)
+    click("lag_model", 2)  # ratio-corrected reuse: the on-policy recurrence, whatever k_ref
+    on_policy = float(stability.critical_a_exact(mu, 1, "refresh", "ema"))
+    wait_text(page, i, "threshold_label", lambda t: f"{on_policy:.4f} (exact, ratio-corrected reuse)" in t)
+    scroll_to(page, i)
+    probe.screenshot(f"oscillator-{page_name[:-5]}-adam-ratio")
