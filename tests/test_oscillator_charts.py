@@ -154,6 +154,8 @@ def test_optimizer_and_lag_controls_switch_the_model(lag, momentum, eta, mu, k_r
     thr = [t for t in texts if t.startswith("unstable above")][0]
     words = {"constant": "constant lag", "refresh": "refresh lag", "ratio": "ratio-corrected reuse"}[lag]
     assert f"{exact:.4f} (exact, {words})" in thr
+    if lag == "ratio":  # no lag: no continuous threshold (was printed as "Infinity")
+        assert thr.startswith("unstable above η = none (continuous)")
 
 
 def test_switched_expressions_equal_grpo_core_on_a_grid():

@@ -397,7 +397,9 @@ def slider_chart(
         x=alt.value(0), y=alt.value(-25), text="label:N").properties(name="zeta_label")
     exact_eta = var("a_star", "datum.a_star") / var("curvature")
     thr_text = alt.Chart(table).transform_filter(this_row).transform_calculate(
-        label=str("unstable above η = " + fn.format(ex["continuous_eta"], ".4f") + " (continuous), "
+        label=str("unstable above η = "
+                  + where(ex["continuous_eta"] < 1e300, fn.format(ex["continuous_eta"], ".4f"), lit("none"))
+                  + " (continuous), "
                   + fn.format(exact_eta, ".4f") + " (exact, " + lag_words + ")"),
     ).mark_text(align="left", baseline="bottom", fontSize=12, color=NOTE).encode(
         x=alt.value(0), y=alt.value(-10), text="label:N").properties(name="threshold_label")
