@@ -81,3 +81,49 @@ def test_the_probe_predicts_a_rise_ten_times_too_fast(checked):
     assert checked.K_ratio.between(9, 18).all()
     # the two disagreements agree: K_probe / K_run tracks t90_measured / t90_predicted within 15%
     assert np.allclose(checked.K_ratio, checked.t90_ratio, rtol=0.15)
+
+
+SWEEP = ROOT / "book" / "experiments" / "runs" / "lr-sweep"
+
+
+@pytest.fixture(scope="module")
+def lr_sweep():
+    from grpo_core.llm.probe_check import lr_sweep_table
+    from grpo_core.llm.runs import load_runs
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        runs, critical = lr_sweep_table(load_runs(SWEEP))
+    return runs, critical.set_index(["optimizer", "num_iterations"])
+
+
+def test_the_sweep_covers_two_optimizers_and_the_reuse(lr_sweep):
+    runs, _ = lr_sweep
+    counts = runs.groupby(["optimizer", "num_iterations"]).size().to_dict()
+    assert counts == {("adamw", 1): 10, ("adamw", 4): 10, ("sgd", 1): 10}
+    for folder in SWEEP.iterdir():  # every run has the probe of its starting model and its provenance
+        assert (folder / "probe.json").is_file() and (folder / "provenance.json").is_file()
+        assert json.loads((folder / "provenance.json").read_text())["git"]["dirty"] is False
+
+
+def test_the_measured_critical_rate_against_the_probe(lr_sweep):
+    # What came out, pinned (issue 16, section 3). Each run is classified from its own log; the
+    # critical rate is bracketed by the last surviving and the first collapsed rate.
+    runs, crit = lr_sweep
+    assert (runs[runs.learning_rate <= 1e-3].query("optimizer == 'adamw'")["shape"] != "collapsed").all()
+    assert (runs[runs.learning_rate >= 1.5e-3].query("optimizer == 'adamw'")["shape"] == "collapsed").all()
+    assert dict(crit.loc[("adamw", 1), ["stable_up_to", "collapsed_from"]]) == {"stable_up_to": 1e-3,
+                                                                               "collapsed_from": 1.5e-3}
+    # reusing each batch 4 times does not move the edge: the importance ratio removes the lag
+    assert dict(crit.loc[("adamw", 4), ["stable_up_to", "collapsed_from"]]) == {"stable_up_to": 1e-3,
+                                                                               "collapsed_from": 1.5e-3}
+    assert dict(crit.loc[("sgd", 1), ["stable_up_to", "collapsed_from"]]) == {"stable_up_to": 0.05,
+                                                                             "collapsed_from": 0.07}
+    # the sharpness bounds the edge from below within a factor 2.5-4 for both optimizers
+    for key in (("adamw", 1), ("sgd", 1)):
+        assert 2.5 < crit.loc[key, "pred_sharpness_ratio_lo"] < crit.loc[key, "pred_sharpness_ratio_hi"] < 4.1
+    # the reward curvature K on-policy is two orders of magnitude too permissive
+    assert (crit.loc[[("adamw", 1), ("sgd", 1)], "pred_k_on_policy_ratio_hi"] < 0.01).all()
+    # one run oscillated, SGD just below its edge
+    osc = runs[runs["shape"] == "oscillating"]
+    assert list(zip(osc.optimizer, osc.learning_rate)) == [("sgd", 0.05)]

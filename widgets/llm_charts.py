@@ -8,6 +8,8 @@ Pure functions returning Altair charts; the tables come from :mod:`grpo_core.llm
 * :func:`transfer_chart` -- accuracy change from the start to the end of GRPO, per evaluation set,
   nearest to the training distribution first.
 * :func:`budget_chart` -- the fixed-budget sweep: final reward against G with the predicted G*.
+* :func:`lr_sweep_chart` -- the learning-rate sweep: each run's final reward against its rate, per
+  optimizer, with the probe's predicted critical rates as rules.
 * :func:`colab_url`, :func:`colab_badge` -- the "Open in Colab" link of a notebook of the repository,
   built from ``_config.yml``'s ``repository`` settings (the one place the public URL is kept).
 """
@@ -28,6 +30,7 @@ __all__ = [
     "spread_chart",
     "transfer_chart",
     "budget_chart",
+    "lr_sweep_chart",
     "colab_url",
     "colab_badge",
 ]
@@ -244,6 +247,71 @@ def budget_chart(
             .encode(x=alt.X("g:Q", scale=xscale))
         )
     return alt.layer(*layers).properties(width=width, height=height)
+
+
+#: The predictions :func:`lr_sweep_chart` draws: column of ``critical`` -> (legend label, dash).
+_PREDICTIONS = {"pred_sharpness": ("sharpness", [2, 2]),
+                "pred_k_constant_lag": ("K, constant lag (paper)", [6, 3]),
+                "pred_k_on_policy": ("K, on-policy / refresh", [1, 0])}
+
+
+def lr_sweep_chart(runs: pd.DataFrame, critical: pd.DataFrame, *, width: int = 230,
+                   height: int = 170) -> alt.FacetChart:
+    """One panel per (optimizer, num_iterations): the final reward of each run against its learning
+    rate (log scale), coloured by its shape, and the probe's predicted critical rates as vertical rules.
+
+    Parameters
+    ----------
+    runs, critical : pandas.DataFrame
+        The two tables of :func:`grpo_core.llm.probe_check.lr_sweep_table`.
+
+    Returns
+    -------
+    altair.FacetChart
+
+    Examples
+    --------
+    >>> r = pd.DataFrame({"optimizer": ["sgd"] * 2, "num_iterations": [1, 1], "learning_rate": [0.01, 0.1],
+    ...                   "end": [0.8, 0.0], "shape": ["monotone", "collapsed"]})
+    >>> c = pd.DataFrame({"optimizer": ["sgd"], "num_iterations": [1], "pred_sharpness": [0.02],
+    ...                   "pred_k_constant_lag": [0.2], "pred_k_on_policy": [8.0]})
+    >>> lr_sweep_chart(r, c).to_dict()["facet"]["field"]
+    'panel'
+    """
+    require_columns(runs, "runs", ["optimizer", "num_iterations", "learning_rate", "end", "shape"])
+    require_columns(critical, "critical", ["optimizer", "num_iterations", *_PREDICTIONS])
+
+    def panel(frame: pd.DataFrame) -> pd.Series:
+        return frame.optimizer.str.replace("adamw", "AdamW").str.replace("sgd", "SGD + heavy ball") + \
+            ", num_iterations " + frame.num_iterations.astype(str)
+
+    data = runs.assign(panel=panel(runs), kind="run")
+    lo, hi = float(data.learning_rate.min()) / 3, float(data.learning_rate.max()) * 3
+    rules = pd.concat([
+        pd.DataFrame({"panel": panel(critical), "rate": critical[col].clip(lo, hi), "prediction": label,
+                      "kind": "rule"})
+        for col, (label, _) in _PREDICTIONS.items()], ignore_index=True)
+    scale = alt.Scale(type="log", domain=[lo, hi])
+    x = alt.X("learning_rate:Q", scale=scale, title="learning rate (log scale)")
+    runs_only = "datum.kind == 'run'"
+    line = alt.Chart().mark_line(color=GREYS["mid"]).encode(
+        x=x, y=alt.Y("end:Q", title="reward at the end", scale=alt.Scale(domain=[0, 1]))
+    ).transform_filter(runs_only)
+    dots = alt.Chart().mark_point(filled=True, size=70).encode(
+        x=x, y="end:Q",
+        color=alt.Color("shape:N", title="the run", scale=alt.Scale(
+            domain=["monotone", "oscillating", "collapsed"],
+            range=[CATEGORY10["blue"], CATEGORY10["green"], CATEGORY10["red"]])),
+        tooltip=["learning_rate:Q", alt.Tooltip("end:Q", format=".3f"), "shape:N"],
+    ).transform_filter(runs_only)
+    rule = alt.Chart().mark_rule(color="#444444").encode(
+        x=alt.X("rate:Q", scale=scale),
+        strokeDash=alt.StrokeDash("prediction:N", title="predicted critical rate", scale=alt.Scale(
+            domain=[v[0] for v in _PREDICTIONS.values()], range=[v[1] for v in _PREDICTIONS.values()])),
+    ).transform_filter("datum.kind == 'rule'")
+    joined = pd.concat([data, rules], ignore_index=True)
+    return alt.layer(line, dots, rule, data=joined).properties(width=width, height=height).facet(
+        facet=alt.Facet("panel:N", title=None), columns=3)
 
 
 def colab_url(notebook: str, config_path=None) -> str:

@@ -12,6 +12,10 @@ start, one from the whole curve.
 Definitions (our choices, stated with every number): the *start* is the mean reward of the first
 10 steps, the *end* the mean of the last 50, the smoothed curve a trailing 20-step mean; the
 *measured t90* is the first step at which the smoothed curve reaches ``start + 0.9 (end - start)``.
+
+A learning-rate sweep (:func:`lr_sweep_table`) classifies each run from its own log
+(:func:`classify_run`) and brackets the critical learning rate between the largest rate whose run
+did not collapse and the smallest whose run did, next to the probe's predictions.
 """
 
 from __future__ import annotations
@@ -27,7 +31,10 @@ import pandas as pd
 from ..errors import DataError
 from .runs import Run
 
-__all__ = ["measured_t90", "probe_against_runs"]
+__all__ = ["RUN_CLASSES", "classify_run", "lr_sweep_table", "measured_t90", "probe_against_runs"]
+
+#: The classes of :func:`classify_run`.
+RUN_CLASSES = ("monotone", "oscillating", "collapsed")
 
 
 def measured_t90(steps, reward, *, window: int = 20, fraction: float = 0.9) -> float:
@@ -123,3 +130,131 @@ def probe_against_runs(runs: Sequence[Run]) -> pd.DataFrame:
     if not rows:
         raise DataError("`runs`: none of the runs has a probe.json (run the preset with probe = true)")
     return pd.DataFrame(rows)
+
+
+def classify_run(reward, *, window: int = 10) -> str:
+    """The shape of a run's training reward: ``monotone``, ``oscillating`` or ``collapsed``.
+
+    The rule (ours), on the reward per logged step ``y``, its start ``s`` (mean of the first
+    ``window`` points) and its end ``e`` (mean of the last 10%, at least ``window`` points):
+
+    * *collapsed*: ``e < s / 2``: the reward ended below half its start, what a divergent GRPO run
+      of a 0/1 reward does (the policy leaves every rewarded completion and the reward falls to 0,
+      or is still falling there when the run ends);
+    * *oscillating*: not collapsed, and the ``window``-point trailing mean falls back from its running
+      maximum by more than a fifth of the range it covers, twice or more, separately (it climbs back
+      to within a twentieth of the range of that maximum between the falls);
+    * *monotone*: otherwise (rises, or stays, with noise).
+
+    Parameters
+    ----------
+    reward : array_like, shape (T,)
+        Reward per logged step (reward units, a 0/1 reward's mean), ``T >= 3 * window``.
+    window : int, default 10
+
+    Returns
+    -------
+    str
+        One of :data:`RUN_CLASSES`.
+
+    Raises
+    ------
+    DataError
+        Too few points, or non-finite rewards.
+
+    Examples
+    --------
+    >>> t = np.arange(300)
+    >>> classify_run(0.3 + 0.6 * (1 - np.exp(-t / 80))), classify_run(np.r_[np.full(20, 0.3), np.zeros(280)])
+    ('monotone', 'collapsed')
+    >>> classify_run(0.3 * np.exp(-t / 250))  # still falling at the end: below half its start
+    'collapsed'
+    >>> classify_run(0.6 + 0.3 * np.sin(t / 15))
+    'oscillating'
+    """
+    y = np.asarray(reward, dtype=float)
+    if y.ndim != 1 or y.size < 3 * window or not np.all(np.isfinite(y)):
+        raise DataError(f"`reward`: classify_run needs at least {3 * window} finite values; got {y.size}")
+    start = float(y[:window].mean())
+    end = float(y[-max(window, y.size // 10):].mean())
+    if end < start / 2:
+        return "collapsed"
+    smooth = np.convolve(y, np.ones(window) / window, mode="valid")
+    span = float(smooth.max() - smooth.min())
+    falls, peak, armed = 0, -np.inf, True
+    for v in smooth:
+        peak = max(peak, float(v))
+        if not armed and peak - v < 0.05 * span:
+            armed = True  # back near the maximum: the next fall is a new swing
+        elif armed and span > 0 and peak - v > 0.2 * span:
+            falls, armed = falls + 1, False
+    return "oscillating" if falls >= 2 else "monotone"
+
+
+def _bracket(rates: np.ndarray, collapsed: np.ndarray) -> tuple[float, float]:
+    """(largest rate below the first collapse that did not collapse, first collapsed rate)."""
+    order = np.argsort(rates)
+    r, c = rates[order], collapsed[order]
+    first = int(np.argmax(c)) if c.any() else None
+    hi = float(r[first]) if first is not None else math.inf
+    lo = float(r[first - 1]) if first not in (None, 0) else (float(r[-1]) if first is None else 0.0)
+    return lo, hi
+
+
+def lr_sweep_table(runs: Sequence[Run]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A learning-rate sweep: each run classified, the critical rate bracketed, the probe's predictions.
+
+    Parameters
+    ----------
+    runs : sequence of Run
+        Runs of one preset and seed that differ in ``learning_rate``, ``optimizer`` and
+        ``num_iterations``; each with its ``probe.json`` (the probe of the shared starting model).
+
+    Returns
+    -------
+    runs_frame : pandas.DataFrame
+        One row per run: ``optimizer``, ``num_iterations``, ``learning_rate``, ``start``, ``end``
+        (reward), ``shape`` (:func:`classify_run`).
+    critical : pandas.DataFrame
+        One row per (``optimizer``, ``num_iterations``): ``stable_up_to`` (largest rate below the
+        first collapse), ``collapsed_from`` (smallest collapsed rate; inf when none collapsed), and
+        the probe's critical rates: ``pred_sharpness`` (the top Hessian eigenvalue: ``2(1+mu)/lambda``
+        for heavy ball, Cohen et al.'s adaptive edge for Adam), ``pred_k_on_policy`` (the reward
+        curvature K, on-policy; with ``num_iterations`` > 1 the stale refresh model),
+        ``pred_k_constant_lag`` (K with the paper's constant lag ``d = k_ref``), each with
+        ``*_ratio_lo``/``*_ratio_hi``: the bracket over the prediction.
+
+    Raises
+    ------
+    DataError
+        A run without ``probe.json``, or fewer than two rates for a group.
+    """
+    rows, probes = [], {}
+    for run in runs:
+        path = run.path / "probe.json"
+        if not path.is_file():
+            raise DataError(f"`runs`: {run.name} has no probe.json (run the preset with probe = true)")
+        cfg = run.config
+        key = (str(cfg["optimizer"]), int(cfg["num_iterations"]))
+        probes.setdefault(key, json.loads(path.read_text(encoding="utf-8")))
+        _, y = run.reward()
+        rows.append({"optimizer": key[0], "num_iterations": key[1], "learning_rate": float(cfg["learning_rate"]),
+                     "start": float(y[:10].mean()), "end": float(y[-max(10, y.size // 10):].mean()),
+                     "shape": classify_run(y)})
+    frame = pd.DataFrame(rows).sort_values(["optimizer", "num_iterations", "learning_rate"], ignore_index=True)
+    crit = []
+    for (opt, ni), grp in frame.groupby(["optimizer", "num_iterations"], sort=True):
+        if len(grp) < 2:
+            raise DataError(f"`runs`: {opt} at num_iterations {ni} has one learning rate; a sweep needs two")
+        lo, hi = _bracket(grp.learning_rate.to_numpy(), (grp["shape"] == "collapsed").to_numpy())
+        pred = probes[(opt, ni)]["predictions"]["adam" if "adam" in opt.lower() else "sgd_momentum"]
+        reuse = pred["num_iterations_4"] if ni == 4 else None
+        preds = {"pred_sharpness": pred["eta_crit_sharpness"],
+                 "pred_k_on_policy": reuse["eta_crit"] if reuse else pred["eta_crit"],
+                 "pred_k_constant_lag": reuse["eta_crit_constant_lag"] if reuse else pred["eta_crit_constant_lag"]}
+        row = {"optimizer": opt, "num_iterations": ni, "stable_up_to": lo, "collapsed_from": hi}
+        for name, value in preds.items():
+            row[name] = float(value)
+            row[f"{name}_ratio_lo"], row[f"{name}_ratio_hi"] = lo / float(value), hi / float(value)
+        crit.append(row)
+    return frame, pd.DataFrame(crit)
