@@ -22,6 +22,11 @@ module                 what it holds
 ``experiment``         the steps of one run in order, :func:`run_experiment`
 ``runs``               run folders (config, provenance, metrics, evals), names, :func:`load_runs`
 ``constants``          c1, c2, c3 of the minibatch-MSE law measured on the model (per-sample scores)
+``analysis``           the committed runs read for the book: fits, trajectories across G, transfer, sweeps
+``probe``              the curvature measured before training (sharpness, reward curvature K, predictions)
+``curvature``          the probe's numerics: Lanczos on Hessian-vector products, the relaxation rate
+``probe_check``        the probe's predictions against the runs: t90 and K from the run's own curve,
+                       each run classified, the critical learning rate of a sweep bracketed
 =====================  ============================================================================
 
 Heavy libraries (torch, transformers, TRL, datasets) are imported inside the functions that need
