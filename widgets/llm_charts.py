@@ -255,8 +255,8 @@ _PREDICTIONS = {"pred_sharpness": ("sharpness", [2, 2]),
                 "pred_k_on_policy": ("K, on-policy / refresh", [1, 0])}
 
 
-def lr_sweep_chart(runs: pd.DataFrame, critical: pd.DataFrame, *, width: int = 230,
-                   height: int = 170) -> alt.FacetChart:
+def lr_sweep_chart(runs: pd.DataFrame, critical: pd.DataFrame, *, width: int = 170,
+                   height: int = 150) -> alt.FacetChart:
     """One panel per (optimizer, num_iterations): the final reward of each run against its learning
     rate (log scale), coloured by its shape, and the probe's predicted critical rates as vertical rules.
 
@@ -268,6 +268,7 @@ def lr_sweep_chart(runs: pd.DataFrame, critical: pd.DataFrame, *, width: int = 2
     Returns
     -------
     altair.FacetChart
+        Configured (legends under the panels): display it as it is, do not layer it further.
 
     Examples
     --------
@@ -275,8 +276,9 @@ def lr_sweep_chart(runs: pd.DataFrame, critical: pd.DataFrame, *, width: int = 2
     ...                   "end": [0.8, 0.0], "shape": ["monotone", "collapsed"]})
     >>> c = pd.DataFrame({"optimizer": ["sgd"], "num_iterations": [1], "pred_sharpness": [0.02],
     ...                   "pred_k_constant_lag": [0.2], "pred_k_on_policy": [8.0]})
-    >>> lr_sweep_chart(r, c).to_dict()["facet"]["field"]
-    'panel'
+    >>> spec = lr_sweep_chart(r, c).to_dict()
+    >>> spec["facet"]["field"], spec["config"]["legend"]["orient"]
+    ('panel', 'bottom')
     """
     require_columns(runs, "runs", ["optimizer", "num_iterations", "learning_rate", "end", "shape"])
     require_columns(critical, "critical", ["optimizer", "num_iterations", *_PREDICTIONS])
@@ -310,8 +312,9 @@ def lr_sweep_chart(runs: pd.DataFrame, critical: pd.DataFrame, *, width: int = 2
             domain=[v[0] for v in _PREDICTIONS.values()], range=[v[1] for v in _PREDICTIONS.values()])),
     ).transform_filter("datum.kind == 'rule'")
     joined = pd.concat([data, rules], ignore_index=True)
+    # the legends under the panels: three panels and a legend beside them overflow the text column
     return alt.layer(line, dots, rule, data=joined).properties(width=width, height=height).facet(
-        facet=alt.Facet("panel:N", title=None), columns=3)
+        facet=alt.Facet("panel:N", title=None), columns=3).configure_legend(orient="bottom", direction="vertical")
 
 
 def colab_url(notebook: str, config_path=None) -> str:
