@@ -213,11 +213,13 @@ def lr_sweep_table(runs: Sequence[Run]) -> tuple[pd.DataFrame, pd.DataFrame]:
     Returns
     -------
     runs_frame : pandas.DataFrame
-        One row per run: ``optimizer``, ``num_iterations``, ``learning_rate``, ``start``, ``end``
-        (reward), ``shape`` (:func:`classify_run`).
+        One row per run: ``optimizer``, ``num_iterations``, ``learning_rate``, ``seed``, ``start``,
+        ``end`` (reward), ``shape`` (:func:`classify_run`).
     critical : pandas.DataFrame
-        One row per (``optimizer``, ``num_iterations``): ``stable_up_to`` (largest rate below the
-        first collapse), ``collapsed_from`` (smallest collapsed rate; inf when none collapsed), and
+        One row per (``optimizer``, ``num_iterations``): ``seeds`` and ``runs`` (counts),
+        ``stable_up_to`` (largest rate below the first collapse), ``collapsed_from`` (smallest
+        collapsed rate; inf when none collapsed), a rate counting as collapsed when at least half
+        of its seeds did, ``seeds_agree`` (every seed, bracketed alone, gives the same bracket), and
         the probe's critical rates: ``pred_sharpness`` (the top Hessian eigenvalue: ``2(1+mu)/lambda``
         for heavy ball, Cohen et al.'s adaptive edge for Adam), ``pred_k_on_policy`` (the reward
         curvature K, on-policy; with ``num_iterations`` > 1 the stale refresh model),
@@ -239,20 +241,27 @@ def lr_sweep_table(runs: Sequence[Run]) -> tuple[pd.DataFrame, pd.DataFrame]:
         probes.setdefault(key, json.loads(path.read_text(encoding="utf-8")))
         _, y = run.reward()
         rows.append({"optimizer": key[0], "num_iterations": key[1], "learning_rate": float(cfg["learning_rate"]),
-                     "start": float(y[:10].mean()), "end": float(y[-max(10, y.size // 10):].mean()),
-                     "shape": classify_run(y)})
-    frame = pd.DataFrame(rows).sort_values(["optimizer", "num_iterations", "learning_rate"], ignore_index=True)
+                     "seed": run.seed, "start": float(y[:10].mean()),
+                     "end": float(y[-max(10, y.size // 10):].mean()), "shape": classify_run(y)})
+    frame = pd.DataFrame(rows).sort_values(["optimizer", "num_iterations", "learning_rate", "seed"],
+                                           ignore_index=True)
     crit = []
     for (opt, ni), grp in frame.groupby(["optimizer", "num_iterations"], sort=True):
-        if len(grp) < 2:
+        # a rate is collapsed when at least half of its seeds collapsed
+        by_rate = grp.groupby("learning_rate")["shape"].apply(lambda s: float((s == "collapsed").mean()))
+        if len(by_rate) < 2:
             raise DataError(f"`runs`: {opt} at num_iterations {ni} has one learning rate; a sweep needs two")
-        lo, hi = _bracket(grp.learning_rate.to_numpy(), (grp["shape"] == "collapsed").to_numpy())
+        lo, hi = _bracket(by_rate.index.to_numpy(), by_rate.to_numpy() >= 0.5)
+        per_seed = {seed: _bracket(g.learning_rate.to_numpy(), (g["shape"] == "collapsed").to_numpy())
+                    for seed, g in grp.groupby("seed") if g.learning_rate.nunique() >= 2}
         pred = probes[(opt, ni)]["predictions"]["adam" if "adam" in opt.lower() else "sgd_momentum"]
         reuse = pred["num_iterations_4"] if ni == 4 else None
         preds = {"pred_sharpness": pred["eta_crit_sharpness"],
                  "pred_k_on_policy": reuse["eta_crit"] if reuse else pred["eta_crit"],
                  "pred_k_constant_lag": reuse["eta_crit_constant_lag"] if reuse else pred["eta_crit_constant_lag"]}
-        row = {"optimizer": opt, "num_iterations": ni, "stable_up_to": lo, "collapsed_from": hi}
+        row = {"optimizer": opt, "num_iterations": ni, "seeds": int(grp.seed.nunique()),
+               "runs": len(grp), "stable_up_to": lo, "collapsed_from": hi,
+               "seeds_agree": len(set(per_seed.values())) <= 1}
         for name, value in preds.items():
             row[name] = float(value)
             row[f"{name}_ratio_lo"], row[f"{name}_ratio_hi"] = lo / float(value), hi / float(value)
