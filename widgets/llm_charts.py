@@ -8,6 +8,8 @@ Pure functions returning Altair charts; the tables come from :mod:`grpo_core.llm
 * :func:`transfer_chart` -- accuracy change from the start to the end of GRPO, per evaluation set,
   nearest to the training distribution first.
 * :func:`budget_chart` -- the fixed-budget sweep: final reward against G with the predicted G*.
+* :func:`lr_time_chart` -- the sweep's surviving runs in learning-rate time, with the probe's
+  predicted time scale.
 * :func:`lr_sweep_chart` -- the learning-rate sweep: each run's final reward against its rate, per
   optimizer, with the probe's predicted critical rates as rules.
 * :func:`colab_url`, :func:`colab_badge` -- the "Open in Colab" link of a notebook of the repository,
@@ -31,6 +33,7 @@ __all__ = [
     "transfer_chart",
     "budget_chart",
     "lr_sweep_chart",
+    "lr_time_chart",
     "colab_url",
     "colab_badge",
 ]
@@ -315,6 +318,54 @@ def lr_sweep_chart(runs: pd.DataFrame, critical: pd.DataFrame, *, width: int = 1
     # the legends under the panels: three panels and a legend beside them overflow the text column
     return alt.layer(line, dots, rule, data=joined).properties(width=width, height=height).facet(
         facet=alt.Facet("panel:N", title=None), columns=3).configure_legend(orient="bottom", direction="vertical")
+
+
+def lr_time_chart(curves: pd.DataFrame, scales: pd.DataFrame, *, width: int = 170,
+                  height: int = 150) -> alt.FacetChart:
+    """The runs of a sweep that did not collapse, reward against cumulative learning rate (log
+    scale), one colour per rate, and the probe's predicted time to 90% as a dashed rule.
+
+    Parameters
+    ----------
+    curves, scales : pandas.DataFrame
+        The two tables of :func:`grpo_core.llm.probe_check.lr_time_curves`.
+
+    Returns
+    -------
+    altair.FacetChart
+        Configured (legend under the panels).
+
+    Examples
+    --------
+    >>> c = pd.DataFrame({"optimizer": ["sgd"] * 2, "num_iterations": [1, 1], "learning_rate": [0.01] * 2,
+    ...                   "seed": [0, 0], "tau": [0.1, 0.2], "reward": [0.3, 0.4]})
+    >>> s = pd.DataFrame({"optimizer": ["sgd"], "num_iterations": [1], "tau90_predicted": [0.5]})
+    >>> lr_time_chart(c, s).to_dict()["facet"]["field"]
+    'panel'
+    """
+    require_columns(curves, "curves", ["optimizer", "num_iterations", "learning_rate", "seed", "tau", "reward"])
+    require_columns(scales, "scales", ["optimizer", "num_iterations", "tau90_predicted"])
+
+    def panel(frame: pd.DataFrame) -> pd.Series:
+        return frame.optimizer.str.replace("adamw", "AdamW").str.replace("sgd", "SGD + heavy ball") + \
+            ", num_iterations " + frame.num_iterations.astype(str)
+
+    data = curves.assign(panel=panel(curves), kind="run",
+                         curve=curves.learning_rate.astype(str) + " s" + curves.seed.astype(str))
+    rules = scales.assign(panel=panel(scales), kind="rule", tau=scales.tau90_predicted)
+    scale = alt.Scale(type="log")
+    line = alt.Chart().mark_line(strokeWidth=1.2).encode(
+        x=alt.X("tau:Q", scale=scale, title="τ = Σ learning rate (log)"),
+        y=alt.Y("reward:Q", title="training reward", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("learning_rate:Q", title="learning rate", scale=alt.Scale(type="log", scheme="viridis")),
+        detail="curve:N",
+    ).transform_filter("datum.kind == 'run'")
+    rule = alt.Chart().mark_rule(strokeDash=[5, 3], color="#444444").encode(
+        x=alt.X("tau:Q", scale=scale)).transform_filter("datum.kind == 'rule'")
+    joined = pd.concat([data, rules], ignore_index=True)
+    return alt.layer(line, rule, data=joined).properties(width=width, height=height).facet(
+        facet=alt.Facet("panel:N", title=None), columns=3).resolve_scale(x="independent").configure_legend(
+        orient="bottom")
 
 
 def colab_url(notebook: str, config_path=None) -> str:

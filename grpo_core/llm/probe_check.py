@@ -31,7 +31,7 @@ import pandas as pd
 from ..errors import DataError
 from .runs import Run
 
-__all__ = ["RUN_CLASSES", "classify_run", "lr_sweep_table", "measured_t90", "probe_against_runs"]
+__all__ = ["RUN_CLASSES", "classify_run", "lr_sweep_table", "lr_time_curves", "measured_t90", "probe_against_runs"]
 
 #: The classes of :func:`classify_run`.
 RUN_CLASSES = ("monotone", "oscillating", "collapsed")
@@ -267,3 +267,68 @@ def lr_sweep_table(runs: Sequence[Run]) -> tuple[pd.DataFrame, pd.DataFrame]:
             row[f"{name}_ratio_lo"], row[f"{name}_ratio_hi"] = lo / float(value), hi / float(value)
         crit.append(row)
     return frame, pd.DataFrame(crit)
+
+
+def lr_time_curves(runs: Sequence[Run], *, window: int = 10) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The runs that did not collapse, in learning-rate time, with the probe's predicted time scale.
+
+    The oscillator model's clock is the cumulative learning rate ``tau = sum_t eta_t``
+    (:func:`grpo_core.runs.curvature.learning_rate_clock`, the logged warm-up included): runs that
+    differ only in their (stable) rate follow one curve in ``tau``. The probe's prediction of the
+    time to 90% of the plateau, in steps at the probe's rate, is turned into ``tau`` the same way.
+
+    Parameters
+    ----------
+    runs : sequence of Run
+        Runs with a logged ``learning_rate`` and a ``probe.json``.
+    window : int, default 10
+        Trailing mean of the reward (logged points).
+
+    Returns
+    -------
+    curves : pandas.DataFrame
+        ``optimizer``, ``num_iterations``, ``learning_rate``, ``seed``, ``tau``, ``reward`` (the
+        trailing mean), for the runs :func:`classify_run` does not call collapsed.
+    scales : pandas.DataFrame
+        One row per (``optimizer``, ``num_iterations``): ``tau90_predicted`` (the probe's t90 at its
+        rate, times that rate) and ``tau90_measured`` (the median over the stable runs of the
+        cumulative rate at their :func:`measured_t90`; NaN when no run rose).
+
+    Raises
+    ------
+    DataError
+        A run without ``probe.json`` or without a logged learning rate.
+    """
+    from ..runs.curvature import learning_rate_clock
+
+    curves, scales = [], {}
+    for run in runs:
+        _, y = run.reward()
+        if classify_run(y) == "collapsed":
+            continue
+        path = run.path / "probe.json"
+        if not path.is_file():
+            raise DataError(f"`runs`: {run.name} has no probe.json")
+        steps, rate = run.metrics.series("learning_rate")
+        if steps.size == 0:
+            raise DataError(f"`runs`: {run.name} logs no learning_rate")
+        t, yy = run.reward()
+        clock, eta_ref = learning_rate_clock(t, steps, rate)  # steps at the peak rate, warm-up counted
+        tau = clock * eta_ref
+        smooth = np.convolve(yy, np.ones(window) / window, mode="valid")
+        key = (str(run.config["optimizer"]), int(run.config["num_iterations"]))
+        curves.append(pd.DataFrame({"optimizer": key[0], "num_iterations": key[1],
+                                    "learning_rate": float(run.config["learning_rate"]), "seed": run.seed,
+                                    "tau": tau[window - 1:], "reward": smooth}))
+        t90 = json.loads(path.read_text(encoding="utf-8"))["predictions"]["t90"]
+        entry = scales.setdefault(key, {"tau90_predicted": float(t90["steps"]) * float(t90["learning_rate"]),
+                                        "measured": []})
+        m = measured_t90(t, yy, window=window) if yy.size >= window + 50 else math.nan
+        if math.isfinite(m):
+            entry["measured"].append(float(np.interp(m, t, tau)))
+    if not curves:
+        raise DataError("`runs`: every run collapsed; there is no curve in learning-rate time")
+    table = pd.DataFrame([{"optimizer": k[0], "num_iterations": k[1], "tau90_predicted": v["tau90_predicted"],
+                           "tau90_measured": float(np.median(v["measured"])) if v["measured"] else math.nan}
+                          for k, v in sorted(scales.items())])
+    return pd.concat(curves, ignore_index=True), table
