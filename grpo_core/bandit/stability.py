@@ -33,11 +33,11 @@ from ..errors import ParameterError
 from ..model import oscillator, trajectories
 from ..model.hyperparameters import check_beta, check_eta, check_k_ref, check_mu
 from ..validation import check_array, check_integer, check_real
-from .prediction import _interior_fixed_point
+from .prediction import _interior_fixed_point, oscillator_gain, regime_given_stability
 from .simulation import simulate
 from .spec import BanditSpec
 
-__all__ = ["REGIMES", "classify_trajectory", "growth_rates", "predicted_regimes"]
+__all__ = ["REGIMES", "classify_trajectory", "growth_rates", "predicted_regimes", "run_regimes"]
 
 #: Regime labels of a measured trajectory.
 REGIMES = ("monotone", "oscillatory", "divergent")
@@ -289,3 +289,64 @@ def predicted_regimes(spec: BanditSpec, *, eta, mu, k_ref, curvature: float, ste
             }
         )
     return pd.DataFrame(rows)
+
+
+def run_regimes(spec: BanditSpec, *, eta: float, mu: float, k_ref: int, beta: float, trajectory: Any,
+                p_star: float, curvature: float) -> dict[str, Any]:
+    """The regime of one bandit setting, measured and predicted, with the stable/unstable call made by
+    a stability test rather than by the run's length.
+
+    Near the threshold a finite run cannot tell a slow decay from a slow growth
+    (:func:`~grpo_core.bandit.prediction.regime_given_stability`). So: *measured* is the mean-field
+    bandit's growth rate (:func:`growth_rates`, which sets its own run length) for stable or not,
+    and the shape of ``trajectory``; *exact* is the exact recurrence's spectral-radius test
+    (:func:`grpo_core.model.stability.is_stable_exact`) and the shape of its run from rest; the
+    *continuous* regime is the oscillator's damping ratio (:func:`predicted_regimes`).
+
+    Parameters
+    ----------
+    spec : BanditSpec
+    eta, mu : float
+    k_ref : int
+    beta : float
+        KL weight (interior fixed point).
+    trajectory : array_like, shape (T,)
+        The mean-field expected reward of the run; ``T < 8`` is not classified.
+    p_star, curvature : float
+        The fixed point and its stiffness K.
+
+    Returns
+    -------
+    dict
+        ``growth_rate_measured`` (per step; > 0 unstable), ``stable_exact`` (bool),
+        ``regime_measured`` (str, or None for a run under 8 points), ``regime_continuous``,
+        ``regime_exact``: each one of :data:`REGIMES`.
+
+    Raises
+    ------
+    ParameterError
+        Bad inputs.
+
+    Examples
+    --------
+    >>> from grpo_core.bandit import BanditSpec, fixed_point, simulate
+    >>> spec = BanditSpec.binary()
+    >>> fp = fixed_point(spec, 1.0)
+    >>> mf = simulate(spec, eta=0.0085, mu=0.9, k_ref=37, beta=1.0, steps=500, mean_field=True)
+    >>> r = run_regimes(spec, eta=0.0085, mu=0.9, k_ref=37, beta=1.0, trajectory=mf.p[0, 0], p_star=fp.p_star,
+    ...                 curvature=fp.stiffness)
+    >>> r["stable_exact"], r["regime_exact"], r["regime_measured"]  # k_ref 38 is the first unstable one
+    (True, 'oscillatory', 'oscillatory')
+    """
+    from ..model.stability import is_stable_exact
+
+    rate = float(growth_rates(spec, eta=eta, mu=mu, k_ref=k_ref, beta=beta)[0])
+    stable = bool(is_stable_exact(oscillator_gain(spec, eta, mu, curvature), mu, k_ref, lag=spec.lag,
+                                  momentum=spec.momentum))
+    pred = predicted_regimes(spec, eta=eta, mu=mu, k_ref=k_ref, curvature=curvature)
+    p = np.asarray(trajectory, dtype=float)
+    measured = (str(regime_given_stability(classify_trajectory(p, p_star), rate <= 0)[()])
+                if p.shape[-1] >= 8 else None)
+    return {"growth_rate_measured": rate, "stable_exact": stable, "regime_measured": measured,
+            "regime_continuous": str(pred.continuous[0]),
+            "regime_exact": str(regime_given_stability(pred.exact[0], stable)[()])}

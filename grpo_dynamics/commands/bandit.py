@@ -121,10 +121,8 @@ def handler(args: argparse.Namespace) -> int:
     from grpo_core import bandit
     from grpo_core.bandit import stability as bandit_stability
     from grpo_core.bandit import thresholds as bandit_thresholds
-    from grpo_core.bandit.prediction import oscillator_gain, regime_given_stability
     from grpo_core.errors import ParameterError
     from grpo_core.model.hyperparameters import check_beta
-    from grpo_core.model.stability import is_stable_exact
     from grpo_core.validation import check_integer
 
     spec = _spec(args)
@@ -204,8 +202,6 @@ def handler(args: argparse.Namespace) -> int:
     }
     if fp.interior:
         out["a"] = float(run.eta[0] * fp.stiffness)
-        pred = bandit_stability.predicted_regimes(spec, eta=run.eta[0], mu=run.mu[0], k_ref=run.k_ref[0],
-                                                  curvature=fp.stiffness)
         # The regime is read off the deterministic mean-field run with the same settings: the mean of
         # stochastic seeds blurs the phases of a growing oscillation into what looks like damping.
         mf = (
@@ -221,22 +217,10 @@ def handler(args: argparse.Namespace) -> int:
                 mean_field=True,
             )
         )
-        # Stable or not is decided by a test, not by the run's length: near the threshold a finite
-        # run cannot tell slow decay from slow growth. Measured: the mean-field bandit's growth rate
-        # (its own run length); exact: the recurrence's spectral radius. The run gives the shape.
-        rate = float(bandit_stability.growth_rates(spec, eta=run.eta[0], mu=run.mu[0], k_ref=run.k_ref[0],
-                                                   beta=beta)[0])
-        stable_exact = bool(is_stable_exact(oscillator_gain(spec, run.eta[0], run.mu[0], fp.stiffness),
-                                            run.mu[0], run.k_ref[0], lag=spec.lag, momentum=spec.momentum))
-        out["growth_rate_measured"] = rate
-        out["stable_exact"] = stable_exact
-        # the classifier needs a few periods' worth of points; a very short run is not classified
-        out["regime_measured"] = (
-            str(regime_given_stability(bandit_stability.classify_trajectory(mf.p[0, 0], fp.p_star), rate <= 0)[()])
-            if mf.p.shape[-1] >= 8 else None
-        )
-        out["regime_continuous"] = str(pred.continuous[0])
-        out["regime_exact"] = str(regime_given_stability(pred.exact[0], stable_exact)[()])
+        # stable or not from the growth rate and the exact test, the shape from the run
+        out.update(bandit_stability.run_regimes(spec, eta=float(run.eta[0]), mu=float(run.mu[0]),
+                                                k_ref=int(run.k_ref[0]), beta=beta, trajectory=mf.p[0, 0],
+                                                p_star=fp.p_star, curvature=fp.stiffness))
     if args.out:
         import pandas as pd
 
