@@ -252,6 +252,12 @@ def budget_chart(
     return alt.layer(*layers).properties(width=width, height=height)
 
 
+def _sweep_panel(frame: pd.DataFrame) -> pd.Series:
+    """The panel title of a sweep arm: optimizer and num_iterations."""
+    return (frame.optimizer.str.replace("adamw", "AdamW").str.replace("sgd", "SGD + heavy ball")
+            + ", num_iterations " + frame.num_iterations.astype(str))
+
+
 #: The predictions :func:`lr_sweep_chart` draws: column of ``critical`` -> (legend label, dash).
 _PREDICTIONS = {"pred_sharpness": ("sharpness", [2, 2]),
                 "pred_k_constant_lag": ("K, constant lag (paper)", [6, 3]),
@@ -286,14 +292,10 @@ def lr_sweep_chart(runs: pd.DataFrame, critical: pd.DataFrame, *, width: int = 1
     require_columns(runs, "runs", ["optimizer", "num_iterations", "learning_rate", "end", "shape"])
     require_columns(critical, "critical", ["optimizer", "num_iterations", *_PREDICTIONS])
 
-    def panel(frame: pd.DataFrame) -> pd.Series:
-        return frame.optimizer.str.replace("adamw", "AdamW").str.replace("sgd", "SGD + heavy ball") + \
-            ", num_iterations " + frame.num_iterations.astype(str)
-
-    data = runs.assign(panel=panel(runs), kind="run")
+    data = runs.assign(panel=_sweep_panel(runs), kind="run")
     lo, hi = float(data.learning_rate.min()) / 3, float(data.learning_rate.max()) * 3
     rules = pd.concat([
-        pd.DataFrame({"panel": panel(critical), "rate": critical[col].clip(lo, hi), "prediction": label,
+        pd.DataFrame({"panel": _sweep_panel(critical), "rate": critical[col].clip(lo, hi), "prediction": label,
                       "kind": "rule"})
         for col, (label, _) in _PREDICTIONS.items()], ignore_index=True)
     scale = alt.Scale(type="log", domain=[lo, hi])
@@ -346,13 +348,9 @@ def lr_time_chart(curves: pd.DataFrame, scales: pd.DataFrame, *, width: int = 17
     require_columns(curves, "curves", ["optimizer", "num_iterations", "learning_rate", "seed", "tau", "reward"])
     require_columns(scales, "scales", ["optimizer", "num_iterations", "tau90_predicted"])
 
-    def panel(frame: pd.DataFrame) -> pd.Series:
-        return frame.optimizer.str.replace("adamw", "AdamW").str.replace("sgd", "SGD + heavy ball") + \
-            ", num_iterations " + frame.num_iterations.astype(str)
-
-    data = curves.assign(panel=panel(curves), kind="run",
+    data = curves.assign(panel=_sweep_panel(curves), kind="run",
                          curve=curves.learning_rate.astype(str) + " s" + curves.seed.astype(str))
-    rules = scales.assign(panel=panel(scales), kind="rule", tau=scales.tau90_predicted)
+    rules = scales.assign(panel=_sweep_panel(scales), kind="rule", tau=scales.tau90_predicted)
     scale = alt.Scale(type="log")
     line = alt.Chart().mark_line(strokeWidth=1.2).encode(
         x=alt.X("tau:Q", scale=scale, title="τ = Σ learning rate (log)"),

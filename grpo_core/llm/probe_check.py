@@ -303,8 +303,8 @@ def lr_time_curves(runs: Sequence[Run], *, window: int = 10) -> tuple[pd.DataFra
 
     curves, scales = [], {}
     for run in runs:
-        _, y = run.reward()
-        if classify_run(y) == "collapsed":
+        t, yy = run.reward()
+        if classify_run(yy) == "collapsed":
             continue
         path = run.path / "probe.json"
         if not path.is_file():
@@ -312,7 +312,6 @@ def lr_time_curves(runs: Sequence[Run], *, window: int = 10) -> tuple[pd.DataFra
         steps, rate = run.metrics.series("learning_rate")
         if steps.size == 0:
             raise DataError(f"`runs`: {run.name} logs no learning_rate")
-        t, yy = run.reward()
         clock, eta_ref = learning_rate_clock(t, steps, rate)  # steps at the peak rate, warm-up counted
         tau = clock * eta_ref
         smooth = np.convolve(yy, np.ones(window) / window, mode="valid")
