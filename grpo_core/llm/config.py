@@ -158,6 +158,10 @@ class ExperimentConfig:
     keep_checkpoints: bool = _h("Keep the checkpoints when the run ends (they hold weights).", default=False)
     resume: bool = _h("Resume from the last checkpoint in output_dir when there is one.", default=True)
     diagnose_every: int = _h("Print findings and the plateau forecast every N steps (0 = never).", default=50)
+    stop_collapsed: int = _h("Stop GRPO once the sampled training reward has been exactly 0 for N consecutive "
+                             "steps after the learning-rate warm-up (0 = never; else >= 10, and at least a tenth "
+                             "of max_steps, so that classify_run calls the stopped run collapsed). summary.json "
+                             "records the stop.", default=0)
     device: str = _h("'auto', 'cpu' or 'cuda'.", default="auto")
     requires_gpu: bool = _h("Refuse to start without a CUDA GPU.", default=False)
     bf16: bool = _h("Train in bfloat16 (GPU only).", default=False)
@@ -439,6 +443,13 @@ def _validate(cfg: ExperimentConfig) -> None:
     check_integer("seed", cfg.seed, low=0)
     check_integer("save_every", cfg.save_every, low=1)
     check_integer("diagnose_every", cfg.diagnose_every, low=0)
+    check_integer("stop_collapsed", cfg.stop_collapsed, low=0)
+    if cfg.stop_collapsed and cfg.stop_collapsed < max(10, cfg.max_steps // 10):
+        raise ParameterError(
+            "stop_collapsed",
+            f"`stop_collapsed` must be 0 or at least max(10, max_steps // 10) = {max(10, cfg.max_steps // 10)} "
+            f"(the tail classify_run reads must be all zeros); got {cfg.stop_collapsed}",
+        )
     check_integer("num_threads", cfg.num_threads, low=0)
     check_integer("warmup_steps", cfg.warmup_steps, low=0)
     check_integer("warmup_seed", cfg.warmup_seed, low=-1)

@@ -83,6 +83,7 @@ _NOT_IN_NAME = {
     "probe_repeats",
     "probe_steps",
     "save_every",
+    "stop_collapsed",  # ends a collapsed run early; the steps it runs are those of the full run
     "preset",
     "num_prompts",
     "completions_per_step",

@@ -194,6 +194,9 @@ def finish_run(cfg: ExperimentConfig, ctx: RunContext, trainer=None) -> dict[str
                 }
             if type(cb).__name__ == "EvalCallback":
                 summary["periodic_eval_seconds"] = round(cb.seconds, 3)
+            if type(cb).__name__ == "CollapseStop" and cb.stopped_at is not None:
+                summary["stopped_early"] = {"step": cb.stopped_at, "rule": f"reward exactly 0 for {cb.steps} "
+                                            f"consecutive steps after step {cb.after} (stop_collapsed)"}
     if ctx.main:
         write_json(summary_path, summary)
         if not cfg.keep_checkpoints:

@@ -17,7 +17,89 @@ from .config import ExperimentConfig
 from .runs import last_checkpoint
 from .session import RunContext
 
-__all__ = ["reward_functions", "grpo_args", "build_trainer", "train"]
+__all__ = ["reward_functions", "grpo_args", "build_trainer", "train", "CollapseStop"]
+
+
+try:
+    from transformers import TrainerCallback as _Base
+except ImportError:  # pragma: no cover
+    _Base = object
+
+
+class CollapseStop(_Base):
+    """Stop training once the run has certainly collapsed (the ``stop_collapsed`` setting).
+
+    The rule: after the learning-rate warm-up (``global_step > after``), the logged training reward
+    (the mean 0/1 reward of the step's sampled completions) has been exactly 0 for ``steps``
+    consecutive logged steps, and the run did not start at 0 (the mean of its first 10 logged
+    rewards is > 0). With every completion of every group at 0 the group-relative advantages are 0
+    and so is the gradient: only the optimizer's momentum still moves the weights. A run stopped
+    so is what :func:`~grpo_core.llm.probe_check.classify_run` calls *collapsed* as long as
+    ``steps >= max(10, T // 10)`` for its ``T`` logged steps (its tail is all zeros, below half its
+    start), which :func:`~grpo_core.llm.config.make_config` checks against ``max_steps``.
+
+    Parameters
+    ----------
+    steps : int
+        Consecutive logged steps at a reward of exactly 0, >= 1.
+    after : int, default 0
+        Steps before which zeros do not count (the learning-rate warm-up).
+
+    Attributes
+    ----------
+    stopped_at : int or None
+        The global step at which training was stopped (``None``: not stopped).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> cb, control = CollapseStop(3, after=2), NS(should_training_stop=False)
+    >>> for step, r in enumerate([0.3, 0.2, 0.0, 0.0, 0.1, 0.0, 0.0, 0.0], 1):
+    ...     _ = cb.on_log(None, NS(global_step=step), control, logs={"reward": r})
+    >>> cb.stopped_at, control.should_training_stop
+    (8, True)
+    """
+
+    def __init__(self, steps: int, *, after: int = 0):
+        from ..validation import check_integer
+
+        self.steps = check_integer("steps", steps, low=1)
+        self.after = check_integer("after", after, low=0)
+        self.zeros = 0
+        self.first: list[float] = []
+        self.stopped_at: int | None = None
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        """Count the training rows at a reward of exactly 0; stop at ``steps`` in a row.
+
+        Parameters
+        ----------
+        args : transformers.TrainingArguments
+            Unused.
+        state : transformers.TrainerState
+            ``global_step``.
+        control : transformers.TrainerControl
+            ``should_training_stop`` is set when the rule fires.
+        logs : dict, optional
+            The logged row; rows without ``reward`` (evaluations) are ignored.
+        **kwargs
+            Ignored.
+
+        Returns
+        -------
+        transformers.TrainerControl
+            ``control``.
+        """
+        if not logs or "reward" not in logs:
+            return control
+        reward = float(logs["reward"])
+        if len(self.first) < 10:
+            self.first.append(reward)
+        self.zeros = self.zeros + 1 if (reward == 0.0 and state.global_step > self.after) else 0
+        if self.zeros >= self.steps and sum(self.first) > 0:
+            control.should_training_stop = True
+            self.stopped_at = int(state.global_step)
+        return control
 
 
 def reward_functions(cfg: ExperimentConfig, tokenizer) -> list:
@@ -244,6 +326,8 @@ def build_trainer(
             every=cfg.eval_every,
         )
         callbacks.insert(0, eval_cb)
+    if cfg.stop_collapsed:
+        callbacks.append(CollapseStop(cfg.stop_collapsed, after=cfg.lr_warmup_steps))
     callbacks += list(extra_callbacks or [])
     trainer = GRPOTrainer(
         model=model,

@@ -5,9 +5,9 @@ Every combination of ``--seeds`` and ``--group-sizes`` is one run of
 All settings are validated before the first run starts. Each run gets a deterministic name
 (``cpu-tiny__G16-B32__s2``) and its own folder under ``--out`` holding the executed notebook,
 ``config.json``, ``provenance.json``, ``metrics.jsonl``, ``evals.json`` and ``summary.json``. A run
-whose folder already holds a finished run is skipped (``--force`` reruns it); an interrupted one
-resumes from its last checkpoint. A summary table is printed at the end (``--json``: one JSON
-object).
+whose folder already holds a finished run (all its steps, or stopped by ``stop_collapsed``) is
+skipped (``--force`` reruns it); an interrupted one resumes from its last checkpoint. A summary
+table is printed at the end (``--json``: one JSON object).
 """
 
 from __future__ import annotations
@@ -95,7 +95,9 @@ def _finished(folder: Path, cfg) -> bool:
     if not summary.exists():
         return False
     try:
-        return int(json.loads(summary.read_text()).get("steps", -1)) >= cfg.max_steps
+        done = json.loads(summary.read_text())
+        # a run stopped by stop_collapsed is finished: rerunning it would stop at the same step
+        return int(done.get("steps", -1)) >= cfg.max_steps or bool(done.get("stopped_early"))
     except (ValueError, json.JSONDecodeError):
         return False
 
