@@ -101,15 +101,21 @@ def test_the_sweep_covers_two_optimizers_and_the_reuse(lr_sweep):
     runs, crit = lr_sweep
     rates = runs.groupby(["optimizer", "num_iterations"]).learning_rate.nunique().to_dict()
     assert rates == {("adamw", 1): 10, ("adamw", 4): 10, ("sgd", 1): 10}
-    # three seeds at the three rates around each edge
-    assert (crit.seeds == 3).all()
-    near = {("adamw", 1): (1e-3, 1.5e-3, 2e-3), ("adamw", 4): (1e-3, 1.5e-3, 2e-3), ("sgd", 1): (0.03, 0.05, 0.07)}
-    for key, lrs in near.items():
-        sub = runs[(runs.optimizer == key[0]) & (runs.num_iterations == key[1]) & runs.learning_rate.isin(lrs)]
-        assert sub.groupby("learning_rate").seed.nunique().to_dict() == dict.fromkeys(lrs, 3)
+    # seeds 0, 1 and 2 at every rate of every arm (issue 16: at least 8 rates x 3 seeds)
+    assert (crit.seeds == 3).all() and (crit.seeds_per_rate == 3).all()
+    seeds = runs.groupby(["optimizer", "num_iterations", "learning_rate"]).seed.apply(lambda s: sorted(s))
+    assert all(v == [0, 1, 2] for v in seeds)
     for folder in SWEEP.iterdir():  # every run has the probe of its starting model and its provenance
         assert (folder / "probe.json").is_file() and (folder / "provenance.json").is_file()
         assert json.loads((folder / "provenance.json").read_text())["git"]["dirty"] is False
+        # one shared warm-up: the same model at the start of every run
+        warm = json.loads((folder / "warmup.json").read_text())
+        assert (warm["key"], warm["final_loss"]) == ("460de466a643f7db", 0.1864113003015518)
+        # a run that ended before its last step was stopped by stop_collapsed, says so, and collapsed
+        cfg, summary = (json.loads((folder / f).read_text()) for f in ("config.json", "summary.json"))
+        if summary["steps"] < cfg["max_steps"]:
+            assert cfg.get("stop_collapsed", 0) > 0 and summary["stopped_early"]["step"] == summary["steps"]
+    assert runs.loc[runs.stopped > 0, "shape"].eq("collapsed").all()  # every stopped run is collapsed
 
 
 def test_the_measured_critical_rate_against_the_probe(lr_sweep):
@@ -124,6 +130,17 @@ def test_the_measured_critical_rate_against_the_probe(lr_sweep):
     assert bracket(("adamw", 1)) == (1.5e-3, 2e-3)
     assert bracket(("adamw", 4)) == (1e-3, 1.5e-3)  # the reuse moves the edge one grid step at most
     assert bracket(("sgd", 1)) == (0.05, 0.07)
+    # three seeds at every rate: away from the bracket every seed agrees (all rise below it, all collapse above)
+    for key, grp in runs.groupby(["optimizer", "num_iterations"]):
+        lo, hi = bracket(key)
+        assert (grp[grp.learning_rate < lo]["shape"] != "collapsed").all()
+        assert (grp[grp.learning_rate > hi]["shape"] == "collapsed").all()
+    # the larger the rate, the faster the collapse (num_iterations 1: a reward every step)
+    plain = runs[(runs.num_iterations == 1) & (runs["shape"] == "collapsed")]
+    for opt, grp in plain.groupby("optimizer"):
+        at_edge = grp[grp.learning_rate == crit.loc[(opt, 1), "collapsed_from"]].collapsed_at
+        at_top = grp[grp.learning_rate == grp.learning_rate.max()].collapsed_at
+        assert at_edge.min() > 50 and at_top.max() < 20
     adam = runs[(runs.optimizer == "adamw") & (runs.num_iterations == 1)]
     assert (adam[adam.learning_rate <= 1e-3]["shape"] != "collapsed").all()
     assert (adam[adam.learning_rate >= 2e-3]["shape"] == "collapsed").all()

@@ -214,9 +214,13 @@ def lr_sweep_table(runs: Sequence[Run]) -> tuple[pd.DataFrame, pd.DataFrame]:
     -------
     runs_frame : pandas.DataFrame
         One row per run: ``optimizer``, ``num_iterations``, ``learning_rate``, ``seed``, ``start``,
-        ``end`` (reward), ``shape`` (:func:`classify_run`).
+        ``end`` (reward), ``shape`` (:func:`classify_run`), ``steps`` (its last logged step),
+        ``stopped`` (the step at which ``stop_collapsed`` stopped it, from ``summary.json``; 0 for a
+        run that ran all its steps), ``collapsed_at`` (for a collapsed run, the first logged step at
+        which the 10-point trailing mean of the reward is below half its start; NaN otherwise).
     critical : pandas.DataFrame
         One row per (``optimizer``, ``num_iterations``): ``seeds`` and ``runs`` (counts),
+        ``seeds_per_rate`` (the fewest seeds at any of its rates),
         ``stable_up_to`` (largest rate below the first collapse), ``collapsed_from`` (smallest
         collapsed rate; inf when none collapsed), a rate counting as collapsed when at least half
         of its seeds did, ``seeds_agree`` (every seed, bracketed alone, gives the same bracket), and
@@ -239,10 +243,15 @@ def lr_sweep_table(runs: Sequence[Run]) -> tuple[pd.DataFrame, pd.DataFrame]:
         cfg = run.config
         key = (str(cfg["optimizer"]), int(cfg["num_iterations"]))
         probes.setdefault(key, json.loads(path.read_text(encoding="utf-8")))
-        _, y = run.reward()
+        t, y = run.reward()
+        stop = (run.summary or {}).get("stopped_early") or {}
+        shape, start = classify_run(y), float(y[:10].mean())
+        below = np.flatnonzero(np.convolve(y, np.ones(10) / 10, mode="valid") < start / 2)
+        collapsed_at = float(t[below[0] + 9]) if shape == "collapsed" and below.size else math.nan
         rows.append({"optimizer": key[0], "num_iterations": key[1], "learning_rate": float(cfg["learning_rate"]),
-                     "seed": run.seed, "start": float(y[:10].mean()),
-                     "end": float(y[-max(10, y.size // 10):].mean()), "shape": classify_run(y)})
+                     "seed": run.seed, "start": start,
+                     "end": float(y[-max(10, y.size // 10):].mean()), "shape": shape,
+                     "steps": int(t[-1]), "stopped": int(stop.get("step", 0)), "collapsed_at": collapsed_at})
     frame = pd.DataFrame(rows).sort_values(["optimizer", "num_iterations", "learning_rate", "seed"],
                                            ignore_index=True)
     crit = []
@@ -260,7 +269,8 @@ def lr_sweep_table(runs: Sequence[Run]) -> tuple[pd.DataFrame, pd.DataFrame]:
                  "pred_k_on_policy": reuse["eta_crit"] if reuse else pred["eta_crit"],
                  "pred_k_constant_lag": reuse["eta_crit_constant_lag"] if reuse else pred["eta_crit_constant_lag"]}
         row = {"optimizer": opt, "num_iterations": ni, "seeds": int(grp.seed.nunique()),
-               "runs": len(grp), "stable_up_to": lo, "collapsed_from": hi,
+               "runs": len(grp), "seeds_per_rate": int(grp.groupby("learning_rate").seed.nunique().min()),
+               "stable_up_to": lo, "collapsed_from": hi,
                "seeds_agree": len(set(per_seed.values())) <= 1}
         for name, value in preds.items():
             row[name] = float(value)
