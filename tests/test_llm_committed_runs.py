@@ -153,3 +153,26 @@ def test_the_measured_critical_rate_against_the_probe(lr_sweep):
     # SGD rings just below its edge: all three seeds at 0.05 oscillate; no AdamW run does
     osc = runs[runs["shape"] == "oscillating"]
     assert sorted(zip(osc.optimizer, osc.learning_rate, osc.seed)) == [("sgd", 0.05, s) for s in (0, 1, 2)]
+
+
+FIXED_PROMPTS = ROOT / "book" / "experiments" / "runs" / "prompts-fixed-dynamics"
+
+
+def test_group_size_at_fixed_prompts_with_the_cpu_dynamics_preset():
+    # G = 4 and 16 at 32 prompts per step, seeds 0-2, 800 steps, from the shared warm-up; with the
+    # preset's own G = 8 seeds (cpu-dynamics/) the reward at the end grows with G in every seed.
+    from grpo_core.llm.runs import load_runs, runs_table
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = runs_table(load_runs(FIXED_PROMPTS) + load_runs(DYNAMICS))
+    assert sorted(zip(table.G, table.seed)) == [(g, s) for g in (4, 8, 16) for s in SEEDS]
+    assert (table.steps == 800).all() and (table.start_reward < 0.3).all()
+    final = table.pivot(index="seed", columns="G", values="final_reward")
+    assert ((final[4] < final[8]) & (final[8] < final[16])).all()
+    assert (final[16] - final[4]).min() > 0.03
+    for folder in FIXED_PROMPTS.iterdir():
+        warm = json.loads((folder / "warmup.json").read_text())
+        assert (warm["key"], warm["final_loss"]) == ("460de466a643f7db", 0.1864113003015518)
+        assert (folder / "probe.json").is_file()
+        assert json.loads((folder / "provenance.json").read_text())["git"]["dirty"] is False
