@@ -36,7 +36,8 @@ def test_the_log_cases_are_found():
         "01-all-groups-zero-spread": "trainer_state.json", "02-zero-loss-but-learning": "trainer_state.json",
         "03-growing-oscillation": "log.csv", "06-collapse-after-high-lr": "trainer_state.json",
         "07-entropy-collapse-verl": "metrics.jsonl", "10-dead-run-memgen": "train.log",
-        "11-no-update-ms-swift": "logging.jsonl", "12-nan-late-ms-swift": "logging.jsonl"}
+        "11-no-update-ms-swift": "logging.jsonl", "12-nan-late-ms-swift": "logging.jsonl",
+        "13-kl-drift-lmbook": "wandb_export.csv"}
 
 
 @pytest.mark.parametrize("name", sorted(LOG_CASES))
@@ -53,7 +54,7 @@ def test_cases_json_and_exit_status(capsys, name):
     for f in data["findings"]:
         assert set(f) >= {"mode", "severity", "steps", "evidence", "message"}
         assert f["severity"] in ("info", "warning", "critical") and len(f["steps"]) == 2
-    assert data["format"] in ("trl", "verl")
+    assert data["format"] in ("trl", "verl", "grpo_dynamics")  # 13: a W&B export reads as the generic CSV
     assert "forecast" in data and "checked" in data and "skipped" in data
 
 

@@ -24,6 +24,7 @@ from grpo_core.runs.diagnostics import (
     diagnose,
     dynamic_instability,
     group_size_for_zero_spread,
+    kl_drift,
     oscillation,
     plateau_forecast,
     policy_concentration,
@@ -289,6 +290,34 @@ def test_kl_drift_without_an_anchor_is_not_instability():
     assert f.severity == "critical"
 
 
+def test_kl_drift_whole_run_and_after_the_plateau():
+    t = np.arange(1, 401)
+    rng = np.random.default_rng(5)
+    noise = 0.02 * rng.normal(size=t.size)
+    # flat reward, KL 0.01 -> 1.0 over the run: drift over the whole log
+    recs = [{"step": int(s), "reward": 0.3 + float(e), "kl": 0.01 * 100 ** (s / 400)} for s, e in zip(t, noise)]
+    f = kl_drift(from_records(recs))
+    assert f.severity == "warning" and f.steps == (1, 400) and f.evidence["span"] == 1.0
+    assert "over the last" not in f.message and 0.7 < f.evidence["kl_late"] < 0.9
+    # the reward rises over the first quarter, then stays flat while the KL grows 0.03 -> 0.9 in the second
+    # half: the early rise hides nothing, the drift is in the last half
+    rise = 0.2 + 0.5 / (1 + np.exp(-(t - 50) / 10)) + noise
+    kl = np.where(t <= 200, 0.03, 0.03 * 30 ** ((t - 200) / 200))
+    recs = [{"step": int(s), "reward": float(r), "kl": float(k)} for s, r, k in zip(t, rise, kl)]
+    f = kl_drift(from_records(recs))
+    assert f.severity == "warning" and f.evidence["span"] == 0.5 and f.steps[0] in (200, 201)
+    assert "over the last 50% of the run" in f.message
+    assert f.evidence["kl_growth"] == pytest.approx(f.evidence["kl_late"] / 0.05)  # early 0.03: floored at 0.05
+    # the same KL growth while the reward keeps rising over the second half: no drift
+    rising = 0.2 + 0.5 * t / 400 + noise
+    recs = [{"step": int(s), "reward": float(r), "kl": float(k)} for s, r, k in zip(t, rising, kl)]
+    assert kl_drift(from_records(recs)) is None
+    # the KL levels off in the second half (grew before, while the reward rose): no drift
+    kl = np.minimum(0.01 * 100 ** (t / 200), 1.0)
+    recs = [{"step": int(s), "reward": float(r), "kl": float(k)} for s, r, k in zip(t, rise, kl)]
+    assert kl_drift(from_records(recs)) is None
+
+
 def test_train_eval_decoupling_falling_eval_is_critical():
     recs = [{"step": s, "reward": 0.2 + 0.006 * s} for s in range(1, 101)]
     recs += [{"step": s, "eval_reward": 0.5 - 0.004 * s} for s in range(10, 101, 10)]
@@ -326,7 +355,7 @@ LOG_CASES = log_cases()
 def test_every_verdict_case_is_diagnosed():
     assert sorted(LOG_CASES) == ["01-all-groups-zero-spread", "02-zero-loss-but-learning", "03-growing-oscillation",
                                  "06-collapse-after-high-lr", "07-entropy-collapse-verl", "10-dead-run-memgen",
-                                 "11-no-update-ms-swift", "12-nan-late-ms-swift"]
+                                 "11-no-update-ms-swift", "12-nan-late-ms-swift", "13-kl-drift-lmbook"]
 
 
 @pytest.fixture(scope="module")

@@ -317,6 +317,7 @@ CASE_LOGS = {
     "10-dead-run-memgen": ("trl", "console", 30),
     "11-no-update-ms-swift": ("trl", "jsonl", 40),
     "12-nan-late-ms-swift": ("trl", "jsonl", 60),
+    "13-kl-drift-lmbook": ("grpo_dynamics", "csv", 500),
 }
 
 
