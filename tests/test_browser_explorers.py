@@ -10,13 +10,12 @@ from __future__ import annotations
 import math
 
 import pytest
-from conftest import BUILT_HTML
 from vega_page import (
     chart_index,
     line_points,
     mark_texts,
     max_distance_px,
-    open_page,
+    open_built_page,
     path_data,
     point_positions,
     scroll_to,
@@ -33,9 +32,7 @@ PAGE = "explorers.html"
 
 @pytest.fixture
 def explorers(book_server, probe):
-    if not (BUILT_HTML / PAGE).exists():
-        pytest.skip(f"{PAGE} is not in the built book")
-    open_page(probe, f"{book_server}/{PAGE}")
+    open_built_page(probe, book_server, PAGE)
     yield probe
     assert probe.console_errors == []
     assert probe.external_requests == []
@@ -45,9 +42,7 @@ def explorers(book_server, probe):
 def opened(book_server, probe):
     """Open a built chapter (the static charts also sit on their own chapters' pages)."""
     def _open(name):
-        if not (BUILT_HTML / name).exists():
-            pytest.skip(f"{name} is not in the built book")
-        open_page(probe, f"{book_server}/{name}")
+        open_built_page(probe, book_server, name)
         return probe
     yield _open
     assert probe.console_errors == []

@@ -11,13 +11,12 @@ import math
 
 import numpy as np
 import pytest
-from conftest import BUILT_HTML
 from vega_page import (
     chart_index,
     line_points,
     mark_texts,
     max_distance_px,
-    open_page,
+    open_built_page,
     path_data,
     scroll_to,
     set_param,
@@ -39,9 +38,7 @@ def _label(eta, mu, k_ref, curvature):
 
 @pytest.mark.parametrize("page_name", PAGES)
 def test_eta_past_the_threshold_reads_unstable(book_server, probe, page_name):
-    if not (BUILT_HTML / page_name).exists():
-        pytest.skip(f"{page_name} is not in the built book")
-    open_page(probe, f"{book_server}/{page_name}")
+    open_built_page(probe, book_server, page_name)
     page = probe.page
     i = chart_index(page, {"eta", "mu", "k_ref", "curvature"}, mark="regime_label")
     mu, k_ref, curvature = 0.8, 4, 1.0
@@ -92,9 +89,7 @@ def test_eta_past_the_threshold_reads_unstable(book_server, probe, page_name):
 def test_optimizer_and_reuse_controls_move_the_regions(book_server, probe, page_name):
     # issue 15: a reader switches heavy ball -> Adam and constant lag -> ratio-corrected reuse and
     # sees the verdict and the thresholds move, as grpo_core computes them
-    if not (BUILT_HTML / page_name).exists():
-        pytest.skip(f"{page_name} is not in the built book")
-    open_page(probe, f"{book_server}/{page_name}")
+    open_built_page(probe, book_server, page_name)
     page = probe.page
     i = chart_index(page, {"eta", "optimizer", "lag_model"}, mark="regime_label")
     eta, mu, k_ref = 0.06, 0.8, 4

@@ -57,6 +57,18 @@ def _feed(cb, n, control=None, rng=None):
     return n
 
 
+def _feed_rise(cb, state, n):
+    """Feed steps 1..n of a healthy run: the reward rises from 0.2 to a plateau of 0.8 (time constant 25
+    steps, noise sd 0.02, seed 1), with spread, entropy and gradient."""
+    cb.on_train_begin(ARGS, state, None)
+    rng = np.random.default_rng(1)
+    for step in range(1, n + 1):
+        state.global_step = step
+        r = 0.2 + 0.6 * (1 - math.exp(-step / 25)) + rng.normal(0, 0.02)
+        cb.on_log(ARGS, state, None, logs={"reward": float(r), "reward_std": 0.3, "frac_reward_zero_std": 0.1,
+                                           "entropy": 0.5, "grad_norm": 1.0})
+
+
 def test_stop_on_critical_at_the_first_critical_finding(tmp_path):
     # The zero-spread fraction is smoothed by a centred mean of 5 steps: its warning (the 0.5 level)
     # comes at DEAD_FROM + 4 = 15 and its critical stretch would be complete at DEAD_FROM + 6 = 17;
@@ -101,14 +113,7 @@ def test_alerts_are_not_repeated_and_the_run_goes_on_without_stop(tmp_path):
 def test_the_forecast_is_recorded_with_its_step(tmp_path):
     out = io.StringIO()
     cb = DynamicsCallback(tmp_path, every=20, min_steps=30, n_boot=0, stream=out)
-    state = SimpleNamespace(global_step=0, is_world_process_zero=True)
-    cb.on_train_begin(ARGS, state, None)
-    rng = np.random.default_rng(1)
-    for step in range(1, 161):
-        state.global_step = step
-        r = 0.2 + 0.6 * (1 - math.exp(-step / 25)) + rng.normal(0, 0.02)
-        cb.on_log(ARGS, state, None, logs={"reward": float(r), "reward_std": 0.3, "frac_reward_zero_std": 0.1,
-                                           "entropy": 0.5, "grad_norm": 1.0})
+    _feed_rise(cb, SimpleNamespace(global_step=0, is_world_process_zero=True), 160)
     assert [f["step"] for f in cb.forecasts] == [40, 60, 80, 100, 120, 140, 160]
     last = cb.forecasts[-1]
     assert abs(last["plateau"] - 0.8) < 0.05 and last["plateau_low"] <= last["plateau"] <= last["plateau_high"]
@@ -192,14 +197,7 @@ def test_with_max_steps_the_forecast_of_the_planned_end_is_recorded(tmp_path):
 
     out = io.StringIO()
     cb = DynamicsCallback(tmp_path, every=40, min_steps=30, n_boot=0, stream=out)
-    state = SimpleNamespace(global_step=0, is_world_process_zero=True, max_steps=300)
-    cb.on_train_begin(ARGS, state, None)
-    rng = np.random.default_rng(1)
-    for step in range(1, 81):
-        state.global_step = step
-        r = 0.2 + 0.6 * (1 - math.exp(-step / 25)) + rng.normal(0, 0.02)
-        cb.on_log(ARGS, state, None, logs={"reward": float(r), "reward_std": 0.3, "frac_reward_zero_std": 0.1,
-                                           "entropy": 0.5, "grad_norm": 1.0})
+    _feed_rise(cb, SimpleNamespace(global_step=0, is_world_process_zero=True, max_steps=300), 80)
     assert cb.max_steps == 300 and [f["step"] for f in cb.forecasts] == [40, 80]
     end = cb.forecasts[-1]["end_of_run"]
     log = from_records(cb.records)

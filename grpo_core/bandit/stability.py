@@ -257,7 +257,9 @@ def predicted_regimes(spec: BanditSpec, *, eta, mu, k_ref, curvature: float, ste
     Raises
     ------
     ParameterError
-        Bad inputs.
+        ``eta``, ``mu`` or ``k_ref`` out of range or of different lengths; a ``curvature`` or ``steps``
+        that :func:`~grpo_core.model.oscillator.coefficients` or
+        :func:`~grpo_core.model.trajectories.discrete_trajectory` refuses.
 
     Examples
     --------
@@ -325,7 +327,8 @@ def run_regimes(spec: BanditSpec, *, eta: float, mu: float, k_ref: int, beta: fl
     Raises
     ------
     ParameterError
-        Bad inputs.
+        ``eta``, ``mu``, ``k_ref``, ``beta`` or ``curvature`` out of range (as :func:`growth_rates` and
+        :func:`predicted_regimes` check them).
 
     Examples
     --------

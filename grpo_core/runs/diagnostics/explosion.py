@@ -29,6 +29,7 @@ def entropy_explosion(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLD
     Returns
     -------
     Finding or None
+        ``None`` while the late entropy stays under ``explosion_warning`` times its initial level.
 
     Raises
     ------

@@ -27,6 +27,7 @@ def no_update(log: RunLog) -> Finding | None:
     Returns
     -------
     Finding or None
+        ``None`` unless ``grad_norm`` is 0 on 95% of the steps while the groups had spread on a quarter.
 
     Raises
     ------

@@ -34,11 +34,14 @@ def off_policy_mismatch(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHO
     Parameters
     ----------
     log : RunLog
+        Needs ``importance_ratio_mean`` or verl's ``*train_infer_ratio_mean``.
     thresholds : Thresholds
 
     Returns
     -------
     Finding or None
+        ``None`` when the smoothed ratio leaves ``[ratio_warning, 1 / ratio_warning]`` over no sustained
+        stretch.
 
     Raises
     ------

@@ -41,12 +41,14 @@ def recurring_spikes(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS
     Parameters
     ----------
     log : RunLog
+        Needs 20 values of at least one of ``kl``, ``ppo_kl``, ``importance_ratio_max``, ``grad_norm``.
     thresholds : Thresholds
 
     Returns
     -------
     Finding or None
-        The metric with the most spikes (every metric's count in the evidence).
+        The metric with the most spikes (every metric's count in the evidence); ``None`` when no metric
+        spiked twice.
 
     Raises
     ------
