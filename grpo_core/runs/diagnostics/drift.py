@@ -31,8 +31,8 @@ def kl_drift(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> Fin
     Returns
     -------
     Finding or None
-        ``None`` when the late KL stays under ``kl_drift_level`` or ``growth_warning`` times its early level,
-        or the reward rose.
+        ``None`` when in neither span the late KL reaches ``kl_drift_level`` and ``growth_warning`` times its
+        early level with a reward that did not rise.
 
     Raises
     ------
