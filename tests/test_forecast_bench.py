@@ -98,3 +98,25 @@ def test_leave_one_out_on_real_runs_at_the_40pct_cut():
     out = plateau.leave_one_out(recs)
     assert all(rec[0] not in prior.runs for rec, (_, prior) in zip(recs, out))
     assert all(fc.declined is None for fc, _ in out)
+
+
+def test_summary_scores_declines_as_hold_and_bounds_by_hindsight():
+    """Two runs at one cut: a method that declines run b is scored with hold's forecast there in
+    ``median_err_fallback``; ``hindsight_best`` takes each run's least error over the methods; the
+    ``"all"`` rows pool the cuts with the error capped at one spread."""
+    nan = float("nan")
+
+    def rec(run, method, final, declined=None):
+        return {"run": run, "cut": 0.4, "truth": 1.0, "spread": 1.0, "method": method, "final": final,
+                "plateau": final, "low": nan, "high": nan, "declined": declined}
+
+    recs = [rec("a", "hold", 1.2), rec("b", "hold", 3.0),
+            rec("a", "fit", 1.0), rec("b", "fit", nan, declined="curve_fit failed")]
+    rows = {(r["method"], r["cut"]): r for r in bench.summarise(recs)}
+    assert rows[("fit", 0.4)]["median_err"] == pytest.approx(0.0)
+    assert rows[("fit", 0.4)]["declined"] == 0.5
+    assert rows[("fit", 0.4)]["median_err_fallback"] == pytest.approx(1.0)  # median of 0 and hold's 2.0
+    assert rows[("hindsight_best", 0.4)]["median_err"] == pytest.approx(1.0)  # a: 0.0 (fit), b: 2.0 (hold)
+    assert rows[("fit", "all")]["capped_mean_err"] == pytest.approx(0.5)  # 0 and min(2, 1)
+    lo, hi = rows[("hold", 0.4)]["median_err_ci"]
+    assert 0.2 - 1e-9 <= lo <= rows[("hold", 0.4)]["median_err"] <= hi <= 2.0 + 1e-9
