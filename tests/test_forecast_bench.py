@@ -120,3 +120,15 @@ def test_summary_scores_declines_as_hold_and_bounds_by_hindsight():
     assert rows[("fit", "all")]["capped_mean_err"] == pytest.approx(0.5)  # 0 and min(2, 1)
     lo, hi = rows[("hold", 0.4)]["median_err_ci"]
     assert 0.2 - 1e-9 <= lo <= rows[("hold", 0.4)]["median_err"] <= hi <= 2.0 + 1e-9
+
+
+def test_the_shipped_prior_is_the_committed_benchmarks_all_runs_prior():
+    """SHIPPED_PRIOR (the product's default) is the prior the committed --quick run tuned on all 20 runs."""
+    import json
+    from pathlib import Path
+
+    rows = json.loads((Path(bench.__file__).parent / "results" / "forecast.json").read_text())
+    full = next(r for r in rows if r["method"] == "plateau_prior_all_runs")
+    assert full["n"] == 20
+    assert plateau.SHIPPED_PRIOR.lam == full["lam"] and plateau.SHIPPED_PRIOR.gain == pytest.approx(full["gain"])
+    assert plateau.SHIPPED_PRIOR.q == pytest.approx(full["q"], abs=1e-4)
