@@ -50,11 +50,12 @@ def test_domhan_pow3_recovers_and_the_mean_has_no_band():
 
 
 def _records(truths):
-    """Synthetic untuned forecasts: law average 1.0 above the level; truths vary by run."""
+    """Synthetic untuned forecasts: law average 1.0 above the level, a late-gain unit that varies by run
+    (so the gain's tuning is exercised too); truths vary by run."""
     recs = []
     for i, tr in enumerate(truths):
         fc = plateau.PlateauForecast(0.0, 0.0, 0.0, 0.0, level=0.0, law_mean=1.0, sigma=0.5, s_boot=0.1,
-                                     _plateau_raw=1.0)
+                                     _plateau_raw=1.0, gain_unit=0.5 + 0.1 * i)
         recs.append((f"run{i}", fc, float(tr), 1.0))
     return recs
 
