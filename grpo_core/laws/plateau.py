@@ -84,8 +84,9 @@ method: 0.261 / 0.385 / 0.090, 0.315), none adopted:
 * bagging (the median, or mean, of 30 block-bootstrap refits as the point forecast): 0.330 / 0.456 /
   0.178 and 0.345 / 0.441 / 0.081.
 
-The zero-spread fraction (``p^G + (1 - p)^G`` inverted to the success probability) is logged by 2 of
-the 20 runs only, and no run's reward nears a known ceiling in its window, so neither was tried.
+Not tried: the zero-spread fraction (``p^G + (1 - p)^G`` inverted to the success probability; 2 of the
+20 runs log it) and a known reward ceiling as a bound (it caps forecasts from above, and the misses at
+0.4 are under-forecasts of later rises or collapses far below any ceiling).
 
 References
 ----------
