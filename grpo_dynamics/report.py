@@ -160,6 +160,7 @@ def render_report(log, diagnosis, *, group_size: int | None = None, binary_rewar
                 (f"end of the planned run (step {end['horizon']:g}): mean reward of its last 20%", end["final"]),
                 (f"{end['level']:.0%} band (benchmarked forecaster, {end['clock']} clock)",
                  f"{end['final_low']:.4g} to {end['final_high']:.4g}"),
+                ("of which the late gain learned from real runs", f"{end['late_gain']:+.3g}"),
             ]
         parts.append(
             "<table>" + "".join(f"<tr><th>{html.escape(k)}</th><td>{_fmt(v)}</td></tr>" for k, v in rows) + "</table>"

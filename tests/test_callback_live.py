@@ -204,6 +204,9 @@ def test_with_max_steps_the_forecast_of_the_planned_end_is_recorded(tmp_path):
     log.meta["max_steps"] = 300
     want = forecast_run(log, n_boot=0)
     assert end["horizon"] == 300 and end["final"] == pytest.approx(want["final"])
-    # the curve's level at steps 240-300 is 0.8 (1 - e^-9.6 of the rise made)
-    assert end["final_low"] <= 0.8 <= end["final_high"] and abs(end["final"] - 0.8) < 0.05
+    # the curve's level at steps 240-300 is 0.8 (1 - e^-9.6 of the rise made): the band covers it and the
+    # laws' forecast is within 0.05 of it; the shipped prior adds a late gain (real runs keep rising after
+    # the laws' bend; this exact exponential does not), about 0.1 here
+    assert end["final_low"] <= 0.8 <= end["final_high"] and abs(end["final"] - want["late_gain"] - 0.8) < 0.05
+    assert 0 < want["late_gain"] < 0.15
     assert "at step 300:" in out.getvalue()

@@ -148,7 +148,7 @@ def _end_line(e) -> str:
         return f"end-of-run forecast: declined ({e['declined']})"
     line = (f"end-of-run forecast from the first {e['fit_fraction']:.0%} (to step {e['t_fit_end']:g}, {e['clock']} "
             f"clock): mean of the last 20% {e['final']:.4g}, {e['level']:.0%} band [{e['final_low']:.4g}, "
-            f"{e['final_high']:.4g}]")
+            f"{e['final_high']:.4g}]; of it, late gain learned from real runs {e['late_gain']:+.3g}")
     if e["actual"] is not None:
         line += (f"; actual {e['actual']:.4g} ({'inside' if e['covered'] else 'outside'} the band; "
                  f"error {e['error']:+.4g})")

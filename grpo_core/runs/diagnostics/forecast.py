@@ -123,9 +123,9 @@ def forecast_run(log: RunLog, *, fit_fraction: float | None = None, horizon: flo
 
     The forecaster of the forecasting benchmark (issue 14, ``python -m bench forecast``): laws fitted
     in learning-rate time (the log's ``learning_rate`` column when logged, else steps), averaged by
-    evidence, shrunk toward the current level, with a block-bootstrap band widened by the
-    conformal quantile of :data:`grpo_core.laws.plateau.SHIPPED_PRIOR` (tuned on the 20 shipped real
-    runs). Long logs are bin-averaged to :data:`FORECAST_POINTS` points first.
+    evidence, shrunk toward the current level, plus the late gain, with a block-bootstrap band widened
+    by the conformal quantile of :data:`grpo_core.laws.plateau.SHIPPED_PRIOR` (all three tuned on the
+    20 shipped real runs). Long logs are bin-averaged to :data:`FORECAST_POINTS` points first.
 
     Parameters
     ----------
@@ -159,8 +159,10 @@ def forecast_run(log: RunLog, *, fit_fraction: float | None = None, horizon: flo
         (the level the forecast starts from), ``weights`` (of each law), ``clock``
         (``"learning_rate"`` or ``"step"``), ``level``, ``fit_fraction``, ``t_fit_end``, ``horizon``,
         ``n_fit``, ``method`` (one line naming it), ``actual`` (the mean of the log's last 20% when
-        ``fit_fraction`` is given, else ``None``), ``covered``, ``error`` and ``declined`` (why no
-        forecast was made, else ``None``; the numbers are then NaN).
+        ``fit_fraction`` is given, else ``None``), ``covered``, ``error``, ``declined`` (why no
+        forecast was made, else ``None``; the numbers are then NaN) and ``late_gain`` (the part of
+        ``final`` added by the prior's late gain: the continued rise that real runs showed after the
+        laws' bend; see :mod:`grpo_core.laws.plateau`).
 
     Raises
     ------
@@ -212,11 +214,13 @@ def forecast_run(log: RunLog, *, fit_fraction: float | None = None, horizon: flo
     prior = plateau.SHIPPED_PRIOR if prior is None else prior
     if level != 0.9:
         prior = plateau.PlateauPrior(prior.lam, prior.q * stats.norm.ppf(0.5 + level / 2) / stats.norm.ppf(0.95),
-                                     prior.runs)
+                                     prior.runs, prior.gain)
     if bt.size < 2 or horizon <= bt[-1]:
         fc = plateau._nan_forecast("the fit window reaches the end of the log", "step")
     else:
-        fc = plateau.forecast_plateau(bt, by, horizon=horizon, lr=lr, prior=prior, n_boot=n_boot, seed=seed)
+        # the late gain's unit is the raw window's spread (the benchmark's), not the bin averages'
+        fc = plateau.forecast_plateau(bt, by, horizon=horizon, lr=lr, prior=prior, n_boot=n_boot, seed=seed,
+                                      spread=plateau.window_spread(y_fit))
     actual = covered = error = None
     if fit_fraction is not None:
         actual = float(np.mean(y[-max(1, int(math.ceil(0.2 * y.size))):]))
@@ -229,4 +233,5 @@ def forecast_run(log: RunLog, *, fit_fraction: float | None = None, horizon: flo
         "level": level, "fit_fraction": fit_fraction, "t_fit_end": float(t_fit[-1]) if t_fit.size else float("nan"),
         "horizon": horizon, "n_fit": int(n_fit), "method": plateau.METHOD, "actual": actual,
         "covered": covered, "error": error, "declined": fc.declined,
+        "late_gain": prior.gain * fc.gain_unit if fc.declined is None else float("nan"),
     }
