@@ -235,3 +235,29 @@ def test_fit_prints_the_implied_curvature_line(capsys):
     assert d["implied_curvature"]["ok"] and d["implied_curvature"]["conventions"]["k_ref"] == 1
     d = _json(capsys, str(real_log_path("qwen2.5-3b-instruct_gsm8k_unsloth.csv")))
     assert "no learning rate" in d["implied_curvature"]["reason"]
+
+
+def test_oscillator_intervals_and_the_warm_up_note(capsys, tmp_path):
+    # an overdamped three-phase curve (k 0.03, tau 20) under a 20-step linear learning-rate warm-up
+    law = laws.models.get_law("three_phase")
+    t = np.arange(1, 301, dtype=float)
+    y = law(t, np.array([0.2, 0.8, 0.03, 20.0])) + np.random.default_rng(3).normal(0, 0.03, t.size)
+    lr = np.minimum(t / 21, 1.0) * 1e-6
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps({"step": int(s), "reward": float(v), "learning_rate": float(r)}) + "\n"
+                            for s, v, r in zip(t, y, lr)))
+    assert main(["fit", str(path), "--laws", "three_phase"]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if "oscillator: damping ratio" in x)
+    zeta, lo, hi = map(float, re.search(r"damping ratio ([\d.]+) \[([\d.]+), ([\d.]+)\]", line).groups())
+    assert lo < 1 / (2 * np.sqrt(0.03 * 20)) < hi and lo < zeta < hi and "(90% intervals)" in line
+    assert "as long as the learning-rate warm-up (20 steps)" in out
+    d = _json(capsys, str(path), "--laws", "three_phase")
+    assert d["learning_rate_warmup_steps"] == 20
+    lo_j, hi_j = d["models"]["three_phase"]["oscillator_interval"]["damping_ratio"]
+    assert lo_j == pytest.approx(lo, rel=1e-2) and hi_j == pytest.approx(hi, rel=1e-2)
+    # a constant rate: no warm-up, no note
+    path.write_text("".join(json.dumps({"step": int(s), "reward": float(v), "learning_rate": 1e-6}) + "\n"
+                            for s, v in zip(t, y)))
+    assert main(["fit", str(path), "--laws", "three_phase"]) == 0
+    assert "warm-up" not in capsys.readouterr().out

@@ -567,3 +567,44 @@ def test_noise_reference_is_never_negative():
         assert laws.fit_all(t, alternating).noise_r2_reference == 0.0
     smooth = 1 - np.exp(-t / 40)
     assert laws.fit_all(t, smooth).noise_r2_reference > 0.99
+
+
+@pytest.mark.parametrize("k, tau, ar, low", [(0.04, 10.0, 0.0, 0.82), (0.03, 30.0, 0.0, 0.82), (0.04, 10.0, 0.5, 0.78)])
+def test_oscillator_interval_covers_the_truth_at_its_level(k, tau, ar, low):
+    """90% intervals of zeta, M/C and K/C over 150 noisy three-phase curves (white noise, and AR(1)
+    noise with rho = 0.5, which the variance inflation accounts for): coverage within about 2.5
+    binomial standard errors (0.025) of 0.9."""
+    law = laws_models.get_law("three_phase")
+    t = np.arange(1, 301, dtype=float)
+    y0 = law(t, np.array([0.2, 0.8, k, tau]))
+    truth = {"damping_ratio": 1 / (2 * math.sqrt(k * tau)), "mass_over_damping": tau, "stiffness_over_damping": k}
+    rng = np.random.default_rng(1)
+    hits = dict.fromkeys(truth, 0)
+    for _ in range(150):
+        e = rng.normal(0, 0.05, t.size)
+        for i in range(1, t.size):
+            e[i] = ar * e[i - 1] + math.sqrt(1 - ar * ar) * e[i]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            iv = laws.fit_law(t, y0 + e, "three_phase").oscillator_interval(0.9)
+        for name, value in truth.items():
+            lo, hi = iv[name]
+            assert lo < hi
+            hits[name] += lo <= value <= hi
+    for name, h in hits.items():
+        assert low <= h / 150 <= 0.97, (name, h)
+
+
+def test_oscillator_interval_is_withheld_where_the_curve_does_not_fix_it():
+    log = read_log(real_log_path("qwen2.5-3b-instruct_gsm8k_unsloth"))
+    t, y = log.series("reward")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = laws.fit_law(t.astype(float), y, "three_phase")
+    assert "tau" in fit.at_bound  # the barely damped reading: tau on its upper bound
+    iv = fit.oscillator_interval()
+    assert all(math.isnan(lo) and math.isnan(hi) for lo, hi in iv.values())
+    assert fit.to_dict()["oscillator_interval"]["damping_ratio"] == [None, None]
+    assert laws.fit_law(t.astype(float), y, "logistic").oscillator_interval() is None
+    with pytest.raises(ParameterError, match="level"):
+        fit.oscillator_interval(1.0)

@@ -99,6 +99,7 @@ def handler(args: argparse.Namespace) -> int:
     if args.smooth is not None:
         t, y = laws.rolling_mean(t, y, args.smooth)
     comparison = laws.fit_all(t, y, laws=law_names, criterion=args.criterion)
+    args.warmup_steps = _warmup(log)
     fc = None
     if args.fit_fraction is not None:
         fc = laws.forecast(
@@ -113,6 +114,7 @@ def handler(args: argparse.Namespace) -> int:
         out = {"log": str(args.log), "metric": args.metric, "split": args.split, "smooth": args.smooth,
                "binned_from": args.binned_from}
         out.update(comparison.to_dict())
+        out["learning_rate_warmup_steps"] = args.warmup_steps
         out["forecast"] = None if fc is None else fc.to_dict()
         out["end_of_run_forecast"] = None if end is None else json_ready(end)
         out["plot"] = None if plot is None else str(plot)
@@ -220,11 +222,7 @@ def _report(comparison, fc, args) -> str:
         params = ", ".join(f"{k}={v:.4g}" for k, v in r.params.items())
         lines.append(f"  {name}: {params}")
         if r.oscillator is not None:
-            q = r.oscillator
-            lines.append(
-                f"    oscillator: damping ratio {_fmt(q['damping_ratio'], '.3g')} ({q['regime']}), "
-                f"M/C {_fmt(q['mass_over_damping'])} steps, K/C {_fmt(q['stiffness_over_damping'])} per step"
-            )
+            lines.extend(_oscillator_lines(r, getattr(args, "warmup_steps", None)))
         for note in r.notes:
             lines.append(f"    ! {note}")
     if fc is not None:
@@ -259,3 +257,39 @@ def _save_plot(comparison, fc, path: Path, metric: str) -> None:
         chart.save(str(path), format="html", inline=True)
     else:
         chart.save(str(path), format="png", scale_factor=1.5)
+
+
+def _warmup(log) -> float | None:
+    """Steps of the log's learning-rate warm-up (0: none), or ``None`` without a usable ``learning_rate``."""
+    from grpo_core.errors import GrpoError
+    from grpo_core.model.schedule import warmup_length
+
+    if "learning_rate" not in log.train.columns:
+        return None
+    steps, lr = log.series("learning_rate")
+    try:
+        return warmup_length(lr, steps.astype(float))
+    except GrpoError:
+        return None
+
+
+def _oscillator_lines(r, warmup_steps: float | None) -> list[str]:
+    """The three-phase fit's oscillator ratios with their 90% intervals, and a note when its slow
+    start is about as long as the learning-rate warm-up."""
+    q, iv = r.oscillator, r.oscillator_interval(0.9)
+
+    def with_band(name: str, fmt: str = ".4g") -> str:
+        lo, hi = iv[name]
+        band = f" [{lo:{fmt}}, {hi:{fmt}}]" if math.isfinite(lo) and math.isfinite(hi) else ""
+        return f"{_fmt(q[name], fmt)}{band}"
+
+    lines = [f"    oscillator: damping ratio {with_band('damping_ratio', '.3g')} ({q['regime']}), "
+             f"M/C {with_band('mass_over_damping')} steps, K/C {with_band('stiffness_over_damping')} per step"
+             + (" (90% intervals)" if math.isfinite(iv["damping_ratio"][0]) else
+                " (no interval: k or tau is on a bound or not fixed by the curve)")]
+    tau = q["mass_over_damping"]
+    if warmup_steps and math.isfinite(tau) and tau > 0 and warmup_steps / 3 <= tau <= 3 * warmup_steps:
+        lines.append(f"    ! the slow start (M/C = {tau:.3g} steps) is about as long as the learning-rate warm-up "
+                     f"({warmup_steps:g} steps): it may be the schedule, not inertia (in learning-rate time, which "
+                     "`advise --from-log` and the forecast use, a warm-up is no slow start)")
+    return lines
