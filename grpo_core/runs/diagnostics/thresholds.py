@@ -43,7 +43,12 @@ class Thresholds:
         z-score below which an eval curve is called flat (2.0: its rise is not significant at the
         one-sided 2.3% level; a truly flat eval curve passes 97.7% of the time).
     falling_z : float
-        z-score at or below which an eval curve is called falling (-2.0).
+        z-score at or below which an eval curve is called falling (-2.0). The training reward has
+        unlearned (:func:`~grpo_core.runs.diagnostics.learning.not_learning`, critical) when its rise
+        z is at most ``-trend_z`` (a fall as significant as a rise must be), or at most ``falling_z``
+        with the slope's one-sided p-value for a rise above ``1 - learning_p_value`` (the slope
+        confirms a smaller fall). The slope test alone misses a collapse in a short log: 40 rows with
+        strongly autocorrelated residuals leave p = 0.97 for a fall from 0.84 to 0.005 (real run 01).
     growth_warning, growth_critical : float
         Late level over (floored) early level of a growth metric for a warning (10) or critical
         (100) instability: one and two orders of magnitude. A stationary metric fluctuates by a
