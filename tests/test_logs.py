@@ -617,7 +617,7 @@ def test_an_unknown_mapping_key_is_refused_naming_the_known_ones(tmp_path):
 def test_a_csv_cut_off_mid_line_drops_its_short_last_row_with_a_warning(tmp_path):
     rows = "".join(f"{i},0.0001,{0.1 * i:.3f},0.2,180.0,0.01\n" for i in range(1, 30))
     path = write(tmp_path, "cut.csv", "step,loss,reward,reward_std,completion_length,kl\n" + rows + "30,0.000200,9")
-    with pytest.warns(LogWarning, match=r"line 31 \(the last\) has fewer fields than the header's 6 .*dropped it, "
+    with pytest.warns(LogWarning, match=r"line 31 \(the last\) has fewer fields than the other rows' 6 .*dropped it, "
                                         r"kept the 29 complete row\(s\)"):
         log = read_log(path)
     assert log.train.index.tolist() == list(range(1, 30)) and log.train["reward"].max() < 9
@@ -625,12 +625,16 @@ def test_a_csv_cut_off_mid_line_drops_its_short_last_row_with_a_warning(tmp_path
     mid = write(tmp_path, "mid.csv", "step,loss,reward\n" + "".join(
         f"{i},0.1,0.5\n" if i != 7 else "7,0.1\n" for i in range(1, 30)))
     with pytest.warns(LogWarning, match=r"skipped 1 corrupt line\(s\) of 29 \(rows with fewer fields than the "
-                                        r"header; line\(s\) 8\)"):
+                                        r"others; line\(s\) 8\)"):
         assert 7 not in read_log(mid).train.index
-    short = "".join(f"{i},0.1\n" for i in range(1, 30))
-    bad = write(tmp_path, "bad.csv", "step,loss,reward\n" + short + "30,0.1,0.5\n")
-    with pytest.raises(DataError, match="lines are broken"):
-        read_log(bad)
+    rows = "".join(f"{i},0.1,0.5\n" if i % 4 else f"{i},0.1\n" for i in range(1, 30))
+    with pytest.raises(DataError, match="lines are broken"):  # a quarter of the rows short: not a log to trust
+        read_log(write(tmp_path, "bad.csv", "step,loss,reward\n" + rows))
+    # a header naming a column that no row writes is a table, not cut-off rows: read as before
+    extra = write(tmp_path, "extra.csv", "step,loss,reward,extra\n" + "".join(f"{i},0.1,0.5\n" for i in range(1, 30)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LogWarning)
+        assert read_log(extra).train.index.tolist() == list(range(1, 30))
 
 
 def test_a_column_dropped_for_holding_no_number_says_so():

@@ -17,7 +17,7 @@ raised as a :class:`LogWarning`)
   them); :meth:`RunLog.series` drops them per metric and warns how many.
 * An empty file, a file without rows, an unknown format, a missing step column or a truncated
   JSON file raise :class:`~grpo_core.errors.DataError` naming the file and what to do; the broken
-  *last* line of a JSONL file, or a CSV row cut short (fewer fields than the header), from a run
+  *last* line of a JSONL file, or a CSV row cut short (fewer fields than the other rows), from a run
   killed mid-write, is dropped with a warning; corrupt lines (short CSV rows) elsewhere are skipped with
   a warning that counts them and gives their line numbers, up to 10 % of the lines (more is an error).
 * A ``mapping`` key that is not a normalised column name is a
