@@ -114,8 +114,12 @@ class Thresholds:
         the maximum, not a third of them).
     ratio_warning, ratio_critical : float
         The mean importance-sampling ratio (generation vs training log-probabilities) of an on-policy
-        run is 1; a smoothed mean outside ``[ratio_warning, 1 / ratio_warning]`` (0.8) over a sustained
-        stretch is a warning, outside ``[ratio_critical, 1 / ratio_critical]`` (0.5) critical.
+        run is 1; a smoothed mean strictly outside ``[ratio_warning, 1 / ratio_warning]`` (0.8) over a
+        sustained stretch is a warning, strictly outside ``[ratio_critical, 1 / ratio_critical]`` (0.5)
+        critical (a ratio of exactly 0.5 is a warning, as the message's interval says; the peer toolkit's
+        rule is "ratio < 0.5" too). A ratio column that is 0 on every step was not computed and is not
+        read (:data:`~grpo_core.runs.diagnostics.series.ZERO_MEANS_NOT_COMPUTED`, the same rule for the
+        entropy and the KL).
     explosion_warning, explosion_critical : float
         Late entropy over initial entropy at or above which the entropy exploded (2 and 4: the
         policy spreads over e^H outputs per token; 4x the nats is random text).
