@@ -647,3 +647,11 @@ def test_wasted_rollouts_count_steps_not_logged_rows():
         f.evidence["steps_in_stretch"]
     assert f.evidence["wasted_steps"] == pytest.approx(f.evidence["wasted_rollout_fraction"] * (last - first + 5))
     assert f"({f.evidence['wasted_steps']:.0f} steps' worth" in f.message
+
+
+def test_the_first_steps_of_a_warmup_from_0_are_no_learning_rate_finding():
+    # the live callback diagnoses from the first rows: four logged zeros are a warmup, not a dead config
+    recs = [{"step": s, "reward": 0.2, "reward_std": 0.3, "grad_norm": 0.4} for s in range(1, 9)]
+    for r in recs[:4]:
+        r["learning_rate"] = 0.0
+    assert no_update(from_records(recs)) is None

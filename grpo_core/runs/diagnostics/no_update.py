@@ -13,10 +13,11 @@ def no_update(log: RunLog) -> Finding | None:
     """Check for a learning rate that cannot update, or a gradient norm of exactly 0 on (almost) every step
     while groups have spread.
 
-    A ``learning_rate`` column with no positive value is a finding whatever the other columns say: 0 on
-    every step is critical (no update can happen: a scheduler or config that zeroes the rate); negative
-    on every step (or 0 and negative) is a warning (a standard optimizer refuses a negative rate, so the
-    column does not say what the optimizer used; if it was applied, the update climbs the loss).
+    A ``learning_rate`` column with no positive value (over 5 logged steps at least) is a finding whatever
+    the other columns say: 0 on every step is critical (no update can happen: a scheduler or config that
+    zeroes the rate); negative on every step (or 0 and negative) is a warning (a standard optimizer refuses
+    a negative rate, so the column does not say what the optimizer used; if it was applied, the update
+    climbs the loss).
 
     Groups with reward spread have non-zero advantages, so a zero gradient on their steps means the
     update does not reach the weights (frozen or detached parameters, a learning-rate or loss
@@ -91,11 +92,12 @@ def _span(v: np.ndarray) -> str:
 
 def _learning_rate_finding(log: RunLog) -> Finding | None:
     """The finding of a logged learning rate with no positive value (0 on every step: critical; negative:
-    warning), or ``None`` (no such column, or some positive value)."""
+    warning), or ``None`` (no such column, fewer than 5 values, or some positive value)."""
     if not log.has("learning_rate"):
         return None
     st, lr = _quiet_series(log, "learning_rate")
-    if lr.size == 0 or np.any(lr > 0):
+    # five logged values at least (as the gradient test): the first steps of a warmup from 0 are no finding
+    if lr.size < 5 or np.any(lr > 0):
         return None
     first, last = int(st[0]), int(st[-1])
     ev = {"learning_rate_min": float(np.min(lr)), "learning_rate_max": float(np.max(lr)),
