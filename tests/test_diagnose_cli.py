@@ -18,6 +18,7 @@ from grpo_dynamics.cli import main
 TESTS = Path(__file__).parent
 CASES = TESTS / "data" / "cases"
 LOGS = TESTS / "data" / "logs"
+REAL_RUNS = Path(__file__).parents[1] / "grpo_core" / "data" / "real_runs"
 
 
 def run(capsys, *argv):
@@ -355,3 +356,49 @@ def test_binary_reward_claim_that_contradicts_the_log_is_refused(capsys):
         and "`binary_reward` is True but the reward" in err
         and "outside [0, 1]" in err
     )
+
+
+def test_no_reward_is_inconclusive_and_a_map_typo_is_an_error(capsys, tmp_path):
+    # zero-spread stretches in reward_std, the reward column empty on every step: never "NOT healthy" on
+    # evidence about a metric that is not there
+    path = tmp_path / "allnan.csv"
+    path.write_text("step,loss,reward,reward_std,kl\n" + "".join(
+        f"{s},0.01,,{0.0 if 20 <= s < 60 else 0.3},{0.001 * s}\n" for s in range(1, 101)))
+    code, out, err = run(capsys, path, "--json", "--no-forecast")
+    data = json.loads(out)
+    assert code == 3 and data["verdict"] == "inconclusive"
+    assert any("reward" in m and "every value is empty or NaN" in m for m in data["missing"])
+    assert {f["mode"]: f["severity"] for f in data["findings"]}.get("advantage_degeneration") == "info"
+    # the same log with the reward under another name and a typo in --map
+    odd = tmp_path / "odd.csv"
+    odd.write_text("iteration,Total Score (avg),reward_std\n" + "".join(
+        f"{s},{0.1 + 0.005 * s},{0.0 if 20 <= s < 60 else 0.3}\n" for s in range(1, 101)))
+    code, out, err = run(capsys, odd, "--map", "step=iteration", "--map", "rewrad=Total Score (avg)")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "unknown key 'rewrad'" in err and "known keys: step, " in err
+    code, out, err = run(capsys, odd, "--map", "step=iteration", "--map", "reward=Total Score (avg)", "--json",
+                         "--no-forecast")
+    assert code in (0, 1, 3) and "not_learning" in json.loads(out)["checked"]
+
+
+def test_an_all_nan_entropy_is_said_not_called_absent(capsys, tmp_path):
+    path = tmp_path / "entnan.csv"
+    path.write_text("step,reward,reward_std,entropy\n" + "".join(
+        f"{s},{0.1 + 0.005 * s},0.3,\n" for s in range(1, 101)))
+    code, out, err = run(capsys, path, "--no-forecast")
+    assert ("not checked: policy_concentration (policy_concentration needs entropy: the column entropy was dropped "
+            f"from {path}: every value is empty or NaN)") in out
+    assert "not checked: entropy_explosion (" in out and "does not have the column" not in out
+
+
+def test_a_collapse_is_unlearning_without_raise_the_learning_rate(capsys):
+    code, out, _ = run(capsys, REAL_RUNS / "01-Sunshine535-rho1-collapse" / "rho1.00_seed42.log", "--no-forecast")
+    assert code == 1 and "[critical] not_learning: The reward fell from 0.842 to 0.005" in out
+    assert "raise the learning rate" not in out
+
+
+def test_wasted_rollouts_of_a_log_written_every_5_steps_count_steps(capsys):
+    code, out, _ = run(capsys, REAL_RUNS / "07-Rusheel86-chaos-economy" / "vsr-new.log", "--json", "--no-forecast")
+    f = next(f for f in json.loads(out)["findings"] if f["mode"] == "advantage_degeneration")
+    assert f["steps"] == [105, 500] and f["evidence"]["steps_in_stretch"] == 400  # one row per 5 steps
+    assert 300 < f["evidence"]["wasted_steps"] < 320 and "(310 steps' worth" in f["message"]

@@ -16,6 +16,7 @@ from conftest import log_cases
 from grpo_core import laws
 from grpo_core.errors import DataError, ParameterError
 from grpo_core.grpo import expected_zero_spread_fraction
+from grpo_core.runs import datasets
 from grpo_core.runs.datasets import real_log_path
 from grpo_core.runs.diagnostics import (
     MODES,
@@ -25,9 +26,13 @@ from grpo_core.runs.diagnostics import (
     dynamic_instability,
     group_size_for_zero_spread,
     kl_drift,
+    no_update,
+    not_learning,
+    off_policy_mismatch,
     oscillation,
     plateau_forecast,
     policy_concentration,
+    recurring_spikes,
     train_eval_decoupling,
 )
 from grpo_core.runs.logs import LogWarning, from_records, read_log
@@ -543,3 +548,110 @@ def test_thresholds_are_validated():
         with pytest.raises(ParameterError) as err:
             Thresholds(**kw)
         assert err.value.parameter == name
+
+
+# --------------------------------------------------------------------------------------------
+# What a new user found on the real runs and on transformed logs (issue 13)
+# --------------------------------------------------------------------------------------------
+
+def test_a_large_fall_of_the_reward_is_unlearning_not_a_reason_to_raise_the_learning_rate():
+    # 40 rows, as run 01 logs: a collapse from 0.84 to ~0 with strongly autocorrelated residuals leaves the
+    # AR(1)-corrected slope at p ~ 0.97; the early/late rise (z ~ -16) is as significant as any rise
+    r = datasets.real_run("01")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        log = read_log(r.path)
+    f = not_learning(log)
+    assert f.severity == "critical" and f.evidence["fell"] is True
+    assert f.evidence["p_value"] < 0.99 and f.evidence["rise_z"] <= -Thresholds().trend_z
+    assert "unlearned" in f.message and "raise the learning rate" not in f.advice
+    # a fall confirmed by the slope alone (z between -3 and -2) is still critical; a flat run a warning
+    flat = [{"step": s, "reward": 0.3 + 0.05 * ((s * 7919) % 13 - 6) / 6} for s in range(1, 201)]
+    g = not_learning(from_records(flat))
+    assert g.severity == "warning" and "raise the learning rate" in g.advice
+
+
+def test_without_a_reward_zero_spread_makes_no_unhealthy_verdict(tmp_path):
+    # reward_std with zero-spread stretches but no reward (all NaN, or a --map typo): the degeneration
+    # cannot be told from saturation or the cost of a run that learns, and whether the run learns is unknown
+    recs = [{"step": s, "reward_std": 0.0 if 20 <= s < 60 else 0.3, "loss": 0.01} for s in range(1, 101)]
+    d = diagnose(from_records(recs), forecast=False)
+    assert d.verdict == "inconclusive" and not d.healthy
+    assert any("reward" in m and "learns" in m for m in d.missing)
+    f = d.find("advantage_degeneration")
+    assert f.severity == "info" and f.evidence["no_reward"] is True
+    path = tmp_path / "allnan.csv"
+    path.write_text("step,reward,reward_std,loss\n" + "".join(
+        f"{s},,{0.0 if 20 <= s < 60 else 0.3},0.01\n" for s in range(1, 101)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        d = diagnose(path, forecast=False)
+    assert d.verdict == "inconclusive"
+    assert any("every value is empty or NaN" in m for m in d.missing)  # says why the reward is missing
+
+
+def test_a_column_that_is_0_on_every_step_is_not_computed_for_every_check():
+    recs = [{"step": s, "reward": 0.2 + 0.004 * s, "reward_std": 0.3, "entropy": 0.0, "kl": 0.0,
+             "importance_ratio_mean": 0.0, "importance_ratio_max": 0.0, "grad_norm": 0.5} for s in range(1, 121)]
+    d = diagnose(from_records(recs), forecast=False)
+    for mode in ("policy_concentration", "entropy_explosion", "kl_drift", "off_policy_mismatch"):
+        assert mode not in d.checked and "0 on every step" in d.skipped[mode] and "not computed" in d.skipped[mode]
+    with pytest.raises(DataError, match="kl 0 on every step: not computed"):
+        recurring_spikes(from_records([{"step": s, "kl": 0.0, "reward": 0.1} for s in range(1, 41)]))
+    with pytest.raises(DataError, match="dynamic_instability"):  # no reward, a KL not computed: nothing to read
+        dynamic_instability(from_records([{"step": s, "kl": 0.0, "loss": 0.1} for s in range(1, 41)]))
+    assert "not checked: kl_drift (kl_drift needs kl: the column kl is 0 on every step" in d.summary()
+    # the same columns with values are checked
+    recs = [dict(r, entropy=0.5, kl=0.01 * r["step"] / 120, importance_ratio_mean=1.0) for r in recs]
+    d = diagnose(from_records(recs), forecast=False)
+    assert {"policy_concentration", "entropy_explosion", "kl_drift", "off_policy_mismatch"} <= set(d.checked)
+
+
+def test_a_learning_rate_that_is_never_positive_is_a_finding_not_a_missing_column():
+    base = [{"step": s, "reward": 0.2 + 0.004 * s, "reward_std": 0.3, "grad_norm": 0.5} for s in range(1, 121)]
+    zero = from_records([dict(r, learning_rate=0.0) for r in base])
+    f = no_update(zero)
+    assert f.severity == "critical" and "learning rate is 0 on every step" in f.message
+    d = diagnose(zero, forecast=False)
+    assert d.verdict == "unhealthy" and "no learning rate: the log's `learning_rate` is 0 on every step" in \
+        d.implied_curvature["reason"]
+    neg = from_records([dict(r, learning_rate=-5e-6) for r in base])
+    f = no_update(neg)
+    assert f.severity == "warning" and "-5e-06 on every step" in f.message
+    assert "never positive" in diagnose(neg, forecast=False).implied_curvature["reason"]
+    # a schedule that starts or ends at 0 is not a finding
+    ramp = from_records([dict(r, learning_rate=1e-5 * min(1.0, (r["step"] - 1) / 10)) for r in base])
+    assert no_update(ramp) is None
+
+
+@pytest.mark.parametrize("ratio,severity,interval", [
+    (0.5, "warning", "[0.8, 1.25]"), (0.49, "critical", "[0.5, 2]"), (2.0, "warning", "[0.8, 1.25]"),
+    (0.8, None, None)])
+def test_the_importance_ratio_bound_and_its_message_agree(ratio, severity, interval):
+    f = off_policy_mismatch(from_records([{"step": s, "importance_ratio_mean": ratio} for s in range(1, 41)]))
+    if severity is None:
+        assert f is None
+        return
+    assert f.severity == severity and f"outside {interval}" in f.message
+
+
+def test_wasted_rollouts_count_steps_not_logged_rows():
+    # a log written every 5 steps: 80 rows stand for 400 optimizer steps
+    recs = [{"step": s, "reward": 0.0 if s <= 200 else min(1.0, (s - 200) / 100) * 0.6,
+             "reward_std": 0.0 if s <= 200 else 0.4} for s in range(5, 401, 5)]
+    d = diagnose(from_records(recs), forecast=False)
+    f = d.find("advantage_degeneration")
+    assert f.severity == "info" and "cost" in f.message
+    first, last = f.steps
+    assert f.evidence["steps_in_stretch"] == last - first + 5 and f.evidence["rows_in_stretch"] * 5 == \
+        f.evidence["steps_in_stretch"]
+    assert f.evidence["wasted_steps"] == pytest.approx(f.evidence["wasted_rollout_fraction"] * (last - first + 5))
+    assert f"({f.evidence['wasted_steps']:.0f} steps' worth" in f.message
+
+
+def test_the_first_steps_of_a_warmup_from_0_are_no_learning_rate_finding():
+    # the live callback diagnoses from the first rows: four logged zeros are a warmup, not a dead config
+    recs = [{"step": s, "reward": 0.2, "reward_std": 0.3, "grad_norm": 0.4} for s in range(1, 9)]
+    for r in recs[:4]:
+        r["learning_rate"] = 0.0
+    assert no_update(from_records(recs)) is None

@@ -178,9 +178,10 @@ class Diagnosis:
         lines += [f"  {note}" for note in self.notes if note.startswith("data: ")]
         core = MODES + ("not_learning",)
         for mode, why in self.skipped.items():
-            if mode in core:
+            # a column that is there but empty, all NaN or not computed is said, not listed as absent
+            if mode in core or "does not have" not in why:
                 lines.append(f"  not checked: {mode} ({why})")
-        rest = [m for m in self.skipped if m not in core]
+        rest = [m for m in self.skipped if m not in core and "does not have" in self.skipped[m]]
         if rest:
             lines.append(f"  not checked (no column for them): {', '.join(rest)}")
         return "\n".join(lines)

@@ -37,7 +37,8 @@ def kl_drift(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> Fin
     Raises
     ------
     DataError
-        A column missing, or fewer than 16 values of either.
+        A column missing, a KL that is 0 on every step (not computed,
+        :data:`~grpo_core.runs.diagnostics.series.ZERO_MEANS_NOT_COMPUTED`), or fewer than 16 values of either.
 
     Examples
     --------
