@@ -14,6 +14,7 @@ from scipy import stats
 from grpo_core import DataError, ParameterError, laws
 from grpo_core.laws import models as laws_models
 from grpo_core.model import oscillator
+from grpo_core.runs import datasets
 from grpo_core.runs.datasets import real_log_path
 from grpo_core.runs.logs import read_log
 
@@ -608,3 +609,10 @@ def test_oscillator_interval_is_withheld_where_the_curve_does_not_fix_it():
     assert laws.fit_law(t.astype(float), y, "logistic").oscillator_interval() is None
     with pytest.raises(ParameterError, match="level"):
         fit.oscillator_interval(1.0)
+    # a tau so poorly fixed that its log-space interval overflows a float (real run 13): (0, inf), no error
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = datasets.real_run("13")
+        t13, y13 = read_log(r.path, run=r.run).series("reward")
+        wide = laws.fit_law(t13.astype(float), y13, "three_phase").oscillator_interval()
+    assert wide["mass_over_damping"][0] == 0.0 and wide["mass_over_damping"][1] == math.inf

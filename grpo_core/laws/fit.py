@@ -228,7 +228,8 @@ class FitResult:
         def band(value: float, weights: tuple[float, float]) -> tuple[float, float]:
             w = np.asarray(weights)
             se = math.sqrt(max(float(w @ lcov @ w), 0.0))
-            return value * math.exp(-z * se), value * math.exp(z * se)
+            with np.errstate(over="ignore"):  # an interval wider than floats: (0, inf), not fixed by the curve
+                return float(value * np.exp(-z * se)), float(value * np.exp(z * se))
 
         return {"damping_ratio": band(osc["damping_ratio"], (-0.5, -0.5)),
                 "mass_over_damping": band(tau, (0.0, 1.0)),

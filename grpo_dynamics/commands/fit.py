@@ -278,15 +278,15 @@ def _oscillator_lines(r, warmup_steps: float | None) -> list[str]:
     start is about as long as the learning-rate warm-up."""
     q, iv = r.oscillator, r.oscillator_interval(0.9)
 
+    fixed = all(0 < lo and math.isfinite(hi) for lo, hi in iv.values())
+
     def with_band(name: str, fmt: str = ".4g") -> str:
         lo, hi = iv[name]
-        band = f" [{lo:{fmt}}, {hi:{fmt}}]" if math.isfinite(lo) and math.isfinite(hi) else ""
-        return f"{_fmt(q[name], fmt)}{band}"
+        return _fmt(q[name], fmt) + (f" [{lo:{fmt}}, {hi:{fmt}}]" if fixed else "")
 
     lines = [f"    oscillator: damping ratio {with_band('damping_ratio', '.3g')} ({q['regime']}), "
              f"M/C {with_band('mass_over_damping')} steps, K/C {with_band('stiffness_over_damping')} per step"
-             + (" (90% intervals)" if math.isfinite(iv["damping_ratio"][0]) else
-                " (no interval: k or tau is on a bound or not fixed by the curve)")]
+             + (" (90% intervals)" if fixed else " (no interval: k or tau is on a bound or not fixed by the curve)")]
     tau = q["mass_over_damping"]
     if warmup_steps and math.isfinite(tau) and tau > 0 and warmup_steps / 3 <= tau <= 3 * warmup_steps:
         lines.append(f"    ! the slow start (M/C = {tau:.3g} steps) is about as long as the learning-rate warm-up "
