@@ -226,3 +226,69 @@ def test_group_size_budget_slider_is_log2(chart_server, probe):
     probe.screenshot("group-size-log2-budget")
     assert probe.console_errors == []
     assert probe.external_requests == []
+
+
+@pytest.mark.parametrize("eta", [0.055, 0.065])
+def test_slider_chart_draws_the_exact_recurrence_its_verdict_reads(chart_server, probe, eta):
+    """Issue 17: at mu 0.8, K_ref 4, K 1 and eta in (0.050, 0.0557] the verdict reads "stable (exact
+    recurrence only)" while the closed form swings out of the frame (+-4.5 at step ~180 for eta 0.055).
+    The chart also draws the exact recurrence (dashed), computed on the page: it is grpo_core's
+    discrete_trajectory (read back through the axes, within 2 px), and it runs all 300 steps in the
+    frame exactly when the verdict says stable."""
+    import numpy as np
+    from vega_page import line_points, mark_texts, max_distance_px, set_param, wait_text
+
+    from grpo_core.model import oscillator as osc
+    from grpo_core.model import trajectories
+    from widgets.oscillator_charts import SLIDER_CURVES, slider_chart
+
+    mu, k_ref = 0.8, 4
+    chart_server(probe, slider_chart(eta=0.02, mu=mu, k_ref=k_ref), "slider_exact")
+    page = probe.page
+    set_param(page, 0, "eta", eta)
+    c = osc.coefficients(eta, mu, k_ref, 1.0)
+    verdict = osc.VERDICT_LABELS[osc.coefficients_verdict(c)]
+    assert verdict == ("stable (exact recurrence only)" if eta < 0.0557 else "unstable")
+    wait_text(page, 0, "regime_label", lambda t: t == verdict)
+    discrete = 1.0 - trajectories.discrete_trajectory(c, 300)
+    pts, px = line_points(page, 0, "exact_trajectory", n=600)
+    xs = np.array([x for x, _ in pts])
+    inside = bool(np.all((discrete >= -3.0) & (discrete <= 5.0)))
+    assert inside == (verdict != "unstable")
+    # up to the first step out of the cap [-3, 5], that one drawn on the edge
+    keep = np.arange(301) <= (300 if inside else int(np.argmax((discrete < -3) | (discrete > 5))))
+    reference = np.c_[np.arange(301)[keep], np.clip(discrete[keep], -3.0, 5.0)]
+    assert max_distance_px(pts, reference, px) < 2.0
+    closed, _ = line_points(page, 0, "trajectory", n=400)
+    if inside:
+        assert xs.max() > 299  # the dashed curve the verdict is about: all 300 steps, in the frame
+        assert max(x for x, _ in closed) < 200  # the closed form leaves the frame (step ~180)
+    else:
+        assert xs.max() < 200  # both run out of the frame
+    dash = page.evaluate("() => document.querySelector('g.exact_trajectory_marks path')"
+                         ".getAttribute('stroke-dasharray')")
+    assert dash and dash.replace(" ", "") == "6,3"
+    legend = page.evaluate("() => [...document.querySelectorAll('g.role-legend text')].map(t => t.textContent)")
+    assert set(SLIDER_CURVES) <= set(legend)
+    assert mark_texts(page, 0, "regime_label") == [verdict]
+    page.evaluate("document.querySelector('.vega-embed').scrollIntoView({block: 'center'})")
+    probe.screenshot(f"slider-exact-eta-{eta}")
+    assert probe.console_errors == []
+    assert probe.external_requests == []
+
+
+def test_slider_threshold_label_reads_significant_digits(chart_server, probe):
+    """mu 0.99, K_ref 16, K 5: a fixed .4f printed "0.0001 (continuous), 0.0001 (exact)"."""
+    from vega_page import set_param, wait_text
+
+    from grpo_core.model import stability
+    from widgets.oscillator_charts import slider_chart
+
+    chart_server(probe, slider_chart(), "slider_digits")
+    page = probe.page
+    for name, value in (("mu", 0.99), ("k_ref", 16), ("curvature", 5)):
+        set_param(page, 0, name, value)
+    exact = float(stability.critical_a_exact(0.99, 16)[()]) / 5
+    want = f"unstable above η = {0.01 / 16 / 5:.3g} (continuous), {exact:.3g} (exact, constant lag)"
+    wait_text(page, 0, "threshold_label", lambda t: t == want)
+    assert probe.console_errors == []
