@@ -292,3 +292,104 @@ def test_slider_threshold_label_reads_significant_digits(chart_server, probe):
     want = f"unstable above η = {0.01 / 16 / 5:.3g} (continuous), {exact:.3g} (exact, constant lag)"
     wait_text(page, 0, "threshold_label", lambda t: t == want)
     assert probe.console_errors == []
+
+
+def _plot_box(page) -> dict:
+    """The plot area of the first chart, in page pixels (its background rect)."""
+    return page.evaluate(
+        "() => { const r = document.querySelector('.vega-embed svg g.mark-group path.background')"
+        ".getBoundingClientRect(); return {left: r.left, right: r.right, top: r.top, bottom: r.bottom}; }")
+
+
+def _vertices_px(page, mark: str) -> list[tuple[float, float]]:
+    """The vertices of the first path of mark ``mark``, in page pixels."""
+    return [tuple(p) for p in page.evaluate(
+        """(mark) => { const p = document.querySelector(`g.${mark}_marks path`);
+            if (!p) return [];
+            const m = p.getScreenCTM(), d = p.getAttribute('d');
+            const n = (d.match(/-?\\d+(?:\\.\\d+)?(?:e-?\\d+)?/g) || []).map(Number), out = [];
+            for (let k = 0; k + 1 < n.length; k += 2)
+                out.push([m.a * n[k] + m.c * n[k + 1] + m.e, m.b * n[k] + m.d * n[k + 1] + m.f]);
+            return out; }""", mark)]
+
+
+def test_phase_chart_boundaries_stay_in_the_frame_and_the_point_is_whole(chart_server, probe):
+    """Issue 17, Fig. 7 (oscillator chapter and Explorers): at mu = 0.99 the exact boundary used to hit
+    the 0.001 floor at K_ref ~ 9 and run flat along the bottom to 64; at 0.95 the dashed continuous line
+    left through the bottom; the point was pinned to the top corner at eta K = 5 and half cut off at
+    K_ref = 1 and 64; the key was drawn over the boundaries. Now: every boundary vertex lies inside the
+    frame at its true height (log scale read from the domain), the point is whole, an off-frame point
+    is a triangle on the edge, and the key sits below the plot."""
+    import math
+
+    import numpy as np
+    from vega_page import set_param, wait_text
+
+    from grpo_core.model import stability
+    from widgets.explorer_charts import PHASE_K_REFS, _phase_frame, static_phase_chart
+
+    chart = static_phase_chart(eta=0.02, curvature=1.0, mu=0.8, k_ref=4, eta_max=3.0)
+    spec = chart.to_dict()
+    (lo, hi) = next(layer["encoding"]["y"]["scale"]["domain"] for layer in spec["layer"]
+                    if layer.get("name") == "exact_boundary")
+    mu_grid = np.round(np.arange(0.0, 0.995, 0.01), 2)
+    assert (lo, hi) == _phase_frame(stability.exact_threshold_rows(mu_grid, PHASE_K_REFS), mu_grid,
+                                    "constant", "heavy_ball") == (1e-4, 10.0)
+    chart_server(probe, chart, "phase")
+    page = probe.page
+    for mu in (0.99, 0.95, 0.5):
+        set_param(page, 0, "mu", mu)
+        a64 = float(stability.critical_a_exact(mu, 64)[()])
+        wait_text(page, 0, "phase_point_label", lambda t, a=a64: f"exact threshold {a:.3g})" in t
+                  if "K_ref = 64" in t else True)
+        box = _plot_box(page)
+        height = box["bottom"] - box["top"]
+
+        def y_px(a, box=box, height=height):
+            return box["top"] + height * (math.log10(hi) - math.log10(a)) / (math.log10(hi) - math.log10(lo))
+
+        exact = _vertices_px(page, "exact_boundary")
+        want = [float(stability.critical_a_exact(mu, k)[()]) for k in PHASE_K_REFS]
+        assert len(exact) == len(PHASE_K_REFS)  # every K_ref, none dropped or flattened onto the floor
+        for (_, y), a in zip(exact, want):
+            assert abs(y - y_px(a)) < 1.0, (mu, a)
+            assert box["top"] + 1 < y < box["bottom"] - 1
+        cont = _vertices_px(page, "continuous_boundary")
+        assert len(cont) == len(PHASE_K_REFS)
+        for (_, y), k in zip(cont, PHASE_K_REFS):
+            assert abs(y - y_px((1 - mu) / k)) < 1.0
+            assert box["top"] + 1 < y < box["bottom"] - 1
+    set_param(page, 0, "mu", 0.99)
+    set_param(page, 0, "k_ref", 64)
+    wait_text(page, 0, "phase_point_label", lambda t: "K_ref = 64 (exact threshold 0.000171)" in t)
+
+    def point():
+        return page.evaluate(
+            "() => { const p = document.querySelector('g.phase_point_marks path'), r = p.getBoundingClientRect();"
+            " return {d: p.getAttribute('d'), left: r.left, right: r.right, top: r.top, bottom: r.bottom}; }")
+
+    for k_ref, eta, curvature in ((64, 0.02, 1.0), (1, 0.02, 1.0), (1, 1.0, 5.0), (64, 0.001, 0.1)):
+        set_param(page, 0, "k_ref", k_ref)
+        set_param(page, 0, "eta", eta)
+        set_param(page, 0, "curvature", curvature)
+        wait_text(page, 0, "phase_point_label", lambda t, k=k_ref, a=eta * curvature: t.startswith(
+            f"η·K = {a:.3g}, K_ref = {k} "))
+        p = point()
+        assert box["left"] <= p["left"] and p["right"] <= box["right"], (k_ref, p)  # whole, not half cut
+        assert box["top"] - 0.5 <= (p["top"] + p["bottom"]) / 2 <= box["bottom"] + 0.5
+        assert p["d"].count("L") == 3  # a diamond: in the frame
+    set_param(page, 0, "eta", 3.0)  # eta K = 15, past the frame's top (10): a triangle on the edge
+    set_param(page, 0, "curvature", 5.0)
+    wait_text(page, 0, "phase_point_label", lambda t: t.startswith("η·K = 15, K_ref = 64 "))
+    p = point()
+    assert p["d"].count("L") == 2 and abs((p["top"] + p["bottom"]) / 2 - box["top"]) < 4
+    key = text_boxes(page, "phase_key")[0]
+    axis_bottom = page.evaluate(
+        "() => Math.max(...[...document.querySelectorAll('g.role-axis')].map(a => a.getBoundingClientRect().bottom))")
+    assert key["top"] >= axis_bottom - 0.5  # the key is under the axes, not over the boundaries
+    for mark in ("phase_regime_label", "phase_point_label"):
+        assert text_boxes(page, mark)[0]["bottom"] <= box["top"] + 0.5  # above the plot
+    page.evaluate("document.querySelector('.vega-embed').scrollIntoView({block: 'center'})")
+    probe.screenshot("phase-off-frame")
+    assert probe.console_errors == []
+    assert probe.external_requests == []

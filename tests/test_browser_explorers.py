@@ -152,7 +152,7 @@ def test_static_phase_chart_labels_the_current_point(opened, page_name, eta, cur
     a_exact = float(stability.critical_a_exact(mu, k_ref, "constant"))
     label = mark_texts(page, i, "phase_point_label")[0]
     # Vega's format(x, '.3g') keeps trailing zeros, like Python's '#.3g'.
-    assert label == f"η·K = {eta * curvature:#.3g}, K_ref = {k_ref} (exact threshold {a_exact:#.3g})"
+    assert label == f"η·K = {eta * curvature:.3g}, K_ref = {k_ref} (exact threshold {a_exact:.3g})"
     if (eta, curvature, k_ref) != (0.02, 1.0, 4):
         assert point_positions(page, i, "phase_point") != before
     scroll_to(page, i)
