@@ -393,3 +393,45 @@ def test_phase_chart_boundaries_stay_in_the_frame_and_the_point_is_whole(chart_s
     probe.screenshot("phase-off-frame")
     assert probe.console_errors == []
     assert probe.external_requests == []
+
+
+def test_forecast_sweep_marks_a_band_cut_at_the_axis(chart_server, probe):
+    """Issue 17, Fig. 13 (fitting chapter): a band [-66800, 66856] was cut to the axis window and drawn
+    like a band [-2.4, 7.5] that fits in it. Now each cut end carries an open triangle on the edge,
+    pointing the way the band runs on; a band inside the window has none."""
+    import pandas as pd
+    from vega_page import mark_texts
+
+    from widgets.laws_charts import forecast_sweep_chart
+
+    sweep = pd.DataFrame({"fraction": [0.4, 0.6, 0.8], "law": "logistic", "plateau": [0.1, 2.6, 30.0],
+                          "low": [-0.1, -2.4, -66800.0], "high": [0.3, 7.5, 66856.0], "actual": 1.43})
+    chart = forecast_sweep_chart(sweep, width=500)
+    lo, hi = chart.to_dict()["layer"][2]["encoding"]["y"]["scale"]["domain"]
+    assert lo < -2.4 and 7.5 < hi  # the middle band fits in the window, the last does not
+    chart_server(probe, chart, "sweep")
+    page = probe.page
+    page.wait_for_selector("g.band_clipped_ends_marks path", timeout=TIMEOUT * 1000)
+    (ends,) = drawn(page, "band_clipped_ends")
+    width, height = ends["frame"]
+    at = sorted((float(_NUM.findall(t)[0]), float(_NUM.findall(t)[1]), "rotate(180)" in t.replace(" ", ""))
+                for t in ends["transforms"])
+    assert len(at) == 2 and abs(at[0][0] - at[1][0]) < 0.5  # both ends of the one cut band, none elsewhere
+    by_y = sorted(at, key=lambda p: p[1])
+    assert abs(by_y[0][1]) < 0.5 and not by_y[0][2]  # top edge, pointing up
+    assert abs(by_y[1][1] - height) < 0.5 and by_y[1][2]  # bottom edge, pointing down
+    # the error bars: <line transform="translate(x, y0)" y2="dy">
+    bars = [(*map(float, _NUM.findall(t)[:2]), float(dy)) for t, dy in page.evaluate(
+        "() => [...document.querySelectorAll('g.mark-rule.role-mark line')]"
+        ".filter(l => l.getAttribute('x2') === '0').map(l => [l.getAttribute('transform'), l.getAttribute('y2')])")]
+    assert len(bars) == 3
+    (cut,) = [b for b in bars if abs(b[0] - at[0][0]) < 0.5]
+    assert cut[1] == pytest.approx(height, abs=0.5) and cut[1] + cut[2] == pytest.approx(0, abs=0.5)  # edge to edge
+    for x, y0, dy in bars:  # the bars that fit end inside the frame and carry no marker
+        if abs(x - at[0][0]) >= 0.5:
+            assert 0.5 < y0 + dy and y0 < height - 0.5
+    assert mark_texts(page, 0, "band_clipped_key") == ["open triangle: the band runs on past the axis"]
+    page.evaluate("document.querySelector('.vega-embed').scrollIntoView({block: 'center'})")
+    probe.screenshot("forecast-sweep-clipped")
+    assert probe.console_errors == []
+    assert probe.external_requests == []
