@@ -435,3 +435,47 @@ def test_forecast_sweep_marks_a_band_cut_at_the_axis(chart_server, probe):
     probe.screenshot("forecast-sweep-clipped")
     assert probe.console_errors == []
     assert probe.external_requests == []
+
+
+def _axis_labels(page, axis: str) -> list[dict]:
+    """Text and page box of each label of the axes whose aria-label starts with ``axis`` ("X-axis")."""
+    return page.evaluate(
+        """(axis) => [...document.querySelectorAll('g.role-axis')]
+            .filter(a => (a.getAttribute('aria-label') || '').startsWith(axis))
+            .flatMap(a => [...a.querySelectorAll('g.role-axis-label text')])
+            .filter(t => (t.getAttribute('opacity') ?? '1') !== '0' && t.textContent)
+            .map(t => { const r = t.getBoundingClientRect();
+                        return {text: t.textContent.replace('\\u2212', '-'), left: r.left, right: r.right,
+                                top: r.top, bottom: r.bottom}; })""",
+        axis,
+    )
+
+
+def test_axis_labels_do_not_collide_and_fit_the_data(chart_server, probe):
+    """Issue 17 (cosmetic): the diagnostics reward charts drew "190200" and "380400" (the last step
+    label, flush with the end, ran into the one before); the bandit threshold chart's K_ref axis had no
+    label past 9 though the data run to 16; Fig. 4's log y-axis ran 0.1-100 for ratios 1-38."""
+    import numpy as np
+
+    from grpo_core.runs import datasets, diagnostics, logs
+    from widgets import bandit_charts, diagnostics_charts
+    from widgets.oscillator_charts import phase_diagram_data, threshold_ratio_chart
+
+    log = logs.read_log(datasets.example_log_path("03"))
+    for name, chart in (("case03", diagnostics_charts.reward_chart(log, diagnostics.diagnose(log), width=600,
+                                                                   height=200)),):
+        chart_server(probe, chart, name)
+        labels = _axis_labels(probe.page, "X-axis")
+        assert len(labels) >= 4
+        for a, b in zip(labels, labels[1:]):
+            assert a["right"] + 2 <= b["left"], (name, a["text"], b["text"])
+    k_grid = np.unique(np.geomspace(1, 16, 30).round().astype(int))
+    boundaries = phase_diagram_data(mus=(0.0, 0.5, 0.9), k_refs=k_grid)
+    measured = boundaries[boundaries.method == "exact"].rename(columns={"a_star": "measured"})
+    chart_server(probe, bandit_charts.threshold_chart(measured, boundaries, width=200), "thresholds")
+    texts = [lab["text"] for lab in _axis_labels(probe.page, "X-axis")]
+    assert texts == ["1", "2", "4", "8", "16"] * 2  # both panels, up to the data's 16
+    chart_server(probe, threshold_ratio_chart(mus=[0.0, 0.5, 0.9], k_refs=np.arange(1, 65)), "ratio")
+    values = [float(lab["text"]) for lab in _axis_labels(probe.page, "Y-axis")]
+    assert min(values) >= 1 and max(values) <= 38 * 1.1 and len(values) >= 3
+    assert probe.console_errors == []

@@ -166,7 +166,10 @@ def threshold_chart(measured: pd.DataFrame, boundaries: pd.DataFrame, *, width: 
     m = m.assign(source="bandit (measured)")
     b["mu"] = b["mu"].map(lambda v: f"{v:g}")
     m["mu"] = m["mu"].map(lambda v: f"{v:g}")
-    x = alt.X("k_ref:Q", title="K_ref (steps)", scale=alt.Scale(type="log", nice=False))
+    # labelled at the powers of two the data span (a log axis's default labels stopped at 9)
+    k_max = float(max(b["k_ref"].max(), m["k_ref"].max() if len(m) else 1))
+    x = alt.X("k_ref:Q", title="K_ref (steps)", scale=alt.Scale(type="log", nice=False),
+              axis=alt.Axis(values=[2**j for j in range(int(np.log2(k_max)) + 1)], format="d"))
     y = alt.Y("a_star:Q", title="critical eta*K", scale=alt.Scale(type="log"))
     color = alt.Color("mu:N", title="mu")
     panels = []

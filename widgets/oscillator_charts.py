@@ -732,9 +732,16 @@ def threshold_ratio_chart(
     df = df[df["method"] == "exact"].copy()
     scale = (1.0 - df["mu"]) if momentum == "heavy_ball" else 1.0
     df["ratio"] = df["a_star"] * df["k_ref"] / scale
+    # the y-domain fitted to the data, a tenth of room either side (niced, a log scale ran 0.1..100
+    # for ratios 1..38: an empty lower half)
+    finite = df["ratio"][np.isfinite(df["ratio"]) & (df["ratio"] > 0)]
+    domain = [float(finite.min()) / 1.1, float(finite.max()) * 1.1] if len(finite) else None
     return alt.Chart(df).mark_line(strokeWidth=2).encode(
         x=k_ref_x(),
-        y=alt.Y("ratio:Q", title="exact threshold × K_ref / (1 − μ)", scale=alt.Scale(type="log")),
+        y=alt.Y("ratio:Q", title="exact threshold × K_ref / (1 − μ)",
+                scale=alt.Scale(type="log", nice=False, **({"domain": domain} if domain else {})),
+                axis=alt.Axis(values=[v * 10.0**j for j in range(-2, 4) for v in (1, 2, 5)
+                                      if domain is None or domain[0] <= v * 10.0**j <= domain[1]])),
         color=alt.Color("mu:N", title="μ"),
         strokeDash=alt.StrokeDash("lag:N", title="lag model"),
         tooltip=["lag:N", "mu:Q", "k_ref:Q", alt.Tooltip("ratio:Q", format=".3f")],
