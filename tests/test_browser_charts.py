@@ -479,3 +479,30 @@ def test_axis_labels_do_not_collide_and_fit_the_data(chart_server, probe):
     values = [float(lab["text"]) for lab in _axis_labels(probe.page, "Y-axis")]
     assert min(values) >= 1 and max(values) <= 38 * 1.1 and len(values) >= 3
     assert probe.console_errors == []
+
+
+def test_variants_chart_gives_each_curve_its_own_colour(chart_server, probe):
+    """Issue 17 (cosmetic), bandit Fig. 22: "stale score" and "clipped surrogate", the two curves of
+    one panel, were drawn in near-identical teals. Every pair of drawn colours is now far apart."""
+    import numpy as np
+    import pandas as pd
+
+    from widgets.bandit_charts import variants_chart
+
+    labels = {"KL anchor": ["mean baseline, beta = 1", "mean baseline, beta = 0"],
+              "std scaling": ["std, G -> inf, beta = 1.4", "std, G -> inf, beta = 1.6", "std, G -> inf, beta = 3",
+                              "std, G = 8, beta = 1.4"],
+              "stale score vs surrogate": ["stale score", "clipped surrogate"]}  # as in the chapter
+    steps = np.arange(0, 300, 2)
+    frame = pd.concat([pd.DataFrame({"panel": panel, "label": lab, "kind": kind, "step": steps,
+                                     "p": 0.5 + 0.4 * (1 - np.exp(-steps / (30 + 10 * i)))})
+                       for panel, labs in labels.items() for i, lab in enumerate(labs)
+                       for kind in ("mean field", "mean of seeds")], ignore_index=True)
+    chart_server(probe, variants_chart(frame, width=170), "variants")
+    strokes = probe.page.evaluate(
+        "() => [...new Set([...document.querySelectorAll('g.mark-line path')].map(p => p.getAttribute('stroke')))]")
+    assert len(strokes) == 8
+    rgb = [tuple(int(s[i:i + 2], 16) for i in (1, 3, 5)) for s in strokes]
+    closest = min(np.linalg.norm(np.subtract(a, b)) for i, a in enumerate(rgb) for b in rgb[i + 1:])
+    assert closest > 60, strokes
+    assert probe.console_errors == []
