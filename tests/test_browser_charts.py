@@ -506,3 +506,23 @@ def test_variants_chart_gives_each_curve_its_own_colour(chart_server, probe):
     closest = min(np.linalg.norm(np.subtract(a, b)) for i, a in enumerate(rgb) for b in rgb[i + 1:])
     assert closest > 60, strokes
     assert probe.console_errors == []
+
+
+def test_forecast_slider_label_names_the_law_in_words(chart_server, probe):
+    """Issue 17 (cosmetic): the fitting chapter's forecast slider label read "(three_phase)"."""
+    from vega_page import set_param, wait_text
+
+    from grpo_core.runs import datasets, logs
+    from widgets.explorer_charts import static_forecast_chart, static_forecast_grid
+
+    steps, reward = logs.read_log(datasets.real_log_path("qwen2.5-3b-instruct_gsm8k_unsloth")).series("reward")
+    grid = static_forecast_grid(steps, reward)
+    chart_server(probe, static_forecast_chart(grid, fraction=40), "forecast")
+    seen = set()
+    for pct in grid["labels"]["fraction"]:
+        set_param(probe.page, 0, "fraction", int(pct))
+        text = wait_text(probe.page, 0, "forecast_label", lambda t, p=pct: t.startswith(f"fit on the first {p}%"))
+        assert "_" not in text, text
+        seen.add(text.split("(")[1].split(")")[0])
+    assert "three-phase" in seen
+    assert probe.console_errors == []

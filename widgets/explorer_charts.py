@@ -736,7 +736,8 @@ def static_forecast_grid(t, y, *, fractions: Sequence[float] = (0.2, 0.3, 0.4, 0
         actual = fc.actual_tail_mean
         labels.append({"fraction": key, "t_fit_end": fc.t_fit_end, "plateau": fc.plateau,
                        "low": fc.plateau_low, "high": fc.plateau_high, "actual": actual,
-                       "text": f"fit on the first {key}% ({fc.law}): plateau {fc.plateau:.3f} "
+                       # the law as a reader writes it ("three-phase"), not its code name
+                       "text": f"fit on the first {key}% ({fc.law.replace('_', '-')}): plateau {fc.plateau:.3f} "
                                f"[{fc.plateau_low:.3f}, {fc.plateau_high:.3f}]"
                                + ("" if actual is None else f"; actual {actual:.3f}")})
     if not labels:
