@@ -323,7 +323,12 @@ def static_phase_chart(
       (``overdamped``, ``critically damped``, ``underdamped``) when the exact recurrence is
       stable, else ``unstable`` (exact recurrence); ``stable (exact recurrence only)`` between the
       two thresholds (heavy ball, constant lag: the exact threshold lies above the paper's);
-    * ``phase_point_label``: ``"η·K = 0.02, K_ref = 4"``.
+    * ``phase_point_label``: ``"η·K = 0.02, K_ref = 4 (exact threshold 0.0557)"``.
+
+    Both labels sit above the plot; the key (``phase_key``) below the axes. The y-domain holds every
+    boundary of the slider grid (:func:`_phase_frame`), so no boundary is flattened onto an edge; the
+    x-domain is padded so the point is whole at ``K_ref = 1`` and 64; a point outside the frame is
+    drawn on its edge as a triangle pointing where it lies (``phase_point``'s shape).
 
     The chart asks vega-embed for the SVG renderer, so the labels are ``<text>`` elements.
 
