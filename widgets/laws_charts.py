@@ -447,8 +447,8 @@ def forecast_sweep_chart(
     >>> from grpo_core.laws import forecast_sweep
     >>> t = np.arange(1, 201); y = 1 - np.exp(-t / 40) + np.random.default_rng(0).normal(0, 0.02, 200)
     >>> sweep = forecast_sweep(t, y, fractions=(0.4, 0.6), laws=("exponential",), n_boot=0)
-    >>> len(forecast_sweep_chart(sweep).layer)
-    3
+    >>> len(forecast_sweep_chart(sweep).layer)  # actual, bars, points; the cut band ends and their key
+    5
     """
     require_columns(sweep, "sweep", ["fraction", "law", "plateau", "low", "high", "actual"],
                     source="grpo_core.laws.forecast_sweep")
