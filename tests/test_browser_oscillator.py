@@ -76,8 +76,8 @@ def test_eta_past_the_threshold_reads_unstable(book_server, probe, page_name):
     assert mark_texts(page, i, "zeta_label") == [f"damping ratio ζ = {zeta:.2f}"]
     threshold = mark_texts(page, i, "threshold_label")[0]
     assert (
-        f"{a_exact / curvature:.4f} (exact" in threshold
-        and f"{(1 - mu) / k_ref / curvature:.4f} (continuous)" in threshold
+        f"{a_exact / curvature:.3g} (exact" in threshold
+        and f"{(1 - mu) / k_ref / curvature:.3g} (continuous)" in threshold
     )
     scroll_to(page, i)
     probe.screenshot(f"oscillator-{page_name[:-5]}-unstable")
@@ -107,9 +107,9 @@ def test_optimizer_and_reuse_controls_move_the_regions(book_server, probe, page_
     assert expected != "unstable"
     wait_text(page, i, "regime_label", lambda t: t == expected)
     a_exact = float(stability.critical_a_exact(mu, k_ref, "constant", "ema"))
-    wait_text(page, i, "threshold_label", lambda t: f"{a_exact:.4f} (exact, constant lag)" in t)
+    wait_text(page, i, "threshold_label", lambda t: f"{a_exact:.3g} (exact, constant lag)" in t)
     click("lag_model", 2)  # ratio-corrected reuse: the on-policy recurrence, whatever k_ref
     on_policy = float(stability.critical_a_exact(mu, 1, "refresh", "ema"))
-    wait_text(page, i, "threshold_label", lambda t: f"{on_policy:.4f} (exact, ratio-corrected reuse)" in t)
+    wait_text(page, i, "threshold_label", lambda t: f"{on_policy:.3g} (exact, ratio-corrected reuse)" in t)
     scroll_to(page, i)
     probe.screenshot(f"oscillator-{page_name[:-5]}-adam-ratio")

@@ -10,6 +10,7 @@ by the params): the book's counterparts of the live explorers.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -35,7 +36,7 @@ from .style import (
     k_ref_x,
     step_x,
 )
-from .vega_expr import var, where
+from .vega_expr import lit, var, where
 
 __all__ = [
     "CLIP",
@@ -283,6 +284,19 @@ def phase_point_chart(frames: dict[str, pd.DataFrame], *, width: int = 360,
     return layers.properties(width=width, height=height)
 
 
+def _phase_frame(rows: list[dict], mu_grid, lag: str, momentum: str) -> tuple[float, float]:
+    """The y-domain of :func:`static_phase_chart`: whole decades holding every boundary of the slider
+    grid (exact ``rows`` and continuous) with a quarter of room, and the point's least ``eta K``
+    (1e-4: the sliders' least ``eta`` times least ``K``) and ``eta K = 1``."""
+    exact = [r["a_star"] for r in rows if math.isfinite(r["a_star"])]
+    with np.errstate(divide="ignore"):
+        cont = stability.critical_a_continuous(np.asarray(mu_grid)[:, None], np.asarray(PHASE_K_REFS)[None, :],
+                                               lag, momentum)
+    cont = [float(v) for v in np.ravel(cont) if np.isfinite(v) and v > 0]
+    least, most = min(exact + cont + [1e-4 * 1.25]), max(exact + cont + [1.0])
+    return 10.0 ** math.floor(math.log10(least / 1.25)), 10.0 ** math.ceil(math.log10(most * 1.25))
+
+
 def static_phase_chart(
     eta: float = 0.02,
     curvature: float = 1.0,
@@ -309,7 +323,12 @@ def static_phase_chart(
       (``overdamped``, ``critically damped``, ``underdamped``) when the exact recurrence is
       stable, else ``unstable`` (exact recurrence); ``stable (exact recurrence only)`` between the
       two thresholds (heavy ball, constant lag: the exact threshold lies above the paper's);
-    * ``phase_point_label``: ``"η·K = 0.02, K_ref = 4"``.
+    * ``phase_point_label``: ``"η·K = 0.02, K_ref = 4 (exact threshold 0.0557)"``.
+
+    Both labels sit above the plot; the key (``phase_key``) below the axes. The y-domain holds every
+    boundary of the slider grid (:func:`_phase_frame`), so no boundary is flattened onto an edge; the
+    x-domain is padded so the point is whole at ``K_ref = 1`` and 64; a point outside the frame is
+    drawn on its edge as a triangle pointing where it lies (``phase_point``'s shape).
 
     The chart asks vega-embed for the SVG renderer, so the labels are ``<text>`` elements.
 
@@ -358,12 +377,19 @@ def static_phase_chart(
                   bind=alt.binding_select(options=list(PHASE_K_REFS), name="K_ref (refresh interval) ")),
     ]
     mu_grid = np.round(np.arange(0.0, 0.995, 0.01), 2)
-    table = alt.Data(values=stability.exact_threshold_rows(mu_grid, PHASE_K_REFS, lag, momentum))
-    lo, hi = 1e-3, 4.0
-    x = k_ref_x(domain=[1, 64])
-    y = alt.Y("a_star:Q", title="η·K (per step)", scale=alt.Scale(type="log", domain=[lo, hi], nice=False))
-    exact_line = alt.Chart(table).transform_filter("datum.m == round(mu * 100)").transform_calculate(
-        a_star=f"clamp(datum.a_star, {lo}, {hi})").mark_line(color=ACCENT, strokeWidth=2.5, clip=True).encode(
+    rows = stability.exact_threshold_rows(mu_grid, PHASE_K_REFS, lag, momentum)
+    table = alt.Data(values=rows)
+    lo, hi = _phase_frame(rows, mu_grid, lag, momentum)
+    # the K_ref axis padded by a quarter of a notch either side: a point at K_ref = 1 or 64 is whole
+    x = k_ref_x(domain=[PHASE_K_REFS[0] / 1.25, PHASE_K_REFS[-1] * 1.25])
+    decades = [10.0 ** j for j in range(round(math.log10(lo)), round(math.log10(hi)) + 1)]
+    y = alt.Y("a_star:Q", title="η·K (per step)", scale=alt.Scale(type="log", domain=[lo, hi], nice=False),
+              axis=alt.Axis(values=decades, format="~g"))
+    # The frame holds every boundary of the slider grid; a point that would still fall outside is
+    # filtered out of the line (cut, not drawn flat along the edge).
+    in_frame = f"isFinite(datum.a_star) && datum.a_star >= {lo!r} && datum.a_star <= {hi!r}"
+    exact_line = alt.Chart(table).transform_filter("datum.m == round(mu * 100)").transform_filter(
+        in_frame).mark_line(color=ACCENT, strokeWidth=2.5, clip=True).encode(
         x=x, y=y).properties(name="exact_boundary")
     k_var = var("k", "datum.k_ref")
     # The continuous threshold as an expression of (mu, k_ref): C = 0 (coefficients' formula).
@@ -374,30 +400,35 @@ def static_phase_chart(
     g_star = (1.0 - var("mu")) / d1
     a_cont = g_star if momentum == "heavy_ball" else g_star / (1.0 - var("mu"))
     cont_line = alt.Chart(alt.Data(values=[{"k_ref": k} for k in PHASE_K_REFS])).transform_calculate(
-        a_star=f"clamp({where(d1 > 0, a_cont, hi)}, {lo}, {hi})",
-    ).mark_line(color=ACCENT, strokeDash=[6, 3], strokeWidth=1.5, clip=True).encode(x=x, y=y).properties(
+        a_star=str(where(d1 > 0, a_cont, lit(math.inf))),  # no lag (refresh, K_ref = 1): no boundary
+    ).transform_filter(in_frame).mark_line(
+        color=ACCENT, strokeDash=[6, 3], strokeWidth=1.5, clip=True).encode(x=x, y=y).properties(
         name="continuous_boundary")
-    # The current point, with the exact boundary at its K_ref looked up from the table.
+    # The current point, with the exact boundary at its K_ref looked up from the table; outside the
+    # frame it is drawn on the edge as a triangle pointing where it lies (as the fitting chart does).
     point_base = alt.Chart(table).transform_filter("datum.m == round(mu * 100) && datum.k_ref == k_ref") \
         .transform_calculate(a_exact="datum.a_star", a=str(ex["a"])) \
-        .transform_calculate(verdict=str(ex["verdict"]), a_plot=f"clamp(datum.a, {lo}, {hi})")
+        .transform_calculate(verdict=str(ex["verdict"]), a_plot=f"clamp(datum.a, {lo!r}, {hi!r})",
+                             shape=f"datum.a > {hi!r} ? 'triangle-up' : datum.a < {lo!r} ? 'triangle-down'"
+                                   " : 'diamond'")
     colour = alt.Color("verdict:N", legend=None, scale=color_scale(REGIME_COLORS))
-    point = point_base.mark_point(shape="diamond", size=200, filled=True, stroke="black",
-                                  strokeWidth=1).encode(
+    point = point_base.mark_point(size=200, filled=True, stroke="black", strokeWidth=1).encode(
         x="k_ref:Q", y=alt.Y("a_plot:Q", scale=alt.Scale(type="log", domain=[lo, hi], nice=False)),
-        color=colour).properties(name="phase_point")
-    regime_text = point_base.mark_text(align="left", baseline="top", fontSize=FONT["verdict"],
-                                       fontWeight="bold", dx=8, dy=6).encode(
-        x=alt.value(0), y=alt.value(0), text="verdict:N", color=colour).properties(name="phase_regime_label")
+        shape=alt.Shape("shape:N", scale=None), color=colour).properties(name="phase_point")
+    # the two labels above the plot, where no point or boundary can lie under them
+    regime_text = point_base.mark_text(align="left", baseline="bottom", fontSize=FONT["verdict"],
+                                       fontWeight="bold").encode(
+        x=alt.value(0), y=alt.value(-24), text="verdict:N", color=colour).properties(name="phase_regime_label")
     point_text = point_base.transform_calculate(
-        label="'η·K = ' + format(datum.a, '.3g') + ', K_ref = ' + datum.k_ref "
-              "+ ' (exact threshold ' + format(datum.a_exact, '.3g') + ')'",
-    ).mark_text(align="left", baseline="top", fontSize=12, dx=8, dy=30, color=NOTE).encode(
-        x=alt.value(0), y=alt.value(0), text="label:N").properties(name="phase_point_label")
+        label="'η·K = ' + format(datum.a, '.3~g') + ', K_ref = ' + datum.k_ref "
+              "+ ' (exact threshold ' + format(datum.a_exact, '.3~g') + ')'",
+    ).mark_text(align="left", baseline="bottom", fontSize=12, color=NOTE).encode(
+        x=alt.value(0), y=alt.value(-6), text="label:N").properties(name="phase_point_label")
+    # the key under the x-axis title, out of the plot (it was drawn over the boundaries' low end)
     legend = alt.Chart(alt.Data(values=[
         {"y": 0, "text": f"solid: exact boundary ({lag} lag); dashed: continuous C = 0"}])).mark_text(
-        align="right", baseline="bottom", fontSize=11, color=ACCENT, dx=-4, dy=-4).encode(
-        x=alt.value(width), y=alt.value(height), text="text:N")
+        align="left", baseline="top", fontSize=11, color=ACCENT).encode(
+        x=alt.value(0), y=alt.value(height + 42), text="text:N").properties(name="phase_key")
     layers = alt.layer(exact_line, cont_line, point, regime_text, point_text, legend)
     return layers.add_params(*params).properties(
         width=width, height=height, usermeta={"embedOptions": {"renderer": "svg", "actions": False}})
@@ -710,7 +741,8 @@ def static_forecast_grid(t, y, *, fractions: Sequence[float] = (0.2, 0.3, 0.4, 0
         actual = fc.actual_tail_mean
         labels.append({"fraction": key, "t_fit_end": fc.t_fit_end, "plateau": fc.plateau,
                        "low": fc.plateau_low, "high": fc.plateau_high, "actual": actual,
-                       "text": f"fit on the first {key}% ({fc.law}): plateau {fc.plateau:.3f} "
+                       # the law as a reader writes it ("three-phase"), not its code name
+                       "text": f"fit on the first {key}% ({fc.law.replace('_', '-')}): plateau {fc.plateau:.3f} "
                                f"[{fc.plateau_low:.3f}, {fc.plateau_high:.3f}]"
                                + ("" if actual is None else f"; actual {actual:.3f}")})
     if not labels:

@@ -433,7 +433,8 @@ def forecast_sweep_chart(
         One point and error bar per (fraction, law), offset by law, and the actual plateau as a
         black line. The axis spans at most three times the data's range around the actual value;
         a plateau beyond it is drawn at the edge as a triangle pointing its way (the tooltip gives
-        its value), and bands are cut at the edge.
+        its value), and bands are cut at the edge, where an open arrowhead (mark
+        ``band_clipped_ends``, present only when a band is cut) points the way the band runs on.
 
     Raises
     ------
@@ -446,8 +447,8 @@ def forecast_sweep_chart(
     >>> from grpo_core.laws import forecast_sweep
     >>> t = np.arange(1, 201); y = 1 - np.exp(-t / 40) + np.random.default_rng(0).normal(0, 0.02, 200)
     >>> sweep = forecast_sweep(t, y, fractions=(0.4, 0.6), laws=("exponential",), n_boot=0)
-    >>> len(forecast_sweep_chart(sweep).layer)
-    3
+    >>> len(forecast_sweep_chart(sweep).layer)  # actual, bars, points; the cut band ends and their key
+    5
     """
     require_columns(sweep, "sweep", ["fraction", "law", "plateau", "low", "high", "actual"],
                     source="grpo_core.laws.forecast_sweep")
@@ -480,7 +481,8 @@ def forecast_sweep_chart(
         .mark_point(size=70, filled=True, opacity=1)
         .encode(
             x=x,
-            y=alt.Y("plateau_c:Q", title="forecast plateau", scale=alt.Scale(domain=[lo, hi])),
+            # not niced: the window's ends are the frame's edges, where cut bands end
+            y=alt.Y("plateau_c:Q", title="forecast plateau", scale=alt.Scale(domain=[lo, hi], nice=False)),
             color=color,
             shape=alt.Shape(
                 "where:N",
@@ -500,4 +502,28 @@ def forecast_sweep_chart(
     truth = alt.Chart(pd.DataFrame({"actual": [actual]})).mark_rule(color="black", strokeDash=[4, 3]).encode(
         y="actual:Q"
     )
-    return alt.layer(truth, bars, dots).properties(width=width, height=height)
+    # a band cut at the axis's edge ends in an open arrowhead there, pointing the way it goes on
+    # (a band [-66800, 66856] and one [-2.4, 7.5] were drawn alike, as bars from edge to edge)
+    ends = pd.concat([
+        data.loc[data["high"] > hi].assign(edge=hi, angle=0, side="band runs on above"),
+        data.loc[data["low"] < lo].assign(edge=lo, angle=180, side="band runs on below"),
+    ], ignore_index=True)
+    ends = ends[["x", "law", "fraction", "low", "high", "edge", "angle", "side"]]
+    clipped = (
+        alt.Chart(ends)
+        .mark_point(shape="triangle-up", size=90, filled=False, strokeWidth=2, opacity=1)
+        .encode(
+            x=x,
+            y=alt.Y("edge:Q", scale=alt.Scale(domain=[lo, hi], nice=False)),
+            angle=alt.Angle("angle:Q", scale=None),
+            color=color,
+            tooltip=["law:N", "side:N", alt.Tooltip("fraction:Q", format=".0%"),
+                     alt.Tooltip("low:Q", format=".3g"), alt.Tooltip("high:Q", format=".3g")],
+        )
+        .properties(name="band_clipped_ends")
+    )
+    key = alt.Chart(pd.DataFrame({"text": ["open triangle: the band runs on past the axis"]})).mark_text(
+        align="right", baseline="top", fontSize=11, color=INK).encode(
+        x=alt.value(width), y=alt.value(height + 40), text="text:N").properties(name="band_clipped_key")
+    layers = [truth, bars, dots] + ([clipped, key] if len(ends) else [])
+    return alt.layer(*layers).properties(width=width, height=height)

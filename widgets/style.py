@@ -136,7 +136,10 @@ def two_se_bounds(mean, se, *, floor: float | None = 0.5):
 
 
 def step_x(title: str = "optimizer step", **kwargs) -> alt.X:
-    """The x axis of a training curve: ``step``, quantitative."""
+    """The x axis of a training curve: ``step``, quantitative; labels that would overlap are thinned
+    (every other one dropped: the last label, flush with the end of a nice-less domain, ran into the
+    one before, "190200")."""
+    kwargs.setdefault("axis", alt.Axis(labelOverlap=True, labelSeparation=4))
     return alt.X("step:Q", title=title, **kwargs)
 
 
