@@ -513,7 +513,7 @@ def test_forecast_slider_label_names_the_law_in_words(chart_server, probe):
     from vega_page import set_param, wait_text
 
     from grpo_core.runs import datasets, logs
-    from widgets.explorer_charts import static_forecast_chart, static_forecast_grid
+    from widgets.laws_charts import static_forecast_chart, static_forecast_grid
 
     steps, reward = logs.read_log(datasets.real_log_path("qwen2.5-3b-instruct_gsm8k_unsloth")).series("reward")
     grid = static_forecast_grid(steps, reward)

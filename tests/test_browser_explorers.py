@@ -1,7 +1,7 @@
 """The Explorers page in a real browser: saved explorers render, static sliders compute, offline.
 
 Static charts: :func:`widgets.explorer_charts.static_phase_chart`,
-:func:`~widgets.explorer_charts.static_bandit_chart`, :func:`~widgets.explorer_charts.static_forecast_chart`.
+:func:`~widgets.explorer_charts.static_bandit_chart`, :func:`~widgets.laws_charts.static_forecast_chart`.
 Labels are checked against what :mod:`grpo_core` computes for the same settings.
 """
 
@@ -53,7 +53,7 @@ def opened(book_server, probe):
 def qwen_forecast_grid():
     """The grid both pages precompute from the Qwen run's raw reward."""
     from grpo_core.runs import datasets, logs
-    from widgets.explorer_charts import static_forecast_grid
+    from widgets.laws_charts import static_forecast_grid
 
     steps, reward = logs.read_log(datasets.real_log_path("qwen2.5-3b-instruct_gsm8k_unsloth")).series(
         "reward"
