@@ -75,7 +75,7 @@ from .diagnose import Diagnosis, diagnose
 from .drift import kl_drift
 from .explosion import entropy_explosion
 from .findings import ADVICE, ALL_MODES, MODES, SEVERITIES, USER_MODES, VERDICTS, Finding
-from .forecast import FORECAST_POINTS, forecast_run, plateau_forecast
+from .forecast import FORECAST_POINTS, forecast_end, forecast_run, plateau_forecast
 from .instability import dynamic_instability
 from .learning import not_learning, slope_test
 from .no_update import no_update
@@ -109,6 +109,7 @@ __all__ = [
     "train_eval_decoupling",
     "plateau_forecast",
     "forecast_run",
+    "forecast_end",
     "not_learning",
     "slope_test",
     "truncation",
