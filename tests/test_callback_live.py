@@ -117,10 +117,15 @@ def test_the_forecast_is_recorded_with_its_step(tmp_path):
     assert [f["step"] for f in cb.forecasts] == [40, 60, 80, 100, 120, 140, 160]
     last = cb.forecasts[-1]
     assert abs(last["plateau"] - 0.8) < 0.05 and last["plateau_low"] <= last["plateau"] <= last["plateau_high"]
-    # "now" is the forecaster's current level: what diagnose returns on the same records
+    # the forecast is diagnose's (the benchmarked forecaster's), and "now" is its current level over the
+    # steps it names: what diagnose returns on the same records
     d = diagnose(from_records(cb.records), group_size=4, num_prompts=4, n_boot=0)
-    assert last["current"] == pytest.approx(d.forecast["current"])
-    assert out.getvalue().count("forecast: reward plateau") == 7
+    assert last["now"] == pytest.approx(d.forecast["now"]) and last["now_steps"] == d.forecast["now_steps"]
+    assert last["final"] == pytest.approx(d.forecast["final"]) and last["final_low"] <= last["final"] <= last["final_high"]
+    assert last["current"] == pytest.approx(d.forecast["current"])  # the law fit's, kept
+    printed = out.getvalue()
+    assert printed.count("the mean reward over steps") == 7 and printed.count("(the forecaster's current level") == 7
+    assert "(logistic law)" not in printed  # no second, law-banded plateau beside it
 
 
 def test_binned_records_keep_means_nan_and_eval_rows():
@@ -209,4 +214,4 @@ def test_with_max_steps_the_forecast_of_the_planned_end_is_recorded(tmp_path):
     # the laws' bend; this exact exponential does not), about 0.1 here
     assert end["final_low"] <= 0.8 <= end["final_high"] and abs(end["final"] - want["late_gain"] - 0.8) < 0.05
     assert 0 < want["late_gain"] < 0.15
-    assert "at step 300:" in out.getvalue()
+    assert "forecast: at the planned end of the run (step 300), the mean reward over steps 240-300 is " in out.getvalue()

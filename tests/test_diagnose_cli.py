@@ -64,7 +64,10 @@ def test_forecast_in_json(capsys):
     fc = json.loads(out)["forecast"]
     assert code == 0
     assert fc["plateau_low"] <= fc["plateau"] <= fc["plateau_high"]
-    assert {"law", "r2", "t90", "current", "reliable"} <= set(fc)
+    assert {"law", "r2", "t90", "current", "reliable"} <= set(fc)  # the law that describes the curve
+    # the forecast (the benchmarked forecaster's): the end-of-run mean in its band, now over named steps
+    assert fc["final_low"] <= fc["final"] <= fc["final_high"] and fc["end_of_run"]["final"] == fc["final"]
+    assert fc["now"] == fc["end_of_run"]["current"] and fc["now_steps"][0] <= fc["now_steps"][1]
     assert "fitted" not in fc  # the curves are for charts, not the JSON
 
 
@@ -268,8 +271,11 @@ def test_forecast_past_what_a_0_1_reward_can_reach_is_flagged_not_reliable(capsy
     fc = json.loads(out)["forecast"]
     assert fc["plateau"] > 1  # reported as fitted, not clipped ...
     assert fc["reliable"] is False and "outside [0, 1]" in fc["caveat"]  # ... and said to be out of reach
+    assert fc["final"] > 1 and fc["plateau_determined"] is False  # the forecaster's, too ...
+    assert "outside [0, 1]" in fc["forecast_caveat"]
     code, out, err = run(capsys, log)
-    assert "caveat: the fitted plateau" in out
+    # ... and the headline prints no plateau, and the caveat
+    assert "plateau not determined" in out and "caveat: the forecast" in out
     # a reward that is not 0/1 (the user says so): no such caveat
     code, out, err = run(capsys, log, "--json", "--binary-reward", "no")
     assert json.loads(out)["forecast"]["reliable"] is True
@@ -288,7 +294,9 @@ def test_forecast_whose_plateau_sits_at_the_law_bound_is_flagged(capsys, tmp_pat
 
 def test_text_report_says_why_there_is_no_forecast(capsys, tmp_path):
     code, out, err = run(capsys, _write_curve(tmp_path / "flat.csv", [0.5] * 100))
-    assert "no plateau forecast: the reward has not moved significantly" in out
+    # no significance gate (whether the run learns is not_learning's verdict): a reward that never
+    # changes is declined by the forecaster itself
+    assert "no plateau forecast: the window does not change" in out
     # ten steps of grad_norm let a check run; the reward was logged on only three of them
     three = tmp_path / "three.csv"
     three.write_text("step,grad_norm,reward\n" + "".join(

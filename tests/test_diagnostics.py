@@ -481,6 +481,16 @@ def test_qwen_diagnosis(qwen):
     assert fc is not None and fc["r2_smoothed"] >= 0.9
     assert fc["current"] == pytest.approx(float(qwen.series("reward")[1][-50:].mean()))
     assert fc["plateau_low"] <= fc["current"] + 0.1 and fc["plateau_high"] >= fc["current"] - 0.1
+    # the forecast is the benchmarked forecaster's (forecast_end: the finished log trained on to twice its
+    # length); "now" is its current level, the mean of the last 10% of the 250 steps (226-250), not of
+    # the last 50 rows
+    from grpo_core.runs.diagnostics import forecast_end
+
+    end = forecast_end(qwen, n_boot=30)
+    assert fc["horizon"] == 500 and fc["horizon_kind"] == "doubled" and fc["end_of_run"] == end
+    assert (fc["final"], fc["final_low"], fc["final_high"]) == (end["final"], end["final_low"], end["final_high"])
+    steps, r = qwen.series("reward")
+    assert fc["now_steps"] == [226, 250] and fc["now"] == pytest.approx(float(r[steps >= 226].mean()))
     f = d.find("advantage_degeneration")
     # one prompt per step: the reward_std == 0 steps are the zero-spread fraction exactly
     assert f is not None and not f.evidence["lower_bound"]
