@@ -27,6 +27,9 @@ from ._logargs import add_log_arguments, output_path, read_log_from_args
 
 #: Most points ``fit`` fits by default (longer logs are bin-averaged, as ``diagnose`` does).
 MAX_POINTS = 2000
+#: Fewest points ``fit`` accepts (:data:`grpo_core.laws.plateau.MIN_WINDOW`, the forecaster's minimum,
+#: which ``diagnose`` also asks of a reward curve).
+MIN_POINTS = 8
 
 
 def register(subparsers) -> None:
@@ -36,8 +39,9 @@ def register(subparsers) -> None:
         description=(
             "Read a training log (TRL trainer_state.json, CSV, JSONL, verl), take one metric per step, "
             "fit the reward-curve laws by least squares and compare them by R^2, AIC and BIC "
-            "(Gaussian likelihood). With --fit-fraction, also forecast the plateau from the first part "
-            "of the curve and compare it with what happened (the mean of the last 50 steps)."
+            "(Gaussian likelihood). With --fit-fraction, also forecast the end of the run from the first "
+            "part of the log with the benchmarked forecaster (the one diagnose uses) and compare it with what "
+            "happened (the mean of the last 20% of the points that lie after the fit window)."
         ),
     )
     p.add_argument("log", metavar="LOG", help="the training log file")
@@ -57,7 +61,7 @@ def register(subparsers) -> None:
                    help="fit a centred W-step rolling mean instead of the raw values (criteria and standard "
                         "errors are then optimistic: the residuals are correlated)")
     p.add_argument("--fit-fraction", dest="fit_fraction", default=None, metavar="F",
-                   help="also forecast the plateau from the first fraction F in (0, 1] of the points")
+                   help="also forecast the end of the log from its first fraction F in (0, 1) of the points")
     p.add_argument("--max-points", dest="max_points", type=int, default=MAX_POINTS, metavar="N",
                    help=f"fit at most N points: a longer log is averaged in equal bins first (default {MAX_POINTS}; "
                         "0 fits every point)")
@@ -92,6 +96,11 @@ def handler(args: argparse.Namespace) -> int:
     log = read_log_from_args(args)
     t, y = _series(log, args.metric, args.split)
     t = t.astype(float)
+    if y.size < MIN_POINTS:
+        from grpo_core.errors import DataError
+
+        raise DataError(f"fit needs at least {MIN_POINTS} points of {args.metric} (the laws have 3-4 parameters; "
+                        f"diagnose and the forecaster ask the same); {args.log} has {y.size}")
     args.binned_from = None
     if args.max_points and y.size > args.max_points:
         args.binned_from = int(y.size)
@@ -121,7 +130,7 @@ def handler(args: argparse.Namespace) -> int:
         out["implied_curvature"] = implied.as_dict()
         print(json.dumps(out, allow_nan=False))
     else:
-        print(_report(comparison, fc, args))
+        print(_report(comparison, args))
         if end is not None:
             print(_end_line(end))
         print("")
@@ -146,15 +155,26 @@ def _end_of_run(log, args):
 
 
 def _end_line(e) -> str:
+    """The forecast from the first ``--fit-fraction``: the end-of-log mean with its band and the plateau,
+    now (the forecaster's current level, over which steps) and the actual (after the fit window only)."""
+    head = f"\nforecast from the first {e['fit_fraction']:.0%} of the points ({e['n_fit']}, to step {e['t_fit_end']:g})"
     if e["declined"] is not None:
-        return f"end-of-run forecast: declined ({e['declined']})"
-    line = (f"end-of-run forecast from the first {e['fit_fraction']:.0%} (to step {e['t_fit_end']:g}, {e['clock']} "
-            f"clock): mean of the last 20% {e['final']:.4g}, {e['level']:.0%} band [{e['final_low']:.4g}, "
-            f"{e['final_high']:.4g}]; of it, late gain learned from real runs {e['late_gain']:+.3g}")
+        return f"{head}: declined ({e['declined']})"
+    h = e["horizon"]
+    plateau = (f"plateau {e['plateau']:.4g}" if e["plateau_determined"] else
+               f"plateau not determined (the laws have not levelled off by step {h:g})")
+    a, b = e["current_steps"]
+    lines = [f"{head}, {e['clock']} clock: mean of the last 20% (steps {round(0.8 * h):d}-{h:g}) {e['final']:.4g}, "
+             f"{e['level']:.0%} band [{e['final_low']:.4g}, {e['final_high']:.4g}]; {plateau}",
+             f"now (the forecaster's current level: mean of steps {a:g}-{b:g}) {e['current']:.4g}"]
     if e["actual"] is not None:
-        line += (f"; actual {e['actual']:.4g} ({'inside' if e['covered'] else 'outside'} the band; "
-                 f"error {e['error']:+.4g})")
-    return line + f"\n  method: {e['method']} (python -m bench forecast)"
+        c, d = e["actual_steps"]
+        lines.append(f"actual: mean of steps {c:g}-{d:g} (the log's last 20%, after the fit window) {e['actual']:.4g} "
+                     f"({'inside' if e['covered'] else 'outside'} the band; error {e['error']:+.4g})")
+    else:
+        lines.append("actual: none (no point of the log's last 20% lies after the fit window)")
+    lines.append(f"  method: {e['method']} (python -m bench forecast)")
+    return "\n".join(lines)
 
 
 def _implied(log, args):
@@ -196,7 +216,7 @@ def _fmt(x: float, spec: str = ".4g") -> str:
     return "-" if x is None or not math.isfinite(x) else format(x, spec)
 
 
-def _report(comparison, fc, args) -> str:
+def _report(comparison, args) -> str:
     crit = comparison.criterion
     delta = comparison.delta()
     src = f"{args.log} [{args.metric}" + (f", {args.smooth}-step rolling mean" if args.smooth else "") + "]"
@@ -225,20 +245,6 @@ def _report(comparison, fc, args) -> str:
             lines.extend(_oscillator_lines(r, getattr(args, "warmup_steps", None)))
         for note in r.notes:
             lines.append(f"    ! {note}")
-    if fc is not None:
-        lines.append("")
-        lines.append(
-            f"forecast from the first {fc.fraction:.0%} ({fc.fit.n} points, to step {fc.t_fit_end:g}) with "
-            f"{fc.law}: plateau {fc.plateau:.4g}, {fc.level:.0%} {fc.band_method} band "
-            f"[{fc.plateau_low:.4g}, {fc.plateau_high:.4g}]; t90 {_fmt(fc.t90)} steps"
-        )
-        if fc.actual_tail_mean is not None:
-            lines.append(
-                f"actual: mean of the last {fc.tail} points {fc.actual_tail_mean:.4g} "
-                f"({'inside' if fc.covered else 'outside'} the band; error {fc.error:+.4g})"
-            )
-        for note in fc.fit.notes:
-            lines.append(f"  ! {note}")
     return "\n".join(lines)
 
 
