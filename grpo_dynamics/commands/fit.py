@@ -118,7 +118,7 @@ def handler(args: argparse.Namespace) -> int:
     end = _end_of_run(log, args)
     implied = _implied(log, args)
     if plot is not None:
-        _save_plot(comparison, fc, plot, args.metric)
+        _save_plot(comparison, end, plot, args.metric, _series(log, args.metric, args.split))
     if args.json:
         out = {"log": str(args.log), "metric": args.metric, "split": args.split, "smooth": args.smooth,
                "binned_from": args.binned_from}
@@ -248,15 +248,15 @@ def _report(comparison, args) -> str:
     return "\n".join(lines)
 
 
-def _save_plot(comparison, fc, path: Path, metric: str) -> None:
+def _save_plot(comparison, end, path: Path, metric: str, series) -> None:
     import altair as alt
 
     from widgets import laws_charts
 
     alt.data_transformers.disable_max_rows()
     charts = [laws_charts.fits_chart(comparison, metric=metric), laws_charts.residuals_chart(comparison)]
-    if fc is not None:
-        charts.append(laws_charts.forecast_chart(fc, metric=metric))
+    if end is not None and end["declined"] is None:
+        charts.append(_forecast_chart(end, series, metric))
     chart = alt.vconcat(*charts).resolve_scale(color="independent")
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix.lower() == ".html":
@@ -299,3 +299,36 @@ def _oscillator_lines(r, warmup_steps: float | None) -> list[str]:
                      f"({warmup_steps:g} steps): it may be the schedule, not inertia (in learning-rate time, which "
                      "`advise --from-log` and the forecast use, a warm-up is no slow start)")
     return lines
+
+
+def _forecast_chart(e, series, metric: str):
+    """The forecast of ``--fit-fraction`` (the benchmarked forecaster's): the log (dark up to the end of
+    the fit window, light after it), the forecast of the last 20%'s mean with its band over those steps,
+    the forecaster's current level over the steps it averages, and the actual mean after the window."""
+    import altair as alt
+    import numpy as np
+    import pandas as pd
+
+    t, y = (np.asarray(a, float) for a in series)
+    data = pd.DataFrame({"step": t, "value": y, "part": np.where(t <= e["t_fit_end"], "fit window", "after it")})
+    h = e["horizon"]
+    box = pd.DataFrame({"step": [0.8 * h, h], "low": e["final_low"], "high": e["final_high"], "value": e["final"]})
+    segments = [("now (forecaster's level)", e["current_steps"], e["current"])]
+    if e["actual"] is not None:
+        segments.append(("actual (after the window)", e["actual_steps"], e["actual"]))
+    marks = pd.DataFrame([{"step": s, "value": v, "what": w} for w, steps, v in segments for s in steps])
+    x = alt.X("step:Q", title="step")
+    return alt.layer(
+        alt.Chart(data).mark_line(strokeWidth=0.8).encode(
+            x=x, y=alt.Y("value:Q", title=metric), opacity=alt.Opacity("part:N", scale=alt.Scale(
+                domain=["fit window", "after it"], range=[0.9, 0.3]), title=None), color=alt.value("#555555")),
+        alt.Chart(box).mark_area(opacity=0.2, color="#D55E00").encode(x=x, y="low:Q", y2="high:Q"),
+        alt.Chart(box).mark_line(color="#D55E00", strokeWidth=2.5).encode(
+            x=x, y="value:Q", tooltip=[alt.Tooltip("value:Q", format=".4g", title="forecast"),
+                                       alt.Tooltip("low:Q", format=".4g"), alt.Tooltip("high:Q", format=".4g")]),
+        alt.Chart(marks).mark_line(strokeWidth=2.5).encode(
+            x=x, y="value:Q", detail="what:N", color=alt.Color("what:N", title=None, scale=alt.Scale(
+                domain=["now (forecaster's level)", "actual (after the window)"], range=["#000000", "#0072B2"])),
+            tooltip=["what:N", alt.Tooltip("value:Q", format=".4g")]),
+    ).properties(width=600, height=260,
+                 title=f"forecast from the first {e['fit_fraction']:.0%} (shaded: its {e['level']:.0%} band)")
