@@ -4,9 +4,9 @@ The page holds the verdict, the findings (each with its evidence on a chart of
 :mod:`widgets.evidence_charts`: the metrics it names around its onset, the thresholds it crossed,
 the onset marked, and what to try), the forecast of where the reward ends (the benchmarked
 forecaster's, with its band and the plateau when the laws determine one; "now" is the current level
-as the forecaster sees it, and the row names the steps it averages), the implied curvature K with its interval and the stability margin (or why the
-log gives none), the modes that could not be checked and what reading the log did, then the
-charts of :mod:`widgets.diagnostics_charts`. The
+as the forecaster sees it, and the row names the steps it averages), the implied curvature K with
+its interval and the stability margin (or why the log gives none), the modes that could not be
+checked and what reading the log did, then the charts of :mod:`widgets.diagnostics_charts`. The
 Vega, Vega-Lite and Vega-Embed JavaScript is inlined from ``vl-convert-python``'s bundle, so the file
 opens anywhere (an air-gapped cluster, an email attachment) and makes no request.
 """

@@ -121,7 +121,8 @@ def test_the_forecast_is_recorded_with_its_step(tmp_path):
     # steps it names: what diagnose returns on the same records
     d = diagnose(from_records(cb.records), group_size=4, num_prompts=4, n_boot=0)
     assert last["now"] == pytest.approx(d.forecast["now"]) and last["now_steps"] == d.forecast["now_steps"]
-    assert last["final"] == pytest.approx(d.forecast["final"]) and last["final_low"] <= last["final"] <= last["final_high"]
+    assert last["final"] == pytest.approx(d.forecast["final"])
+    assert last["final_low"] <= last["final"] <= last["final_high"]
     assert last["current"] == pytest.approx(d.forecast["current"])  # the law fit's, kept
     printed = out.getvalue()
     assert printed.count("the mean reward over steps") == 7 and printed.count("(the forecaster's current level") == 7
@@ -214,4 +215,5 @@ def test_with_max_steps_the_forecast_of_the_planned_end_is_recorded(tmp_path):
     # the laws' bend; this exact exponential does not), about 0.1 here
     assert end["final_low"] <= 0.8 <= end["final_high"] and abs(end["final"] - want["late_gain"] - 0.8) < 0.05
     assert 0 < want["late_gain"] < 0.15
-    assert "forecast: at the planned end of the run (step 300), the mean reward over steps 240-300 is " in out.getvalue()
+    assert ("forecast: at the planned end of the run (step 300), the mean reward over steps 240-300 is "
+            in out.getvalue())
