@@ -165,7 +165,8 @@ def _end_line(e) -> str:
                f"plateau not determined (the laws have not levelled off by step {h:g})")
     a, b = e["current_steps"]
     lines = [f"{head}, {e['clock']} clock: mean of the last 20% (steps {round(0.8 * h):d}-{h:g}) {e['final']:.4g}, "
-             f"{e['level']:.0%} band [{e['final_low']:.4g}, {e['final_high']:.4g}]; {plateau}",
+             f"{e['level']:.0%} band [{e['final_low']:.4g}, {e['final_high']:.4g}] (of it, late gain learned from "
+             f"real runs {e['late_gain']:+.3g}); {plateau}",
              f"now (the forecaster's current level: mean of steps {a:g}-{b:g}) {e['current']:.4g}"]
     if e["actual"] is not None:
         c, d = e["actual_steps"]
