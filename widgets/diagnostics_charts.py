@@ -144,8 +144,6 @@ def reward_chart(log: RunLog, diagnosis=None, *, metric: str = "reward", eval_me
             x=x, y="value:Q", tooltip=["step:Q", alt.Tooltip("value:Q", format=".4g")]),
     ]
     fc = diagnosis.forecast if diagnosis is not None else None
-    if fc is not None and fc.get("metric", "reward") == metric:
-        layers += _forecast_layers(fc, x)
     if fc is not None and fc.get("metric", "reward") == metric and fc.get("law") is not None:
         sm_t, sm = _thin(np.asarray(fc["smoothed_t"], float), np.asarray(fc["smoothed"], float), max_points)
         smooth = pd.DataFrame({"step": sm_t, "value": sm, "curve": f"rolling mean ({fc['window']} points)"})
@@ -159,6 +157,8 @@ def reward_chart(log: RunLog, diagnosis=None, *, metric: str = "reward", eval_me
                 x=x, y="value:Q", tooltip=["law:N", alt.Tooltip("value:Q", format=".4g")]))
         layers.append(alt.Chart(smooth).mark_line(color=INK, strokeWidth=1.5).encode(
             x=x, y="value:Q", tooltip=["curve:N", "step:Q", alt.Tooltip("value:Q", format=".4g")]))
+    if fc is not None and fc.get("metric", "reward") == metric:  # on top: the forecast and its "now"
+        layers += _forecast_layers(fc, x)
     if eval_metric is None and len(log.eval) and log.has("reward", "eval") and metric == "reward":
         eval_metric = "reward"
     if eval_metric is not None:
