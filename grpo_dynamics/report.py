@@ -151,7 +151,8 @@ def render_report(log, diagnosis, *, group_size: int | None = None, binary_rewar
                  else "if trained on to twice its length")
         rows = [
             (f"where the reward ends: mean of steps {round(0.8 * h):d}-{h:g} ({where})", fc["final"]),
-            (f"{fc['level']:.0%} band (benchmarked forecaster, {fc['clock']} clock)",
+            (f"{fc['level']:.0%} band (benchmarked forecaster, {fc['clock']} clock"
+             + ("; clipped to [0, 1], the range of a 0/1 reward" if fc.get("band_clipped") else "") + ")",
              f"{fc['final_low']:.4g} to {fc['final_high']:.4g}"),
             ("of which the late gain learned from real runs", f"{fc['end_of_run']['late_gain']:+.3g}"),
             ("plateau", fc["asymptote"] if fc["plateau_determined"]

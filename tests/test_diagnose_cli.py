@@ -271,11 +271,14 @@ def test_forecast_past_what_a_0_1_reward_can_reach_is_flagged_not_reliable(capsy
     fc = json.loads(out)["forecast"]
     assert fc["plateau"] > 1  # reported as fitted, not clipped ...
     assert fc["reliable"] is False and "outside [0, 1]" in fc["caveat"]  # ... and said to be out of reach
-    assert fc["final"] > 1 and fc["plateau_determined"] is False  # the forecaster's, too ...
+    # the forecaster's, too: shown clipped to [0, 1] (end_of_run keeps its own numbers), no plateau
+    assert fc["end_of_run"]["final"] > 1 and fc["final"] == 1.0 and fc["band_clipped"] is True
+    assert fc["final_low"] >= 0 and fc["final_high"] == 1.0 and fc["plateau_determined"] is False
     assert "outside [0, 1]" in fc["forecast_caveat"]
     code, out, err = run(capsys, log)
     # ... and the headline prints no plateau, and the caveat
-    assert "plateau not determined" in out and "caveat: the forecast" in out
+    assert "plateau not determined" in out and "caveat: the laws' forecast" in out
+    assert "clipped to [0, 1], the range of a 0/1 reward" in out
     # a reward that is not 0/1 (the user says so): no such caveat
     code, out, err = run(capsys, log, "--json", "--binary-reward", "no")
     assert json.loads(out)["forecast"]["reliable"] is True

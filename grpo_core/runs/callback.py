@@ -429,8 +429,8 @@ class DynamicsCallback(_Base):
         fc = diagnosis.forecast
         if fc:
             keep = ("final", "final_low", "final_high", "horizon", "horizon_kind", "asymptote", "plateau_determined",
-                    "now", "now_steps", "plateau", "plateau_low", "plateau_high", "law", "current", "reached", "t90",
-                    "reliable")
+                    "now", "now_steps", "band_clipped", "plateau", "plateau_low", "plateau_high", "law", "current",
+                    "reached", "t90", "reliable")
             end = fc.get("end_of_run")
             end = end if end and end.get("declined") is None and end.get("horizon_kind") == "planned" else None
             ends = {} if end is None else {"end_of_run": {k: end[k] for k in ("horizon", "final", "final_low",

@@ -54,8 +54,10 @@ class Diagnosis:
         last step), ``asymptote`` and ``plateau_determined`` (False: the window does not determine a
         plateau, or it lies outside [0, 1] for a 0/1 reward; print no plateau then), ``now`` (the
         forecaster's current level) and ``now_steps`` (the first and last step it averages),
-        ``clock``, ``forecast_caveat`` (the run is unstable, else ``None``) and ``end_of_run`` (the
-        whole :func:`forecast_run` dict). Beside it, the law that describes the curve
+        ``clock``, ``forecast_caveat`` (the run is unstable, or a 0/1 reward's forecast lies outside
+        [0, 1]; else ``None``), ``band_clipped`` (a 0/1 reward's forecast and band are shown clipped
+        to [0, 1], the range its mean can take) and ``end_of_run`` (the whole :func:`forecast_run`
+        dict, the forecaster's own numbers). Beside it, the law that describes the curve
         (:func:`plateau_forecast`'s keys: ``law``, ``plateau``, ``plateau_low``, ``plateau_high``,
         ``r2``, ``t90``, ``current`` (the mean of the last 50 rows), ..., with ``reliable`` and
         ``caveat`` about that fit; ``law`` is ``None`` and those keys absent when the curve is too
@@ -447,12 +449,18 @@ def _forecast(log: RunLog, findings: list[Finding], binary_reward: bool | None, 
     if any(f.mode == "dynamic_instability" and f.severity in ("warning", "critical") for f in findings):
         caveats.append("the run is unstable: a plateau law does not describe it")
     if binary_reward is not False and plateau_outside_unit_interval(r, end["final"]):
-        caveats.append(f"the forecast {end['final']:.4g} lies outside [0, 1], the range of a 0/1 reward: the "
-                       "laws extrapolate a rise that has not bent over yet")
+        caveats.append(f"the laws' forecast {end['final']:.4g} lies outside [0, 1], the range of a 0/1 reward: "
+                       "they extrapolate a rise that has not bent over yet (shown clipped to [0, 1])")
     determined = end["plateau_determined"]
     if determined and binary_reward is not False and plateau_outside_unit_interval(r, end["plateau"]):
         determined = False
-    fc.update({"final": end["final"], "final_low": end["final_low"], "final_high": end["final_high"],
+    # a 0/1 reward's mean lies in [0, 1]: the forecast and its band are shown within it (clipping cannot
+    # uncover the truth; end_of_run keeps the forecaster's own numbers)
+    bounded = binary_reward is not False and _is_binary_compatible(r)
+    final, low, high = ((min(max(v, 0.0), 1.0) for v in (end["final"], end["final_low"], end["final_high"]))
+                        if bounded else (end["final"], end["final_low"], end["final_high"]))
+    fc.update({"final": final, "final_low": low, "final_high": high,
+               "band_clipped": bool(bounded and (low, high) != (end["final_low"], end["final_high"])),
                "horizon": end["horizon"], "horizon_kind": end["horizon_kind"], "asymptote": end["plateau"],
                "plateau_determined": bool(determined), "now": end["current"], "now_steps": end["current_steps"],
                "clock": end["clock"], "forecast_caveat": "; ".join(caveats) or None})
@@ -481,7 +489,8 @@ def forecast_lines(fc: dict[str, Any]) -> list[str]:
                f"plateau not determined (the laws have not levelled off by step {h:g})")
     a, b = fc["now_steps"]
     return [f"forecast: {where}, the mean reward over steps {round(0.8 * h):d}-{h:g} is {fc['final']:.4g} "
-            f"[{fc['final_low']:.4g}, {fc['final_high']:.4g}] ({fc['level']:.0%} band); {plateau}",
+            f"[{fc['final_low']:.4g}, {fc['final_high']:.4g}] ({fc['level']:.0%} band"
+            + (", clipped to [0, 1], the range of a 0/1 reward" if fc.get("band_clipped") else "") + f"); {plateau}",
             f"now {fc['now']:.4g} (the forecaster's current level: mean of steps {a:g}-{b:g}; {fc['clock']} clock)"
             + (f" (caveat: {fc['forecast_caveat']})" if fc.get("forecast_caveat") else "")]
 
