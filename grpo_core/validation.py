@@ -189,6 +189,7 @@ def check_array(
     Returns
     -------
     ndarray
+        ``value`` as an array of ``dtype``.
 
     Raises
     ------

@@ -2,10 +2,11 @@
 
 The page holds the verdict, the findings (each with its evidence on a chart of
 :mod:`widgets.evidence_charts`: the metrics it names around its onset, the thresholds it crossed,
-the onset marked, and what to try), the plateau forecast ("now" is the current level as the
-forecaster sees it), the implied curvature K with its interval and the stability margin (or why the
-log gives none), the modes that could not be checked and what reading the log did, then the
-charts of :mod:`widgets.diagnostics_charts`. The
+the onset marked, and what to try), the forecast of where the reward ends (the benchmarked
+forecaster's, with its band and the plateau when the laws determine one; "now" is the current level
+as the forecaster sees it, and the row names the steps it averages), the implied curvature K with
+its interval and the stability margin (or why the log gives none), the modes that could not be
+checked and what reading the log did, then the charts of :mod:`widgets.diagnostics_charts`. The
 Vega, Vega-Lite and Vega-Embed JavaScript is inlined from ``vl-convert-python``'s bundle, so the file
 opens anywhere (an air-gapped cluster, an email attachment) and makes no request.
 """
@@ -36,7 +37,7 @@ code { background: #f4f4f4; padding: 0 0.2em; }
 """
 
 _TITLES = {
-    "reward": "Reward, with the fitted law and the plateau forecast",
+    "reward": "Reward, with the forecast of where it ends (band) and the law that describes it",
     "zero_spread": "Groups without reward spread (zero advantages), against the 0/1-reward expectation",
     "entropy": "Policy entropy",
     "kl": "KL divergence",
@@ -142,30 +143,32 @@ def render_report(log, diagnosis, *, group_size: int | None = None, binary_rewar
         parts += [f"<li>{html.escape(m.replace('_', ' '))}: {html.escape(why)}</li>"
                   for m, why in diagnosis.skipped.items()]
         parts.append("</ul>")
-    parts.append("<h2>Plateau forecast</h2>")
+    parts.append("<h2>Forecast</h2>")
     fc = diagnosis.forecast
     if fc:
+        h, (a, b) = fc["horizon"], fc["now_steps"]
+        where = ("at the planned end of the run" if fc["horizon_kind"] == "planned"
+                 else "if trained on to twice its length")
         rows = [
-            ("law (lowest AIC)", fc["law"]),
-            ("forecast plateau", fc["plateau"]),
-            (f"{fc['level']:.0%} band ({fc['band_method']})", f"{fc['plateau_low']:.4g} to {fc['plateau_high']:.4g}"),
-            (f"now (the current level as the forecaster sees it: mean of the last {fc['tail']} steps)", fc["current"]),
-            ("fraction of the rise made", f"{fc['reached']:.0%}" if fc["reached"] == fc["reached"] else "n/a"),
-            ("steps to 90% of the plateau", fc["t90"]),
-            ("R² (raw / smoothed)", f"{fc['r2']:.3f} / {fc['r2_smoothed']:.3f}"),
+            (f"where the reward ends: mean of steps {round(0.8 * h):d}-{h:g} ({where})", fc["final"]),
+            (f"{fc['level']:.0%} band (benchmarked forecaster, {fc['clock']} clock"
+             + ("; clipped to [0, 1], the range of a 0/1 reward" if fc.get("band_clipped") else "") + ")",
+             f"{fc['final_low']:.4g} to {fc['final_high']:.4g}"),
+            ("of which the late gain learned from real runs", f"{fc['end_of_run']['late_gain']:+.3g}"),
+            ("plateau", fc["asymptote"] if fc["plateau_determined"]
+             else f"not determined (the laws have not levelled off by step {h:g})"),
+            (f"now (the current level as the forecaster sees it: mean of steps {a:g}-{b:g})", fc["now"]),
         ]
-        end = fc.get("end_of_run")
-        if end and end["declined"] is None:
+        if fc.get("law") is not None:  # the law that describes the curve (not a second forecast)
             rows += [
-                (f"end of the planned run (step {end['horizon']:g}): mean reward of its last 20%", end["final"]),
-                (f"{end['level']:.0%} band (benchmarked forecaster, {end['clock']} clock)",
-                 f"{end['final_low']:.4g} to {end['final_high']:.4g}"),
+                ("law describing the curve (lowest AIC)", fc["law"]),
+                ("R² (raw / smoothed)", f"{fc['r2']:.3f} / {fc['r2_smoothed']:.3f}"),
             ]
         parts.append(
             "<table>" + "".join(f"<tr><th>{html.escape(k)}</th><td>{_fmt(v)}</td></tr>" for k, v in rows) + "</table>"
         )
-        if fc.get("caveat"):
-            parts.append(f"<p><b>Caveat:</b> {html.escape(fc['caveat'])}.</p>")
+        if fc.get("forecast_caveat"):
+            parts.append(f"<p><b>Caveat:</b> {html.escape(fc['forecast_caveat'])}.</p>")
     else:
         why = next((n for n in diagnosis.notes if n.startswith("no plateau forecast")), "no reward column")
         parts.append(f"<p>{html.escape(why)}.</p>")

@@ -170,3 +170,12 @@ def test_run_regime_labels_follow_the_stability_tests_at_the_threshold(capsys, k
     assert d["regime_measured"] == d["regime_exact"] == expected
     assert d["stable_exact"] is (k_ref == 37)
     assert (d["growth_rate_measured"] < 0) is (k_ref == 37) and abs(d["growth_rate_measured"]) < 3e-4
+
+
+def test_no_overflow_warning_when_no_seed_overflowed(capsys):
+    # at eta = 1e6 the bandit's p saturates at 1 (finite, no seed overflows); only the oscillator's own linear
+    # recurrence overflows, which is its answer "divergent": no warning that reads as if the run overflowed
+    assert main(["bandit", "--eta", "1e6", "--steps", "100", "--seeds", "2", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["overflowed_seeds"] == 0 and "overflowed" not in err
+    assert json.loads(out)["regime_exact"] == "divergent"

@@ -226,3 +226,303 @@ def test_group_size_budget_slider_is_log2(chart_server, probe):
     probe.screenshot("group-size-log2-budget")
     assert probe.console_errors == []
     assert probe.external_requests == []
+
+
+@pytest.mark.parametrize("eta", [0.055, 0.065])
+def test_slider_chart_draws_the_exact_recurrence_its_verdict_reads(chart_server, probe, eta):
+    """Issue 17: at mu 0.8, K_ref 4, K 1 and eta in (0.050, 0.0557] the verdict reads "stable (exact
+    recurrence only)" while the closed form swings out of the frame (+-4.5 at step ~180 for eta 0.055).
+    The chart also draws the exact recurrence (dashed), computed on the page: it is grpo_core's
+    discrete_trajectory (read back through the axes, within 2 px), and it runs all 300 steps in the
+    frame exactly when the verdict says stable."""
+    import numpy as np
+    from vega_page import line_points, mark_texts, max_distance_px, set_param, wait_text
+
+    from grpo_core.model import oscillator as osc
+    from grpo_core.model import trajectories
+    from widgets.oscillator_charts import SLIDER_CURVES, slider_chart
+
+    mu, k_ref = 0.8, 4
+    chart_server(probe, slider_chart(eta=0.02, mu=mu, k_ref=k_ref), "slider_exact")
+    page = probe.page
+    set_param(page, 0, "eta", eta)
+    c = osc.coefficients(eta, mu, k_ref, 1.0)
+    verdict = osc.VERDICT_LABELS[osc.coefficients_verdict(c)]
+    assert verdict == ("stable (exact recurrence only)" if eta < 0.0557 else "unstable")
+    wait_text(page, 0, "regime_label", lambda t: t == verdict)
+    discrete = 1.0 - trajectories.discrete_trajectory(c, 300)
+    pts, px = line_points(page, 0, "exact_trajectory", n=600)
+    xs = np.array([x for x, _ in pts])
+    inside = bool(np.all((discrete >= -3.0) & (discrete <= 5.0)))
+    assert inside == (verdict != "unstable")
+    # up to the first step out of the cap [-3, 5], that one drawn on the edge
+    keep = np.arange(301) <= (300 if inside else int(np.argmax((discrete < -3) | (discrete > 5))))
+    reference = np.c_[np.arange(301)[keep], np.clip(discrete[keep], -3.0, 5.0)]
+    assert max_distance_px(pts, reference, px) < 2.0
+    closed, _ = line_points(page, 0, "trajectory", n=400)
+    if inside:
+        assert xs.max() > 299  # the dashed curve the verdict is about: all 300 steps, in the frame
+        assert max(x for x, _ in closed) < 200  # the closed form leaves the frame (step ~180)
+    else:
+        assert xs.max() < 200  # both run out of the frame
+    dash = page.evaluate("() => document.querySelector('g.exact_trajectory_marks path')"
+                         ".getAttribute('stroke-dasharray')")
+    assert dash and dash.replace(" ", "") == "6,3"
+    legend = page.evaluate("() => [...document.querySelectorAll('g.role-legend text')].map(t => t.textContent)")
+    assert set(SLIDER_CURVES) <= set(legend)
+    assert mark_texts(page, 0, "regime_label") == [verdict]
+    page.evaluate("document.querySelector('.vega-embed').scrollIntoView({block: 'center'})")
+    probe.screenshot(f"slider-exact-eta-{eta}")
+    assert probe.console_errors == []
+    assert probe.external_requests == []
+
+
+def test_slider_threshold_label_reads_significant_digits(chart_server, probe):
+    """mu 0.99, K_ref 16, K 5: a fixed .4f printed "0.0001 (continuous), 0.0001 (exact)"."""
+    from vega_page import set_param, wait_text
+
+    from grpo_core.model import stability
+    from widgets.oscillator_charts import slider_chart
+
+    chart_server(probe, slider_chart(), "slider_digits")
+    page = probe.page
+    for name, value in (("mu", 0.99), ("k_ref", 16), ("curvature", 5)):
+        set_param(page, 0, name, value)
+    exact = float(stability.critical_a_exact(0.99, 16)[()]) / 5
+    want = f"unstable above η = {0.01 / 16 / 5:.3g} (continuous), {exact:.3g} (exact, constant lag)"
+    wait_text(page, 0, "threshold_label", lambda t: t == want)
+    assert probe.console_errors == []
+
+
+def _plot_box(page) -> dict:
+    """The plot area of the first chart, in page pixels (its background rect)."""
+    return page.evaluate(
+        "() => { const r = document.querySelector('.vega-embed svg g.mark-group path.background')"
+        ".getBoundingClientRect(); return {left: r.left, right: r.right, top: r.top, bottom: r.bottom}; }")
+
+
+def _vertices_px(page, mark: str) -> list[tuple[float, float]]:
+    """The vertices of the first path of mark ``mark``, in page pixels."""
+    return [tuple(p) for p in page.evaluate(
+        """(mark) => { const p = document.querySelector(`g.${mark}_marks path`);
+            if (!p) return [];
+            const m = p.getScreenCTM(), d = p.getAttribute('d');
+            const n = (d.match(/-?\\d+(?:\\.\\d+)?(?:e-?\\d+)?/g) || []).map(Number), out = [];
+            for (let k = 0; k + 1 < n.length; k += 2)
+                out.push([m.a * n[k] + m.c * n[k + 1] + m.e, m.b * n[k] + m.d * n[k + 1] + m.f]);
+            return out; }""", mark)]
+
+
+def test_phase_chart_boundaries_stay_in_the_frame_and_the_point_is_whole(chart_server, probe):
+    """Issue 17, Fig. 7 (oscillator chapter and Explorers): at mu = 0.99 the exact boundary used to hit
+    the 0.001 floor at K_ref ~ 9 and run flat along the bottom to 64; at 0.95 the dashed continuous line
+    left through the bottom; the point was pinned to the top corner at eta K = 5 and half cut off at
+    K_ref = 1 and 64; the key was drawn over the boundaries. Now: every boundary vertex lies inside the
+    frame at its true height (log scale read from the domain), the point is whole, an off-frame point
+    is a triangle on the edge, and the key sits below the plot."""
+    import math
+
+    import numpy as np
+    from vega_page import set_param, wait_text
+
+    from grpo_core.model import stability
+    from widgets.explorer_charts import PHASE_K_REFS, _phase_frame, static_phase_chart
+
+    chart = static_phase_chart(eta=0.02, curvature=1.0, mu=0.8, k_ref=4, eta_max=3.0)
+    spec = chart.to_dict()
+    (lo, hi) = next(layer["encoding"]["y"]["scale"]["domain"] for layer in spec["layer"]
+                    if layer.get("name") == "exact_boundary")
+    mu_grid = np.round(np.arange(0.0, 0.995, 0.01), 2)
+    assert (lo, hi) == _phase_frame(stability.exact_threshold_rows(mu_grid, PHASE_K_REFS), mu_grid,
+                                    "constant", "heavy_ball") == (1e-4, 10.0)
+    chart_server(probe, chart, "phase")
+    page = probe.page
+    for mu in (0.99, 0.95, 0.5):
+        set_param(page, 0, "mu", mu)
+        a64 = float(stability.critical_a_exact(mu, 64)[()])
+        wait_text(page, 0, "phase_point_label", lambda t, a=a64: f"exact threshold {a:.3g})" in t
+                  if "K_ref = 64" in t else True)
+        box = _plot_box(page)
+        height = box["bottom"] - box["top"]
+
+        def y_px(a, box=box, height=height):
+            return box["top"] + height * (math.log10(hi) - math.log10(a)) / (math.log10(hi) - math.log10(lo))
+
+        exact = _vertices_px(page, "exact_boundary")
+        want = [float(stability.critical_a_exact(mu, k)[()]) for k in PHASE_K_REFS]
+        assert len(exact) == len(PHASE_K_REFS)  # every K_ref, none dropped or flattened onto the floor
+        for (_, y), a in zip(exact, want):
+            assert abs(y - y_px(a)) < 1.0, (mu, a)
+            assert box["top"] + 1 < y < box["bottom"] - 1
+        cont = _vertices_px(page, "continuous_boundary")
+        assert len(cont) == len(PHASE_K_REFS)
+        for (_, y), k in zip(cont, PHASE_K_REFS):
+            assert abs(y - y_px((1 - mu) / k)) < 1.0
+            assert box["top"] + 1 < y < box["bottom"] - 1
+    set_param(page, 0, "mu", 0.99)
+    set_param(page, 0, "k_ref", 64)
+    wait_text(page, 0, "phase_point_label", lambda t: "K_ref = 64 (exact threshold 0.000171)" in t)
+
+    def point():
+        return page.evaluate(
+            "() => { const p = document.querySelector('g.phase_point_marks path'), r = p.getBoundingClientRect();"
+            " return {d: p.getAttribute('d'), left: r.left, right: r.right, top: r.top, bottom: r.bottom}; }")
+
+    for k_ref, eta, curvature in ((64, 0.02, 1.0), (1, 0.02, 1.0), (1, 1.0, 5.0), (64, 0.001, 0.1)):
+        set_param(page, 0, "k_ref", k_ref)
+        set_param(page, 0, "eta", eta)
+        set_param(page, 0, "curvature", curvature)
+        wait_text(page, 0, "phase_point_label", lambda t, k=k_ref, a=eta * curvature: t.startswith(
+            f"η·K = {a:.3g}, K_ref = {k} "))
+        p = point()
+        assert box["left"] <= p["left"] and p["right"] <= box["right"], (k_ref, p)  # whole, not half cut
+        assert box["top"] - 0.5 <= (p["top"] + p["bottom"]) / 2 <= box["bottom"] + 0.5
+        assert p["d"].count("L") == 3  # a diamond: in the frame
+    set_param(page, 0, "eta", 3.0)  # eta K = 15, past the frame's top (10): a triangle on the edge
+    set_param(page, 0, "curvature", 5.0)
+    wait_text(page, 0, "phase_point_label", lambda t: t.startswith("η·K = 15, K_ref = 64 "))
+    p = point()
+    assert p["d"].count("L") == 2 and abs((p["top"] + p["bottom"]) / 2 - box["top"]) < 4
+    key = text_boxes(page, "phase_key")[0]
+    axis_bottom = page.evaluate(
+        "() => Math.max(...[...document.querySelectorAll('g.role-axis')].map(a => a.getBoundingClientRect().bottom))")
+    assert key["top"] >= axis_bottom - 0.5  # the key is under the axes, not over the boundaries
+    for mark in ("phase_regime_label", "phase_point_label"):
+        assert text_boxes(page, mark)[0]["bottom"] <= box["top"] + 0.5  # above the plot
+    page.evaluate("document.querySelector('.vega-embed').scrollIntoView({block: 'center'})")
+    probe.screenshot("phase-off-frame")
+    assert probe.console_errors == []
+    assert probe.external_requests == []
+
+
+def test_forecast_sweep_marks_a_band_cut_at_the_axis(chart_server, probe):
+    """Issue 17, Fig. 13 (fitting chapter): a band [-66800, 66856] was cut to the axis window and drawn
+    like a band [-2.4, 7.5] that fits in it. Now each cut end carries an open triangle on the edge,
+    pointing the way the band runs on; a band inside the window has none."""
+    import pandas as pd
+    from vega_page import mark_texts
+
+    from widgets.laws_charts import forecast_sweep_chart
+
+    sweep = pd.DataFrame({"fraction": [0.4, 0.6, 0.8], "law": "logistic", "plateau": [0.1, 2.6, 30.0],
+                          "low": [-0.1, -2.4, -66800.0], "high": [0.3, 7.5, 66856.0], "actual": 1.43})
+    chart = forecast_sweep_chart(sweep, width=500)
+    lo, hi = chart.to_dict()["layer"][2]["encoding"]["y"]["scale"]["domain"]
+    assert lo < -2.4 and 7.5 < hi  # the middle band fits in the window, the last does not
+    chart_server(probe, chart, "sweep")
+    page = probe.page
+    page.wait_for_selector("g.band_clipped_ends_marks path", timeout=TIMEOUT * 1000)
+    (ends,) = drawn(page, "band_clipped_ends")
+    width, height = ends["frame"]
+    at = sorted((float(_NUM.findall(t)[0]), float(_NUM.findall(t)[1]), "rotate(180)" in t.replace(" ", ""))
+                for t in ends["transforms"])
+    assert len(at) == 2 and abs(at[0][0] - at[1][0]) < 0.5  # both ends of the one cut band, none elsewhere
+    by_y = sorted(at, key=lambda p: p[1])
+    assert abs(by_y[0][1]) < 0.5 and not by_y[0][2]  # top edge, pointing up
+    assert abs(by_y[1][1] - height) < 0.5 and by_y[1][2]  # bottom edge, pointing down
+    # the error bars: <line transform="translate(x, y0)" y2="dy">
+    bars = [(*map(float, _NUM.findall(t)[:2]), float(dy)) for t, dy in page.evaluate(
+        "() => [...document.querySelectorAll('g.mark-rule.role-mark line')]"
+        ".filter(l => l.getAttribute('x2') === '0').map(l => [l.getAttribute('transform'), l.getAttribute('y2')])")]
+    assert len(bars) == 3
+    (cut,) = [b for b in bars if abs(b[0] - at[0][0]) < 0.5]
+    assert cut[1] == pytest.approx(height, abs=0.5) and cut[1] + cut[2] == pytest.approx(0, abs=0.5)  # edge to edge
+    for x, y0, dy in bars:  # the bars that fit end inside the frame and carry no marker
+        if abs(x - at[0][0]) >= 0.5:
+            assert 0.5 < y0 + dy and y0 < height - 0.5
+    assert mark_texts(page, 0, "band_clipped_key") == ["open triangle: the band runs on past the axis"]
+    page.evaluate("document.querySelector('.vega-embed').scrollIntoView({block: 'center'})")
+    probe.screenshot("forecast-sweep-clipped")
+    assert probe.console_errors == []
+    assert probe.external_requests == []
+
+
+def _axis_labels(page, axis: str) -> list[dict]:
+    """Text and page box of each label of the axes whose aria-label starts with ``axis`` ("X-axis")."""
+    return page.evaluate(
+        """(axis) => [...document.querySelectorAll('g.role-axis')]
+            .filter(a => (a.getAttribute('aria-label') || '').startsWith(axis))
+            .flatMap(a => [...a.querySelectorAll('g.role-axis-label text')])
+            .filter(t => (t.getAttribute('opacity') ?? '1') !== '0' && t.textContent)
+            .map(t => { const r = t.getBoundingClientRect();
+                        return {text: t.textContent.replace('\\u2212', '-'), left: r.left, right: r.right,
+                                top: r.top, bottom: r.bottom}; })""",
+        axis,
+    )
+
+
+def test_axis_labels_do_not_collide_and_fit_the_data(chart_server, probe):
+    """Issue 17 (cosmetic): the diagnostics reward charts drew "190200" and "380400" (the last step
+    label, flush with the end, ran into the one before); the bandit threshold chart's K_ref axis had no
+    label past 9 though the data run to 16; Fig. 4's log y-axis ran 0.1-100 for ratios 1-38."""
+    import numpy as np
+
+    from grpo_core.runs import datasets, diagnostics, logs
+    from widgets import bandit_charts, diagnostics_charts
+    from widgets.oscillator_charts import phase_diagram_data, threshold_ratio_chart
+
+    log = logs.read_log(datasets.example_log_path("03"))
+    for name, chart in (("case03", diagnostics_charts.reward_chart(log, diagnostics.diagnose(log), width=600,
+                                                                   height=200)),):
+        chart_server(probe, chart, name)
+        labels = _axis_labels(probe.page, "X-axis")
+        assert len(labels) >= 4
+        for a, b in zip(labels, labels[1:]):
+            assert a["right"] + 2 <= b["left"], (name, a["text"], b["text"])
+    k_grid = np.unique(np.geomspace(1, 16, 30).round().astype(int))
+    boundaries = phase_diagram_data(mus=(0.0, 0.5, 0.9), k_refs=k_grid)
+    measured = boundaries[boundaries.method == "exact"].rename(columns={"a_star": "measured"})
+    chart_server(probe, bandit_charts.threshold_chart(measured, boundaries, width=200), "thresholds")
+    texts = [lab["text"] for lab in _axis_labels(probe.page, "X-axis")]
+    assert texts == ["1", "2", "4", "8", "16"] * 2  # both panels, up to the data's 16
+    chart_server(probe, threshold_ratio_chart(mus=[0.0, 0.5, 0.9], k_refs=np.arange(1, 65)), "ratio")
+    values = [float(lab["text"]) for lab in _axis_labels(probe.page, "Y-axis")]
+    assert min(values) >= 1 and max(values) <= 38 * 1.1 and len(values) >= 3
+    assert probe.console_errors == []
+
+
+def test_variants_chart_gives_each_curve_its_own_colour(chart_server, probe):
+    """Issue 17 (cosmetic), bandit Fig. 22: "stale score" and "clipped surrogate", the two curves of
+    one panel, were drawn in near-identical teals. Every pair of drawn colours is now far apart."""
+    import numpy as np
+    import pandas as pd
+
+    from widgets.bandit_charts import variants_chart
+
+    labels = {"KL anchor": ["mean baseline, beta = 1", "mean baseline, beta = 0"],
+              "std scaling": ["std, G -> inf, beta = 1.4", "std, G -> inf, beta = 1.6", "std, G -> inf, beta = 3",
+                              "std, G = 8, beta = 1.4"],
+              "stale score vs surrogate": ["stale score", "clipped surrogate"]}  # as in the chapter
+    steps = np.arange(0, 300, 2)
+    frame = pd.concat([pd.DataFrame({"panel": panel, "label": lab, "kind": kind, "step": steps,
+                                     "p": 0.5 + 0.4 * (1 - np.exp(-steps / (30 + 10 * i)))})
+                       for panel, labs in labels.items() for i, lab in enumerate(labs)
+                       for kind in ("mean field", "mean of seeds")], ignore_index=True)
+    chart_server(probe, variants_chart(frame, width=170), "variants")
+    strokes = probe.page.evaluate(
+        "() => [...new Set([...document.querySelectorAll('g.mark-line path')].map(p => p.getAttribute('stroke')))]")
+    assert len(strokes) == 8
+    rgb = [tuple(int(s[i:i + 2], 16) for i in (1, 3, 5)) for s in strokes]
+    closest = min(np.linalg.norm(np.subtract(a, b)) for i, a in enumerate(rgb) for b in rgb[i + 1:])
+    assert closest > 60, strokes
+    assert probe.console_errors == []
+
+
+def test_forecast_slider_label_names_the_law_in_words(chart_server, probe):
+    """Issue 17 (cosmetic): the fitting chapter's forecast slider label read "(three_phase)"."""
+    from vega_page import set_param, wait_text
+
+    from grpo_core.runs import datasets, logs
+    from widgets.laws_charts import static_forecast_chart, static_forecast_grid
+
+    steps, reward = logs.read_log(datasets.real_log_path("qwen2.5-3b-instruct_gsm8k_unsloth")).series("reward")
+    grid = static_forecast_grid(steps, reward)
+    chart_server(probe, static_forecast_chart(grid, fraction=40), "forecast")
+    seen = set()
+    for pct in grid["labels"]["fraction"]:
+        set_param(probe.page, 0, "fraction", int(pct))
+        text = wait_text(probe.page, 0, "forecast_label", lambda t, p=pct: t.startswith(f"fit on the first {p}%"))
+        assert "_" not in text, text
+        seen.add(text.split("(")[1].split(")")[0])
+    assert "three-phase" in seen
+    assert probe.console_errors == []

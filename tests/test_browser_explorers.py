@@ -1,7 +1,7 @@
 """The Explorers page in a real browser: saved explorers render, static sliders compute, offline.
 
 Static charts: :func:`widgets.explorer_charts.static_phase_chart`,
-:func:`~widgets.explorer_charts.static_bandit_chart`, :func:`~widgets.explorer_charts.static_forecast_chart`.
+:func:`~widgets.explorer_charts.static_bandit_chart`, :func:`~widgets.laws_charts.static_forecast_chart`.
 Labels are checked against what :mod:`grpo_core` computes for the same settings.
 """
 
@@ -10,13 +10,12 @@ from __future__ import annotations
 import math
 
 import pytest
-from conftest import BUILT_HTML
 from vega_page import (
     chart_index,
     line_points,
     mark_texts,
     max_distance_px,
-    open_page,
+    open_built_page,
     path_data,
     point_positions,
     scroll_to,
@@ -33,9 +32,7 @@ PAGE = "explorers.html"
 
 @pytest.fixture
 def explorers(book_server, probe):
-    if not (BUILT_HTML / PAGE).exists():
-        pytest.skip(f"{PAGE} is not in the built book")
-    open_page(probe, f"{book_server}/{PAGE}")
+    open_built_page(probe, book_server, PAGE)
     yield probe
     assert probe.console_errors == []
     assert probe.external_requests == []
@@ -45,9 +42,7 @@ def explorers(book_server, probe):
 def opened(book_server, probe):
     """Open a built chapter (the static charts also sit on their own chapters' pages)."""
     def _open(name):
-        if not (BUILT_HTML / name).exists():
-            pytest.skip(f"{name} is not in the built book")
-        open_page(probe, f"{book_server}/{name}")
+        open_built_page(probe, book_server, name)
         return probe
     yield _open
     assert probe.console_errors == []
@@ -58,7 +53,7 @@ def opened(book_server, probe):
 def qwen_forecast_grid():
     """The grid both pages precompute from the Qwen run's raw reward."""
     from grpo_core.runs import datasets, logs
-    from widgets.explorer_charts import static_forecast_grid
+    from widgets.laws_charts import static_forecast_grid
 
     steps, reward = logs.read_log(datasets.real_log_path("qwen2.5-3b-instruct_gsm8k_unsloth")).series(
         "reward"
@@ -130,6 +125,47 @@ def test_saved_explorers_have_no_dead_control(explorers):
     explorers.screenshot("explorers-static-note")
 
 
+# Effective contrast of each text of a saved explorer's output against the page: its colour, made
+# lighter by the opacity of every ancestor (composited on the white page), per WCAG.
+SAVED_TEXT_CONTRAST = """() => {
+    const lum = c => { const v = c.match(/[\\d.]+/g).slice(0, 3).map(x => +x / 255)
+        .map(x => x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4);
+        return 0.2126 * v[0] + 0.7152 * v[1] + 0.0722 * v[2]; };
+    const out = [];
+    for (const box of document.querySelectorAll('.grpo-static-widget')) {
+        for (const el of box.querySelectorAll('.widget-html *, .widget-output li, .widget-output div')) {
+            const own = [...el.childNodes].filter(n => n.nodeType === 3).map(n => n.textContent).join('').trim();
+            if (!own || el.closest('svg')) continue;
+            let alpha = 1;
+            for (let a = el; a; a = a.parentElement) alpha *= +getComputedStyle(a).opacity;
+            const rgb = getComputedStyle(el).color.match(/[\\d.]+/g).map(Number);
+            const a = alpha * (rgb.length > 3 ? rgb[3] : 1);
+            const mixed = `rgb(${rgb.slice(0, 3).map(c => c * a + 255 * (1 - a)).join(',')})`;
+            out.push([own.slice(0, 40), (1.05) / (lum(mixed) + 0.05)]);
+        }
+    }
+    return out;
+}"""
+
+
+@pytest.mark.parametrize("page_name", [PAGE, "fitting.html"])
+def test_saved_view_text_is_readable(opened, page_name):
+    """Issue 17 (cosmetic): the saved explorers' text (the log explorer's "Not checked" list, the
+    forecast label) was very light grey: the whole saved widget was drawn at 60% opacity. Only the
+    controls are greyed now; every text of the saved view reaches 4.5:1 against the page."""
+    page = opened(page_name).page
+    page.wait_for_selector(".grpo-static-widget .widget-html", timeout=20_000)
+    texts = page.evaluate(SAVED_TEXT_CONTRAST)
+    assert len(texts) >= 5
+    low = [(t, round(c, 2)) for t, c in texts if c < 4.5]
+    assert low == [], low
+    if page_name == "fitting.html":
+        assert any(t.startswith("Not checked") for t, _ in texts)
+    # the controls stay greyed out
+    assert page.evaluate("() => getComputedStyle(document.querySelector("
+                         "'.grpo-static-widget .widget-slider')).opacity") == "0.6"
+
+
 @pytest.mark.parametrize("page_name, eta, curvature, mu, k_ref", [
     (PAGE, 0.2, 1.0, 0.5, 4),     # past the exact threshold 0.156: unstable
     (PAGE, 0.14, 1.0, 0.5, 4),    # between the continuous (0.125) and the exact threshold
@@ -157,7 +193,7 @@ def test_static_phase_chart_labels_the_current_point(opened, page_name, eta, cur
     a_exact = float(stability.critical_a_exact(mu, k_ref, "constant"))
     label = mark_texts(page, i, "phase_point_label")[0]
     # Vega's format(x, '.3g') keeps trailing zeros, like Python's '#.3g'.
-    assert label == f"η·K = {eta * curvature:#.3g}, K_ref = {k_ref} (exact threshold {a_exact:#.3g})"
+    assert label == f"η·K = {eta * curvature:.3g}, K_ref = {k_ref} (exact threshold {a_exact:.3g})"
     if (eta, curvature, k_ref) != (0.02, 1.0, 4):
         assert point_positions(page, i, "phase_point") != before
     scroll_to(page, i)

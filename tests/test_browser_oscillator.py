@@ -11,13 +11,12 @@ import math
 
 import numpy as np
 import pytest
-from conftest import BUILT_HTML
 from vega_page import (
     chart_index,
     line_points,
     mark_texts,
     max_distance_px,
-    open_page,
+    open_built_page,
     path_data,
     scroll_to,
     set_param,
@@ -39,9 +38,7 @@ def _label(eta, mu, k_ref, curvature):
 
 @pytest.mark.parametrize("page_name", PAGES)
 def test_eta_past_the_threshold_reads_unstable(book_server, probe, page_name):
-    if not (BUILT_HTML / page_name).exists():
-        pytest.skip(f"{page_name} is not in the built book")
-    open_page(probe, f"{book_server}/{page_name}")
+    open_built_page(probe, book_server, page_name)
     page = probe.page
     i = chart_index(page, {"eta", "mu", "k_ref", "curvature"}, mark="regime_label")
     mu, k_ref, curvature = 0.8, 4, 1.0
@@ -79,8 +76,8 @@ def test_eta_past_the_threshold_reads_unstable(book_server, probe, page_name):
     assert mark_texts(page, i, "zeta_label") == [f"damping ratio ζ = {zeta:.2f}"]
     threshold = mark_texts(page, i, "threshold_label")[0]
     assert (
-        f"{a_exact / curvature:.4f} (exact" in threshold
-        and f"{(1 - mu) / k_ref / curvature:.4f} (continuous)" in threshold
+        f"{a_exact / curvature:.3g} (exact" in threshold
+        and f"{(1 - mu) / k_ref / curvature:.3g} (continuous)" in threshold
     )
     scroll_to(page, i)
     probe.screenshot(f"oscillator-{page_name[:-5]}-unstable")
@@ -92,9 +89,7 @@ def test_eta_past_the_threshold_reads_unstable(book_server, probe, page_name):
 def test_optimizer_and_reuse_controls_move_the_regions(book_server, probe, page_name):
     # issue 15: a reader switches heavy ball -> Adam and constant lag -> ratio-corrected reuse and
     # sees the verdict and the thresholds move, as grpo_core computes them
-    if not (BUILT_HTML / page_name).exists():
-        pytest.skip(f"{page_name} is not in the built book")
-    open_page(probe, f"{book_server}/{page_name}")
+    open_built_page(probe, book_server, page_name)
     page = probe.page
     i = chart_index(page, {"eta", "optimizer", "lag_model"}, mark="regime_label")
     eta, mu, k_ref = 0.06, 0.8, 4
@@ -112,9 +107,9 @@ def test_optimizer_and_reuse_controls_move_the_regions(book_server, probe, page_
     assert expected != "unstable"
     wait_text(page, i, "regime_label", lambda t: t == expected)
     a_exact = float(stability.critical_a_exact(mu, k_ref, "constant", "ema"))
-    wait_text(page, i, "threshold_label", lambda t: f"{a_exact:.4f} (exact, constant lag)" in t)
+    wait_text(page, i, "threshold_label", lambda t: f"{a_exact:.3g} (exact, constant lag)" in t)
     click("lag_model", 2)  # ratio-corrected reuse: the on-policy recurrence, whatever k_ref
     on_policy = float(stability.critical_a_exact(mu, 1, "refresh", "ema"))
-    wait_text(page, i, "threshold_label", lambda t: f"{on_policy:.4f} (exact, ratio-corrected reuse)" in t)
+    wait_text(page, i, "threshold_label", lambda t: f"{on_policy:.3g} (exact, ratio-corrected reuse)" in t)
     scroll_to(page, i)
     probe.screenshot(f"oscillator-{page_name[:-5]}-adam-ratio")

@@ -1,6 +1,7 @@
 """The built book at a phone's width (375 px) in a real browser: no chart is wider than the screen,
-nothing pushes the page sideways (a wide table or equation scrolls inside its own box), and the
-figure captions are dark enough to read."""
+nothing pushes the page sideways (a wide table or equation scrolls inside its own box), no inline
+formula runs past its paragraph (a long one scrolls in its own box), and the figure captions are
+dark enough to read."""
 
 from __future__ import annotations
 
@@ -34,6 +35,25 @@ OVERFLOW = """(vw) => {
         }
     }
     return {scrollWidth: document.documentElement.scrollWidth, offenders: out.slice(0, 8)};
+}"""
+
+
+# Every inline MathJax formula whose box reaches past its paragraph's right edge, or whose content
+# is wider than its box without the box scrolling (the content would be cut off, unreachable).
+INLINE_MATH = """() => {
+    const out = [];
+    for (const m of document.querySelectorAll('mjx-container:not([display="true"])')) {
+        const r = m.getBoundingClientRect();
+        if (r.width === 0) continue;
+        const par = m.parentElement.closest('p, li, dd, dt, td, th, figcaption, div, span.caption-text');
+        const right = par.getBoundingClientRect().right;
+        const scrolls = ['auto', 'scroll'].includes(getComputedStyle(m).overflowX);
+        const math = m.querySelector('mjx-math');
+        const wide = math && math.getBoundingClientRect().width > r.width + 1;
+        if (r.right > right + 1 || (wide && !scrolls))
+            out.push(`${m.textContent.slice(0, 40)} right=${Math.round(r.right)} paragraph=${Math.round(right)}`);
+    }
+    return out;
 }"""
 
 
@@ -72,6 +92,8 @@ def test_page_fits_a_phone(book_server, phone, name):
     assert wide == [], f"charts wider than the phone on {name}: {wide}"
     got = page.evaluate(OVERFLOW, PHONE["width"])
     assert got["offenders"] == [] and got["scrollWidth"] <= PHONE["width"] + 1, (name, got)
+    page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise.then(() => true) : true")
+    assert page.evaluate(INLINE_MATH) == [], f"inline math past its paragraph on {name}"
     # captions: at least 10:1 against the page (the theme's muted grey was about 7:1, and light)
     for colour, background, weight in page.evaluate(
         "() => [...document.querySelectorAll('figcaption')].slice(0, 3).map(f => {"

@@ -57,6 +57,18 @@ def _feed(cb, n, control=None, rng=None):
     return n
 
 
+def _feed_rise(cb, state, n):
+    """Feed steps 1..n of a healthy run: the reward rises from 0.2 to a plateau of 0.8 (time constant 25
+    steps, noise sd 0.02, seed 1), with spread, entropy and gradient."""
+    cb.on_train_begin(ARGS, state, None)
+    rng = np.random.default_rng(1)
+    for step in range(1, n + 1):
+        state.global_step = step
+        r = 0.2 + 0.6 * (1 - math.exp(-step / 25)) + rng.normal(0, 0.02)
+        cb.on_log(ARGS, state, None, logs={"reward": float(r), "reward_std": 0.3, "frac_reward_zero_std": 0.1,
+                                           "entropy": 0.5, "grad_norm": 1.0})
+
+
 def test_stop_on_critical_at_the_first_critical_finding(tmp_path):
     # The zero-spread fraction is smoothed by a centred mean of 5 steps: its warning (the 0.5 level)
     # comes at DEAD_FROM + 4 = 15 and its critical stretch would be complete at DEAD_FROM + 6 = 17;
@@ -71,8 +83,10 @@ def test_stop_on_critical_at_the_first_critical_finding(tmp_path):
     assert cb.stopped["finding"]["steps"] == [1, 16]
     saved = json.loads((tmp_path / STOP_FILE).read_text())
     assert saved["finding"]["severity"] == "critical" and saved["diagnosis"]["healthy"] is False
-    # one line per (mode, severity): the warning at 15, the critical at 16, then the stop line
-    lines = out.getvalue().splitlines()
+    # one line per (mode, severity): the warning at 15, the critical at 16, then the stop line (beside the
+    # forecast's two lines at each diagnosis: there is no significance gate on the forecast any more, so a
+    # reward that has barely moved gets one too, from its 8th point)
+    lines = [ln for ln in out.getvalue().splitlines() if ": forecast: " not in ln and ": now " not in ln]
     assert [ln.split(":")[0] for ln in lines] == ["[dynamics] step 15", "[dynamics] step 16", "[dynamics] step 16"]
     assert "warning advantage_degeneration" in lines[0] and "critical not_learning" in lines[1]
     assert "stopping training" in lines[2]
@@ -101,21 +115,20 @@ def test_alerts_are_not_repeated_and_the_run_goes_on_without_stop(tmp_path):
 def test_the_forecast_is_recorded_with_its_step(tmp_path):
     out = io.StringIO()
     cb = DynamicsCallback(tmp_path, every=20, min_steps=30, n_boot=0, stream=out)
-    state = SimpleNamespace(global_step=0, is_world_process_zero=True)
-    cb.on_train_begin(ARGS, state, None)
-    rng = np.random.default_rng(1)
-    for step in range(1, 161):
-        state.global_step = step
-        r = 0.2 + 0.6 * (1 - math.exp(-step / 25)) + rng.normal(0, 0.02)
-        cb.on_log(ARGS, state, None, logs={"reward": float(r), "reward_std": 0.3, "frac_reward_zero_std": 0.1,
-                                           "entropy": 0.5, "grad_norm": 1.0})
+    _feed_rise(cb, SimpleNamespace(global_step=0, is_world_process_zero=True), 160)
     assert [f["step"] for f in cb.forecasts] == [40, 60, 80, 100, 120, 140, 160]
     last = cb.forecasts[-1]
     assert abs(last["plateau"] - 0.8) < 0.05 and last["plateau_low"] <= last["plateau"] <= last["plateau_high"]
-    # "now" is the forecaster's current level: what diagnose returns on the same records
+    # the forecast is diagnose's (the benchmarked forecaster's), and "now" is its current level over the
+    # steps it names: what diagnose returns on the same records
     d = diagnose(from_records(cb.records), group_size=4, num_prompts=4, n_boot=0)
-    assert last["current"] == pytest.approx(d.forecast["current"])
-    assert out.getvalue().count("forecast: reward plateau") == 7
+    assert last["now"] == pytest.approx(d.forecast["now"]) and last["now_steps"] == d.forecast["now_steps"]
+    assert last["final"] == pytest.approx(d.forecast["final"])
+    assert last["final_low"] <= last["final"] <= last["final_high"]
+    assert last["current"] == pytest.approx(d.forecast["current"])  # the law fit's, kept
+    printed = out.getvalue()
+    assert printed.count("the mean reward over steps") == 7 and printed.count("(the forecaster's current level") == 7
+    assert "(logistic law)" not in printed  # no second, law-banded plateau beside it
 
 
 def test_binned_records_keep_means_nan_and_eval_rows():
@@ -192,20 +205,17 @@ def test_with_max_steps_the_forecast_of_the_planned_end_is_recorded(tmp_path):
 
     out = io.StringIO()
     cb = DynamicsCallback(tmp_path, every=40, min_steps=30, n_boot=0, stream=out)
-    state = SimpleNamespace(global_step=0, is_world_process_zero=True, max_steps=300)
-    cb.on_train_begin(ARGS, state, None)
-    rng = np.random.default_rng(1)
-    for step in range(1, 81):
-        state.global_step = step
-        r = 0.2 + 0.6 * (1 - math.exp(-step / 25)) + rng.normal(0, 0.02)
-        cb.on_log(ARGS, state, None, logs={"reward": float(r), "reward_std": 0.3, "frac_reward_zero_std": 0.1,
-                                           "entropy": 0.5, "grad_norm": 1.0})
+    _feed_rise(cb, SimpleNamespace(global_step=0, is_world_process_zero=True, max_steps=300), 80)
     assert cb.max_steps == 300 and [f["step"] for f in cb.forecasts] == [40, 80]
     end = cb.forecasts[-1]["end_of_run"]
     log = from_records(cb.records)
     log.meta["max_steps"] = 300
     want = forecast_run(log, n_boot=0)
     assert end["horizon"] == 300 and end["final"] == pytest.approx(want["final"])
-    # the curve's level at steps 240-300 is 0.8 (1 - e^-9.6 of the rise made)
-    assert end["final_low"] <= 0.8 <= end["final_high"] and abs(end["final"] - 0.8) < 0.05
-    assert "at step 300:" in out.getvalue()
+    # the curve's level at steps 240-300 is 0.8 (1 - e^-9.6 of the rise made): the band covers it and the
+    # laws' forecast is within 0.05 of it; the shipped prior adds a late gain (real runs keep rising after
+    # the laws' bend; this exact exponential does not), about 0.1 here
+    assert end["final_low"] <= 0.8 <= end["final_high"] and abs(end["final"] - want["late_gain"] - 0.8) < 0.05
+    assert 0 < want["late_gain"] < 0.15
+    assert ("forecast: at the planned end of the run (step 300), the mean reward over steps 240-300 is "
+            in out.getvalue())

@@ -18,6 +18,7 @@ from grpo_dynamics.cli import main
 TESTS = Path(__file__).parent
 CASES = TESTS / "data" / "cases"
 LOGS = TESTS / "data" / "logs"
+REAL_RUNS = Path(__file__).parents[1] / "grpo_core" / "data" / "real_runs"
 
 
 def run(capsys, *argv):
@@ -36,7 +37,8 @@ def test_the_log_cases_are_found():
         "01-all-groups-zero-spread": "trainer_state.json", "02-zero-loss-but-learning": "trainer_state.json",
         "03-growing-oscillation": "log.csv", "06-collapse-after-high-lr": "trainer_state.json",
         "07-entropy-collapse-verl": "metrics.jsonl", "10-dead-run-memgen": "train.log",
-        "11-no-update-ms-swift": "logging.jsonl", "12-nan-late-ms-swift": "logging.jsonl"}
+        "11-no-update-ms-swift": "logging.jsonl", "12-nan-late-ms-swift": "logging.jsonl",
+        "13-kl-drift-lmbook": "wandb_export.csv"}
 
 
 @pytest.mark.parametrize("name", sorted(LOG_CASES))
@@ -53,7 +55,7 @@ def test_cases_json_and_exit_status(capsys, name):
     for f in data["findings"]:
         assert set(f) >= {"mode", "severity", "steps", "evidence", "message"}
         assert f["severity"] in ("info", "warning", "critical") and len(f["steps"]) == 2
-    assert data["format"] in ("trl", "verl")
+    assert data["format"] in ("trl", "verl", "grpo_dynamics")  # 13: a W&B export reads as the generic CSV
     assert "forecast" in data and "checked" in data and "skipped" in data
 
 
@@ -62,7 +64,10 @@ def test_forecast_in_json(capsys):
     fc = json.loads(out)["forecast"]
     assert code == 0
     assert fc["plateau_low"] <= fc["plateau"] <= fc["plateau_high"]
-    assert {"law", "r2", "t90", "current", "reliable"} <= set(fc)
+    assert {"law", "r2", "t90", "current", "reliable"} <= set(fc)  # the law that describes the curve
+    # the forecast (the benchmarked forecaster's): the end-of-run mean in its band, now over named steps
+    assert fc["final_low"] <= fc["final"] <= fc["final_high"] and fc["end_of_run"]["final"] == fc["final"]
+    assert fc["now"] == fc["end_of_run"]["current"] and fc["now_steps"][0] <= fc["now_steps"][1]
     assert "fitted" not in fc  # the curves are for charts, not the JSON
 
 
@@ -266,8 +271,14 @@ def test_forecast_past_what_a_0_1_reward_can_reach_is_flagged_not_reliable(capsy
     fc = json.loads(out)["forecast"]
     assert fc["plateau"] > 1  # reported as fitted, not clipped ...
     assert fc["reliable"] is False and "outside [0, 1]" in fc["caveat"]  # ... and said to be out of reach
+    # the forecaster's, too: shown clipped to [0, 1] (end_of_run keeps its own numbers), no plateau
+    assert fc["end_of_run"]["final"] > 1 and fc["final"] == 1.0 and fc["band_clipped"] is True
+    assert fc["final_low"] >= 0 and fc["final_high"] == 1.0 and fc["plateau_determined"] is False
+    assert "outside [0, 1]" in fc["forecast_caveat"]
     code, out, err = run(capsys, log)
-    assert "caveat: the fitted plateau" in out
+    # ... and the headline prints no plateau, and the caveat
+    assert "plateau not determined" in out and "caveat: the laws' forecast" in out
+    assert "clipped to [0, 1], the range of a 0/1 reward" in out
     # a reward that is not 0/1 (the user says so): no such caveat
     code, out, err = run(capsys, log, "--json", "--binary-reward", "no")
     assert json.loads(out)["forecast"]["reliable"] is True
@@ -286,7 +297,9 @@ def test_forecast_whose_plateau_sits_at_the_law_bound_is_flagged(capsys, tmp_pat
 
 def test_text_report_says_why_there_is_no_forecast(capsys, tmp_path):
     code, out, err = run(capsys, _write_curve(tmp_path / "flat.csv", [0.5] * 100))
-    assert "no plateau forecast: the reward has not moved significantly" in out
+    # no significance gate (whether the run learns is not_learning's verdict): a reward that never
+    # changes is declined by the forecaster itself
+    assert "no plateau forecast: the window does not change" in out
     # ten steps of grad_norm let a check run; the reward was logged on only three of them
     three = tmp_path / "three.csv"
     three.write_text("step,grad_norm,reward\n" + "".join(
@@ -354,3 +367,49 @@ def test_binary_reward_claim_that_contradicts_the_log_is_refused(capsys):
         and "`binary_reward` is True but the reward" in err
         and "outside [0, 1]" in err
     )
+
+
+def test_no_reward_is_inconclusive_and_a_map_typo_is_an_error(capsys, tmp_path):
+    # zero-spread stretches in reward_std, the reward column empty on every step: never "NOT healthy" on
+    # evidence about a metric that is not there
+    path = tmp_path / "allnan.csv"
+    path.write_text("step,loss,reward,reward_std,kl\n" + "".join(
+        f"{s},0.01,,{0.0 if 20 <= s < 60 else 0.3},{0.001 * s}\n" for s in range(1, 101)))
+    code, out, err = run(capsys, path, "--json", "--no-forecast")
+    data = json.loads(out)
+    assert code == 3 and data["verdict"] == "inconclusive"
+    assert any("reward" in m and "every value is empty or NaN" in m for m in data["missing"])
+    assert {f["mode"]: f["severity"] for f in data["findings"]}.get("advantage_degeneration") == "info"
+    # the same log with the reward under another name and a typo in --map
+    odd = tmp_path / "odd.csv"
+    odd.write_text("iteration,Total Score (avg),reward_std\n" + "".join(
+        f"{s},{0.1 + 0.005 * s},{0.0 if 20 <= s < 60 else 0.3}\n" for s in range(1, 101)))
+    code, out, err = run(capsys, odd, "--map", "step=iteration", "--map", "rewrad=Total Score (avg)")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "unknown key 'rewrad'" in err and "known keys: step, " in err
+    code, out, err = run(capsys, odd, "--map", "step=iteration", "--map", "reward=Total Score (avg)", "--json",
+                         "--no-forecast")
+    assert code in (0, 1, 3) and "not_learning" in json.loads(out)["checked"]
+
+
+def test_an_all_nan_entropy_is_said_not_called_absent(capsys, tmp_path):
+    path = tmp_path / "entnan.csv"
+    path.write_text("step,reward,reward_std,entropy\n" + "".join(
+        f"{s},{0.1 + 0.005 * s},0.3,\n" for s in range(1, 101)))
+    code, out, err = run(capsys, path, "--no-forecast")
+    assert ("not checked: policy_concentration (policy_concentration needs entropy: the column entropy was dropped "
+            f"from {path}: every value is empty or NaN)") in out
+    assert "not checked: entropy_explosion (" in out and "does not have the column" not in out
+
+
+def test_a_collapse_is_unlearning_without_raise_the_learning_rate(capsys):
+    code, out, _ = run(capsys, REAL_RUNS / "01-Sunshine535-rho1-collapse" / "rho1.00_seed42.log", "--no-forecast")
+    assert code == 1 and "[critical] not_learning: The reward fell from 0.842 to 0.005" in out
+    assert "raise the learning rate" not in out
+
+
+def test_wasted_rollouts_of_a_log_written_every_5_steps_count_steps(capsys):
+    code, out, _ = run(capsys, REAL_RUNS / "07-Rusheel86-chaos-economy" / "vsr-new.log", "--json", "--no-forecast")
+    f = next(f for f in json.loads(out)["findings"] if f["mode"] == "advantage_degeneration")
+    assert f["steps"] == [105, 500] and f["evidence"]["steps_in_stretch"] == 400  # one row per 5 steps
+    assert 300 < f["evidence"]["wasted_steps"] < 320 and "(310 steps' worth" in f["message"]

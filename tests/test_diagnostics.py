@@ -16,6 +16,7 @@ from conftest import log_cases
 from grpo_core import laws
 from grpo_core.errors import DataError, ParameterError
 from grpo_core.grpo import expected_zero_spread_fraction
+from grpo_core.runs import datasets
 from grpo_core.runs.datasets import real_log_path
 from grpo_core.runs.diagnostics import (
     MODES,
@@ -24,9 +25,14 @@ from grpo_core.runs.diagnostics import (
     diagnose,
     dynamic_instability,
     group_size_for_zero_spread,
+    kl_drift,
+    no_update,
+    not_learning,
+    off_policy_mismatch,
     oscillation,
     plateau_forecast,
     policy_concentration,
+    recurring_spikes,
     train_eval_decoupling,
 )
 from grpo_core.runs.logs import LogWarning, from_records, read_log
@@ -289,6 +295,34 @@ def test_kl_drift_without_an_anchor_is_not_instability():
     assert f.severity == "critical"
 
 
+def test_kl_drift_whole_run_and_after_the_plateau():
+    t = np.arange(1, 401)
+    rng = np.random.default_rng(5)
+    noise = 0.02 * rng.normal(size=t.size)
+    # flat reward, KL 0.01 -> 1.0 over the run: drift over the whole log
+    recs = [{"step": int(s), "reward": 0.3 + float(e), "kl": 0.01 * 100 ** (s / 400)} for s, e in zip(t, noise)]
+    f = kl_drift(from_records(recs))
+    assert f.severity == "warning" and f.steps == (1, 400) and f.evidence["span"] == 1.0
+    assert "over the last" not in f.message and 0.7 < f.evidence["kl_late"] < 0.9
+    # the reward rises over the first quarter, then stays flat while the KL grows 0.03 -> 0.9 in the second
+    # half: the early rise hides nothing, the drift is in the last half
+    rise = 0.2 + 0.5 / (1 + np.exp(-(t - 50) / 10)) + noise
+    kl = np.where(t <= 200, 0.03, 0.03 * 30 ** ((t - 200) / 200))
+    recs = [{"step": int(s), "reward": float(r), "kl": float(k)} for s, r, k in zip(t, rise, kl)]
+    f = kl_drift(from_records(recs))
+    assert f.severity == "warning" and f.evidence["span"] == 0.5 and f.steps[0] in (200, 201)
+    assert "over the last 50% of the run" in f.message
+    assert f.evidence["kl_growth"] == pytest.approx(f.evidence["kl_late"] / 0.05)  # early 0.03: floored at 0.05
+    # the same KL growth while the reward keeps rising over the second half: no drift
+    rising = 0.2 + 0.5 * t / 400 + noise
+    recs = [{"step": int(s), "reward": float(r), "kl": float(k)} for s, r, k in zip(t, rising, kl)]
+    assert kl_drift(from_records(recs)) is None
+    # the KL levels off in the second half (grew before, while the reward rose): no drift
+    kl = np.minimum(0.01 * 100 ** (t / 200), 1.0)
+    recs = [{"step": int(s), "reward": float(r), "kl": float(k)} for s, r, k in zip(t, rise, kl)]
+    assert kl_drift(from_records(recs)) is None
+
+
 def test_train_eval_decoupling_falling_eval_is_critical():
     recs = [{"step": s, "reward": 0.2 + 0.006 * s} for s in range(1, 101)]
     recs += [{"step": s, "eval_reward": 0.5 - 0.004 * s} for s in range(10, 101, 10)]
@@ -326,7 +360,7 @@ LOG_CASES = log_cases()
 def test_every_verdict_case_is_diagnosed():
     assert sorted(LOG_CASES) == ["01-all-groups-zero-spread", "02-zero-loss-but-learning", "03-growing-oscillation",
                                  "06-collapse-after-high-lr", "07-entropy-collapse-verl", "10-dead-run-memgen",
-                                 "11-no-update-ms-swift", "12-nan-late-ms-swift"]
+                                 "11-no-update-ms-swift", "12-nan-late-ms-swift", "13-kl-drift-lmbook"]
 
 
 @pytest.fixture(scope="module")
@@ -447,6 +481,16 @@ def test_qwen_diagnosis(qwen):
     assert fc is not None and fc["r2_smoothed"] >= 0.9
     assert fc["current"] == pytest.approx(float(qwen.series("reward")[1][-50:].mean()))
     assert fc["plateau_low"] <= fc["current"] + 0.1 and fc["plateau_high"] >= fc["current"] - 0.1
+    # the forecast is the benchmarked forecaster's (forecast_end: the finished log trained on to twice its
+    # length); "now" is its current level, the mean of the last 10% of the 250 steps (226-250), not of
+    # the last 50 rows
+    from grpo_core.runs.diagnostics import forecast_end
+
+    end = forecast_end(qwen, n_boot=30)
+    assert fc["horizon"] == 500 and fc["horizon_kind"] == "doubled" and fc["end_of_run"] == end
+    assert (fc["final"], fc["final_low"], fc["final_high"]) == (end["final"], end["final_low"], end["final_high"])
+    steps, r = qwen.series("reward")
+    assert fc["now_steps"] == [226, 250] and fc["now"] == pytest.approx(float(r[steps >= 226].mean()))
     f = d.find("advantage_degeneration")
     # one prompt per step: the reward_std == 0 steps are the zero-spread fraction exactly
     assert f is not None and not f.evidence["lower_bound"]
@@ -514,3 +558,110 @@ def test_thresholds_are_validated():
         with pytest.raises(ParameterError) as err:
             Thresholds(**kw)
         assert err.value.parameter == name
+
+
+# --------------------------------------------------------------------------------------------
+# What a new user found on the real runs and on transformed logs (issue 13)
+# --------------------------------------------------------------------------------------------
+
+def test_a_large_fall_of_the_reward_is_unlearning_not_a_reason_to_raise_the_learning_rate():
+    # 40 rows, as run 01 logs: a collapse from 0.84 to ~0 with strongly autocorrelated residuals leaves the
+    # AR(1)-corrected slope at p ~ 0.97; the early/late rise (z ~ -16) is as significant as any rise
+    r = datasets.real_run("01")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        log = read_log(r.path)
+    f = not_learning(log)
+    assert f.severity == "critical" and f.evidence["fell"] is True
+    assert f.evidence["p_value"] < 0.99 and f.evidence["rise_z"] <= -Thresholds().trend_z
+    assert "unlearned" in f.message and "raise the learning rate" not in f.advice
+    # a fall confirmed by the slope alone (z between -3 and -2) is still critical; a flat run a warning
+    flat = [{"step": s, "reward": 0.3 + 0.05 * ((s * 7919) % 13 - 6) / 6} for s in range(1, 201)]
+    g = not_learning(from_records(flat))
+    assert g.severity == "warning" and "raise the learning rate" in g.advice
+
+
+def test_without_a_reward_zero_spread_makes_no_unhealthy_verdict(tmp_path):
+    # reward_std with zero-spread stretches but no reward (all NaN, or a --map typo): the degeneration
+    # cannot be told from saturation or the cost of a run that learns, and whether the run learns is unknown
+    recs = [{"step": s, "reward_std": 0.0 if 20 <= s < 60 else 0.3, "loss": 0.01} for s in range(1, 101)]
+    d = diagnose(from_records(recs), forecast=False)
+    assert d.verdict == "inconclusive" and not d.healthy
+    assert any("reward" in m and "learns" in m for m in d.missing)
+    f = d.find("advantage_degeneration")
+    assert f.severity == "info" and f.evidence["no_reward"] is True
+    path = tmp_path / "allnan.csv"
+    path.write_text("step,reward,reward_std,loss\n" + "".join(
+        f"{s},,{0.0 if 20 <= s < 60 else 0.3},0.01\n" for s in range(1, 101)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        d = diagnose(path, forecast=False)
+    assert d.verdict == "inconclusive"
+    assert any("every value is empty or NaN" in m for m in d.missing)  # says why the reward is missing
+
+
+def test_a_column_that_is_0_on_every_step_is_not_computed_for_every_check():
+    recs = [{"step": s, "reward": 0.2 + 0.004 * s, "reward_std": 0.3, "entropy": 0.0, "kl": 0.0,
+             "importance_ratio_mean": 0.0, "importance_ratio_max": 0.0, "grad_norm": 0.5} for s in range(1, 121)]
+    d = diagnose(from_records(recs), forecast=False)
+    for mode in ("policy_concentration", "entropy_explosion", "kl_drift", "off_policy_mismatch"):
+        assert mode not in d.checked and "0 on every step" in d.skipped[mode] and "not computed" in d.skipped[mode]
+    with pytest.raises(DataError, match="kl 0 on every step: not computed"):
+        recurring_spikes(from_records([{"step": s, "kl": 0.0, "reward": 0.1} for s in range(1, 41)]))
+    with pytest.raises(DataError, match="dynamic_instability"):  # no reward, a KL not computed: nothing to read
+        dynamic_instability(from_records([{"step": s, "kl": 0.0, "loss": 0.1} for s in range(1, 41)]))
+    assert "not checked: kl_drift (kl_drift needs kl: the column kl is 0 on every step" in d.summary()
+    # the same columns with values are checked
+    recs = [dict(r, entropy=0.5, kl=0.01 * r["step"] / 120, importance_ratio_mean=1.0) for r in recs]
+    d = diagnose(from_records(recs), forecast=False)
+    assert {"policy_concentration", "entropy_explosion", "kl_drift", "off_policy_mismatch"} <= set(d.checked)
+
+
+def test_a_learning_rate_that_is_never_positive_is_a_finding_not_a_missing_column():
+    base = [{"step": s, "reward": 0.2 + 0.004 * s, "reward_std": 0.3, "grad_norm": 0.5} for s in range(1, 121)]
+    zero = from_records([dict(r, learning_rate=0.0) for r in base])
+    f = no_update(zero)
+    assert f.severity == "critical" and "learning rate is 0 on every step" in f.message
+    d = diagnose(zero, forecast=False)
+    assert d.verdict == "unhealthy" and "no learning rate: the log's `learning_rate` is 0 on every step" in \
+        d.implied_curvature["reason"]
+    neg = from_records([dict(r, learning_rate=-5e-6) for r in base])
+    f = no_update(neg)
+    assert f.severity == "warning" and "-5e-06 on every step" in f.message
+    assert "never positive" in diagnose(neg, forecast=False).implied_curvature["reason"]
+    # a schedule that starts or ends at 0 is not a finding
+    ramp = from_records([dict(r, learning_rate=1e-5 * min(1.0, (r["step"] - 1) / 10)) for r in base])
+    assert no_update(ramp) is None
+
+
+@pytest.mark.parametrize("ratio,severity,interval", [
+    (0.5, "warning", "[0.8, 1.25]"), (0.49, "critical", "[0.5, 2]"), (2.0, "warning", "[0.8, 1.25]"),
+    (0.8, None, None)])
+def test_the_importance_ratio_bound_and_its_message_agree(ratio, severity, interval):
+    f = off_policy_mismatch(from_records([{"step": s, "importance_ratio_mean": ratio} for s in range(1, 41)]))
+    if severity is None:
+        assert f is None
+        return
+    assert f.severity == severity and f"outside {interval}" in f.message
+
+
+def test_wasted_rollouts_count_steps_not_logged_rows():
+    # a log written every 5 steps: 80 rows stand for 400 optimizer steps
+    recs = [{"step": s, "reward": 0.0 if s <= 200 else min(1.0, (s - 200) / 100) * 0.6,
+             "reward_std": 0.0 if s <= 200 else 0.4} for s in range(5, 401, 5)]
+    d = diagnose(from_records(recs), forecast=False)
+    f = d.find("advantage_degeneration")
+    assert f.severity == "info" and "cost" in f.message
+    first, last = f.steps
+    assert f.evidence["steps_in_stretch"] == last - first + 5 and f.evidence["rows_in_stretch"] * 5 == \
+        f.evidence["steps_in_stretch"]
+    assert f.evidence["wasted_steps"] == pytest.approx(f.evidence["wasted_rollout_fraction"] * (last - first + 5))
+    assert f"({f.evidence['wasted_steps']:.0f} steps' worth" in f.message
+
+
+def test_the_first_steps_of_a_warmup_from_0_are_no_learning_rate_finding():
+    # the live callback diagnoses from the first rows: four logged zeros are a warmup, not a dead config
+    recs = [{"step": s, "reward": 0.2, "reward_std": 0.3, "grad_norm": 0.4} for s in range(1, 9)]
+    for r in recs[:4]:
+        r["learning_rate"] = 0.0
+    assert no_update(from_records(recs)) is None

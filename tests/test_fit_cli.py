@@ -65,7 +65,8 @@ def test_json_forecast_and_smoothing(capsys):
     # mean of the last 20% (50 steps) as the truth
     end = d["end_of_run_forecast"]
     assert end["n_fit"] == 100 and end["clock"] == "step" and end["horizon"] == 250
-    assert end["actual"] == pytest.approx(float(np.mean(_qwen_reward()[-50:])))
+    assert end["actual"] == pytest.approx(float(np.mean(_qwen_reward()[-50:]))) and end["actual_steps"] == [201, 250]
+    assert end["current_steps"] == [91, 100]  # "now": the forecaster's level, the window's last 10%
     assert end["final_low"] <= end["final"] <= end["final_high"] and end["method"].startswith("laws in learning-rate")
 
 
@@ -86,11 +87,33 @@ def test_table_report(capsys):
     assert re.search(r"^ three_phase\s+0\.37\d", out, re.M)
     assert "best by AIC: logistic" in out
     assert "oscillator: damping ratio" in out
-    assert "forecast from the first 40% (100 points, to step 100)" in out
-    assert "actual: mean of the last 50 points 1.437" in out
-    assert "end-of-run forecast from the first 40% (to step 100, step clock): mean of the last 20% " in out
-    assert re.search(r"actual 1\.437 \((inside|outside) the band; error [+-]", out)
+    # one forecast, the benchmarked forecaster's (the law fits above describe the curve; no second,
+    # differently-banded law plateau competes with it)
+    assert out.count("forecast from the first") == 1 and "90% bootstrap band" not in out
+    assert "forecast from the first 40% of the points (100, to step 100), step clock: mean of the last 20% " in out
+    assert "now (the forecaster's current level: mean of steps 91-100) " in out
+    # the actual: the last 20% of the log, all after the fit window (steps 201-250)
+    assert re.search(r"actual: mean of steps 201-250 \(the log's last 20%, after the fit window\) 1\.437 "
+                     r"\((inside|outside) the band; error [+-]", out)
     assert "method: laws in learning-rate time (constant, exponential, logistic, Janoschek)" in out
+
+
+def test_actual_is_never_inside_the_fit_window(capsys, tmp_path):
+    """A fit fraction above 0.8: the actual is the part of the last 20% after the window (40 rows
+    logged every 5 steps, as real run 01; the old actual was the mean of the last 50 rows: the whole log)."""
+    log = tmp_path / "every5.csv"
+    log.write_text("step,reward\n" + "".join(f"{5 * i},{min(1.0, 0.02 * i)}\n" for i in range(1, 41)))
+    d = _json(capsys, str(log), "--fit-fraction", "0.9", "--n-boot", "0")
+    end = d["end_of_run_forecast"]
+    assert end["n_fit"] == 36 and end["t_fit_end"] == 180 and end["actual_steps"] == [185, 200]
+    assert end["actual"] == pytest.approx(np.mean([min(1.0, 0.02 * i) for i in range(37, 41)]))
+
+
+def test_too_few_points_are_refused(capsys, tmp_path):
+    # 5 points: three- and four-parameter laws would fit them (exit 0, a plateau, a damping ratio)
+    five = tmp_path / "five.csv"
+    five.write_text("step,reward\n" + "".join(f"{i},{0.1 * i}\n" for i in range(1, 6)))
+    assert "fit needs at least 8 points of reward" in _fails(capsys, str(five))
 
 
 # (points, best law by AIC, its plateau, the R^2 of every law) per format, measured on these logs
@@ -167,7 +190,7 @@ def test_refused_input(tmp_path, capsys):
     assert "no such file" in _fails(capsys, str(tmp_path / "missing.csv"))
     short = tmp_path / "short.csv"
     short.write_text("step,reward\n1,0.1\n2,0.2\n3,0.4\n4,0.5\n")
-    assert "at least 5 usable points" in _fails(capsys, str(short))
+    assert "at least 8 points" in _fails(capsys, str(short))
     flat = tmp_path / "flat.csv"
     flat.write_text("step,reward\n" + "".join(f"{i},0.5\n" for i in range(1, 30)))
     assert "constant" in _fails(capsys, str(flat))
@@ -235,3 +258,29 @@ def test_fit_prints_the_implied_curvature_line(capsys):
     assert d["implied_curvature"]["ok"] and d["implied_curvature"]["conventions"]["k_ref"] == 1
     d = _json(capsys, str(real_log_path("qwen2.5-3b-instruct_gsm8k_unsloth.csv")))
     assert "no learning rate" in d["implied_curvature"]["reason"]
+
+
+def test_oscillator_intervals_and_the_warm_up_note(capsys, tmp_path):
+    # an overdamped three-phase curve (k 0.03, tau 20) under a 20-step linear learning-rate warm-up
+    law = laws.models.get_law("three_phase")
+    t = np.arange(1, 301, dtype=float)
+    y = law(t, np.array([0.2, 0.8, 0.03, 20.0])) + np.random.default_rng(3).normal(0, 0.03, t.size)
+    lr = np.minimum(t / 21, 1.0) * 1e-6
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps({"step": int(s), "reward": float(v), "learning_rate": float(r)}) + "\n"
+                            for s, v, r in zip(t, y, lr)))
+    assert main(["fit", str(path), "--laws", "three_phase"]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if "oscillator: damping ratio" in x)
+    zeta, lo, hi = map(float, re.search(r"damping ratio ([\d.]+) \[([\d.]+), ([\d.]+)\]", line).groups())
+    assert lo < 1 / (2 * np.sqrt(0.03 * 20)) < hi and lo < zeta < hi and "(90% intervals)" in line
+    assert "as long as the learning-rate warm-up (20 steps)" in out
+    d = _json(capsys, str(path), "--laws", "three_phase")
+    assert d["learning_rate_warmup_steps"] == 20
+    lo_j, hi_j = d["models"]["three_phase"]["oscillator_interval"]["damping_ratio"]
+    assert lo_j == pytest.approx(lo, rel=1e-2) and hi_j == pytest.approx(hi, rel=1e-2)
+    # a constant rate: no warm-up, no note
+    path.write_text("".join(json.dumps({"step": int(s), "reward": float(v), "learning_rate": 1e-6}) + "\n"
+                            for s, v in zip(t, y)))
+    assert main(["fit", str(path), "--laws", "three_phase"]) == 0
+    assert "warm-up" not in capsys.readouterr().out

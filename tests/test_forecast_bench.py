@@ -50,11 +50,12 @@ def test_domhan_pow3_recovers_and_the_mean_has_no_band():
 
 
 def _records(truths):
-    """Synthetic untuned forecasts: law average 1.0 above the level; truths vary by run."""
+    """Synthetic untuned forecasts: law average 1.0 above the level, a late-gain unit that varies by run
+    (so the gain's tuning is exercised too); truths vary by run."""
     recs = []
     for i, tr in enumerate(truths):
         fc = plateau.PlateauForecast(0.0, 0.0, 0.0, 0.0, level=0.0, law_mean=1.0, sigma=0.5, s_boot=0.1,
-                                     _plateau_raw=1.0)
+                                     _plateau_raw=1.0, gain_unit=0.5 + 0.1 * i)
         recs.append((f"run{i}", fc, float(tr), 1.0))
     return recs
 
@@ -98,3 +99,37 @@ def test_leave_one_out_on_real_runs_at_the_40pct_cut():
     out = plateau.leave_one_out(recs)
     assert all(rec[0] not in prior.runs for rec, (_, prior) in zip(recs, out))
     assert all(fc.declined is None for fc, _ in out)
+
+
+def test_summary_scores_declines_as_hold_and_bounds_by_hindsight():
+    """Two runs at one cut: a method that declines run b is scored with hold's forecast there in
+    ``median_err_fallback``; ``hindsight_best`` takes each run's least error over the methods; the
+    ``"all"`` rows pool the cuts with the error capped at one spread."""
+    nan = float("nan")
+
+    def rec(run, method, final, declined=None):
+        return {"run": run, "cut": 0.4, "truth": 1.0, "spread": 1.0, "method": method, "final": final,
+                "plateau": final, "low": nan, "high": nan, "declined": declined}
+
+    recs = [rec("a", "hold", 1.2), rec("b", "hold", 3.0),
+            rec("a", "fit", 1.0), rec("b", "fit", nan, declined="curve_fit failed")]
+    rows = {(r["method"], r["cut"]): r for r in bench.summarise(recs)}
+    assert rows[("fit", 0.4)]["median_err"] == pytest.approx(0.0)
+    assert rows[("fit", 0.4)]["declined"] == 0.5
+    assert rows[("fit", 0.4)]["median_err_fallback"] == pytest.approx(1.0)  # median of 0 and hold's 2.0
+    assert rows[("hindsight_best", 0.4)]["median_err"] == pytest.approx(1.0)  # a: 0.0 (fit), b: 2.0 (hold)
+    assert rows[("fit", "all")]["capped_mean_err"] == pytest.approx(0.5)  # 0 and min(2, 1)
+    lo, hi = rows[("hold", 0.4)]["median_err_ci"]
+    assert 0.2 - 1e-9 <= lo <= rows[("hold", 0.4)]["median_err"] <= hi <= 2.0 + 1e-9
+
+
+def test_the_shipped_prior_is_the_committed_benchmarks_all_runs_prior():
+    """SHIPPED_PRIOR (the product's default) is the prior the committed --quick run tuned on all 20 runs."""
+    import json
+    from pathlib import Path
+
+    rows = json.loads((Path(bench.__file__).parent / "results" / "forecast.json").read_text())
+    full = next(r for r in rows if r["method"] == "plateau_prior_all_runs")
+    assert full["n"] == 20
+    assert plateau.SHIPPED_PRIOR.lam == full["lam"] and plateau.SHIPPED_PRIOR.gain == pytest.approx(full["gain"])
+    assert plateau.SHIPPED_PRIOR.q == pytest.approx(full["q"], abs=1e-4)

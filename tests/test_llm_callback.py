@@ -98,7 +98,7 @@ def test_periodic_diagnosis_prints_findings_and_forecast(tmp_path):
         reward = 0.2 + 0.6 * (1 - np.exp(-step / 25)) + rng.normal(0, 0.02)
         cb.on_log(ARGS, state, None, logs=_trl_row(step, float(reward)))
     text = out.getvalue()
-    assert text.count("[dynamics] ") >= 3 and "forecast: reward plateau" in text
+    assert text.count("[dynamics] ") >= 3 and "the mean reward over steps" in text
     fc = cb.last_diagnosis.forecast
     assert abs(fc["plateau"] - 0.8) < 0.05
     cb.on_train_end(ARGS, state, None)

@@ -10,6 +10,8 @@ import nbformat
 import pytest
 from conftest import ROOT, cli_params
 
+from grpo_dynamics.commands.experiment import NOTEBOOK_PARAMETERS
+
 NOTEBOOK_MD = ROOT / "book" / "experiments" / "grpo_llm.md"
 
 
@@ -19,22 +21,7 @@ def test_notebook_has_the_parameters_the_issue_lists():
     nb = jupytext.read(NOTEBOOK_MD)
     cells = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     assert len(cells) == 1
-    for name in (
-        "preset",
-        "model",
-        "dataset",
-        "group_size",
-        "learning_rate",
-        "momentum",
-        "steps_per_generation",
-        "num_iterations",
-        "beta",
-        "epsilon",
-        "max_steps",
-        "eval_every",
-        "seed",
-        "output_dir",
-    ):
+    for name in ("preset", "overrides", *NOTEBOOK_PARAMETERS):
         assert f"\n{name} =" in "\n" + cells[0].source, name
 
 

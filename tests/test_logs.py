@@ -317,6 +317,7 @@ CASE_LOGS = {
     "10-dead-run-memgen": ("trl", "console", 30),
     "11-no-update-ms-swift": ("trl", "jsonl", 40),
     "12-nan-late-ms-swift": ("trl", "jsonl", 60),
+    "13-kl-drift-lmbook": ("grpo_dynamics", "csv", 500),
 }
 
 
@@ -514,13 +515,16 @@ def test_non_number_cells_become_nan_with_a_warning(tmp_path):
 
 
 def test_rows_with_a_step_and_only_nan_are_dropped_with_a_count(tmp_path):
+    # an empty row is dropped with a count; a row that logged NaN holds values (NaN the run wrote): it is
+    # kept and counted once, as NaN steps, never both "dropped" and "NaN on step 3"
     csv = write(tmp_path, "r.csv", "step,reward,kl\n1,0.1,0.01\n2,,\n3,nan,nan\n4,0.4,0.04\n")
     with pytest.warns(
-        LogWarning, match="dropped 2 row\\(s\\) with a step but no metric value .*step\\(s\\) 2, 3"
+        LogWarning, match="dropped 1 row\\(s\\) with a step but no metric value .*step\\(s\\) 2\\)"
     ):
         log = read_log(csv)
-    assert log.train.index.tolist() == [1, 4]
-    assert any("dropped 2 row(s)" in n for n in log.notes)
+    assert log.train.index.tolist() == [1, 3, 4]
+    assert any("dropped 1 row(s)" in n for n in log.notes)
+    assert log.nonfinite_steps("reward").tolist() == [3] and log.nonfinite_steps("kl").tolist() == [3]
     state = {
         "log_history": [
             {"step": 1, "reward": 0.1},
@@ -529,8 +533,10 @@ def test_rows_with_a_step_and_only_nan_are_dropped_with_a_count(tmp_path):
         ]
     }
     path = write(tmp_path, "trainer_state.json", json.dumps(state))
-    with pytest.warns(LogWarning, match="dropped 1 row\\(s\\) .*step\\(s\\) 2\\)"):
-        assert read_log(path).train.index.tolist() == [1, 3]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LogWarning)  # the NaN row is not "dropped" (it was reported so, then
+        log = read_log(path)  # counted as a NaN step as well)
+    assert log.train.index.tolist() == [1, 2, 3] and log.nonfinite_steps("reward").tolist() == [2]
 
 
 def test_infinite_values_are_kept_in_the_table_and_dropped_by_series():
@@ -595,3 +601,45 @@ def test_a_user_mapped_step_wins_over_the_format_s_own(tmp_path):
         log = read_log(path, mapping={"step": "iter"})
     assert log.train.index.tolist() == [10, 20, 30]
     assert log.train["reward"].tolist() == pytest.approx([0.2, 0.3, 0.4])
+
+
+def test_an_unknown_mapping_key_is_refused_naming_the_known_ones(tmp_path):
+    path = write(tmp_path, "odd.csv", "iteration,score,my_kl\n" + "".join(f"{i},{0.1 * i},0.01\n" for i in range(1, 9)))
+    with pytest.raises(ParameterError, match=r"unknown key 'rewrad' \(did you mean 'reward'\?\); known keys: step, "):
+        read_log(path, mapping={"step": "iteration", "rewrad": "score"})
+    with pytest.raises(ParameterError, match="unknown key 'foo'"):  # would hide the KL from every check
+        read_log(path, mapping={"step": "iteration", "reward": "score", "foo": "my_kl"})
+    # the normalised names, and the per-reward-function families, are accepted
+    log = read_log(path, mapping={"step": "iteration", "reward/acc": "score", "kl": "my_kl"})
+    assert {"reward/acc", "kl"} <= set(log.train.columns)
+
+
+def test_a_csv_cut_off_mid_line_drops_its_short_last_row_with_a_warning(tmp_path):
+    rows = "".join(f"{i},0.0001,{0.1 * i:.3f},0.2,180.0,0.01\n" for i in range(1, 30))
+    path = write(tmp_path, "cut.csv", "step,loss,reward,reward_std,completion_length,kl\n" + rows + "30,0.000200,9")
+    with pytest.warns(LogWarning, match=r"line 31 \(the last\) has fewer fields than the other rows' 6 .*dropped it, "
+                                        r"kept the 29 complete row\(s\)"):
+        log = read_log(path)
+    assert log.train.index.tolist() == list(range(1, 30)) and log.train["reward"].max() < 9
+    # a short row mid-file is skipped and counted; too many are an error
+    mid = write(tmp_path, "mid.csv", "step,loss,reward\n" + "".join(
+        f"{i},0.1,0.5\n" if i != 7 else "7,0.1\n" for i in range(1, 30)))
+    with pytest.warns(LogWarning, match=r"skipped 1 corrupt line\(s\) of 29 \(rows with fewer fields than the "
+                                        r"others; line\(s\) 8\)"):
+        assert 7 not in read_log(mid).train.index
+    rows = "".join(f"{i},0.1,0.5\n" if i % 4 else f"{i},0.1\n" for i in range(1, 30))
+    with pytest.raises(DataError, match="lines are broken"):  # a quarter of the rows short: not a log to trust
+        read_log(write(tmp_path, "bad.csv", "step,loss,reward\n" + rows))
+    # a header naming a column that no row writes is a table, not cut-off rows: read as before
+    extra = write(tmp_path, "extra.csv", "step,loss,reward,extra\n" + "".join(f"{i},0.1,0.5\n" for i in range(1, 30)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LogWarning)
+        assert read_log(extra).train.index.tolist() == list(range(1, 30))
+
+
+def test_a_column_dropped_for_holding_no_number_says_so():
+    log = from_records([{"step": s, "reward": 0.1 * s, "entropy": float("nan") if s % 2 else None}
+                        for s in range(1, 20)], format="trl")
+    assert log.dropped["train"]["entropy"] == "every value is empty or NaN"
+    with pytest.raises(DataError, match="column 'entropy' was dropped: every value is empty or NaN"):
+        log.series("entropy")

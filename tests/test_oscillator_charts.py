@@ -130,7 +130,7 @@ def test_vega_runtime_computes_the_same_labels(eta, mu, k_ref):
     assert f"damping ratio ζ = {c.damping_ratio:.2f}".replace("-", "−") in texts
     exact = float(stability.critical_a_exact(mu, k_ref)[()])
     thr = [t for t in texts if t.startswith("unstable above")]
-    assert thr and f"{exact:.4f} (exact" in thr[0] and f"{(1 - mu) / k_ref:.4f} (continuous)" in thr[0]
+    assert thr and f"{exact:.3g} (exact" in thr[0] and f"{(1 - mu) / k_ref:.3g} (continuous)" in thr[0]
 
 
 @pytest.mark.parametrize("lag", ["constant", "refresh", "ratio"])
@@ -153,7 +153,7 @@ def test_optimizer_and_lag_controls_switch_the_model(lag, momentum, eta, mu, k_r
     exact = float(stability.critical_a_exact(mu, lib_k, lib_lag, momentum)[()])
     thr = [t for t in texts if t.startswith("unstable above")][0]
     words = {"constant": "constant lag", "refresh": "refresh lag", "ratio": "ratio-corrected reuse"}[lag]
-    assert f"{exact:.4f} (exact, {words})" in thr
+    assert f"{exact:.3g} (exact, {words})" in thr
     if lag == "ratio":  # no lag: no continuous threshold (was printed as "Infinity")
         assert thr.startswith("unstable above η = none (continuous)")
 
@@ -307,3 +307,59 @@ def test_slider_chart_draws_slow_growth_for_the_whole_horizon(eta, whole):
     peak = float(np.max(1.0 - trajectories.closed_form_trajectory(c, np.arange(301))))
     if eta == 0.051:
         assert peak > oc.SLIDER_FRAME[1] and len(pts) == 301
+
+
+@pytest.mark.parametrize("lag_model", sorted(oc.LAG_MODELS))
+@pytest.mark.parametrize("optimizer", sorted(oc.OPTIMIZERS))
+def test_exact_recurrence_expressions_equal_grpo_core(lag_model, optimizer):
+    """The slider chart's dashed curve: the exact recurrence unrolled into one Vega expression per
+    step, evaluated in order, is grpo_core's discrete_trajectory for every optimizer and lag model."""
+    steps = oc.exact_recurrence_expressions(80)
+    momentum, lag = oc.OPTIMIZERS[optimizer][0], oc.LAG_MODELS[lag_model][0]
+    for eta, mu, k_ref, curvature in [(0.02, 0.8, 4, 1.0), (0.055, 0.8, 4, 1.0), (0.3, 0.5, 3, 0.5),
+                                      (0.05, 0.0, 1, 2.0), (0.01, 0.95, 16, 1.3)]:
+        env = dict(eta=eta, mu=mu, k_ref=k_ref, curvature=curvature, optimizer=optimizer, lag_model=lag_model)
+        for name, ex in steps:
+            env[name] = ex.evaluate(**env)
+        got = np.array([float(env[f"e{k}"]) for k in range(81)])
+        lib_lag, lib_k = ("refresh", 1) if lag == "ratio" else (lag, k_ref)
+        c = osc.coefficients(eta, mu, lib_k, curvature, lag=lib_lag, momentum=momentum)
+        np.testing.assert_allclose(got, trajectories.discrete_trajectory(c, 80), rtol=1e-12, atol=1e-12,
+                                   err_msg=f"{momentum} {lag} {eta} {mu} {k_ref}")
+
+
+@pytest.mark.parametrize("eta", [0.053, 0.055, 0.065])
+def test_slider_chart_draws_the_exact_recurrence_that_the_verdict_is_about(eta):
+    """Issue 17: between the continuous threshold (0.05 at mu 0.8, K_ref 4) and the exact one (0.0557)
+    the verdict reads "stable (exact recurrence only)" while the closed form diverges: Vega (vl-convert)
+    also draws the exact recurrence, dashed, and it stays in the frame for all 300 steps exactly when
+    the verdict says stable (at 0.065, unstable, it leaves at step 128); the closed form is cut where
+    it leaves."""
+    import vl_convert as vlc
+
+    chart = oc.slider_chart(eta=eta, mu=0.8, k_ref=4)
+    svg = vlc.vegalite_to_svg(chart.to_dict())
+    verdict = osc.coefficients_verdict(osc.coefficients(eta, 0.8, 4, 1.0))
+    assert verdict == ("unstable" if eta > 0.0557 else "stable_exact_only")
+    assert osc.VERDICT_LABELS[verdict] in re.findall(r"<text[^>]*>([^<]*)</text>", svg)
+    exact = _line_vertices(svg, "exact_trajectory")
+    closed = _line_vertices(svg, "trajectory")
+    assert all(-0.5 <= y <= 260.5 for _, y in exact)
+    assert (exact[-1][0] == pytest.approx(480)) == (verdict == "stable_exact_only")
+    if eta == 0.055:
+        assert closed[-1][0] < 400  # the closed form leaves the frame (step ~180) ...
+        assert len(exact) == 301  # ... the exact recurrence runs all 300 steps
+    assert all(m in svg for m in oc.SLIDER_CURVES)  # the legend names both curves
+
+
+def test_slider_threshold_label_has_significant_digits():
+    """mu 0.99, K_ref 16, K 5: the thresholds are ~1.3e-4; a fixed .4f printed both as 0.0001."""
+    import vl_convert as vlc
+
+    chart = oc.slider_chart(eta=0.001, mu=0.99, k_ref=16, curvature=5.0)
+    texts = re.findall(r"<text[^>]*>([^<]*)</text>", vlc.vegalite_to_svg(chart.to_dict()))
+    (thr,) = [t for t in texts if t.startswith("unstable above")]
+    exact = float(stability.critical_a_exact(0.99, 16)[()]) / 5.0
+    continuous = (1 - 0.99) / 16 / 5.0
+    assert thr == f"unstable above η = {continuous:.3g} (continuous), {exact:.3g} (exact, constant lag)"
+    assert f"{continuous:.3g}" != f"{exact:.3g}"

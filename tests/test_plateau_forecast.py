@@ -69,6 +69,45 @@ def test_shrinkage_is_between_level_and_law():
     assert b.final_high - b.final == pytest.approx(1.645 * b.sigma)
 
 
+def test_late_gain_is_window_spread_times_remaining_learning_rate_time():
+    """``gain_unit`` = the window's spread (p95 - p5 of its 10-step rolling mean) times the remaining
+    time to the middle of the run's last 20%, in window lengths: in steps for a constant rate, shorter
+    in learning-rate time under a decaying schedule. The prior's ``gain`` shifts final and plateau and
+    widens the band."""
+    y = _exp(T, 1.0, 0.0, 0.02)
+    fc = plateau.forecast_plateau(T[:80], y[:80], horizon=500.0, prior=plateau.PlateauPrior(lam=1.0), n_boot=0)
+    roll = np.convolve(y[:80], np.ones(10) / 10, mode="valid")
+    spread = float(np.ptp(np.percentile(roll, [5, 95])))
+    assert plateau.window_spread(y[:80]) == pytest.approx(spread)
+    assert fc.gain_unit == pytest.approx(spread * (450.0 - 80.0) / 80.0)
+    g = fc.with_prior(plateau.PlateauPrior(lam=1.0, gain=0.2))
+    assert g.final == pytest.approx(fc.final + 0.2 * fc.gain_unit)
+    assert g.plateau == pytest.approx(fc.plateau + 0.2 * fc.gain_unit)
+    # the band widens by the gain added: q sqrt(sigma^2 + late^2)
+    assert g.final_high - g.final == pytest.approx(1.645 * math.hypot(fc.sigma, 0.2 * fc.gain_unit))
+    ts = np.arange(1, 501, dtype=float)
+    decay = np.maximum(1.0 - ts / 500.0, 0.05) * 1e-5
+    lr_fc = plateau.forecast_plateau(T[:80], y[:80], horizon=500.0, lr=(ts, decay), n_boot=0)
+    u = plateau.learning_rate_clock(ts, decay)
+    remaining = float(np.mean(np.interp(np.linspace(400, 500, 40), ts, u))) / u[79] - 1.0
+    assert lr_fc.gain_unit == pytest.approx(spread * remaining, rel=1e-2)
+    assert lr_fc.gain_unit < 0.6 * fc.gain_unit
+
+
+def test_tune_prior_recovers_a_planted_late_gain():
+    """Truths 0.2 gain units above the law average on every run: lam = 1 and gain = 0.2 are learned;
+    a run left out does not take part."""
+    recs = []
+    for i, unit in enumerate(np.linspace(0.5, 3.0, 12)):
+        fc = plateau.PlateauForecast(0.0, 0.0, 0.0, 0.0, level=0.0, law_mean=1.0, sigma=0.5, s_boot=0.1,
+                                     _plateau_raw=1.0, gain_unit=float(unit))
+        recs.append((f"run{i}", fc, 1.0 + 0.2 * unit, 1.0))
+    prior = plateau.tune_prior(recs)
+    assert prior.lam == 1.0 and prior.gain == pytest.approx(0.2)
+    assert "run3" not in plateau.tune_prior(recs, exclude="run3").runs
+    assert plateau.PlateauPrior().gain == 0.0 and plateau.SHIPPED_PRIOR.gain > 0
+
+
 def test_declines_short_and_flat_windows_and_refuses_bad_input():
     assert "too short" in plateau.forecast_plateau(T[:5], T[:5], horizon=10.0).declined
     assert "does not change" in plateau.forecast_plateau(T[:20], np.ones(20), horizon=40.0).declined

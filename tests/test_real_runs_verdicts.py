@@ -17,7 +17,7 @@ from grpo_core.runs.logs import from_records
 
 # run -> (expected verdict, modes that must be warning/critical, the reason, from meta.json)
 EXPECTED = {
-    "01": ("unhealthy", {"entropy_explosion", "truncation", "advantage_degeneration"},
+    "01": ("unhealthy", {"entropy_explosion", "truncation", "advantage_degeneration", "not_learning"},
            "collapses: reward 0.9 -> 0, entropy 0.13 -> 5.1, every completion at the 512 cap"),
     "03": ("healthy", set(), "rises and plateaus near the ceiling of a 0/1 reward (saturated easy task)"),
     "04": ("healthy", set(), "rises 0.64 -> 1.4 and plateaus (max 1.5); zero spread from saturation"),
@@ -122,6 +122,11 @@ def test_not_learning_flat_and_regressing_runs(verdicts):
     f = verdicts["10"].find("not_learning")
     assert f.severity == "warning" and f.evidence["p_value"] >= 0.01 and "p =" in f.message
     assert verdicts["36"].find("not_learning").severity == "critical"  # fell 12 -> 8
+    # 01 collapsed (0.84 -> 0.005 in 40 rows): the slope's p is 0.97, the rise z -16; it unlearned, and the
+    # advice is not to raise the learning rate (it ran at 1e-4)
+    f01 = verdicts["01"].find("not_learning")
+    assert f01.severity == "critical" and "unlearned" in f01.message and "raise the learning rate" not in f01.advice
+    assert "raise the learning rate" not in verdicts["36"].find("not_learning").advice
     assert verdicts["18"].find("not_learning") is None
     assert verdicts["04"].find("not_learning") is None
 
@@ -155,3 +160,14 @@ def test_too_few_checks_is_inconclusive_not_healthy():
     assert d.missing and "of the four failure-mode checks" in d.missing[0]
     assert d.to_dict()["verdict"] == "inconclusive"
     assert _diagnose("18").verdict == "healthy"
+
+
+def test_columns_0_on_every_step_are_not_checked_and_08_stays_healthy(verdicts):
+    # run 08 logs entropy and kl as 0 on every step (not computed): the checks that read them are not
+    # checked, with that reason; the advantage-degeneration and instability checks still establish health
+    d = verdicts["08"]
+    for mode in ("policy_concentration", "entropy_explosion", "kl_drift"):
+        assert mode not in d.checked and "0 on every step" in d.skipped[mode] and "(not computed)" in d.skipped[mode]
+    assert "recurring_spikes" not in d.checked and "not computed" in d.skipped["recurring_spikes"]
+    assert {"advantage_degeneration", "dynamic_instability", "not_learning"} <= set(d.checked)
+    assert d.verdict == "healthy"

@@ -95,8 +95,16 @@ def test_report_has_each_findings_evidence_what_to_try_and_the_forecasters_now()
     assert d.findings[0].mode.replace("_", " ") in first["title"]
     assert html_escape(what_to_try(d.findings[0])) in page
     if d.forecast:
-        row = re.search(r"now \(the current level as the forecaster sees it[^<]*</th><td>([^<]+)</td>", page)
-        assert float(row.group(1)) == pytest.approx(d.forecast["current"], rel=1e-3)
+        # "now" is the forecaster's current level over the steps it names (not a fixed 50-row mean)
+        a, b = d.forecast["now_steps"]
+        row = re.search(r"now \(the current level as the forecaster sees it: mean of steps (\d+)-(\d+)\)</th>"
+                        r"<td>([^<]+)</td>", page)
+        assert (float(row.group(1)), float(row.group(2))) == (a, b)
+        assert float(row.group(3)) == pytest.approx(d.forecast["now"], rel=1e-3)
+        assert d.forecast["now"] == d.forecast["end_of_run"]["current"]
+        # the band in the table is the forecaster's, and no law plateau band competes with it
+        assert f"{d.forecast['final_low']:.4g} to {d.forecast['final_high']:.4g}" in page
+        assert "forecast plateau" not in page
 
 
 def html_escape(text: str) -> str:
@@ -119,8 +127,10 @@ def test_a_run_in_progress_gets_the_forecast_of_its_planned_end():
     log.meta["max_steps"] = 500
     d = diagnostics.diagnose(log, n_boot=0)
     end = d.forecast["end_of_run"]
+    assert end.pop("horizon_kind") == "planned" and d.forecast["horizon_kind"] == "planned"
     assert end == forecast_run(log, n_boot=0) and end["final_low"] <= 1.0 <= end["final_high"]
-    assert f"end of run (step 500): mean reward of the last 20% {end['final']:.4g}" in d.summary()
+    assert (f"forecast: at the planned end of the run (step 500), the mean reward over steps 400-500 is "
+            f"{end['final']:.4g} [{end['final_low']:.4g}, {end['final_high']:.4g}]") in d.summary()
     page = render_report(log, d)
-    assert "end of the planned run (step 500): mean reward of its last 20%" in page
+    assert "where the reward ends: mean of steps 400-500 (at the planned end of the run)" in page
     assert f"{end['final_low']:.4g} to {end['final_high']:.4g}" in page

@@ -104,6 +104,31 @@ def test_every_reference_is_cited_and_every_citation_exists():
         assert re.search(r"^\s*(url|doi)\s*=", entry, re.M), f"no link: {entry.splitlines()[0]}"
 
 
+def test_citations_tell_the_sources_apart(tmp_path):
+    """Issue 17: both DeepSeek-AI reports of 2025 were cited "[DeepSeek-AI, 2025]" and DAPO "Yu and
+    others, 2025". A small Sphinx project with the book's references.bib and its bibtex settings
+    renders the citations as the book does."""
+    import shutil
+    import sys
+
+    pytest.importorskip("sphinxcontrib.bibtex")
+    shutil.copy(BOOK / "references.bib", tmp_path / "references.bib")
+    sphinx = CONFIG["sphinx"]["config"]
+    (tmp_path / "conf.py").write_text(
+        'extensions = ["sphinxcontrib.bibtex"]\nbibtex_bibfiles = ["references.bib"]\n'
+        f'bibtex_reference_style = {sphinx["bibtex_reference_style"]!r}\n'
+        f'bibtex_default_style = {sphinx["bibtex_default_style"]!r}\n')
+    (tmp_path / "index.rst").write_text(
+        "Test\n====\n\n:cite:p:`deepseek2025r1` :cite:p:`deepseek2025v32` :cite:p:`yu2025dapo` "
+        ":cite:p:`ghosh2026predictable`\n\n.. bibliography::\n")
+    subprocess.run([sys.executable, "-m", "sphinx", "-q", "-b", "html", str(tmp_path), str(tmp_path / "out")],
+                   check=True, capture_output=True, timeout=300)
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", (tmp_path / "out" / "index.html").read_text()))
+    for cited in ("[DeepSeek-AI, 2025a]", "[DeepSeek-AI, 2025b]", "[Yu et al., 2025]", "[Ghosh et al., 2026]"):
+        assert cited in text, cited
+    assert "Yu and others" not in text
+
+
 def test_bibliography_and_requirement_pins_agree():
     pin = next(line for line in (ROOT / "requirements.txt").read_text().splitlines()
                if line.startswith("sphinxcontrib-bibtex=="))

@@ -115,3 +115,12 @@ def test_study_charts_build():
     assert seen["line"]["x.title"] == "checkpoint (optimizer step)" and seen["line"]["color"] == "N"
     with pytest.raises(ParameterError, match="`summary`"):
         uc.study_chart(df.drop(columns="reward"))
+
+
+@pytest.mark.parametrize("budget, words", [(64, "(B = N/G* = 1 prompt)"), (128, "(B = N/G* = 3 prompts)")])
+def test_g_star_label_counts_prompts_in_the_right_number(grid, budget, words):
+    """Issue 17: the label read "(B = N/G* = 1 prompts)"."""
+    fifty = grid.assign(c3=grid["c1"] * 49.0**2)  # G* = 1 + sqrt(c3/c1) = 50 at every spread
+    _, texts = _svg_texts(uc.group_size_slider_chart(fifty, budget=budget))
+    (label,) = [t for t in texts if t.startswith("G* = ")]
+    assert label == f"G* = 50.0 {words}"

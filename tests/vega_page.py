@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import time
 
+import pytest
+from conftest import BUILT_HTML
+
 #: Seconds to wait for a chart to render or a label to change.
 TIMEOUT = 20.0
 
@@ -23,6 +26,14 @@ def open_page(probe, url: str) -> None:
         " return e.length > 0 && e.every(x => x.querySelector('svg, canvas')); }",
         timeout=TIMEOUT * 1000,
     )
+
+
+def open_built_page(probe, book_server: str, name: str) -> None:
+    """Open the built book's page ``name`` (``"explorers.html"``) served at ``book_server`` with
+    :func:`open_page`; skip the test when the book was built without that page."""
+    if not (BUILT_HTML / name).exists():
+        pytest.skip(f"{name} is not in the built book")
+    open_page(probe, f"{book_server}/{name}")
 
 
 def chart_index(page, params: set[str], mark: str | None = None) -> int:

@@ -23,6 +23,9 @@ import pandas as pd
 
 from .style import (
     BANDIT_REGIME_COLORS,
+    DARK2,
+    INK,
+    OKABE_ITO,
     WIDTH,
     color_scale,
     group_size_x,
@@ -166,7 +169,10 @@ def threshold_chart(measured: pd.DataFrame, boundaries: pd.DataFrame, *, width: 
     m = m.assign(source="bandit (measured)")
     b["mu"] = b["mu"].map(lambda v: f"{v:g}")
     m["mu"] = m["mu"].map(lambda v: f"{v:g}")
-    x = alt.X("k_ref:Q", title="K_ref (steps)", scale=alt.Scale(type="log", nice=False))
+    # labelled at the powers of two the data span (a log axis's default labels stopped at 9)
+    k_max = float(max(b["k_ref"].max(), m["k_ref"].max() if len(m) else 1))
+    x = alt.X("k_ref:Q", title="K_ref (steps)", scale=alt.Scale(type="log", nice=False),
+              axis=alt.Axis(values=[2**j for j in range(int(np.log2(k_max)) + 1)], format="d"))
     y = alt.Y("a_star:Q", title="critical eta*K", scale=alt.Scale(type="log"))
     color = alt.Color("mu:N", title="mu")
     panels = []
@@ -261,6 +267,11 @@ def variance_chart(
     return alt.layer(lines, bars, pts).properties(width=width, height=height)
 
 
+#: The colours of :func:`variants_chart`'s curves, in the order of the frame's labels.
+VARIANT_COLORS = [OKABE_ITO["blue"], OKABE_ITO["vermillion"], OKABE_ITO["green"], OKABE_ITO["orange"],
+                  OKABE_ITO["sky"], OKABE_ITO["pink"], DARK2["purple"], INK, DARK2["brown"]]
+
+
 def variants_chart(
     frame: pd.DataFrame, *, width: int = 240, height: int = 190, y: str = "p"
 ) -> alt.FacetChart:
@@ -288,10 +299,15 @@ def variants_chart(
     require_columns(frame, "frame", ["panel", "label", "kind", "step", y])
     titles = {"p": "expected reward p", "kl": "KL(pi || pi_ref) (nats)", "clip_ratio": "clipped fraction"}
     order = list(dict.fromkeys(frame["panel"]))
+    labels = list(dict.fromkeys(frame["label"]))
+    colours = (VARIANT_COLORS * (len(labels) // len(VARIANT_COLORS) + 1))[: len(labels)]
     return alt.Chart(frame).mark_line().encode(
         x=step_x(),
         y=alt.Y(f"{y}:Q", title=titles.get(y, y)),
-        color=alt.Color("label:N", title=None, legend=alt.Legend(orient="bottom", columns=3, labelLimit=300)),
+        # distinct colours in the frame's order (the default scheme gave the last panel's two
+        # curves, stale score and clipped surrogate, two near-identical teals)
+        color=alt.Color("label:N", title=None, scale=alt.Scale(domain=labels, range=colours),
+                        legend=alt.Legend(orient="bottom", columns=3, labelLimit=300)),
         strokeDash=alt.StrokeDash("kind:N", title=None, legend=alt.Legend(orient="bottom")),
         detail="kind:N",
         tooltip=["label:N", "kind:N", "step:Q", alt.Tooltip(f"{y}:Q", format=".4f")],

@@ -144,36 +144,21 @@ def reward_chart(log: RunLog, diagnosis=None, *, metric: str = "reward", eval_me
             x=x, y="value:Q", tooltip=["step:Q", alt.Tooltip("value:Q", format=".4g")]),
     ]
     fc = diagnosis.forecast if diagnosis is not None else None
-    if fc is not None and fc.get("metric", "reward") == metric:
+    if fc is not None and fc.get("metric", "reward") == metric and fc.get("law") is not None:
         sm_t, sm = _thin(np.asarray(fc["smoothed_t"], float), np.asarray(fc["smoothed"], float), max_points)
         smooth = pd.DataFrame({"step": sm_t, "value": sm, "curve": f"rolling mean ({fc['window']} points)"})
-        if fc.get("reliable", True):
+        if fc.get("reliable", True):  # the law that describes the curve (its own band is not the forecast's)
             ft, fv = np.asarray(fc["t"], float), np.asarray(fc["fitted"], float)
             keep = np.unique(np.linspace(0, ft.size - 1, min(ft.size, max_points)).astype(int))
-            fit = pd.DataFrame(
-                {
-                    "step": ft[keep],
-                    "value": fv[keep],
-                    "low": np.asarray(fc["fitted_low"])[keep],
-                    "high": np.asarray(fc["fitted_high"])[keep],
-                    "law": f"{fc['law']} law (R² {fc['r2_smoothed']:.2f} on the smoothed curve)",
-                }
-            )
+            fit = pd.DataFrame({"step": ft[keep], "value": fv[keep],
+                                "law": f"{fc['law']} law (R² {fc['r2_smoothed']:.2f} on the smoothed curve)"})
             color = LAW_COLORS.get(fc["law"], OKABE_ITO["blue"])
-            band = pd.DataFrame({"step": [raw["step"].min(), raw["step"].max()], "low": fc["plateau_low"],
-                                 "high": fc["plateau_high"], "plateau": fc["plateau"]})
-            layers += [
-                alt.Chart(band).mark_area(opacity=0.12, color=color).encode(x=x, y="low:Q", y2="high:Q"),
-                alt.Chart(band).mark_rule(strokeDash=[4, 4], color=color).encode(
-                    y="plateau:Q",
-                    tooltip=[alt.Tooltip("plateau:Q", format=".4g", title="forecast plateau"),
-                             alt.Tooltip("low:Q", format=".4g"), alt.Tooltip("high:Q", format=".4g")]),
-                alt.Chart(fit).mark_area(opacity=0.25, color=color).encode(x=x, y="low:Q", y2="high:Q"),
-                alt.Chart(fit).mark_line(color=color, strokeWidth=2.5).encode(
-                    x=x, y="value:Q", tooltip=["law:N", alt.Tooltip("value:Q", format=".4g")]),
-            ]
+            layers.append(alt.Chart(fit).mark_line(color=color, strokeWidth=2.5).encode(
+                x=x, y="value:Q", tooltip=["law:N", alt.Tooltip("value:Q", format=".4g")]))
         layers.append(alt.Chart(smooth).mark_line(color=INK, strokeWidth=1.5).encode(
             x=x, y="value:Q", tooltip=["curve:N", "step:Q", alt.Tooltip("value:Q", format=".4g")]))
+    if fc is not None and fc.get("metric", "reward") == metric:  # on top: the forecast and its "now"
+        layers += _forecast_layers(fc, x)
     if eval_metric is None and len(log.eval) and log.has("reward", "eval") and metric == "reward":
         eval_metric = "reward"
     if eval_metric is not None:
@@ -189,6 +174,29 @@ def reward_chart(log: RunLog, diagnosis=None, *, metric: str = "reward", eval_me
         )
     layers += _onset_rules(diagnosis)
     return alt.layer(*layers).properties(width=width, height=height)
+
+
+def _forecast_layers(fc: dict, x) -> list:
+    """The forecast of :func:`~grpo_core.runs.diagnostics.diagnose` (the benchmarked forecaster): its
+    band over the steps whose mean it forecasts (the last 20% up to the horizon), a rule at the
+    forecast, and the current level over the steps it averages. Nothing when it has no forecast."""
+    if "final" not in fc:
+        return []
+    h = float(fc["horizon"])
+    color = OKABE_ITO["vermillion"]
+    box = pd.DataFrame({"step": [0.8 * h, h], "low": fc["final_low"], "high": fc["final_high"],
+                        "forecast": fc["final"]})
+    a, b = fc["now_steps"]
+    now = pd.DataFrame({"step": [a, b], "now": fc["now"]})
+    return [
+        alt.Chart(box).mark_area(opacity=0.18, color=color).encode(x=x, y="low:Q", y2="high:Q"),
+        alt.Chart(box).mark_line(color=color, strokeWidth=2.5).encode(
+            x=x, y="forecast:Q",
+            tooltip=[alt.Tooltip("forecast:Q", format=".4g", title="forecast (mean of these steps)"),
+                     alt.Tooltip("low:Q", format=".4g"), alt.Tooltip("high:Q", format=".4g")]),
+        alt.Chart(now).mark_line(color=color, strokeWidth=2.5, strokeDash=[2, 2]).encode(
+            x=x, y="now:Q", tooltip=[alt.Tooltip("now:Q", format=".4g", title="now (current level)"), "step:Q"]),
+    ]
 
 
 def zero_spread_chart(

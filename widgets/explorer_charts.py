@@ -5,11 +5,13 @@ phase diagram, the G marked on the MSE curve). Where a builder of :mod:`widgets.
 :mod:`widgets.bandit_charts` or :mod:`widgets.ustat_charts` draws the background, these functions
 reuse it and add the layers that mark the current setting. The ``static_*`` charts compute on the
 page with no kernel (Altair params bound to sliders, Vega expressions, precomputed grids filtered
-by the params): the book's counterparts of the live explorers.
+by the params): the book's counterparts of the live explorers (the forecast's is
+:func:`widgets.laws_charts.static_forecast_chart`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -28,14 +30,14 @@ from .style import (
     FONT,
     GREY,
     NOTE,
-    OKABE_ITO,
     REGIME_COLORS,
     WIDTH,
     color_scale,
+    grid_values,
     k_ref_x,
     step_x,
 )
-from .vega_expr import var, where
+from .vega_expr import lit, var, where
 
 __all__ = [
     "CLIP",
@@ -53,9 +55,6 @@ __all__ = [
     "BANDIT_PREDICTIONS",
     "static_bandit_grid",
     "static_bandit_chart",
-    "STATIC_FORECAST_PARAMS",
-    "static_forecast_grid",
-    "static_forecast_chart",
 ]
 
 #: Plotted values of ``e / e0`` (or progress) are clipped to this range, so an unstable run
@@ -283,6 +282,19 @@ def phase_point_chart(frames: dict[str, pd.DataFrame], *, width: int = 360,
     return layers.properties(width=width, height=height)
 
 
+def _phase_frame(rows: list[dict], mu_grid, lag: str, momentum: str) -> tuple[float, float]:
+    """The y-domain of :func:`static_phase_chart`: whole decades holding every boundary of the slider
+    grid (exact ``rows`` and continuous) with a quarter of room, and the point's least ``eta K``
+    (1e-4: the sliders' least ``eta`` times least ``K``) and ``eta K = 1``."""
+    exact = [r["a_star"] for r in rows if math.isfinite(r["a_star"])]
+    with np.errstate(divide="ignore"):
+        cont = stability.critical_a_continuous(np.asarray(mu_grid)[:, None], np.asarray(PHASE_K_REFS)[None, :],
+                                               lag, momentum)
+    cont = [float(v) for v in np.ravel(cont) if np.isfinite(v) and v > 0]
+    least, most = min(exact + cont + [1e-4 * 1.25]), max(exact + cont + [1.0])
+    return 10.0 ** math.floor(math.log10(least / 1.25)), 10.0 ** math.ceil(math.log10(most * 1.25))
+
+
 def static_phase_chart(
     eta: float = 0.02,
     curvature: float = 1.0,
@@ -309,7 +321,12 @@ def static_phase_chart(
       (``overdamped``, ``critically damped``, ``underdamped``) when the exact recurrence is
       stable, else ``unstable`` (exact recurrence); ``stable (exact recurrence only)`` between the
       two thresholds (heavy ball, constant lag: the exact threshold lies above the paper's);
-    * ``phase_point_label``: ``"η·K = 0.02, K_ref = 4"``.
+    * ``phase_point_label``: ``"η·K = 0.02, K_ref = 4 (exact threshold 0.0557)"``.
+
+    Both labels sit above the plot; the key (``phase_key``) below the axes. The y-domain holds every
+    boundary of the slider grid (:func:`_phase_frame`), so no boundary is flattened onto an edge; the
+    x-domain is padded so the point is whole at ``K_ref = 1`` and 64; a point outside the frame is
+    drawn on its edge as a triangle pointing where it lies (``phase_point``'s shape).
 
     The chart asks vega-embed for the SVG renderer, so the labels are ``<text>`` elements.
 
@@ -358,12 +375,19 @@ def static_phase_chart(
                   bind=alt.binding_select(options=list(PHASE_K_REFS), name="K_ref (refresh interval) ")),
     ]
     mu_grid = np.round(np.arange(0.0, 0.995, 0.01), 2)
-    table = alt.Data(values=stability.exact_threshold_rows(mu_grid, PHASE_K_REFS, lag, momentum))
-    lo, hi = 1e-3, 4.0
-    x = k_ref_x(domain=[1, 64])
-    y = alt.Y("a_star:Q", title="η·K (per step)", scale=alt.Scale(type="log", domain=[lo, hi], nice=False))
-    exact_line = alt.Chart(table).transform_filter("datum.m == round(mu * 100)").transform_calculate(
-        a_star=f"clamp(datum.a_star, {lo}, {hi})").mark_line(color=ACCENT, strokeWidth=2.5, clip=True).encode(
+    rows = stability.exact_threshold_rows(mu_grid, PHASE_K_REFS, lag, momentum)
+    table = alt.Data(values=rows)
+    lo, hi = _phase_frame(rows, mu_grid, lag, momentum)
+    # the K_ref axis padded by a quarter of a notch either side: a point at K_ref = 1 or 64 is whole
+    x = k_ref_x(domain=[PHASE_K_REFS[0] / 1.25, PHASE_K_REFS[-1] * 1.25])
+    decades = [10.0 ** j for j in range(round(math.log10(lo)), round(math.log10(hi)) + 1)]
+    y = alt.Y("a_star:Q", title="η·K (per step)", scale=alt.Scale(type="log", domain=[lo, hi], nice=False),
+              axis=alt.Axis(values=decades, format="~g"))
+    # The frame holds every boundary of the slider grid; a point that would still fall outside is
+    # filtered out of the line (cut, not drawn flat along the edge).
+    in_frame = f"isFinite(datum.a_star) && datum.a_star >= {lo!r} && datum.a_star <= {hi!r}"
+    exact_line = alt.Chart(table).transform_filter("datum.m == round(mu * 100)").transform_filter(
+        in_frame).mark_line(color=ACCENT, strokeWidth=2.5, clip=True).encode(
         x=x, y=y).properties(name="exact_boundary")
     k_var = var("k", "datum.k_ref")
     # The continuous threshold as an expression of (mu, k_ref): C = 0 (coefficients' formula).
@@ -374,30 +398,35 @@ def static_phase_chart(
     g_star = (1.0 - var("mu")) / d1
     a_cont = g_star if momentum == "heavy_ball" else g_star / (1.0 - var("mu"))
     cont_line = alt.Chart(alt.Data(values=[{"k_ref": k} for k in PHASE_K_REFS])).transform_calculate(
-        a_star=f"clamp({where(d1 > 0, a_cont, hi)}, {lo}, {hi})",
-    ).mark_line(color=ACCENT, strokeDash=[6, 3], strokeWidth=1.5, clip=True).encode(x=x, y=y).properties(
+        a_star=str(where(d1 > 0, a_cont, lit(math.inf))),  # no lag (refresh, K_ref = 1): no boundary
+    ).transform_filter(in_frame).mark_line(
+        color=ACCENT, strokeDash=[6, 3], strokeWidth=1.5, clip=True).encode(x=x, y=y).properties(
         name="continuous_boundary")
-    # The current point, with the exact boundary at its K_ref looked up from the table.
+    # The current point, with the exact boundary at its K_ref looked up from the table; outside the
+    # frame it is drawn on the edge as a triangle pointing where it lies (as the fitting chart does).
     point_base = alt.Chart(table).transform_filter("datum.m == round(mu * 100) && datum.k_ref == k_ref") \
         .transform_calculate(a_exact="datum.a_star", a=str(ex["a"])) \
-        .transform_calculate(verdict=str(ex["verdict"]), a_plot=f"clamp(datum.a, {lo}, {hi})")
+        .transform_calculate(verdict=str(ex["verdict"]), a_plot=f"clamp(datum.a, {lo!r}, {hi!r})",
+                             shape=f"datum.a > {hi!r} ? 'triangle-up' : datum.a < {lo!r} ? 'triangle-down'"
+                                   " : 'diamond'")
     colour = alt.Color("verdict:N", legend=None, scale=color_scale(REGIME_COLORS))
-    point = point_base.mark_point(shape="diamond", size=200, filled=True, stroke="black",
-                                  strokeWidth=1).encode(
+    point = point_base.mark_point(size=200, filled=True, stroke="black", strokeWidth=1).encode(
         x="k_ref:Q", y=alt.Y("a_plot:Q", scale=alt.Scale(type="log", domain=[lo, hi], nice=False)),
-        color=colour).properties(name="phase_point")
-    regime_text = point_base.mark_text(align="left", baseline="top", fontSize=FONT["verdict"],
-                                       fontWeight="bold", dx=8, dy=6).encode(
-        x=alt.value(0), y=alt.value(0), text="verdict:N", color=colour).properties(name="phase_regime_label")
+        shape=alt.Shape("shape:N", scale=None), color=colour).properties(name="phase_point")
+    # the two labels above the plot, where no point or boundary can lie under them
+    regime_text = point_base.mark_text(align="left", baseline="bottom", fontSize=FONT["verdict"],
+                                       fontWeight="bold").encode(
+        x=alt.value(0), y=alt.value(-24), text="verdict:N", color=colour).properties(name="phase_regime_label")
     point_text = point_base.transform_calculate(
-        label="'η·K = ' + format(datum.a, '.3g') + ', K_ref = ' + datum.k_ref "
-              "+ ' (exact threshold ' + format(datum.a_exact, '.3g') + ')'",
-    ).mark_text(align="left", baseline="top", fontSize=12, dx=8, dy=30, color=NOTE).encode(
-        x=alt.value(0), y=alt.value(0), text="label:N").properties(name="phase_point_label")
+        label="'η·K = ' + format(datum.a, '.3~g') + ', K_ref = ' + datum.k_ref "
+              "+ ' (exact threshold ' + format(datum.a_exact, '.3~g') + ')'",
+    ).mark_text(align="left", baseline="bottom", fontSize=12, color=NOTE).encode(
+        x=alt.value(0), y=alt.value(-6), text="label:N").properties(name="phase_point_label")
+    # the key under the x-axis title, out of the plot (it was drawn over the boundaries' low end)
     legend = alt.Chart(alt.Data(values=[
         {"y": 0, "text": f"solid: exact boundary ({lag} lag); dashed: continuous C = 0"}])).mark_text(
-        align="right", baseline="bottom", fontSize=11, color=ACCENT, dx=-4, dy=-4).encode(
-        x=alt.value(width), y=alt.value(height), text="text:N")
+        align="left", baseline="top", fontSize=11, color=ACCENT).encode(
+        x=alt.value(0), y=alt.value(height + 42), text="text:N").properties(name="phase_key")
     layers = alt.layer(exact_line, cont_line, point, regime_text, point_text, legend)
     return layers.add_params(*params).properties(
         width=width, height=height, usermeta={"embedOptions": {"renderer": "svg", "actions": False}})
@@ -590,17 +619,6 @@ def static_bandit_grid(
     return {"curves": pd.concat(rows, ignore_index=True), "labels": pd.DataFrame(labels)}
 
 
-def _grid_values(grid: dict[str, pd.DataFrame], name: str, value) -> list:
-    """The sorted values of the slider ``name`` in a static grid's ``labels``; a ParameterError if ``value`` is not
-    one of them."""
-    from grpo_core.errors import ParameterError
-
-    values = sorted(grid["labels"][name].unique())
-    if value not in values:
-        raise ParameterError(name, f"`{name}` must be one of the grid's values {values}; got {value}")
-    return values
-
-
 def static_bandit_chart(grid: dict[str, pd.DataFrame], k_ref: int = 4, *, width: int = 540,
                         height: int = 260) -> alt.LayerChart:
     """Bandit runs filtered by a ``K_ref`` slider on the page (no kernel).
@@ -626,7 +644,7 @@ def static_bandit_chart(grid: dict[str, pd.DataFrame], k_ref: int = 4, *, width:
     ParameterError
         If ``k_ref`` is not in the grid.
     """
-    ks = _grid_values(grid, "k_ref", k_ref)
+    ks = grid_values(grid, "k_ref", k_ref)
     param = alt.param(name="k_ref", value=int(k_ref),
                       bind=alt.binding_range(min=int(ks[0]), max=int(ks[-1]), step=1, name="K_ref (lag) "))
     names = list(dict.fromkeys(grid["curves"]["curve"]))
@@ -652,138 +670,4 @@ def static_bandit_chart(grid: dict[str, pd.DataFrame], k_ref: int = 4, *, width:
         align="left", baseline="bottom", fontSize=12, color=NOTE, dx=6, dy=-6, limit=width - 12).encode(
         x=alt.value(0), y=alt.value(height), text="detail:N").properties(name="bandit_detail_label")
     return alt.layer(lines, text, detail).add_params(param).properties(
-        width=width, height=height, usermeta={"embedOptions": {"renderer": "svg", "actions": False}})
-
-
-#: Names of :func:`static_forecast_chart`'s params.
-STATIC_FORECAST_PARAMS = ("fraction",)
-
-
-def static_forecast_grid(t, y, *, fractions: Sequence[float] = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
-                         law: str = "best", level: float = 0.9, tail: int = 50) -> dict[str, pd.DataFrame]:
-    """Plateau forecasts from growing fit windows of one reward curve, precomputed for a slider.
-
-    Each fraction is one call of :func:`grpo_core.laws.forecast` (delta-method band, so the grid
-    is cheap to build); a fraction whose window is too short is left out.
-
-    Returns
-    -------
-    dict
-        ``points`` (``step``, ``reward``), ``curves`` (``fraction``, ``step``, ``forecast``, ``low``,
-        ``high``) and ``labels`` (one row per fraction: ``fraction``, ``t_fit_end``, ``plateau``,
-        ``low``, ``high``, ``actual``, ``text``).
-
-    Raises
-    ------
-    DataError
-        If no fraction gives a usable window.
-    """
-    import warnings
-
-    from grpo_core import laws
-    from grpo_core.errors import DataError
-
-    t = np.asarray(t, float)
-    y = np.asarray(y, float)
-    curves, labels = [], []
-    for f in fractions:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                fc = laws.forecast(t, y, law=law, fraction=f, level=level, n_boot=0, tail=tail)
-            except DataError:
-                continue
-        key = int(round(f * 100))
-        span = float(np.ptp(y)) or 1.0
-        lo, hi = float(np.min(y)) - span, float(np.max(y)) + span  # keep wild forecasts in frame
-        curves.append(
-            pd.DataFrame(
-                {
-                    "fraction": key,
-                    "step": fc.t,
-                    "forecast": np.clip(fc.curve, lo, hi),
-                    "low": np.clip(fc.curve_low, lo, hi),
-                    "high": np.clip(fc.curve_high, lo, hi),
-                }
-            )
-        )
-        actual = fc.actual_tail_mean
-        labels.append({"fraction": key, "t_fit_end": fc.t_fit_end, "plateau": fc.plateau,
-                       "low": fc.plateau_low, "high": fc.plateau_high, "actual": actual,
-                       "text": f"fit on the first {key}% ({fc.law}): plateau {fc.plateau:.3f} "
-                               f"[{fc.plateau_low:.3f}, {fc.plateau_high:.3f}]"
-                               + ("" if actual is None else f"; actual {actual:.3f}")})
-    if not labels:
-        raise DataError("no fit window is long enough for a forecast")
-    return {"points": pd.DataFrame({"step": t, "reward": y}), "curves": pd.concat(curves, ignore_index=True),
-            "labels": pd.DataFrame(labels)}
-
-
-def static_forecast_chart(grid: dict[str, pd.DataFrame], fraction: int = 40, *, metric: str = "reward",
-                          width: int = WIDTH["wide"], height: int = 260) -> alt.LayerChart:
-    """The forecast for the fit window chosen with a slider on the page (no kernel).
-
-    Parameters
-    ----------
-    grid : dict
-        From :func:`static_forecast_grid`.
-    fraction : int
-        Initial slider position, in percent (one of the grid's).
-    metric : str
-        y-axis title.
-    width, height : int
-
-    Returns
-    -------
-    alt.LayerChart
-        A param ``fraction`` (percent) bound to a range slider; the data, the fit window's end, the
-        forecast curve and band, the plateau band, and a text mark named ``forecast_label``.
-
-    Raises
-    ------
-    ParameterError
-        If ``fraction`` is not in the grid.
-    """
-    fs = _grid_values(grid, "fraction", fraction)
-    step = int(np.min(np.diff(fs))) if len(fs) > 1 else 1
-    param = alt.param(name="fraction", value=int(fraction),
-                      bind=alt.binding_range(min=int(fs[0]), max=int(fs[-1]), step=step,
-                                             name="fit on the first % of the steps "))
-    x = step_x()
-    # One frame for every slider position (the data's range, with room for the label on top):
-    # a wild forecast runs out of the frame and is flagged, instead of rescaling the axis.
-    yv = grid["points"]["reward"].to_numpy(float)
-    span = float(np.ptp(yv)) or 1.0
-    y_lo, y_hi = float(np.min(yv)) - 0.1 * span, float(np.max(yv)) + 0.45 * span
-    y = alt.Y("reward:Q", title=metric, scale=alt.Scale(domain=[y_lo, y_hi], nice=False))
-    points = alt.Chart(grid["points"]).mark_circle(size=12, color=GREY, opacity=0.5).encode(x=x, y=y)
-    sel = "datum.fraction == fraction"
-    band = (
-        alt.Chart(grid["curves"])
-        .transform_filter(sel)
-        .mark_area(opacity=0.25, color=OKABE_ITO["blue"], clip=True)
-        .encode(x="step:Q", y="low:Q", y2="high:Q")
-    )
-    curve = (
-        alt.Chart(grid["curves"])
-        .transform_filter(sel)
-        .mark_line(color=OKABE_ITO["blue"], strokeWidth=2, clip=True)
-        .encode(x="step:Q", y="forecast:Q")
-        .properties(name="forecast_curve")
-    )
-    labels = alt.Chart(grid["labels"]).transform_filter(sel)
-    window = labels.mark_rule(strokeDash=[4, 3], color="#555").encode(x="t_fit_end:Q")
-    plateau = labels.mark_rule(color=OKABE_ITO["blue"], strokeDash=[6, 3], clip=True).encode(y="plateau:Q")
-    text = labels.mark_text(align="left", baseline="top", fontSize=13, dx=6, dy=6).encode(
-        x=alt.value(0), y=alt.value(0), text="text:N").properties(name="forecast_label")
-    off = (
-        labels.transform_filter(f"datum.plateau > {y_hi!r} || datum.plateau < {y_lo!r}")
-        .transform_calculate(
-            note=f"datum.plateau > {y_hi!r} ? '▲ plateau above the frame' : '▼ plateau below the frame'",
-        )
-        .mark_text(align="right", baseline="bottom", fontSize=12, color=OKABE_ITO["blue"], dx=-6, dy=-6)
-        .encode(x=alt.value(width), y=alt.value(height), text="note:N")
-        .properties(name="forecast_off_axis")
-    )
-    return alt.layer(points, band, curve, window, plateau, text, off).add_params(param).properties(
         width=width, height=height, usermeta={"embedOptions": {"renderer": "svg", "actions": False}})

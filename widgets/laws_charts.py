@@ -8,6 +8,8 @@ fitting happens here.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import altair as alt
 import numpy as np
 import pandas as pd
@@ -15,7 +17,7 @@ import pandas as pd
 from grpo_core import laws as _laws
 from grpo_core.errors import ParameterError
 
-from .style import GREY, GREYS, INK, OKABE_ITO, WIDTH, require_columns, step_x
+from .style import GREY, GREYS, INK, OKABE_ITO, WIDTH, grid_values, require_columns, step_x
 
 __all__ = [
     "LAW_COLORS",
@@ -25,6 +27,9 @@ __all__ = [
     "residuals_chart",
     "forecast_chart",
     "forecast_sweep_chart",
+    "STATIC_FORECAST_PARAMS",
+    "static_forecast_grid",
+    "static_forecast_chart",
 ]
 
 #: One colour per law, shared by every chart (colour-blind safe, Okabe-Ito).
@@ -433,7 +438,8 @@ def forecast_sweep_chart(
         One point and error bar per (fraction, law), offset by law, and the actual plateau as a
         black line. The axis spans at most three times the data's range around the actual value;
         a plateau beyond it is drawn at the edge as a triangle pointing its way (the tooltip gives
-        its value), and bands are cut at the edge.
+        its value), and bands are cut at the edge, where an open arrowhead (mark
+        ``band_clipped_ends``, present only when a band is cut) points the way the band runs on.
 
     Raises
     ------
@@ -446,8 +452,8 @@ def forecast_sweep_chart(
     >>> from grpo_core.laws import forecast_sweep
     >>> t = np.arange(1, 201); y = 1 - np.exp(-t / 40) + np.random.default_rng(0).normal(0, 0.02, 200)
     >>> sweep = forecast_sweep(t, y, fractions=(0.4, 0.6), laws=("exponential",), n_boot=0)
-    >>> len(forecast_sweep_chart(sweep).layer)
-    3
+    >>> len(forecast_sweep_chart(sweep).layer)  # actual, bars, points; the cut band ends and their key
+    5
     """
     require_columns(sweep, "sweep", ["fraction", "law", "plateau", "low", "high", "actual"],
                     source="grpo_core.laws.forecast_sweep")
@@ -480,7 +486,8 @@ def forecast_sweep_chart(
         .mark_point(size=70, filled=True, opacity=1)
         .encode(
             x=x,
-            y=alt.Y("plateau_c:Q", title="forecast plateau", scale=alt.Scale(domain=[lo, hi])),
+            # not niced: the window's ends are the frame's edges, where cut bands end
+            y=alt.Y("plateau_c:Q", title="forecast plateau", scale=alt.Scale(domain=[lo, hi], nice=False)),
             color=color,
             shape=alt.Shape(
                 "where:N",
@@ -500,4 +507,163 @@ def forecast_sweep_chart(
     truth = alt.Chart(pd.DataFrame({"actual": [actual]})).mark_rule(color="black", strokeDash=[4, 3]).encode(
         y="actual:Q"
     )
-    return alt.layer(truth, bars, dots).properties(width=width, height=height)
+    # a band cut at the axis's edge ends in an open arrowhead there, pointing the way it goes on
+    # (a band [-66800, 66856] and one [-2.4, 7.5] were drawn alike, as bars from edge to edge)
+    ends = pd.concat([
+        data.loc[data["high"] > hi].assign(edge=hi, angle=0, side="band runs on above"),
+        data.loc[data["low"] < lo].assign(edge=lo, angle=180, side="band runs on below"),
+    ], ignore_index=True)
+    ends = ends[["x", "law", "fraction", "low", "high", "edge", "angle", "side"]]
+    clipped = (
+        alt.Chart(ends)
+        .mark_point(shape="triangle-up", size=90, filled=False, strokeWidth=2, opacity=1)
+        .encode(
+            x=x,
+            y=alt.Y("edge:Q", scale=alt.Scale(domain=[lo, hi], nice=False)),
+            angle=alt.Angle("angle:Q", scale=None),
+            color=color,
+            tooltip=["law:N", "side:N", alt.Tooltip("fraction:Q", format=".0%"),
+                     alt.Tooltip("low:Q", format=".3g"), alt.Tooltip("high:Q", format=".3g")],
+        )
+        .properties(name="band_clipped_ends")
+    )
+    key = alt.Chart(pd.DataFrame({"text": ["open triangle: the band runs on past the axis"]})).mark_text(
+        align="right", baseline="top", fontSize=11, color=INK).encode(
+        x=alt.value(width), y=alt.value(height + 40), text="text:N").properties(name="band_clipped_key")
+    layers = [truth, bars, dots] + ([clipped, key] if len(ends) else [])
+    return alt.layer(*layers).properties(width=width, height=height)
+
+
+#: Names of :func:`static_forecast_chart`'s params.
+STATIC_FORECAST_PARAMS = ("fraction",)
+
+
+def static_forecast_grid(t, y, *, fractions: Sequence[float] = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
+                         law: str = "best", level: float = 0.9, tail: int = 50) -> dict[str, pd.DataFrame]:
+    """Plateau forecasts from growing fit windows of one reward curve, precomputed for a slider.
+
+    Each fraction is one call of :func:`grpo_core.laws.forecast` (delta-method band, so the grid
+    is cheap to build); a fraction whose window is too short is left out.
+
+    Returns
+    -------
+    dict
+        ``points`` (``step``, ``reward``), ``curves`` (``fraction``, ``step``, ``forecast``, ``low``,
+        ``high``) and ``labels`` (one row per fraction: ``fraction``, ``t_fit_end``, ``plateau``,
+        ``low``, ``high``, ``actual``, ``text``).
+
+    Raises
+    ------
+    DataError
+        If no fraction gives a usable window.
+    """
+    import warnings
+
+    from grpo_core import laws
+    from grpo_core.errors import DataError
+
+    t = np.asarray(t, float)
+    y = np.asarray(y, float)
+    curves, labels = [], []
+    for f in fractions:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                fc = laws.forecast(t, y, law=law, fraction=f, level=level, n_boot=0, tail=tail)
+            except DataError:
+                continue
+        key = int(round(f * 100))
+        span = float(np.ptp(y)) or 1.0
+        lo, hi = float(np.min(y)) - span, float(np.max(y)) + span  # keep wild forecasts in frame
+        curves.append(
+            pd.DataFrame(
+                {
+                    "fraction": key,
+                    "step": fc.t,
+                    "forecast": np.clip(fc.curve, lo, hi),
+                    "low": np.clip(fc.curve_low, lo, hi),
+                    "high": np.clip(fc.curve_high, lo, hi),
+                }
+            )
+        )
+        actual = fc.actual_tail_mean
+        labels.append({"fraction": key, "t_fit_end": fc.t_fit_end, "plateau": fc.plateau,
+                       "low": fc.plateau_low, "high": fc.plateau_high, "actual": actual,
+                       # the law as a reader writes it ("three-phase"), not its code name
+                       "text": f"fit on the first {key}% ({fc.law.replace('_', '-')}): plateau {fc.plateau:.3f} "
+                               f"[{fc.plateau_low:.3f}, {fc.plateau_high:.3f}]"
+                               + ("" if actual is None else f"; actual {actual:.3f}")})
+    if not labels:
+        raise DataError("no fit window is long enough for a forecast")
+    return {"points": pd.DataFrame({"step": t, "reward": y}), "curves": pd.concat(curves, ignore_index=True),
+            "labels": pd.DataFrame(labels)}
+
+
+def static_forecast_chart(grid: dict[str, pd.DataFrame], fraction: int = 40, *, metric: str = "reward",
+                          width: int = WIDTH["wide"], height: int = 260) -> alt.LayerChart:
+    """The forecast for the fit window chosen with a slider on the page (no kernel).
+
+    Parameters
+    ----------
+    grid : dict
+        From :func:`static_forecast_grid`.
+    fraction : int
+        Initial slider position, in percent (one of the grid's).
+    metric : str
+        y-axis title.
+    width, height : int
+
+    Returns
+    -------
+    alt.LayerChart
+        A param ``fraction`` (percent) bound to a range slider; the data, the fit window's end, the
+        forecast curve and band, the plateau band, and a text mark named ``forecast_label``.
+
+    Raises
+    ------
+    ParameterError
+        If ``fraction`` is not in the grid.
+    """
+    fs = grid_values(grid, "fraction", fraction)
+    step = int(np.min(np.diff(fs))) if len(fs) > 1 else 1
+    param = alt.param(name="fraction", value=int(fraction),
+                      bind=alt.binding_range(min=int(fs[0]), max=int(fs[-1]), step=step,
+                                             name="fit on the first % of the steps "))
+    x = step_x()
+    # One frame for every slider position (the data's range, with room for the label on top):
+    # a wild forecast runs out of the frame and is flagged, instead of rescaling the axis.
+    yv = grid["points"]["reward"].to_numpy(float)
+    span = float(np.ptp(yv)) or 1.0
+    y_lo, y_hi = float(np.min(yv)) - 0.1 * span, float(np.max(yv)) + 0.45 * span
+    y = alt.Y("reward:Q", title=metric, scale=alt.Scale(domain=[y_lo, y_hi], nice=False))
+    points = alt.Chart(grid["points"]).mark_circle(size=12, color=GREY, opacity=0.5).encode(x=x, y=y)
+    sel = "datum.fraction == fraction"
+    band = (
+        alt.Chart(grid["curves"])
+        .transform_filter(sel)
+        .mark_area(opacity=0.25, color=OKABE_ITO["blue"], clip=True)
+        .encode(x="step:Q", y="low:Q", y2="high:Q")
+    )
+    curve = (
+        alt.Chart(grid["curves"])
+        .transform_filter(sel)
+        .mark_line(color=OKABE_ITO["blue"], strokeWidth=2, clip=True)
+        .encode(x="step:Q", y="forecast:Q")
+        .properties(name="forecast_curve")
+    )
+    labels = alt.Chart(grid["labels"]).transform_filter(sel)
+    window = labels.mark_rule(strokeDash=[4, 3], color="#555").encode(x="t_fit_end:Q")
+    plateau = labels.mark_rule(color=OKABE_ITO["blue"], strokeDash=[6, 3], clip=True).encode(y="plateau:Q")
+    text = labels.mark_text(align="left", baseline="top", fontSize=13, dx=6, dy=6).encode(
+        x=alt.value(0), y=alt.value(0), text="text:N").properties(name="forecast_label")
+    off = (
+        labels.transform_filter(f"datum.plateau > {y_hi!r} || datum.plateau < {y_lo!r}")
+        .transform_calculate(
+            note=f"datum.plateau > {y_hi!r} ? '▲ plateau above the frame' : '▼ plateau below the frame'",
+        )
+        .mark_text(align="right", baseline="bottom", fontSize=12, color=OKABE_ITO["blue"], dx=-6, dy=-6)
+        .encode(x=alt.value(width), y=alt.value(height), text="note:N")
+        .properties(name="forecast_off_axis")
+    )
+    return alt.layer(points, band, curve, window, plateau, text, off).add_params(param).properties(
+        width=width, height=height, usermeta={"embedOptions": {"renderer": "svg", "actions": False}})

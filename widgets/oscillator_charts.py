@@ -4,8 +4,9 @@ Every builder is a pure function returning an ``alt.Chart`` (or layered/concaten
 numbers come from :mod:`grpo_core.model.oscillator` and :mod:`grpo_core.model.stability`.
 
 * :func:`slider_chart` -- THE static slider chart: sliders bound to the top-level params ``eta``,
-  ``mu``, ``k_ref`` and ``curvature``; the closed-form trajectory is computed in the page's Vega
-  runtime from :func:`oscillator_expressions` (no kernel needed), with text marks named
+  ``mu``, ``k_ref`` and ``curvature``; the closed-form trajectory and the exact recurrence are computed
+  in the page's Vega runtime from :func:`oscillator_expressions` and :func:`exact_recurrence_expressions`
+  (no kernel needed), with text marks named
   ``regime_label`` (exactly ``overdamped``, ``critically damped``, ``underdamped`` or ``unstable``),
   ``zeta_label`` and ``threshold_label``.
 * :func:`phase_diagram_chart` -- critical ``eta*K`` against ``K_ref`` for several ``mu``: the
@@ -33,21 +34,23 @@ from grpo_core.validation import check_integer
 from .style import (
     ACCENT,
     FONT,
+    INK,
     NOTE,
     REGIME_COLORS,
-    color_scale,
     k_ref_x,
     require_columns,
 )
-from .vega_expr import Expr, fn, lit, var, where
+from .vega_expr import Expr, field_at, fn, lit, var, where
 
 __all__ = [
     "SLIDER_PARAMS",
     "UNSTABLE_FRAME",
     "SLIDER_FRAME",
     "SLIDER_CAP",
+    "SLIDER_CURVES",
     "cut_at_frame",
     "oscillator_expressions",
+    "exact_recurrence_expressions",
     "slider_chart",
     "regime_examples",
     "phase_diagram_data",
@@ -64,6 +67,14 @@ OPTIMIZERS = {0: ("heavy_ball", "SGD, heavy ball"), 1: ("ema", "Adam (EMA, μ = 
 #: The slider chart's lag-model control: param value -> (lag model, label).
 LAG_MODELS = {0: ("constant", "constant lag"), 1: ("refresh", "refresh (stale reuse)"),
               2: ("ratio", "ratio-corrected reuse")}
+#: The slider chart's two curves (legend labels): the continuous closed form (solid) and the exact
+#: discrete recurrence (dashed), which the verdict is about.
+SLIDER_CURVES = ("closed form (continuous)", "exact recurrence")
+#: Colour of the exact recurrence in :func:`slider_chart`.
+EXACT_COLOR = INK
+#: d3-format of the thresholds in :func:`slider_chart`'s ``threshold_label``: three significant digits
+#: (a fixed ``.4f`` printed 0.000171 and 0.000129 both as ``0.0001``).
+THRESHOLD_FORMAT = ".3~g"
 #: Least y-range of :func:`slider_chart` (reward progress; a stable trajectory from rest stays in it).
 SLIDER_FRAME = (-0.5, 2.0)
 #: Most y-range of :func:`slider_chart`: the plateau 1 plus or minus 4 (a growing curve is cut there).
@@ -253,6 +264,53 @@ def _switched_expressions() -> dict[str, Expr]:
     return {key: pick(key) for key in ("response", "damping_ratio", "verdict", "continuous_eta")}
 
 
+def exact_recurrence_expressions(horizon: int) -> list[tuple[str, Expr]]:
+    """The exact discrete recurrence from rest, unrolled into one expression per step for the page.
+
+    The recurrence of :func:`grpo_core.model.noise.simulate` without noise (the curve of
+    :func:`grpo_core.model.trajectories.discrete_trajectory`), ``e_0 = 1`` and ``e_j = 1`` for ``j < 0``:
+
+    .. math:: e_{k+1} = e_k + \\mu (e_k - e_{k-1}) - g\\, e_{k - d_k},
+
+    ``g = eta * curvature`` (heavy ball) or ``(1 - mu) eta curvature`` (Adam's EMA, ``optimizer = 1``),
+    ``d_k = k_ref`` (constant lag, ``lag_model = 0``), ``k mod k_ref`` (refresh lag, ``lag_model = 1``)
+    or 0 (ratio-corrected reuse, ``lag_model = 2``: the on-policy recurrence). Vega has no loops: step
+    ``k + 1`` is the datum field ``e<k+1>``, computed from the fields already there (the lagged one
+    found by name, :func:`widgets.vega_expr.field_at`). The fields ``e0 .. e<horizon>`` of one datum
+    are the trajectory; tests evaluate the same expressions in order and compare with grpo_core.
+
+    Parameters
+    ----------
+    horizon : int >= 1
+        Steps.
+
+    Returns
+    -------
+    list of (str, Expr)
+        ``("e0", 1)``, ``("e1", ...)``, ... ``("e<horizon>", ...)``, in the order to evaluate them.
+
+    Examples
+    --------
+    >>> steps = exact_recurrence_expressions(3)
+    >>> env = dict(eta=0.05, mu=0.5, k_ref=2, curvature=1.0, optimizer=0, lag_model=0)
+    >>> for name, ex in steps:
+    ...     env[name] = ex.evaluate(**env)
+    >>> [round(float(env[f"e{k}"]), 6) for k in range(4)]  # as grpo_core.model.noise.simulate
+    [1.0, 0.95, 0.875, 0.7875]
+    """
+    horizon = check_integer("horizon", horizon, low=1)
+    eta, mu, k_ref, curv = var("eta"), var("mu"), var("k_ref"), var("curvature")
+    opt, lag_model = var("optimizer"), var("lag_model")
+    gain = where(opt > 0.5, 1.0 - mu, 1.0) * eta * curv
+    steps: list[tuple[str, Expr]] = [("e0", lit(1.0))]
+    for k in range(horizon):
+        e_k, e_prev = var(f"e{k}", f"datum.e{k}"), var(f"e{max(k - 1, 0)}", f"datum.e{max(k - 1, 0)}")
+        lagged_index = where(lag_model > 1.5, lit(k),
+                             where(lag_model > 0.5, k_ref * fn.floor(k / k_ref), fn.max(k - k_ref, 0)))
+        steps.append((f"e{k + 1}", e_k + mu * (e_k - e_prev) - gain * field_at("e", lagged_index)))
+    return steps
+
+
 def slider_chart(
     eta: float = 0.02,
     mu: float = 0.8,
@@ -277,7 +335,10 @@ def slider_chart(
     browser: the reward's progress to the plateau ``1 - e(t)/e0`` in every regime. The y-range is
     :data:`SLIDER_FRAME` or, for a growing oscillation, as much more as the curve needs up to
     :data:`SLIDER_CAP`: slow growth shows as slow growth; a curve that reaches the cap is cut there
-    (:func:`cut_at_frame`). Text marks, by Vega-Lite name:
+    (:func:`cut_at_frame`). Two curves, named in a legend (:data:`SLIDER_CURVES`): ``trajectory``, the
+    continuous closed form (solid), and ``exact_trajectory``, the exact discrete recurrence (dashed,
+    :func:`exact_recurrence_expressions`), which the verdict is about: between the continuous and the
+    exact threshold the first diverges and the second stays bounded. Text marks, by Vega-Lite name:
 
     * ``regime_label``: the verdict of :func:`grpo_core.model.oscillator.regime_verdict`, exactly
       ``overdamped``, ``critically damped``, ``underdamped`` (both models stable), ``unstable`` (the
@@ -363,10 +424,28 @@ def slider_chart(
     )
     x = alt.X("t:Q", title="optimizer step t", scale=alt.Scale(domain=[0, horizon], nice=False))
     y_scale = alt.Scale(zero=False, nice=True)
-    line = base.mark_line(clip=True, strokeWidth=2.5, color=ACCENT).encode(
+    # one legend for the two curves: solid, the continuous closed form; dashed, the exact recurrence
+    # (what the verdict is about: past the continuous threshold only the dashed curve stays bounded)
+    models = list(SLIDER_CURVES)
+    colour = alt.Color("model:N", title=None, scale=alt.Scale(domain=models, range=[ACCENT, EXACT_COLOR]),
+                       legend=alt.Legend(orient="bottom", direction="horizontal", symbolType="stroke",
+                                         symbolStrokeWidth=2.5, labelLimit=300))
+    dash = alt.StrokeDash("model:N", title=None, scale=alt.Scale(domain=models, range=[[1, 0], [6, 3]]))
+    line = base.transform_calculate(model=repr(models[0])).mark_line(clip=True, strokeWidth=2.5).encode(
         x=x,
         y=alt.Y("progress:Q", title="reward progress 1 − e(t)/e₀", scale=y_scale),
+        color=colour, strokeDash=dash,
     ).properties(name="trajectory")
+    recurrence = alt.Chart(alt.Data(values=[{"_": 0}]))
+    for name, step in exact_recurrence_expressions(horizon):
+        recurrence = recurrence.transform_calculate(**{name: str(step)})
+    exact = cut_at_frame(
+        recurrence.transform_fold([f"e{k}" for k in range(horizon + 1)], as_=["step", "e"]).transform_calculate(
+            t="toNumber(substring(datum.step, 1))", progress="1 - datum.e", model=repr(models[1])),
+        "progress", cap_lo, cap_hi, sort="t", pad=0.0,
+    ).mark_line(clip=True, strokeWidth=2).encode(
+        x=x, y=alt.Y("progress:Q", scale=y_scale), color=colour, strokeDash=dash,
+    ).properties(name="exact_trajectory")
     least = alt.Chart(alt.Data(values=[{"y": y_min}, {"y": y_max}])).mark_point(opacity=0, size=1).encode(
         y=alt.Y("y:Q", scale=y_scale)).properties(name="least_frame")
     rules = alt.Chart(alt.Data(values=[{"y": 1.0, "what": "plateau"}, {"y": 0.9, "what": "90%"}])).mark_rule(
@@ -384,12 +463,14 @@ def slider_chart(
     lag_words = where(var("lag_model") > 1.5, lit("ratio-corrected reuse"),
                       where(var("lag_model") > 0.5, lit("refresh lag"), lit("constant lag")))
     regime_text = alt.Chart(table).transform_filter(this_row).transform_calculate(
-        label=str(ex["verdict"])).mark_text(
+        label=str(ex["verdict"])).transform_calculate(
+        label_colour=" : ".join(f"datum.label == {k!r} ? {v!r}" for k, v in REGIME_COLORS.items()) + f" : {INK!r}",
+    ).mark_text(
         align="left", baseline="bottom", fontSize=FONT["verdict"], fontWeight="bold",
     ).encode(
         x=alt.value(0), y=alt.value(-44), text="label:N",
-        color=alt.Color("label:N", scale=color_scale(REGIME_COLORS),
-                        legend=None),
+        # the colour as a value (no scale): a colour scale would be merged with the curves' legend
+        color=alt.Color("label_colour:N", scale=None),
     ).properties(name="regime_label")
     zeta_text = alt.Chart(one).transform_calculate(
         label=str("damping ratio ζ = " + fn.format(ex["damping_ratio"], ".2f")),
@@ -398,12 +479,12 @@ def slider_chart(
     exact_eta = var("a_star", "datum.a_star") / var("curvature")
     thr_text = alt.Chart(table).transform_filter(this_row).transform_calculate(
         label=str("unstable above η = "
-                  + where(ex["continuous_eta"] < 1e300, fn.format(ex["continuous_eta"], ".4f"), lit("none"))
+                  + where(ex["continuous_eta"] < 1e300, fn.format(ex["continuous_eta"], THRESHOLD_FORMAT), lit("none"))
                   + " (continuous), "
-                  + fn.format(exact_eta, ".4f") + " (exact, " + lag_words + ")"),
+                  + fn.format(exact_eta, THRESHOLD_FORMAT) + " (exact, " + lag_words + ")"),
     ).mark_text(align="left", baseline="bottom", fontSize=12, color=NOTE).encode(
         x=alt.value(0), y=alt.value(-10), text="label:N").properties(name="threshold_label")
-    chart = alt.layer(least, rules, line, regime_text, zeta_text, thr_text).add_params(*params).properties(
+    chart = alt.layer(least, rules, line, exact, regime_text, zeta_text, thr_text).add_params(*params).properties(
         width=width, height=height,
         usermeta={"embedOptions": {"renderer": "svg", "actions": False}},
     )
@@ -651,9 +732,16 @@ def threshold_ratio_chart(
     df = df[df["method"] == "exact"].copy()
     scale = (1.0 - df["mu"]) if momentum == "heavy_ball" else 1.0
     df["ratio"] = df["a_star"] * df["k_ref"] / scale
+    # the y-domain fitted to the data, a tenth of room either side (niced, a log scale ran 0.1..100
+    # for ratios 1..38: an empty lower half)
+    finite = df["ratio"][np.isfinite(df["ratio"]) & (df["ratio"] > 0)]
+    domain = [float(finite.min()) / 1.1, float(finite.max()) * 1.1] if len(finite) else None
     return alt.Chart(df).mark_line(strokeWidth=2).encode(
         x=k_ref_x(),
-        y=alt.Y("ratio:Q", title="exact threshold × K_ref / (1 − μ)", scale=alt.Scale(type="log")),
+        y=alt.Y("ratio:Q", title="exact threshold × K_ref / (1 − μ)",
+                scale=alt.Scale(type="log", nice=False, **({"domain": domain} if domain else {})),
+                axis=alt.Axis(values=[v * 10.0**j for j in range(-2, 4) for v in (1, 2, 5)
+                                      if domain is None or domain[0] <= v * 10.0**j <= domain[1]])),
         color=alt.Color("mu:N", title="μ"),
         strokeDash=alt.StrokeDash("lag:N", title="lag model"),
         tooltip=["lag:N", "mu:Q", "k_ref:Q", alt.Tooltip("ratio:Q", format=".3f")],

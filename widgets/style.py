@@ -48,6 +48,7 @@ __all__ = [
     "group_size_x",
     "k_ref_x",
     "require_columns",
+    "grid_values",
 ]
 
 #: ColorBrewer Dark2 (the regimes and the estimators).
@@ -136,7 +137,10 @@ def two_se_bounds(mean, se, *, floor: float | None = 0.5):
 
 
 def step_x(title: str = "optimizer step", **kwargs) -> alt.X:
-    """The x axis of a training curve: ``step``, quantitative."""
+    """The x axis of a training curve: ``step``, quantitative; labels that would overlap are thinned
+    (every other one dropped: the last label, flush with the end of a nice-less domain, ran into the
+    one before, "190200")."""
+    kwargs.setdefault("axis", alt.Axis(labelOverlap=True, labelSeparation=4))
     return alt.X("step:Q", title=title, **kwargs)
 
 
@@ -169,3 +173,12 @@ def require_columns(frame, name: str, columns: Sequence[str], *, source: str = "
     missing = [c for c in columns if c not in frame.columns]
     if missing:
         raise ParameterError(name, f"`{name}` lacks column(s) {missing}{hint}")
+
+
+def grid_values(grid: dict[str, pd.DataFrame], name: str, value) -> list:
+    """The sorted values of the slider ``name`` in a static grid's ``labels``; a ParameterError if ``value`` is not
+    one of them."""
+    values = sorted(grid["labels"][name].unique())
+    if value not in values:
+        raise ParameterError(name, f"`{name}` must be one of the grid's values {values}; got {value}")
+    return values

@@ -453,7 +453,8 @@ def group_size_slider_chart(
             label="datum.gstar > budget"
             " ? 'G* = ' + format(datum.gstar, '.1f') + ' > N: one prompt per step (B = 1)'"
             " : 'G* = ' + format(datum.gstar, '.1f')"
-            " + ' (B = N/G* = ' + format(budget / datum.gstar, '.0f') + ' prompts)'"
+            " + ' (B = N/G* = ' + format(budget / datum.gstar, '.0f')"
+            " + (round(budget / datum.gstar) == 1 ? ' prompt)' : ' prompts)')"
         )
         .mark_text(align="left", baseline="bottom", fontSize=16, fontWeight="bold")
         .encode(x=alt.value(0), y=alt.value(-26), text="label:N")

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Expr", "var", "lit", "where", "fn", "FUNCTIONS"]
+__all__ = ["Expr", "var", "lit", "where", "field_at", "fn", "FUNCTIONS"]
 
 
 class Expr:
@@ -155,6 +155,32 @@ def where(cond: Expr, a: Any, b: Any) -> Expr:
         f"({cond.vega} ? {a.vega} : {b.vega})",
         lambda env: np.where(cond._eval(env), a._eval(env), b._eval(env)),
     )
+
+
+def field_at(prefix: str, index: Any) -> Expr:
+    """The datum field named ``prefix`` followed by an integer index computed on the page.
+
+    Vega ``datum['e' + (index)]``; numpy: the variable ``f"{prefix}{index}"`` of the environment
+    (element-wise over ``index``). A recurrence unrolled into one ``calculate`` per step reads an
+    earlier step whose distance is a param (a lag of ``k_ref`` steps) this way.
+
+    >>> e = field_at("e", var("k") - 1)
+    >>> str(e)
+    "datum['e' + ((k - 1.0))]"
+    >>> float(e.evaluate(k=2, e0=0.5, e1=0.25))
+    0.25
+    """
+    index = _as_expr(index)
+
+    def evaluate(env: dict[str, Any]) -> Any:
+        idx = np.asarray(index._eval(env))
+        out = np.empty(idx.shape)
+        for pos, i in np.ndenumerate(idx):
+            v = np.asarray(env[f"{prefix}{int(round(float(i)))}"], float)
+            out[pos] = v[pos] if v.ndim else v
+        return out
+
+    return Expr(f"datum[{prefix!r} + ({index.vega})]", evaluate)
 
 
 def _format(x: Any, spec: str) -> Any:

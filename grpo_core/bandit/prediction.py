@@ -51,6 +51,7 @@ def oscillator_gain(spec: BanditSpec, eta, mu, curvature) -> np.ndarray:
     Returns
     -------
     ndarray
+        The gain per step, in the broadcast shape of the inputs.
 
     Raises
     ------

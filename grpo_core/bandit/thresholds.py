@@ -81,7 +81,9 @@ def critical_a(
     Raises
     ------
     ParameterError
-        Bad inputs; no interior fixed point.
+        ``beta``, ``mu`` or ``k_ref`` out of range, ``mu`` and ``k_ref`` of different lengths,
+        ``points < 4``, ``rounds < 1``, an ``a_range`` that is not ``0 < low < high``; a ``beta`` that
+        leaves no interior fixed point.
 
     Examples
     --------
@@ -176,7 +178,8 @@ def critical_k_ref(spec: BanditSpec, *, eta: Any, mu: Any, beta: float, k_max: i
     Raises
     ------
     ParameterError
-        Bad inputs; no interior fixed point.
+        ``beta``, ``eta`` or ``mu`` out of range, ``eta`` and ``mu`` of different lengths, ``k_max < 1``;
+        a ``beta`` that leaves no interior fixed point.
 
     Examples
     --------

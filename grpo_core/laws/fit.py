@@ -185,6 +185,56 @@ class FitResult:
             return None
         return oscillator_quantities(self.params["k"], self.params["tau"])
 
+    def oscillator_interval(self, level: float = 0.9) -> dict[str, tuple[float, float]] | None:
+        """Intervals of the oscillator ratios of a three-phase fit: ``damping_ratio``,
+        ``mass_over_damping`` (M/C, steps) and ``stiffness_over_damping`` (K/C, per step), each
+        ``(low, high)`` at coverage ``level``; ``None`` for other laws.
+
+        Delta method in log space (the ratios are products of powers of ``k`` and ``tau``:
+        ``zeta = 1 / (2 sqrt(k tau))``), from the fit's covariance with its variance inflated by
+        ``(1 + rho) / (1 - rho)`` for the residuals' lag-1 autocorrelation ``rho > 0`` (correlated
+        noise carries less information than its count says). An interval is ``(nan, nan)`` when
+        ``k`` or ``tau`` sits on a bound or is not identified by the data: the curve does not fix
+        that ratio, and no interval is given rather than a false one.
+
+        Raises
+        ------
+        ParameterError
+            ``level`` outside (0, 1).
+
+        References
+        ----------
+        Our derivation (book chapter "Fitting real reward curves"); the delta method as in
+        :meth:`confidence_band`.
+        """
+        level = check_real("level", level, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+        osc = self.oscillator
+        if osc is None:
+            return None
+        names = self.law_object.param_names
+        ik, it = names.index("k"), names.index("tau")
+        k, tau = self.params["k"], self.params["tau"]
+        nan = (math.nan, math.nan)
+        cov = self.cov[np.ix_([ik, it], [ik, it])]
+        if {"k", "tau"} & set(self.at_bound) or not np.all(np.isfinite(cov)) or k <= 0 or tau <= 0:
+            return {"damping_ratio": nan, "mass_over_damping": nan, "stiffness_over_damping": nan}
+        rho = self.residual_autocorr if math.isfinite(self.residual_autocorr) else 0.0
+        inflate = (1.0 + rho) / (1.0 - rho) if 0.0 < rho < 1.0 else 1.0
+        # covariance of (log k, log tau)
+        jac = np.diag([1.0 / k, 1.0 / tau])
+        lcov = inflate * (jac @ cov @ jac)
+        z = float(stats.norm.ppf(0.5 + level / 2.0))
+
+        def band(value: float, weights: tuple[float, float]) -> tuple[float, float]:
+            w = np.asarray(weights)
+            se = math.sqrt(max(float(w @ lcov @ w), 0.0))
+            with np.errstate(over="ignore"):  # an interval wider than floats: (0, inf), not fixed by the curve
+                return float(value * np.exp(-z * se)), float(value * np.exp(z * se))
+
+        return {"damping_ratio": band(osc["damping_ratio"], (-0.5, -0.5)),
+                "mass_over_damping": band(tau, (0.0, 1.0)),
+                "stiffness_over_damping": band(k, (1.0, 0.0))}
+
     @property
     def notes(self) -> list[str]:
         """Plain-language warnings about this fit: parameters on a bound, unidentified parameters,
@@ -240,6 +290,8 @@ class FitResult:
             "plateau_stderr": json_ready(self.plateau_stderr),
             "t90": json_ready(self.t90),
             "oscillator": None if osc is None else {k: json_ready(v) for k, v in osc.items()},
+            "oscillator_interval": None if osc is None else {
+                k: [json_ready(lo), json_ready(hi)] for k, (lo, hi) in self.oscillator_interval().items()},
             "success": bool(self.success),
             "notes": self.notes,
         }

@@ -286,6 +286,48 @@ _CHOICES = {
     "lr_scheduler": ("constant", "cosine"),
     "device": ("auto", "cpu", "cuda"),
 }
+# (setting, check, bounds) of the settings that only have to lie in a range, in the order _validate checks
+# them: the optimizer, sampling, evaluation and probe sizes; then (after the probe's model check) the reward,
+# seed, saving, threads, warm-up and tiny model
+_POSITIVE = {"low": 0, "low_inclusive": False}
+_TRAINING_RANGES = (
+    ("learning_rate", check_real, _POSITIVE),
+    ("momentum", check_real, {"low": 0, "high": 1, "high_inclusive": False}),
+    ("adam_beta2", check_real, {"low": 0, "high": 1, "high_inclusive": False}),
+    ("weight_decay", check_real, {"low": 0}),
+    ("max_grad_norm", check_real, {"low": 0}),
+    ("steps_per_generation", check_integer, {"low": 1}),
+    ("num_iterations", check_integer, {"low": 1}),
+    ("beta", check_real, {"low": 0}),
+    ("epsilon", check_real, _POSITIVE),
+    ("temperature", check_real, _POSITIVE),
+    ("max_completion_length", check_integer, {"low": 1}),
+    ("max_steps", check_integer, {"low": 1}),
+    ("lr_warmup_steps", check_integer, {"low": 0}),
+    ("eval_every", check_integer, {"low": 0}),
+    ("eval_samples", check_integer, {"low": 0}),
+    ("eval_sampled", check_integer, {"low": 0}),
+    ("constants_samples", check_integer, {"low": 3}),
+    ("probe_groups", check_integer, {"low": 0}),
+    ("probe_iters", check_integer, {"low": 1}),
+    ("probe_repeats", check_integer, {"low": 1}),
+    ("probe_steps", check_integer, {"low": 1}),
+)
+_RUN_RANGES = (
+    ("format_reward", check_real, {"low": 0}),
+    ("seed", check_integer, {"low": 0}),
+    ("save_every", check_integer, {"low": 1}),
+    ("diagnose_every", check_integer, {"low": 0}),
+    ("stop_collapsed", check_integer, {"low": 0}),
+    ("num_threads", check_integer, {"low": 0}),
+    ("warmup_steps", check_integer, {"low": 0}),
+    ("warmup_seed", check_integer, {"low": -1}),
+    ("warmup_batch_size", check_integer, {"low": 1}),
+    ("warmup_learning_rate", check_real, _POSITIVE),
+    ("warmup_anneal", check_real, {"low": 0, "high": 1}),
+    ("tiny_hidden_size", check_integer, {"low": 8}),
+    ("tiny_layers", check_integer, {"low": 1}),
+)
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
 
@@ -405,6 +447,11 @@ def make_config(preset: str = "cpu-tiny", base: ExperimentConfig | None = None, 
     return cfg
 
 
+def _check_ranges(cfg: ExperimentConfig, ranges: tuple) -> None:
+    for name, check, bounds in ranges:
+        check(name, getattr(cfg, name), **bounds)
+
+
 def _validate(cfg: ExperimentConfig) -> None:
     check_integer("group_size", cfg.group_size, low=2)
     check_integer("completions_per_step", cfg.completions_per_step, low=0)
@@ -415,49 +462,17 @@ def _validate(cfg: ExperimentConfig) -> None:
                 f"{cfg.completions_per_step}; got {cfg.group_size}")
     else:
         check_integer("num_prompts", cfg.num_prompts, low=1)
-    check_real("learning_rate", cfg.learning_rate, low=0, low_inclusive=False)
-    check_real("momentum", cfg.momentum, low=0, high=1, high_inclusive=False)
-    check_real("adam_beta2", cfg.adam_beta2, low=0, high=1, high_inclusive=False)
-    check_real("weight_decay", cfg.weight_decay, low=0)
-    check_real("max_grad_norm", cfg.max_grad_norm, low=0)
-    check_integer("steps_per_generation", cfg.steps_per_generation, low=1)
-    check_integer("num_iterations", cfg.num_iterations, low=1)
-    check_real("beta", cfg.beta, low=0)
-    check_real("epsilon", cfg.epsilon, low=0, low_inclusive=False)
-    check_real("temperature", cfg.temperature, low=0, low_inclusive=False)
-    check_integer("max_completion_length", cfg.max_completion_length, low=1)
-    check_integer("max_steps", cfg.max_steps, low=1)
-    check_integer("lr_warmup_steps", cfg.lr_warmup_steps, low=0)
-    check_integer("eval_every", cfg.eval_every, low=0)
-    check_integer("eval_samples", cfg.eval_samples, low=0)
-    check_integer("eval_sampled", cfg.eval_sampled, low=0)
-    check_integer("constants_samples", cfg.constants_samples, low=3)
-    check_integer("probe_groups", cfg.probe_groups, low=0)
-    check_integer("probe_iters", cfg.probe_iters, low=1)
-    check_integer("probe_repeats", cfg.probe_repeats, low=1)
-    check_integer("probe_steps", cfg.probe_steps, low=1)
+    _check_ranges(cfg, _TRAINING_RANGES)
     if cfg.probe and not cfg.is_tiny:
         raise ParameterError("probe", "`probe` needs the tiny model on the arithmetic task (its exact expected "
                              f"reward); got model={cfg.model!r}")
-    check_real("format_reward", cfg.format_reward, low=0)
-    check_integer("seed", cfg.seed, low=0)
-    check_integer("save_every", cfg.save_every, low=1)
-    check_integer("diagnose_every", cfg.diagnose_every, low=0)
-    check_integer("stop_collapsed", cfg.stop_collapsed, low=0)
+    _check_ranges(cfg, _RUN_RANGES)
     if cfg.stop_collapsed and cfg.stop_collapsed < max(10, cfg.max_steps // 10):
         raise ParameterError(
             "stop_collapsed",
             f"`stop_collapsed` must be 0 or at least max(10, max_steps // 10) = {max(10, cfg.max_steps // 10)} "
             f"(the tail classify_run reads must be all zeros); got {cfg.stop_collapsed}",
         )
-    check_integer("num_threads", cfg.num_threads, low=0)
-    check_integer("warmup_steps", cfg.warmup_steps, low=0)
-    check_integer("warmup_seed", cfg.warmup_seed, low=-1)
-    check_integer("warmup_batch_size", cfg.warmup_batch_size, low=1)
-    check_real("warmup_learning_rate", cfg.warmup_learning_rate, low=0, low_inclusive=False)
-    check_real("warmup_anneal", cfg.warmup_anneal, low=0, high=1)
-    check_integer("tiny_hidden_size", cfg.tiny_hidden_size, low=8)
-    check_integer("tiny_layers", cfg.tiny_layers, low=1)
     for name, choices in _CHOICES.items():
         check_choice(name, getattr(cfg, name), choices)
     if cfg.device == "cpu" and (cfg.bf16 or cfg.use_vllm):

@@ -22,7 +22,7 @@ import numpy as np
 from ..errors import ParameterError
 from ..validation import check_array, check_choice, check_integer, check_real
 
-__all__ = ["SCHEDULES", "lr_time", "lr_schedule"]
+__all__ = ["SCHEDULES", "lr_time", "lr_schedule", "warmup_length"]
 
 SCHEDULES = ("constant", "linear", "cosine")
 
@@ -77,6 +77,52 @@ def lr_time(learning_rate: Any, steps: Any = None) -> np.ndarray:
         if np.any(widths <= 0):
             raise ParameterError("steps", "`steps` must be increasing and > 0")
     return np.cumsum(filled * widths)
+
+
+def warmup_length(learning_rate: Any, steps: Any = None, *, reach: float = 0.99) -> float:
+    """Steps a logged learning rate takes to warm up: from the first logged step to the first step
+    whose rate is at least ``reach`` times the largest logged rate (0 when the log starts there).
+
+    A slow start of the reward that lasts about as long is the schedule's, not the optimizer's
+    inertia: in learning-rate time (:func:`lr_time`) it goes away.
+
+    Parameters
+    ----------
+    learning_rate : array_like, shape (n,)
+        The logged ``learning_rate``; NaN rows are ignored.
+    steps : array_like, shape (n,), optional
+        The logged step of each row (default ``1, ..., n``).
+    reach : float in (0, 1]
+        Share of the peak rate that ends the warm-up.
+
+    Returns
+    -------
+    float
+        Steps (0.0 without a warm-up).
+
+    Raises
+    ------
+    ParameterError
+        No finite positive rate, ``steps`` of another length, or ``reach`` outside (0, 1].
+
+    Examples
+    --------
+    >>> warmup_length([1e-4, 5e-4, 1e-3, 1e-3, 8e-4], steps=[1, 6, 11, 16, 21])
+    10.0
+    >>> warmup_length([1e-3, 1e-3])
+    0.0
+    """
+    reach = check_real("reach", reach, low=0.0, high=1.0, low_inclusive=False)
+    lr = check_array("learning_rate", learning_rate, ndim=1, min_size=1, finite=False)
+    st = np.arange(1.0, lr.size + 1.0) if steps is None else check_array("steps", steps, ndim=1, min_size=1)
+    if st.size != lr.size:
+        raise ParameterError("steps", f"`steps` must have one entry per row ({lr.size}); got {st.size}")
+    good = np.isfinite(lr)
+    if not np.any(good) or not np.nanmax(lr) > 0:
+        raise ParameterError("learning_rate", "`learning_rate` has no finite positive value")
+    lr, st = lr[good], st[good]
+    first = int(np.argmax(lr >= reach * lr.max()))
+    return float(st[first] - st[0])
 
 
 def lr_schedule(steps: int, kind: str = "constant", warmup_steps: int = 0, min_ratio: float = 0.0) -> np.ndarray:

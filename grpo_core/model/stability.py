@@ -238,7 +238,8 @@ def monodromy(a: Any, mu: Any, k_ref: Any, momentum: str = "heavy_ball") -> np.n
     Raises
     ------
     ParameterError
-        Out-of-range inputs.
+        A negative or non-finite ``a``, a momentum outside ``[0, 1)``, a ``k_ref`` that is not an integer
+        ``>= 1``, an unknown ``momentum``, shapes that do not broadcast.
 
     References
     ----------
@@ -529,7 +530,8 @@ def is_stable_exact(a: Any, mu: Any, k_ref: Any, lag: str = "constant", momentum
     Raises
     ------
     ParameterError
-        Out-of-range inputs.
+        A negative or non-finite ``a``; ``mu``, ``k_ref``, ``lag`` or ``momentum`` as
+        :func:`critical_a_exact` refuses them.
 
     Examples
     --------
@@ -728,7 +730,8 @@ def threshold_table(
     Raises
     ------
     ParameterError
-        Out-of-range inputs.
+        A momentum outside ``[0, 1)``, a ``k_ref`` that is not an integer ``>= 1``, an unknown ``lag``
+        or ``momentum``.
 
     References
     ----------
@@ -778,7 +781,8 @@ def exact_threshold_rows(
     Raises
     ------
     ParameterError
-        Out-of-range inputs.
+        A momentum outside ``[0, 1)``, a ``k_ref`` that is not an integer ``>= 1``, an unknown ``lag``
+        or ``momentum``.
 
     Examples
     --------

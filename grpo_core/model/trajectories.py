@@ -92,7 +92,8 @@ def discrete_trajectory(coeffs: OscillatorCoefficients, n_steps: int, e0: float 
     Raises
     ------
     ParameterError
-        As :func:`simulate`.
+        ``coeffs`` not an :class:`~grpo_core.model.oscillator.OscillatorCoefficients`, ``n_steps < 1``
+        (or too many steps to hold in memory), a non-finite ``e0``.
 
     Examples
     --------

@@ -273,12 +273,16 @@ class DynamicsCallback(_Base):
         One per printed-or-not first appearance (or escalation) of a mode: ``step``, ``mode``,
         ``severity``, ``onset``, ``steps``, ``message`` (every severity, ``info`` included).
     forecasts : list of dict
-        The plateau forecast of each periodic diagnosis that made one: ``step`` (the last logged
-        step), ``plateau``, ``plateau_low``, ``plateau_high``, ``law``, ``current`` (the level now,
-        as the forecaster sees it), ``reached``, ``t90``, ``reliable``; and ``end_of_run``
-        (``horizon``, ``final``, ``final_low``, ``final_high``, ``clock``) when the trainer's
-        ``max_steps`` is known: the benchmarked forecast of the mean reward over the last 20% of
-        the planned run (:func:`~grpo_core.runs.diagnostics.forecast_run`).
+        The forecast of each periodic diagnosis that made one (the one ``diagnose`` prints): ``step``
+        (the last logged step); the benchmarked forecaster's (:func:`~grpo_core.runs.diagnostics.forecast_end`)
+        ``final``, ``final_low``, ``final_high`` (the mean reward over the last 20% of the run up to
+        ``horizon``: the trainer's ``max_steps`` when known, ``horizon_kind`` ``"planned"``, else
+        twice the last step, ``"doubled"``), ``asymptote`` and ``plateau_determined``, ``now`` (the
+        current level as the forecaster sees it) and ``now_steps`` (the steps it averages); and
+        ``end_of_run`` (``horizon``, ``final``, ``final_low``, ``final_high``, ``clock``) when
+        ``max_steps`` is known. The law that describes the curve so far, as before: ``plateau``,
+        ``plateau_low``, ``plateau_high``, ``law``, ``current`` (the mean of the last 50 logged
+        rows), ``reached``, ``t90``, ``reliable`` (``None`` where the law fit failed).
     max_steps : int or None
         The trainer's planned steps (``state.max_steps`` at ``on_train_begin``).
     curvatures : list of dict
@@ -408,6 +412,8 @@ class DynamicsCallback(_Base):
 
     def _react(self, diagnosis, step: int, control) -> None:
         """Alerts for modes new (or worse) since the last check, the forecast, the stop."""
+        from .diagnostics.diagnose import forecast_lines
+
         rank = {s: i for i, s in enumerate(_SEVERITIES)}
         for f in diagnosis.findings:
             r = rank.get(f.severity, 0)
@@ -422,18 +428,16 @@ class DynamicsCallback(_Base):
                             f"{onset}): {f.message}")
         fc = diagnosis.forecast
         if fc:
-            keep = ("plateau", "plateau_low", "plateau_high", "law", "current", "reached", "t90", "reliable")
+            keep = ("final", "final_low", "final_high", "horizon", "horizon_kind", "asymptote", "plateau_determined",
+                    "now", "now_steps", "band_clipped", "plateau", "plateau_low", "plateau_high", "law", "current",
+                    "reached", "t90", "reliable")
             end = fc.get("end_of_run")
-            end = end if end and end.get("declined") is None else None
+            end = end if end and end.get("declined") is None and end.get("horizon_kind") == "planned" else None
             ends = {} if end is None else {"end_of_run": {k: end[k] for k in ("horizon", "final", "final_low",
                                                                                "final_high", "clock")}}
             self.forecasts.append({"step": step, **{k: fc.get(k) for k in keep}, **ends})
             if self.print_forecast:
-                self._print(f"[dynamics] step {step}: forecast: reward plateau {fc['plateau']:.4g} "
-                            f"[{fc['plateau_low']:.4g}, {fc['plateau_high']:.4g}] ({fc['law']} law); now "
-                            f"{fc['current']:.4g}" + (" (unreliable)" if fc.get("reliable") is False else "")
-                            + ("" if end is None else f"; at step {end['horizon']:g}: {end['final']:.4g} "
-                               f"[{end['final_low']:.4g}, {end['final_high']:.4g}]"))
+                self._print(f"[dynamics] step {step}: " + f"\n[dynamics] step {step}: ".join(forecast_lines(fc)))
         self._react_curvature(diagnosis.implied_curvature, step)
         critical = next((f for f in diagnosis.findings if f.severity == "critical"), None)
         if self.stop_on_critical and critical is not None and self.stopped is None:

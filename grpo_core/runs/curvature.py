@@ -440,6 +440,7 @@ def implied_curvature_from_log(log, settings: RunSettings | None = None, *, metr
         warnings.simplefilter("ignore")
         t, y = log.series(metric, split=split)
     lr_kw: dict[str, Any] = {}
+    lr_why = "the log has no `learning_rate` column"
     if eta is None:
         try:
             with warnings.catch_warnings():
@@ -447,12 +448,15 @@ def implied_curvature_from_log(log, settings: RunSettings | None = None, *, metr
                 ls, lv = log.series("learning_rate")
             if lv.size and np.nanmax(lv) > 0:
                 lr_kw = dict(lr_steps=ls, lr_values=lv)
+            elif lv.size:  # a logged rate that is never positive is no clock; say what is wrong with it
+                lr_why = ("the log's `learning_rate` is 0 on every step" if np.all(lv == 0) else
+                          f"the log's `learning_rate` is never positive (min {np.min(lv):.3g})")
         except DataError:
             pass
         eta = settings.learning_rate
     if not lr_kw and eta is None:
-        return ImpliedCurvature(ok=False, reason="no learning rate: the log has no `learning_rate` column and "
-                                "no config gives one (give the run's config with --config)", eta=math.nan,
+        return ImpliedCurvature(ok=False, reason=f"no learning rate: {lr_why} and no config gives one (give the "
+                                "run's config with --config)", eta=math.nan,
                                 clock="steps", conventions=conv)
     return implied_curvature(t, y, conv, eta=None if lr_kw else eta, **lr_kw, **kwargs)
 

@@ -22,6 +22,24 @@ from grpo_core.errors import GrpoError
 from ._presetargs import add_preset_parser
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "book" / "experiments" / "grpo_llm.ipynb"
+# the settings the notebook's parameters cell names (besides preset and overrides); every other -p setting
+# goes to the notebook in `overrides`
+NOTEBOOK_PARAMETERS = (
+    "model",
+    "dataset",
+    "group_size",
+    "learning_rate",
+    "momentum",
+    "steps_per_generation",
+    "num_iterations",
+    "beta",
+    "epsilon",
+    "max_steps",
+    "eval_every",
+    "seed",
+    "output_dir",
+    "measure_constants",
+)
 # the columns the summary takes from a finished run's row of grpo_core.llm.runs.runs_table (printed after run, status)
 _RESULT_COLUMNS = ("G", "B", "seed", "steps", "start_reward", "final_reward", "eval_start", "eval_end", "minutes")
 
@@ -176,25 +194,9 @@ def handler(args) -> int:
 def _execute(notebook: Path, folder: Path, preset: str, params: dict, timeout: int | None) -> str:
     import papermill as pm
 
-    named = (
-        "model",
-        "dataset",
-        "group_size",
-        "learning_rate",
-        "momentum",
-        "steps_per_generation",
-        "num_iterations",
-        "beta",
-        "epsilon",
-        "max_steps",
-        "eval_every",
-        "seed",
-        "output_dir",
-        "measure_constants",
-    )
     parameters = {"preset": preset, "overrides": {}}
     for key, value in params.items():
-        if key in named:
+        if key in NOTEBOOK_PARAMETERS:
             parameters[key] = value
         else:
             parameters["overrides"][key] = value

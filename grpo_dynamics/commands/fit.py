@@ -27,6 +27,9 @@ from ._logargs import add_log_arguments, output_path, read_log_from_args
 
 #: Most points ``fit`` fits by default (longer logs are bin-averaged, as ``diagnose`` does).
 MAX_POINTS = 2000
+#: Fewest points ``fit`` accepts (:data:`grpo_core.laws.plateau.MIN_WINDOW`, the forecaster's minimum,
+#: which ``diagnose`` also asks of a reward curve).
+MIN_POINTS = 8
 
 
 def register(subparsers) -> None:
@@ -36,8 +39,9 @@ def register(subparsers) -> None:
         description=(
             "Read a training log (TRL trainer_state.json, CSV, JSONL, verl), take one metric per step, "
             "fit the reward-curve laws by least squares and compare them by R^2, AIC and BIC "
-            "(Gaussian likelihood). With --fit-fraction, also forecast the plateau from the first part "
-            "of the curve and compare it with what happened (the mean of the last 50 steps)."
+            "(Gaussian likelihood). With --fit-fraction, also forecast the end of the run from the first "
+            "part of the log with the benchmarked forecaster (the one diagnose uses) and compare it with what "
+            "happened (the mean of the last 20% of the points that lie after the fit window)."
         ),
     )
     p.add_argument("log", metavar="LOG", help="the training log file")
@@ -57,7 +61,7 @@ def register(subparsers) -> None:
                    help="fit a centred W-step rolling mean instead of the raw values (criteria and standard "
                         "errors are then optimistic: the residuals are correlated)")
     p.add_argument("--fit-fraction", dest="fit_fraction", default=None, metavar="F",
-                   help="also forecast the plateau from the first fraction F in (0, 1] of the points")
+                   help="also forecast the end of the log from its first fraction F in (0, 1) of the points")
     p.add_argument("--max-points", dest="max_points", type=int, default=MAX_POINTS, metavar="N",
                    help=f"fit at most N points: a longer log is averaged in equal bins first (default {MAX_POINTS}; "
                         "0 fits every point)")
@@ -92,6 +96,11 @@ def handler(args: argparse.Namespace) -> int:
     log = read_log_from_args(args)
     t, y = _series(log, args.metric, args.split)
     t = t.astype(float)
+    if y.size < MIN_POINTS:
+        from grpo_core.errors import DataError
+
+        raise DataError(f"fit needs at least {MIN_POINTS} points of {args.metric} (the laws have 3-4 parameters; "
+                        f"diagnose and the forecaster ask the same); {args.log} has {y.size}")
     args.binned_from = None
     if args.max_points and y.size > args.max_points:
         args.binned_from = int(y.size)
@@ -99,6 +108,7 @@ def handler(args: argparse.Namespace) -> int:
     if args.smooth is not None:
         t, y = laws.rolling_mean(t, y, args.smooth)
     comparison = laws.fit_all(t, y, laws=law_names, criterion=args.criterion)
+    args.warmup_steps = _warmup(log)
     fc = None
     if args.fit_fraction is not None:
         fc = laws.forecast(
@@ -108,18 +118,19 @@ def handler(args: argparse.Namespace) -> int:
     end = _end_of_run(log, args)
     implied = _implied(log, args)
     if plot is not None:
-        _save_plot(comparison, fc, plot, args.metric)
+        _save_plot(comparison, end, plot, args.metric, _series(log, args.metric, args.split))
     if args.json:
         out = {"log": str(args.log), "metric": args.metric, "split": args.split, "smooth": args.smooth,
                "binned_from": args.binned_from}
         out.update(comparison.to_dict())
+        out["learning_rate_warmup_steps"] = args.warmup_steps
         out["forecast"] = None if fc is None else fc.to_dict()
         out["end_of_run_forecast"] = None if end is None else json_ready(end)
         out["plot"] = None if plot is None else str(plot)
         out["implied_curvature"] = implied.as_dict()
         print(json.dumps(out, allow_nan=False))
     else:
-        print(_report(comparison, fc, args))
+        print(_report(comparison, args))
         if end is not None:
             print(_end_line(end))
         print("")
@@ -144,15 +155,27 @@ def _end_of_run(log, args):
 
 
 def _end_line(e) -> str:
+    """The forecast from the first ``--fit-fraction``: the end-of-log mean with its band and the plateau,
+    now (the forecaster's current level, over which steps) and the actual (after the fit window only)."""
+    head = f"\nforecast from the first {e['fit_fraction']:.0%} of the points ({e['n_fit']}, to step {e['t_fit_end']:g})"
     if e["declined"] is not None:
-        return f"end-of-run forecast: declined ({e['declined']})"
-    line = (f"end-of-run forecast from the first {e['fit_fraction']:.0%} (to step {e['t_fit_end']:g}, {e['clock']} "
-            f"clock): mean of the last 20% {e['final']:.4g}, {e['level']:.0%} band [{e['final_low']:.4g}, "
-            f"{e['final_high']:.4g}]")
+        return f"{head}: declined ({e['declined']})"
+    h = e["horizon"]
+    plateau = (f"plateau {e['plateau']:.4g}" if e["plateau_determined"] else
+               f"plateau not determined (the laws have not levelled off by step {h:g})")
+    a, b = e["current_steps"]
+    lines = [f"{head}, {e['clock']} clock: mean of the last 20% (steps {round(0.8 * h):d}-{h:g}) {e['final']:.4g}, "
+             f"{e['level']:.0%} band [{e['final_low']:.4g}, {e['final_high']:.4g}] (of it, late gain learned from "
+             f"real runs {e['late_gain']:+.3g}); {plateau}",
+             f"now (the forecaster's current level: mean of steps {a:g}-{b:g}) {e['current']:.4g}"]
     if e["actual"] is not None:
-        line += (f"; actual {e['actual']:.4g} ({'inside' if e['covered'] else 'outside'} the band; "
-                 f"error {e['error']:+.4g})")
-    return line + f"\n  method: {e['method']} (python -m bench forecast)"
+        c, d = e["actual_steps"]
+        lines.append(f"actual: mean of steps {c:g}-{d:g} (the log's last 20%, after the fit window) {e['actual']:.4g} "
+                     f"({'inside' if e['covered'] else 'outside'} the band; error {e['error']:+.4g})")
+    else:
+        lines.append("actual: none (no point of the log's last 20% lies after the fit window)")
+    lines.append(f"  method: {e['method']} (python -m bench forecast)")
+    return "\n".join(lines)
 
 
 def _implied(log, args):
@@ -194,7 +217,7 @@ def _fmt(x: float, spec: str = ".4g") -> str:
     return "-" if x is None or not math.isfinite(x) else format(x, spec)
 
 
-def _report(comparison, fc, args) -> str:
+def _report(comparison, args) -> str:
     crit = comparison.criterion
     delta = comparison.delta()
     src = f"{args.log} [{args.metric}" + (f", {args.smooth}-step rolling mean" if args.smooth else "") + "]"
@@ -220,42 +243,93 @@ def _report(comparison, fc, args) -> str:
         params = ", ".join(f"{k}={v:.4g}" for k, v in r.params.items())
         lines.append(f"  {name}: {params}")
         if r.oscillator is not None:
-            q = r.oscillator
-            lines.append(
-                f"    oscillator: damping ratio {_fmt(q['damping_ratio'], '.3g')} ({q['regime']}), "
-                f"M/C {_fmt(q['mass_over_damping'])} steps, K/C {_fmt(q['stiffness_over_damping'])} per step"
-            )
+            lines.extend(_oscillator_lines(r, getattr(args, "warmup_steps", None)))
         for note in r.notes:
             lines.append(f"    ! {note}")
-    if fc is not None:
-        lines.append("")
-        lines.append(
-            f"forecast from the first {fc.fraction:.0%} ({fc.fit.n} points, to step {fc.t_fit_end:g}) with "
-            f"{fc.law}: plateau {fc.plateau:.4g}, {fc.level:.0%} {fc.band_method} band "
-            f"[{fc.plateau_low:.4g}, {fc.plateau_high:.4g}]; t90 {_fmt(fc.t90)} steps"
-        )
-        if fc.actual_tail_mean is not None:
-            lines.append(
-                f"actual: mean of the last {fc.tail} points {fc.actual_tail_mean:.4g} "
-                f"({'inside' if fc.covered else 'outside'} the band; error {fc.error:+.4g})"
-            )
-        for note in fc.fit.notes:
-            lines.append(f"  ! {note}")
     return "\n".join(lines)
 
 
-def _save_plot(comparison, fc, path: Path, metric: str) -> None:
+def _save_plot(comparison, end, path: Path, metric: str, series) -> None:
     import altair as alt
 
     from widgets import laws_charts
 
     alt.data_transformers.disable_max_rows()
     charts = [laws_charts.fits_chart(comparison, metric=metric), laws_charts.residuals_chart(comparison)]
-    if fc is not None:
-        charts.append(laws_charts.forecast_chart(fc, metric=metric))
+    if end is not None and end["declined"] is None:
+        charts.append(_forecast_chart(end, series, metric))
     chart = alt.vconcat(*charts).resolve_scale(color="independent")
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix.lower() == ".html":
         chart.save(str(path), format="html", inline=True)
     else:
         chart.save(str(path), format="png", scale_factor=1.5)
+
+
+def _warmup(log) -> float | None:
+    """Steps of the log's learning-rate warm-up (0: none), or ``None`` without a usable ``learning_rate``."""
+    from grpo_core.errors import GrpoError
+    from grpo_core.model.schedule import warmup_length
+
+    if "learning_rate" not in log.train.columns:
+        return None
+    steps, lr = log.series("learning_rate")
+    try:
+        return warmup_length(lr, steps.astype(float))
+    except GrpoError:
+        return None
+
+
+def _oscillator_lines(r, warmup_steps: float | None) -> list[str]:
+    """The three-phase fit's oscillator ratios with their 90% intervals, and a note when its slow
+    start is about as long as the learning-rate warm-up."""
+    q, iv = r.oscillator, r.oscillator_interval(0.9)
+
+    fixed = all(0 < lo and math.isfinite(hi) for lo, hi in iv.values())
+
+    def with_band(name: str, fmt: str = ".4g") -> str:
+        lo, hi = iv[name]
+        return _fmt(q[name], fmt) + (f" [{lo:{fmt}}, {hi:{fmt}}]" if fixed else "")
+
+    lines = [f"    oscillator: damping ratio {with_band('damping_ratio', '.3g')} ({q['regime']}), "
+             f"M/C {with_band('mass_over_damping')} steps, K/C {with_band('stiffness_over_damping')} per step"
+             + (" (90% intervals)" if fixed else " (no interval: k or tau is on a bound or not fixed by the curve)")]
+    tau = q["mass_over_damping"]
+    if warmup_steps and math.isfinite(tau) and tau > 0 and warmup_steps / 3 <= tau <= 3 * warmup_steps:
+        lines.append(f"    ! the slow start (M/C = {tau:.3g} steps) is about as long as the learning-rate warm-up "
+                     f"({warmup_steps:g} steps): it may be the schedule, not inertia (in learning-rate time, which "
+                     "`advise --from-log` and the forecast use, a warm-up is no slow start)")
+    return lines
+
+
+def _forecast_chart(e, series, metric: str):
+    """The forecast of ``--fit-fraction`` (the benchmarked forecaster's): the log (dark up to the end of
+    the fit window, light after it), the forecast of the last 20%'s mean with its band over those steps,
+    the forecaster's current level over the steps it averages, and the actual mean after the window."""
+    import altair as alt
+    import numpy as np
+    import pandas as pd
+
+    t, y = (np.asarray(a, float) for a in series)
+    data = pd.DataFrame({"step": t, "value": y, "part": np.where(t <= e["t_fit_end"], "fit window", "after it")})
+    h = e["horizon"]
+    box = pd.DataFrame({"step": [0.8 * h, h], "low": e["final_low"], "high": e["final_high"], "value": e["final"]})
+    segments = [("now (forecaster's level)", e["current_steps"], e["current"])]
+    if e["actual"] is not None:
+        segments.append(("actual (after the window)", e["actual_steps"], e["actual"]))
+    marks = pd.DataFrame([{"step": s, "value": v, "what": w} for w, steps, v in segments for s in steps])
+    x = alt.X("step:Q", title="step")
+    return alt.layer(
+        alt.Chart(data).mark_line(strokeWidth=0.8).encode(
+            x=x, y=alt.Y("value:Q", title=metric), opacity=alt.Opacity("part:N", scale=alt.Scale(
+                domain=["fit window", "after it"], range=[0.9, 0.3]), title=None), color=alt.value("#555555")),
+        alt.Chart(box).mark_area(opacity=0.2, color="#D55E00").encode(x=x, y="low:Q", y2="high:Q"),
+        alt.Chart(box).mark_line(color="#D55E00", strokeWidth=2.5).encode(
+            x=x, y="value:Q", tooltip=[alt.Tooltip("value:Q", format=".4g", title="forecast"),
+                                       alt.Tooltip("low:Q", format=".4g"), alt.Tooltip("high:Q", format=".4g")]),
+        alt.Chart(marks).mark_line(strokeWidth=2.5).encode(
+            x=x, y="value:Q", detail="what:N", color=alt.Color("what:N", title=None, scale=alt.Scale(
+                domain=["now (forecaster's level)", "actual (after the window)"], range=["#000000", "#0072B2"])),
+            tooltip=["what:N", alt.Tooltip("value:Q", format=".4g")]),
+    ).properties(width=600, height=260,
+                 title=f"forecast from the first {e['fit_fraction']:.0%} (shaded: its {e['level']:.0%} band)")

@@ -22,10 +22,12 @@ training log"):
     :func:`dynamic_instability`, :func:`oscillation`.
 
 Beside these, the failures users hit first, one module each (thresholds in :class:`Thresholds`):
-``not_learning`` (no significant rise, with the slope test's p-value; or a dead run, all zeros:
-:func:`not_learning`), ``truncation`` (completions at the length cap: :func:`truncation`),
+``not_learning`` (no significant rise, with the slope test's p-value; a significant fall, the run
+unlearned; or a dead run, all zeros: :func:`not_learning`), ``truncation`` (completions at the length
+cap: :func:`truncation`),
 ``numerical_failure`` (NaN or inf in the loss, grad_norm, KL, entropy or reward:
-:func:`numerical_failure`), ``no_update`` (grad_norm 0 while groups have spread: :func:`no_update`),
+:func:`numerical_failure`), ``no_update`` (grad_norm 0 while groups have spread, or a learning rate that
+is never positive: :func:`no_update`),
 ``off_policy_mismatch`` (the mean importance ratio far from 1: :func:`off_policy_mismatch`),
 ``entropy_explosion`` (:func:`entropy_explosion`), ``kl_drift`` (the KL grows while the reward stays
 flat: :func:`kl_drift`), ``recurring_spikes`` (:func:`recurring_spikes`) and ``saturation`` (zero spread
@@ -40,8 +42,11 @@ verdict (:attr:`Diagnosis.verdict`) is ``"unhealthy"`` when some finding is a wa
 least two of the four checks of the paper, :attr:`Thresholds.min_checks_for_healthy`), and
 ``"inconclusive"`` otherwise, naming what is missing (:attr:`Diagnosis.missing`); ``healthy`` is
 ``verdict == "healthy"``. The command line exits 0 healthy, 1 unhealthy, 3 inconclusive (2: the log
-or an argument is wrong). A mode that cannot be checked (the log has no entropy, no eval metric...)
-is listed in :attr:`Diagnosis.skipped` with the reason, never reported as fine.
+or an argument is wrong). A mode that cannot be checked (the log has no entropy, no eval metric, a
+column every value of which is empty or NaN, an entropy, KL or importance ratio that is 0 on every step
+and so was not computed: ``series.ZERO_MEANS_NOT_COMPUTED``) is listed in :attr:`Diagnosis.skipped`
+with the reason, never reported as fine. Without a reward the verdict is at best ``"inconclusive"``: zero
+spread alone is reported as info (:func:`judge_degeneration`).
 
 The room, one module per concept: ``thresholds`` (:class:`Thresholds`, every threshold with its
 reason), ``findings`` (the modes, severities, :class:`Finding`), ``series`` (the numerics the
@@ -70,7 +75,7 @@ from .diagnose import Diagnosis, diagnose
 from .drift import kl_drift
 from .explosion import entropy_explosion
 from .findings import ADVICE, ALL_MODES, MODES, SEVERITIES, USER_MODES, VERDICTS, Finding
-from .forecast import FORECAST_POINTS, forecast_run, plateau_forecast
+from .forecast import FORECAST_POINTS, forecast_end, forecast_run, plateau_forecast
 from .instability import dynamic_instability
 from .learning import not_learning, slope_test
 from .no_update import no_update
@@ -104,6 +109,7 @@ __all__ = [
     "train_eval_decoupling",
     "plateau_forecast",
     "forecast_run",
+    "forecast_end",
     "not_learning",
     "slope_test",
     "truncation",

@@ -47,7 +47,8 @@ def policy_concentration(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESH
     Raises
     ------
     DataError
-        No ``entropy`` column, or fewer than 10 finite entropy values.
+        No ``entropy`` column, fewer than 10 finite entropy values, or an entropy that is 0 on every step
+        (not computed, :data:`~grpo_core.runs.diagnostics.series.ZERO_MEANS_NOT_COMPUTED`).
 
     Examples
     --------

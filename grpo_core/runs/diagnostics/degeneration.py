@@ -13,7 +13,7 @@ from ...grpo import expected_zero_spread_fraction
 from ...validation import check_integer, check_real
 from ..logs import RunLog
 from .findings import Finding
-from .series import _is_binary_compatible, _longest_run, _quiet_series, _smooth
+from .series import _is_binary_compatible, _longest_run, _quiet_series, _smooth, _steps_spanned
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 
@@ -215,7 +215,8 @@ def advantage_degeneration(log: RunLog, *, group_size: int | None = None, binary
         "source": table.attrs["source"],
         "lower_bound": table.attrs["lower_bound"],
         "level": level,
-        "steps_in_stretch": length,
+        "steps_in_stretch": _steps_spanned(log, s_first, s_last),  # optimizer steps, not logged rows
+        "rows_in_stretch": length,
         "run_mean_zero_spread_fraction": float(np.mean(frac)),
     }
     in_range = (log.train.index >= s_first) & (log.train.index <= s_last)

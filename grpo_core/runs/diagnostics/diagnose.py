@@ -21,7 +21,7 @@ from .degeneration import advantage_degeneration
 from .drift import kl_drift
 from .explosion import entropy_explosion
 from .findings import _RANK, MODES, Finding
-from .forecast import plateau_forecast
+from .forecast import forecast_end, plateau_forecast
 from .implied import implied_curvature_entry, run_settings
 from .instability import dynamic_instability
 from .learning import not_learning
@@ -30,7 +30,7 @@ from .numerical import numerical_failure
 from .off_policy import off_policy_mismatch
 from .oscillation import Oscillation, oscillation
 from .saturation import judge_degeneration
-from .series import _is_binary_compatible, _quiet_series, _rise
+from .series import _is_binary_compatible, _quiet_series
 from .spikes import recurring_spikes
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
 from .truncation import truncation
@@ -47,9 +47,22 @@ class Diagnosis:
     healthy : bool
         ``verdict == "healthy"``.
     forecast : dict or None
-        Plateau forecast of the reward (:func:`plateau_forecast`; ``reliable`` False with a
-        ``caveat`` when the run is unstable), or ``None`` if it was not made (the reward did not
-        move significantly, or too few points; the reason is in ``notes``).
+        Where the reward ends, by the benchmarked forecaster (:func:`forecast_end`, the one
+        ``python -m bench forecast`` scores): ``final``, ``final_low``, ``final_high`` (the mean reward
+        over the last 20% of the run up to ``horizon`` and its ``level`` band; ``horizon_kind``
+        ``"planned"``: the log's ``max_steps``, ``"doubled"``: a finished log trained on to twice its
+        last step), ``asymptote`` and ``plateau_determined`` (False: the window does not determine a
+        plateau, or it lies outside [0, 1] for a 0/1 reward; print no plateau then), ``now`` (the
+        forecaster's current level) and ``now_steps`` (the first and last step it averages),
+        ``clock``, ``forecast_caveat`` (the run is unstable, or a 0/1 reward's forecast lies outside
+        [0, 1]; else ``None``), ``band_clipped`` (a 0/1 reward's forecast and band are shown clipped
+        to [0, 1], the range its mean can take) and ``end_of_run`` (the whole :func:`forecast_run`
+        dict, the forecaster's own numbers). Beside it, the law that describes the curve
+        (:func:`plateau_forecast`'s keys: ``law``, ``plateau``, ``plateau_low``, ``plateau_high``,
+        ``r2``, ``t90``, ``current`` (the mean of the last 50 rows), ..., with ``reliable`` and
+        ``caveat`` about that fit; ``law`` is ``None`` and those keys absent when the curve is too
+        short for it). ``None`` if no forecast was made (fewer than 8 reward points, a reward that
+        does not change; the reason is in ``notes``).
     oscillation : Oscillation or None
         Oscillation analysis of the reward.
     checked : list of str
@@ -163,14 +176,7 @@ class Diagnosis:
             if f.advice and f.severity != "info":
                 lines.append(f"      try: {f.advice}")
         if self.forecast:
-            fc = self.forecast
-            lines.append(f"  forecast: reward plateau {fc['plateau']:.4g} [{fc['plateau_low']:.4g}, "
-                         f"{fc['plateau_high']:.4g}] ({fc['law']} law); now {fc['current']:.4g}"
-                         + (f" (caveat: {fc['caveat']})" if fc.get("caveat") else ""))
-            end = fc.get("end_of_run")
-            if end and end["declined"] is None:
-                lines.append(f"  end of run (step {end['horizon']:g}): mean reward of the last 20% {end['final']:.4g} "
-                             f"[{end['final_low']:.4g}, {end['final_high']:.4g}] ({end['clock']} clock)")
+            lines += [f"  {line}" for line in forecast_lines(self.forecast)]
         else:
             lines += [f"  {note}" for note in self.notes if note.startswith("no plateau forecast")]
         if self.implied_curvature is not None:
@@ -178,9 +184,10 @@ class Diagnosis:
         lines += [f"  {note}" for note in self.notes if note.startswith("data: ")]
         core = MODES + ("not_learning",)
         for mode, why in self.skipped.items():
-            if mode in core:
+            # a column that is there but empty, all NaN or not computed is said, not listed as absent
+            if mode in core or "does not have" not in why:
                 lines.append(f"  not checked: {mode} ({why})")
-        rest = [m for m in self.skipped if m not in core]
+        rest = [m for m in self.skipped if m not in core and "does not have" in self.skipped[m]]
         if rest:
             lines.append(f"  not checked (no column for them): {', '.join(rest)}")
         return "\n".join(lines)
@@ -212,7 +219,7 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
     thresholds : Thresholds, optional
         Operational thresholds (default :class:`Thresholds`).
     forecast : bool
-        Make the plateau forecast (:func:`plateau_forecast`).
+        Make the forecast (:func:`forecast_end`) and the law fit (:func:`plateau_forecast`).
     n_boot : int
         Bootstrap replicates of the forecast band. 50 keeps a 100,000-step diagnosis under a
         second; against 1,000 replicates the ends of the 90% band moved by 4-17% of its width on
@@ -410,28 +417,55 @@ def _run_checks(log: RunLog, checks: dict) -> tuple[list[Finding], list[str], di
 
 def _forecast(log: RunLog, findings: list[Finding], binary_reward: bool | None, n_boot: int, th: Thresholds,
               notes: list[str]) -> dict[str, Any] | None:
-    """The plateau forecast with its caveats, or ``None`` with the reason in ``notes``."""
+    """The forecast of where the reward ends (:func:`forecast_end`, the benchmarked forecaster) with
+    the law fit that describes the curve (:func:`plateau_forecast`), or ``None`` with the reason in
+    ``notes``. No significance gate: a flat reward is forecast to stay flat (the constant law), and
+    whether the run learns is :func:`not_learning`'s verdict alone."""
+    from ...laws.plateau import MIN_WINDOW
+
     rt, r = _quiet_series(log, "reward")
-    if r.size < 8:
+    if r.size < MIN_WINDOW:
         notes.append(f"no plateau forecast: only {r.size} reward point(s); a learning curve to extrapolate "
-                     "needs more")
+                     f"needs at least {MIN_WINDOW}")
         return None
-    # from the very start (a reward can rise within a few steps) to the last quarter
-    rise_z = _rise(r, early_points=int(min(20, max(3, round(0.01 * r.size)))))["z"]
-    if abs(rise_z) < th.trend_z:
-        notes.append(f"no plateau forecast: the reward has not moved significantly (rise z = {rise_z:.2g} < "
-                     f"{th.trend_z:g}); there is no learning curve to extrapolate")
-        return None
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
             fc = plateau_forecast(log, n_boot=n_boot)
-    except GrpoError as exc:
-        notes.append(f"no plateau forecast: {exc}")
+        except GrpoError as exc:  # too short for the law fit: the forecast alone
+            fc = {"metric": "reward", "law": None, "level": 0.9, "end_of_run": None, "law_fit_error": str(exc)}
+        try:
+            end = (fc["end_of_run"] if fc.get("end_of_run") is not None
+                   else forecast_end(log, n_boot=min(n_boot, 30), level=fc["level"]))
+        except GrpoError as exc:
+            notes.append(f"no plateau forecast: {exc}")
+            return None
+    if end["declined"] is not None:
+        notes.append(f"no plateau forecast: {end['declined']}")
         return None
+    end.setdefault("horizon_kind", "planned")
+    fc["end_of_run"] = end
     caveats = []
     if any(f.mode == "dynamic_instability" and f.severity in ("warning", "critical") for f in findings):
         caveats.append("the run is unstable: a plateau law does not describe it")
+    if binary_reward is not False and plateau_outside_unit_interval(r, end["final"]):
+        caveats.append(f"the laws' forecast {end['final']:.4g} lies outside [0, 1], the range of a 0/1 reward: "
+                       "they extrapolate a rise that has not bent over yet (shown clipped to [0, 1])")
+    determined = end["plateau_determined"]
+    if determined and binary_reward is not False and plateau_outside_unit_interval(r, end["plateau"]):
+        determined = False
+    # a 0/1 reward's mean lies in [0, 1]: the forecast and its band are shown within it (clipping cannot
+    # uncover the truth; end_of_run keeps the forecaster's own numbers)
+    bounded = binary_reward is not False and _is_binary_compatible(r)
+    final, low, high = ((min(max(v, 0.0), 1.0) for v in (end["final"], end["final_low"], end["final_high"]))
+                        if bounded else (end["final"], end["final_low"], end["final_high"]))
+    fc.update({"final": final, "final_low": low, "final_high": high,
+               "band_clipped": bool(bounded and (low, high) != (end["final_low"], end["final_high"])),
+               "horizon": end["horizon"], "horizon_kind": end["horizon_kind"], "asymptote": end["plateau"],
+               "plateau_determined": bool(determined), "now": end["current"], "now_steps": end["current_steps"],
+               "clock": end["clock"], "forecast_caveat": "; ".join(caveats) or None})
+    if fc["law"] is None:
+        return fc
     if "r_inf" in fc["at_bound"]:
         caveats.append("the curve does not determine its plateau: the fitted value sits at the law's "
                        "bound, ten reward ranges beyond the data")
@@ -442,6 +476,23 @@ def _forecast(log: RunLog, findings: list[Finding], binary_reward: bool | None, 
     if caveats:
         fc["caveat"] = "; ".join(caveats)
     return fc
+
+
+def forecast_lines(fc: dict[str, Any]) -> list[str]:
+    """The forecast of :func:`diagnose` in two lines: where the reward ends (the benchmarked forecaster's
+    end-of-run mean with its band, and the plateau or why it is not determined), and now (the
+    forecaster's current level and the steps it averages)."""
+    h = fc["horizon"]
+    where = (f"at the planned end of the run (step {h:g})" if fc["horizon_kind"] == "planned"
+             else f"if trained on to step {h:g} (twice as long)")
+    plateau = (f"plateau {fc['asymptote']:.4g}" if fc["plateau_determined"] else
+               f"plateau not determined (the laws have not levelled off by step {h:g})")
+    a, b = fc["now_steps"]
+    return [f"forecast: {where}, the mean reward over steps {round(0.8 * h):d}-{h:g} is {fc['final']:.4g} "
+            f"[{fc['final_low']:.4g}, {fc['final_high']:.4g}] ({fc['level']:.0%} band"
+            + (", clipped to [0, 1], the range of a 0/1 reward" if fc.get("band_clipped") else "") + f"); {plateau}",
+            f"now {fc['now']:.4g} (the forecaster's current level: mean of steps {a:g}-{b:g}; {fc['clock']} clock)"
+            + (f" (caveat: {fc['forecast_caveat']})" if fc.get("forecast_caveat") else "")]
 
 
 def _forecast_json(fc: dict[str, Any] | None) -> dict[str, Any] | None:

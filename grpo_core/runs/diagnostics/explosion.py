@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import DataError
 from ..logs import RunLog
 from .findings import Finding
 from .series import _bin, _needed_series, _smooth, _window
@@ -29,11 +28,13 @@ def entropy_explosion(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLD
     Returns
     -------
     Finding or None
+        ``None`` while the late entropy stays under ``explosion_warning`` times its initial level.
 
     Raises
     ------
     DataError
-        No entropy, fewer than 10 values, or an entropy that is 0 on every step (not computed).
+        No entropy, fewer than 10 values, or an entropy that is 0 on every step (not computed,
+        :data:`~grpo_core.runs.diagnostics.series.ZERO_MEANS_NOT_COMPUTED`).
 
     Examples
     --------
@@ -43,9 +44,8 @@ def entropy_explosion(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLD
     'warning'
     """
     th = thresholds
+    # an entropy 0 on every step (not computed) is refused by the shared rule (series.ZERO_MEANS_NOT_COMPUTED)
     steps, h = _needed_series(log, "entropy_explosion", "entropy", 10, "entropy values")
-    if np.all(np.abs(h) <= 1e-12):
-        raise DataError(f"entropy_explosion: the entropy of {log.source} is 0 on every step (not computed)")
     steps, h = _bin(steps.astype(float), h, 4000)
     n = h.size
     hs = _smooth(h, min(_window(n, th), n), "median")

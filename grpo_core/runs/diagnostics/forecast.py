@@ -123,9 +123,9 @@ def forecast_run(log: RunLog, *, fit_fraction: float | None = None, horizon: flo
 
     The forecaster of the forecasting benchmark (issue 14, ``python -m bench forecast``): laws fitted
     in learning-rate time (the log's ``learning_rate`` column when logged, else steps), averaged by
-    evidence, shrunk toward the current level, with a block-bootstrap band widened by the
-    conformal quantile of :data:`grpo_core.laws.plateau.SHIPPED_PRIOR` (tuned on the 20 shipped real
-    runs). Long logs are bin-averaged to :data:`FORECAST_POINTS` points first.
+    evidence, shrunk toward the current level, plus the late gain, with a block-bootstrap band widened
+    by the conformal quantile of :data:`grpo_core.laws.plateau.SHIPPED_PRIOR` (all three tuned on the
+    20 shipped real runs). Long logs are bin-averaged to :data:`FORECAST_POINTS` points first.
 
     Parameters
     ----------
@@ -155,12 +155,20 @@ def forecast_run(log: RunLog, *, fit_fraction: float | None = None, horizon: flo
     -------
     dict
         ``metric``, ``final``, ``final_low``, ``final_high`` (the forecast of the mean over the last
-        20% of the steps up to ``horizon`` and its band), ``plateau`` (the asymptote), ``current``
-        (the level the forecast starts from), ``weights`` (of each law), ``clock``
-        (``"learning_rate"`` or ``"step"``), ``level``, ``fit_fraction``, ``t_fit_end``, ``horizon``,
-        ``n_fit``, ``method`` (one line naming it), ``actual`` (the mean of the log's last 20% when
-        ``fit_fraction`` is given, else ``None``), ``covered``, ``error`` and ``declined`` (why no
-        forecast was made, else ``None``; the numbers are then NaN).
+        20% of the steps up to ``horizon`` and its band), ``plateau`` (the asymptote),
+        ``plateau_determined`` (the asymptote lies inside the band of ``final`` and within 0.1 of the
+        window's spread of it, the benchmark's tolerance: the laws have levelled off by the horizon;
+        otherwise the window does not determine a plateau and none should be quoted),
+        ``current`` (the level the forecast starts from: the mean of the window's last 10% of
+        points, at least 3) and ``current_steps`` (the first and last step of those points),
+        ``weights`` (of each law), ``clock`` (``"learning_rate"`` or ``"step"``), ``level``,
+        ``fit_fraction``, ``t_fit_end``, ``horizon``, ``n_fit``, ``method`` (one line naming it),
+        ``actual`` (when ``fit_fraction`` is given: the mean of the log's last 20% of points that lie
+        after the fit window, ``None`` when none does or without ``fit_fraction``) and
+        ``actual_steps`` (their first and last step), ``covered``, ``error`` and ``declined`` (why
+        no forecast was made, else ``None``; the numbers are then NaN) and ``late_gain`` (the part of
+        ``final`` added by the prior's late gain: the continued rise that real runs showed after the
+        laws' bend; see :mod:`grpo_core.laws.plateau`).
 
     Raises
     ------
@@ -212,21 +220,104 @@ def forecast_run(log: RunLog, *, fit_fraction: float | None = None, horizon: flo
     prior = plateau.SHIPPED_PRIOR if prior is None else prior
     if level != 0.9:
         prior = plateau.PlateauPrior(prior.lam, prior.q * stats.norm.ppf(0.5 + level / 2) / stats.norm.ppf(0.95),
-                                     prior.runs)
+                                     prior.runs, prior.gain)
     if bt.size < 2 or horizon <= bt[-1]:
         fc = plateau._nan_forecast("the fit window reaches the end of the log", "step")
     else:
-        fc = plateau.forecast_plateau(bt, by, horizon=horizon, lr=lr, prior=prior, n_boot=n_boot, seed=seed)
-    actual = covered = error = None
+        # the late gain's unit is the raw window's spread (the benchmark's), not the bin averages'
+        fc = plateau.forecast_plateau(bt, by, horizon=horizon, lr=lr, prior=prior, n_boot=n_boot, seed=seed,
+                                      spread=plateau.window_spread(y_fit))
+    actual = covered = error = actual_steps = None
     if fit_fraction is not None:
-        actual = float(np.mean(y[-max(1, int(math.ceil(0.2 * y.size))):]))
-        if fc.declined is None:
-            covered = bool(fc.final_low <= actual <= fc.final_high)
-            error = fc.final - actual
+        # the last 20% of the points, never a point of the fit window (a fit fraction above 0.8)
+        first = max(n_fit, y.size - max(1, int(math.ceil(0.2 * y.size))))
+        if first < y.size:
+            actual = float(np.mean(y[first:]))
+            actual_steps = [float(steps[first]), float(steps[-1])]
+            if fc.declined is None:
+                covered = bool(fc.final_low <= actual <= fc.final_high)
+                error = fc.final - actual
     return {
         "metric": metric, "final": fc.final, "final_low": fc.final_low, "final_high": fc.final_high,
-        "plateau": fc.plateau, "current": fc.level, "weights": dict(fc.weights), "clock": fc.clock,
+        "plateau": fc.plateau, "current": fc.level, "current_steps": _level_steps(t_fit, bt.size, fc),
+        "plateau_determined": _plateau_determined(fc, plateau.window_spread(y_fit)),
+        "weights": dict(fc.weights), "clock": fc.clock,
         "level": level, "fit_fraction": fit_fraction, "t_fit_end": float(t_fit[-1]) if t_fit.size else float("nan"),
         "horizon": horizon, "n_fit": int(n_fit), "method": plateau.METHOD, "actual": actual,
-        "covered": covered, "error": error, "declined": fc.declined,
+        "actual_steps": actual_steps, "covered": covered, "error": error, "declined": fc.declined,
+        "late_gain": prior.gain * fc.gain_unit if fc.declined is None else float("nan"),
     }
+
+
+def _plateau_determined(fc, spread: float) -> bool:
+    """Whether the forecast's asymptote is one the window determines: the laws have levelled off by the
+    horizon, the asymptote within 0.1 of the window's ``spread`` (:func:`~grpo_core.laws.plateau.window_spread`,
+    the benchmark's unit and tolerance) of the end-of-run forecast, and inside its band."""
+    if fc.declined is not None or not math.isfinite(fc.plateau):
+        return False
+    return bool(fc.final_low <= fc.plateau <= fc.final_high and abs(fc.plateau - fc.final) <= 0.1 * spread)
+
+
+def _level_steps(t_fit: np.ndarray, n_points: int, fc) -> list[float] | None:
+    """The first and last logged step behind the forecaster's current level (the mean of the fit
+    window's last :data:`~grpo_core.laws.plateau.LEVEL_FRACTION` of its (binned) points, at least 3),
+    or ``None`` when the forecast was declined."""
+    from ...laws import plateau
+
+    if fc.declined is not None or not n_points:
+        return None
+    n_last = min(n_points, max(3, int(math.ceil(plateau.LEVEL_FRACTION * n_points))))
+    k = 1 if t_fit.size <= FORECAST_POINTS else int(math.ceil(t_fit.size / FORECAST_POINTS))  # as _bin
+    return [float(t_fit[(n_points - n_last) * k]), float(t_fit[n_points * k - 1])]
+
+
+def forecast_end(log: RunLog, *, metric: str = "reward", n_boot: int = 30, level: float = 0.9,
+                 seed: int = 0) -> dict[str, Any]:
+    """Where the reward ends: :func:`forecast_run` on the whole log, to the run's end.
+
+    The end is the planned ``max_steps`` when the log knows it and it lies after the last logged
+    step (a run in progress: ``horizon_kind`` ``"planned"``); otherwise the log is a finished run
+    and the forecast is of the same run trained twice as long, with the logged learning-rate schedule's
+    last rate held (``horizon`` twice the last step, ``horizon_kind`` ``"doubled"``; within the
+    benchmarked cuts 0.4 and 0.6, whose band coverage ``python -m bench forecast`` measures).
+
+    Parameters
+    ----------
+    log : RunLog
+    metric : str
+    n_boot, level, seed
+        As :func:`forecast_run`.
+
+    Returns
+    -------
+    dict
+        :func:`forecast_run`'s dict, with ``horizon_kind``.
+
+    Raises
+    ------
+    DataError
+        No ``metric`` values.
+    ParameterError
+        Bad ``n_boot``, ``level``.
+
+    Examples
+    --------
+    >>> from grpo_core.runs.logs import from_records
+    >>> t = np.arange(1, 301)
+    >>> y = 1.0 - 0.8 * np.exp(-t / 60) + np.random.default_rng(0).normal(0, 0.05, 300)
+    >>> fc = forecast_end(from_records([{"step": int(s), "reward": float(v)} for s, v in zip(t, y)]))
+    >>> fc["horizon"], fc["horizon_kind"], bool(fc["final_low"] < 1.0 < fc["final_high"])
+    (600.0, 'doubled', True)
+    """
+    steps, _ = _quiet_series(log, metric)
+    if not steps.size:
+        raise DataError(f"{log.source} has no values of {metric}")
+    last = float(steps[-1])
+    planned = log.meta.get("max_steps")
+    if planned is not None and float(planned) > last:
+        horizon, kind = float(planned), "planned"
+    else:
+        horizon, kind = 2.0 * last if last > 0 else 2.0, "doubled"
+    out = forecast_run(log, horizon=horizon, metric=metric, n_boot=n_boot, level=level, seed=seed)
+    out["horizon_kind"] = kind
+    return out

@@ -12,7 +12,7 @@ from ...errors import DataError, GrpoError
 from ..logs import RunLog
 from .findings import _RANK, SEVERITIES, Finding
 from .oscillation import Oscillation, oscillation
-from .series import _bin, _quiet_series, _smooth, _window
+from .series import _bin, _quiet_series, _smooth, _usable, _window
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 _GROWTH_METRICS = ("grad_norm", "kl", "ppo_kl", "importance_ratio_max", "clip_ratio_region", "clip_ratio_low",
@@ -99,7 +99,7 @@ def dynamic_instability(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHO
     ('critical', 37)
     """
     th = thresholds
-    present = [m for m in _GROWTH_METRICS if log.has(m)]
+    present = [m for m in _GROWTH_METRICS if _usable(log, m)]  # a KL 0 on every step is not computed
     if not present and not log.has("reward"):
         raise DataError(f"dynamic_instability needs grad_norm, kl, importance ratios, clip fractions or the "
                         f"reward; {log.source} has none of them")

@@ -77,9 +77,11 @@ def not_learning(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS) ->
     earns anything and nothing is updated). Otherwise the rise is tested twice: the slope over the
     whole run (:func:`slope_test`, one-sided p-value against ``learning_p_value``) and the early/late
     rise z (:func:`~grpo_core.runs.diagnostics.series._rise`, against ``trend_z``). The run is not
-    learning when neither is significant: a warning; critical when the reward fell significantly
-    (late below early, z <= ``falling_z``, and the slope negative at the same p-value). A 0/1 reward
-    whose late mean is 0.9 or more is at its ceiling already (info: nothing left to learn).
+    learning when neither is significant: a warning. It unlearned (critical, with no advice to raise the
+    learning rate) when the reward fell significantly: a fall as significant as a rise must be (rise
+    z <= -``trend_z``), or a smaller one (z <= ``falling_z``) with the slope negative at the same p-value
+    (p for a rise > 1 - ``learning_p_value``). A 0/1 reward whose late mean is 0.9 or more is at its
+    ceiling already (info: nothing left to learn).
 
     Parameters
     ----------
@@ -111,8 +113,8 @@ def not_learning(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS) ->
     first, last = (int(st[0]), int(st[-1])) if st.size else (0, 0)
     if dead is not None:
         return Finding("not_learning", "critical", (first, last), None, {"dead_columns": dead},
-                       f"Dead run: {', '.join(dead)} are exactly 0 on every step ({st.size} steps): no completion "
-                       "earns a reward and nothing is updated.",
+                       f"Dead run: {', '.join(dead)} are exactly 0 on every step ({st.size} logged steps): no "
+                       "completion earns a reward and nothing is updated.",
                        "check that the reward function can return non-zero values on a few completions "
                        "(answer format, extraction), that completions are not all truncated, and that the "
                        "trainable parameters receive gradients")
@@ -127,12 +129,15 @@ def not_learning(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS) ->
                           "reward_late": rise["late"], "rise_z": rise["z"], "points": int(r.size)}
     if test["p_value"] < th.learning_p_value or rise["z"] >= th.trend_z:
         return None
-    fell = rise["z"] <= th.falling_z and test["p_value"] > 1 - th.learning_p_value
+    # a fall as significant as a rise must be (the slope of a short log, 40 rows, is less sure of it), or a
+    # smaller fall that the slope confirms
+    fell = rise["z"] <= -th.trend_z or (rise["z"] <= th.falling_z and test["p_value"] > 1 - th.learning_p_value)
     if fell:
+        ev["fell"] = True
         return Finding("not_learning", "critical", (first, last), None, ev,
                        f"The reward fell from {rise['early']:.3g} to {rise['late']:.3g} over steps {first}-{last} "
                        f"(rise z = {rise['z']:.2g}; slope p = {test['p_value']:.2g} for a rise): the run "
-                       "unlearned.")
+                       "unlearned.", ADVICE_FELL)
     at_ceiling = _is_binary_compatible(r) and rise["late"] >= th.saturation_level
     severity = "info" if at_ceiling else "warning"
     msg = (f"No significant rise of the reward over steps {first}-{last}: {rise['early']:.3g} -> "
@@ -145,3 +150,6 @@ def not_learning(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS) ->
 
 
 ADVICE_CEILING = "the task is already solved at this difficulty: use harder prompts"
+ADVICE_FELL = ("the run unlearned: keep the checkpoint from before the fall; lower the learning rate or raise the "
+               "KL coefficient, and read the completions where the reward fell (degenerate or truncated text, "
+               "a reward being gamed)")

@@ -43,6 +43,7 @@ def numerical_failure(log: RunLog) -> Finding | None:
     Returns
     -------
     Finding or None
+        ``None`` when every value the log wrote is finite.
 
     Raises
     ------

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..logs import RunLog
 from .findings import _RANK, Finding
-from .series import _is_binary_compatible, _quiet_series
+from .series import _is_binary_compatible, _quiet_series, _steps_spanned
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 
@@ -69,16 +69,25 @@ def judge_degeneration(log: RunLog, finding: Finding, learning: Finding | None, 
     Returns
     -------
     Finding
-        ``saturation`` (info) when the reward sits at its ceiling over the stretch; the same finding as
-        info with the cost (``wasted_rollout_fraction``, ``wasted_steps``, ``wasted_completions``) when
-        the run learned (no not-learning warning) and the reward at the end is not below its level in the
-        stretch; the finding unchanged otherwise (or when it is info already).
+        Without a reward (no column, or every value empty or NaN) the same finding as info (evidence
+        ``no_reward``): zero spread alone cannot tell a failure from saturation or from the cost of a run
+        that learns, and the verdict must not rest on a metric that is not there (it is "inconclusive":
+        the learning check cannot run). ``saturation`` (info) when the reward sits at its ceiling over the
+        stretch; the same finding as info with the cost (``wasted_rollout_fraction``, ``wasted_steps``
+        (optimizer steps, not logged rows: a log written every N steps has a row per N steps),
+        ``wasted_completions``) when the run learned (no not-learning warning) and the reward at the end is
+        not below its level in the stretch; the finding unchanged otherwise (or when it is info already).
     """
     if _RANK[finding.severity] == 0:
         return finding
     s0, s1 = finding.steps
     frac = finding.evidence.get("observed_zero_spread_fraction", 0.0)
-    n_steps = int(finding.evidence.get("steps_in_stretch", 0))
+    if not log.has("reward"):
+        return replace(finding, severity="info", evidence=dict(finding.evidence, no_reward=True),
+                       message=finding.message.rstrip(".") + ". Without a reward this cannot be judged (a failure, "
+                       "saturation with every group all-correct, or the cost of a run that learns look alike): "
+                       "reported as info.")
+    n_steps = _steps_spanned(log, s0, s1)
     if at_ceiling(log, s0, s1, thresholds):
         ev = dict(finding.evidence, saturated=True)
         return Finding("saturation", "info", finding.steps, s0, ev,

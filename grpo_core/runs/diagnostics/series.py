@@ -125,10 +125,64 @@ def _bin(steps: np.ndarray, values: np.ndarray, max_points: int = 2000) -> tuple
     return steps[:m].reshape(-1, k).mean(axis=1), values[:m].reshape(-1, k).mean(axis=1)
 
 
+#: Columns that are never exactly 0 when they are computed: the entropy of a sampling policy is positive,
+#: the KL to the reference grows from 0 as soon as the policy moves (TRL logs 0 when ``beta = 0`` and it is
+#: not computed), verl's ``ppo_kl`` is 0 when there is no second update of a batch, and an importance
+#: ratio is positive. 0 on every logged step means "not computed": a check that read it would judge
+#: nothing (:func:`_not_computed`; every check reading these columns uses it).
+ZERO_MEANS_NOT_COMPUTED = ("entropy", "kl", "ppo_kl", "importance_ratio_min", "importance_ratio_mean",
+                           "importance_ratio_max")
+
+
+def _zero_means_not_computed(metric: str) -> bool:
+    return metric in ZERO_MEANS_NOT_COMPUTED or str(metric).endswith("_ratio_mean")
+
+
+def _not_computed(log: RunLog, metric: str) -> bool:
+    """Whether ``metric`` is one of :data:`ZERO_MEANS_NOT_COMPUTED` (or a ``*_ratio_mean``) and 0 on every
+    logged step (not computed); ``False`` for a column the log does not have."""
+    if not _zero_means_not_computed(metric) or not log.has(metric):
+        return False
+    v = _quiet_series(log, metric)[1]
+    return bool(v.size) and bool(np.all(np.abs(v) <= 1e-12))
+
+
+def _usable(log: RunLog, metric: str) -> bool:
+    """``log.has(metric)`` and the column is not :func:`_not_computed`."""
+    return log.has(metric) and not _not_computed(log, metric)
+
+
+def _absent_reason(log: RunLog, metric: str) -> str:
+    """Why ``metric`` cannot be read from ``log`` (for a check's "not checked" reason)."""
+    if _not_computed(log, metric):
+        return f"is 0 on every step of {log.source} (not computed)"
+    why = getattr(log, "dropped", {}).get("train", {}).get(metric)
+    if why:
+        return f"was dropped from {log.source}: {why}"
+    return f"is not in {log.source}"
+
+
 def _need(log: RunLog, mode: str, *metrics: str) -> None:
+    """A :class:`DataError` naming why, unless every metric is :func:`_usable` (present, not all-zero when that
+    means not computed)."""
     missing = [m for m in metrics if not log.has(m)]
-    if missing:
+    if missing and all(_absent_reason(log, m).startswith("is not in") for m in missing):
         raise DataError(f"{mode} needs the column(s) {', '.join(missing)}, which {log.source} does not have")
+    bad = [m for m in metrics if not _usable(log, m)]
+    if bad:
+        raise DataError(f"{mode} needs {', '.join(bad)}: " + "; ".join(f"the column {m} {_absent_reason(log, m)}"
+                                                                      for m in bad))
+
+
+def _steps_spanned(log: RunLog, first: int, last: int) -> int:
+    """Optimizer steps that the logged rows from step ``first`` to ``last`` stand for.
+
+    A log written every ``N`` steps has one row per ``N`` steps: ``last - first + N`` (``N`` the median
+    interval between the log's training steps, at least 1), not the number of rows.
+    """
+    st = log.train.index.to_numpy(dtype=np.int64)
+    interval = int(max(1, np.median(np.diff(st)))) if st.size > 1 else 1
+    return int(last - first + interval)
 
 
 def _too_few(log: RunLog, mode: str, minimum: int, what: str, have: object) -> DataError:

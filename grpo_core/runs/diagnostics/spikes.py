@@ -11,7 +11,7 @@ import pandas as pd
 from ...errors import DataError
 from ..logs import RunLog
 from .findings import Finding
-from .series import _quiet_series
+from .series import _not_computed, _quiet_series, _usable
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 _SPIKE_METRICS = ("kl", "ppo_kl", "importance_ratio_max", "grad_norm")
@@ -41,17 +41,20 @@ def recurring_spikes(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS
     Parameters
     ----------
     log : RunLog
+        Needs 20 values of at least one of ``kl``, ``ppo_kl``, ``importance_ratio_max``, ``grad_norm``.
     thresholds : Thresholds
 
     Returns
     -------
     Finding or None
-        The metric with the most spikes (every metric's count in the evidence).
+        The metric with the most spikes (every metric's count in the evidence); ``None`` when no metric
+        spiked twice.
 
     Raises
     ------
     DataError
-        None of the metrics has 20 values.
+        None of the metrics has 20 values (a KL or ratio 0 on every step, not computed, is not counted:
+        :data:`~grpo_core.runs.diagnostics.series.ZERO_MEANS_NOT_COMPUTED`).
 
     Examples
     --------
@@ -64,7 +67,7 @@ def recurring_spikes(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS
     th = thresholds
     found: dict[str, Any] = {}
     for m in _SPIKE_METRICS:
-        if not log.has(m):
+        if not _usable(log, m):  # absent, or 0 on every step (not computed)
             continue
         st, v = _quiet_series(log, m)
         if v.size < 20:
@@ -73,8 +76,9 @@ def recurring_spikes(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS
         found[m] = {"spikes": int(starts.size), "steps": [int(st[i]) for i in starts[:20]], "median": med,
                     "max": float(np.max(np.abs(v)))}
     if not found:
+        zero = [m for m in _SPIKE_METRICS if _not_computed(log, m)]
         raise DataError(f"recurring_spikes needs at least 20 values of {', '.join(_SPIKE_METRICS)}; {log.source} "
-                        "has none")
+                        "has none" + (f" ({', '.join(zero)} 0 on every step: not computed)" if zero else ""))
     worst = max(found, key=lambda m: found[m]["spikes"])
     count = found[worst]["spikes"]
     if count < 2:

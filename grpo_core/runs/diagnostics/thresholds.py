@@ -43,7 +43,12 @@ class Thresholds:
         z-score below which an eval curve is called flat (2.0: its rise is not significant at the
         one-sided 2.3% level; a truly flat eval curve passes 97.7% of the time).
     falling_z : float
-        z-score at or below which an eval curve is called falling (-2.0).
+        z-score at or below which an eval curve is called falling (-2.0). The training reward has
+        unlearned (:func:`~grpo_core.runs.diagnostics.learning.not_learning`, critical) when its rise
+        z is at most ``-trend_z`` (a fall as significant as a rise must be), or at most ``falling_z``
+        with the slope's one-sided p-value for a rise above ``1 - learning_p_value`` (the slope
+        confirms a smaller fall). The slope test alone misses a collapse in a short log: 40 rows with
+        strongly autocorrelated residuals leave p = 0.97 for a fall from 0.84 to 0.005 (real run 01).
     growth_warning, growth_critical : float
         Late level over (floored) early level of a growth metric for a warning (10) or critical
         (100) instability: one and two orders of magnitude. A stationary metric fluctuates by a
@@ -109,8 +114,12 @@ class Thresholds:
         the maximum, not a third of them).
     ratio_warning, ratio_critical : float
         The mean importance-sampling ratio (generation vs training log-probabilities) of an on-policy
-        run is 1; a smoothed mean outside ``[ratio_warning, 1 / ratio_warning]`` (0.8) over a sustained
-        stretch is a warning, outside ``[ratio_critical, 1 / ratio_critical]`` (0.5) critical.
+        run is 1; a smoothed mean strictly outside ``[ratio_warning, 1 / ratio_warning]`` (0.8) over a
+        sustained stretch is a warning, strictly outside ``[ratio_critical, 1 / ratio_critical]`` (0.5)
+        critical (a ratio of exactly 0.5 is a warning, as the message's interval says; the peer toolkit's
+        rule is "ratio < 0.5" too). A ratio column that is 0 on every step was not computed and is not
+        read (:data:`~grpo_core.runs.diagnostics.series.ZERO_MEANS_NOT_COMPUTED`, the same rule for the
+        entropy and the KL).
     explosion_warning, explosion_critical : float
         Late entropy over initial entropy at or above which the entropy exploded (2 and 4: the
         policy spreads over e^H outputs per token; 4x the nats is random text).

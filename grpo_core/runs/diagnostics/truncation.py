@@ -33,6 +33,8 @@ def truncation(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> F
     Returns
     -------
     Finding or None
+        ``None`` when the completions are not at the cap late in the run and were not over a sustained
+        earlier stretch.
 
     Raises
     ------

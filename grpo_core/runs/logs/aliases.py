@@ -271,8 +271,10 @@ def _total_reward(frame: pd.DataFrame, source: str, notes: list[str]) -> pd.Data
     return frame.assign(reward=reward)
 
 
-def report_broken_lines(broken: list[tuple[int, str]], n_lines: int, source: str, notes: list[str]) -> None:
-    """Warn about the corrupt lines skipped in a JSON-lines log (count and line numbers), or refuse it.
+def report_broken_lines(broken: list[tuple[int, str]], n_lines: int, source: str, notes: list[str],
+                        what: str = "not valid JSON") -> None:
+    """Warn about the corrupt lines skipped in a JSON-lines log or a CSV table (count and line numbers), or
+    refuse it.
 
     Parameters
     ----------
@@ -280,6 +282,8 @@ def report_broken_lines(broken: list[tuple[int, str]], n_lines: int, source: str
         The lines that are not valid JSON, in order (not counting an incomplete last line).
     n_lines : int
         The number of non-blank lines of the file.
+    what : str
+        What is wrong with them, for the warning.
 
     Raises
     ------
@@ -290,9 +294,9 @@ def report_broken_lines(broken: list[tuple[int, str]], n_lines: int, source: str
         return
     if len(broken) > MAX_BROKEN_FRACTION * n_lines:
         raise DataError(f"{source}: {broken[0][1]}; {len(broken)} of {n_lines} lines are broken (more than "
-                        f"{MAX_BROKEN_FRACTION:.0%}); only the last line of a JSON-lines log may be incomplete, "
+                        f"{MAX_BROKEN_FRACTION:.0%}); only the last line of a log may be incomplete, "
                         "and a few corrupt lines are skipped")
     lines = [n for n, _ in broken]
     shown = ", ".join(map(str, lines[:10])) + (", ..." if len(lines) > 10 else "")
-    _note(notes, f"{source}: skipped {len(lines)} corrupt line(s) of {n_lines} (not valid JSON; line(s) {shown}); "
+    _note(notes, f"{source}: skipped {len(lines)} corrupt line(s) of {n_lines} ({what}; line(s) {shown}); "
                  "kept the other lines", warn=True)

@@ -9,20 +9,25 @@ raised as a :class:`LogWarning`)
   checkpoint re-logs the steps after it), the **last** one wins: it is the one the resumed run
   continued from. This is warned with the number of steps affected.
 * Steps out of order are sorted (stable), with a warning.
-* Rows without a step value are dropped, with a warning; non-integer steps are an error.
+* Rows without a step value are dropped, with a warning; non-integer steps are an error. Rows with a
+  step but no value at all are dropped, with a warning that counts them; a row that logged NaN keeps
+  its place (the NaN is a value the run wrote, :attr:`RunLog.logged_nan`).
 * Cells that are not numbers (``"No log"`` in notebook tables) become NaN, with a warning; a
   column with no number at all is dropped, with a note. NaN cells are kept (no row is dropped for
   them); :meth:`RunLog.series` drops them per metric and warns how many.
 * An empty file, a file without rows, an unknown format, a missing step column or a truncated
   JSON file raise :class:`~grpo_core.errors.DataError` naming the file and what to do; the broken
-  *last* line of a JSONL file (a run killed mid-write) is dropped with a warning; corrupt lines
-  elsewhere are skipped with a warning that counts them and gives their line numbers, up to 10 % of
-  the lines (more is an error).
+  *last* line of a JSONL file, or a CSV row cut short (fewer fields than the other rows), from a run
+  killed mid-write, is dropped with a warning; corrupt lines (short CSV rows) elsewhere are skipped with
+  a warning that counts them and gives their line numbers, up to 10 % of the lines (more is an error).
+* A ``mapping`` key that is not a normalised column name is a
+  :class:`~grpo_core.errors.ParameterError` (a typo would rename a column to a name no check reads).
 
 """
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,7 +40,7 @@ from . import aliases
 from .detect import _detect
 from .keys import _mapper
 from .runlog import RunLog
-from .schema import _SPLITS, _STEP_CANDIDATES, NAN_MARK, _nan_text, _note
+from .schema import _NORMALISED, _SPLITS, _STEP_CANDIDATES, NAN_MARK, NORMALISED_COLUMNS, _nan_text, _note
 from .trl import _reward_std_kind, parse_version
 
 
@@ -57,7 +62,11 @@ def _build(records, frame, *, container, fmt, mapping, source, notes, meta, trl_
     # Numbers: every cell that is not a number becomes NaN (with a warning unless it is a
     # known placeholder such as "No log"); a column with no number at all is dropped.
     values, logged_nan = _numeric_columns(frame, [c for c in frame.columns if c != step_col], source, notes)
-    tables, summary = _split_tables(values, targets, split_of_row, steps, source, notes)
+    dropped: dict[str, dict[str, str]] = {}
+    for col in frame.columns:
+        if col != step_col and col not in values and targets[col][1] in ("train", "eval"):
+            dropped.setdefault(targets[col][1], {})[targets[col][0]] = "it holds no numbers"
+    tables, summary = _split_tables(values, targets, split_of_row, steps, source, notes, dropped, logged_nan)
     nan_steps = _logged_nan_steps(logged_nan, targets, split_of_row, steps, tables)
     kind, era = _reward_std_kind(tables["train"], frame.columns, fmt, versions, reward_std_kind, notes, source)
     if versions:
@@ -67,7 +76,7 @@ def _build(records, frame, *, container, fmt, mapping, source, notes, meta, trl_
     _note_renamed(columns_map, step_col, notes)
     return RunLog(train=tables["train"], eval=tables["eval"], format=fmt, reward_std_kind=kind, source=source,
                   notes=notes, container=container, columns=columns_map, summary=summary, meta=meta,
-                  logged_nan=nan_steps)
+                  logged_nan=nan_steps, dropped=dropped)
 
 
 def _rows(records, frame, source: str) -> pd.DataFrame:
@@ -125,19 +134,40 @@ def _versions(frame: pd.DataFrame, meta: dict, trl_version: str | None) -> tuple
     return frame, versions
 
 
+def _known_key(key: str) -> bool:
+    """A normalised column name: one of :data:`NORMALISED_COLUMNS`, or ``reward/<f>`` / ``reward_std/<f>``."""
+    for family in ("reward/", "reward_std/"):
+        if key.startswith(family) and len(key) > len(family):
+            return True
+    return key in _NORMALISED
+
+
+def _check_mapping_keys(mapping: Mapping) -> None:
+    """Refuse a key that is not a normalised column name: a typo (``rewrad``) would rename a column to a name
+    no check reads, silently (``foo=kl`` would even hide the KL from every check)."""
+    for target in mapping:
+        if not isinstance(target, str) or not target:
+            raise ParameterError("mapping", f"`mapping` keys must be normalised column names; got {target!r}")
+        if not _known_key(target):
+            close = difflib.get_close_matches(target, NORMALISED_COLUMNS, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ParameterError("mapping", f"`mapping` (--map) has an unknown key {target!r}{hint}; known keys: "
+                                 f"{', '.join(NORMALISED_COLUMNS)}, reward/<f>, reward_std/<f> (the normalised "
+                                 "column names; a column with another name is read under its own name, unmapped)")
+
+
 def _user_mapping(frame: pd.DataFrame, mapping, source: str, notes: list[str]) -> tuple[pd.DataFrame, set[str]]:
     """Apply ``mapping`` (normalised name -> the file's column); the names it gave."""
     if not mapping:
         return frame, set()
     if not isinstance(mapping, Mapping):
         raise DataError(f"`mapping` must be a dict of normalised name -> column; got {type(mapping).__name__}")
+    _check_mapping_keys(mapping)
     renamed_by_user: dict[str, str] = {}
     for target, column in mapping.items():
         if column not in frame.columns:
             raise DataError(f"{source}: `mapping` names column {column!r} (for {target!r}), which the file "
                             f"does not have; columns: {', '.join(frame.columns)}")
-        if not isinstance(target, str) or not target:
-            raise DataError(f"`mapping` keys must be normalised column names; got {target!r}")
         renamed_by_user[column] = target
     clash = set(renamed_by_user.values()) & (set(frame.columns) - set(renamed_by_user))
     for c in clash:
@@ -247,34 +277,39 @@ def _split_tables(
     steps: np.ndarray,
     source: str,
     notes: list[str],
+    dropped: dict[str, dict[str, str]] | None = None,
+    logged_nan: dict[str, np.ndarray] | None = None,
 ) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
     """The train and eval tables and the summary row.
 
     Our own format says the split per row (``split``); every other format says it per column (an
     ``eval_``/``val-core/`` key, a summary key). A row contributes to a split when it has a value in
     one of that split's columns other than ``epoch`` (TRL repeats ``epoch`` and ``step`` in eval and
-    summary rows).
+    summary rows), or logged a NaN in one (``logged_nan``: a NaN the run wrote is a value, not an empty
+    cell). The columns dropped for holding no number are added to ``dropped`` (``{split: {name: why}}``).
     """
     n_rows = steps.size
     tables: dict[str, pd.DataFrame] = {}
     summary: dict[str, Any] = {}
     used = np.zeros(n_rows, bool)
     for split in _SPLITS:
-        cols, keep = _rows_of_split(split, values, targets, split_of_row, n_rows)
+        cols, keep = _rows_of_split(split, values, targets, split_of_row, n_rows, logged_nan or {})
         used |= keep
         if split == "summary":
             summary = _summary_row(cols, keep, values, steps, notes)
             continue
         data = {c: values[c][keep] for c in cols}
-        tables[split] = _tidy(data, steps[keep], {c: targets[c][0] for c in cols}, split, source, notes)
+        tables[split] = _tidy(data, steps[keep], {c: targets[c][0] for c in cols}, split, source, notes,
+                              dropped if dropped is not None else {})
     if not used.all():
-        # a row with a step but not one number (every cell empty or NaN): say so, never drop it quietly
+        # a row with a step but not one value (every cell empty or not a number; a NaN the run wrote is a
+        # value, and its row stays): say so, never drop it quietly
         empty_steps = steps[~used]
         shown = ", ".join(str(int(s)) for s in empty_steps[:5]) + (", ..." if len(empty_steps) > 5 else "")
         _note(
             notes,
             f"{source}: dropped {len(empty_steps)} row(s) with a step but no metric value (every cell "
-            f"empty or NaN; step(s) {shown})",
+            f"empty or not a number; step(s) {shown})",
             warn=True,
         )
     if tables["train"].empty or tables["train"].shape[1] <= 1:
@@ -314,9 +349,10 @@ def _logged_nan_steps(logged_nan: dict[str, np.ndarray], targets, split_of_row, 
 
 
 def _rows_of_split(
-    split: str, values: dict[str, np.ndarray], targets, split_of_row, n_rows: int
+    split: str, values: dict[str, np.ndarray], targets, split_of_row, n_rows: int,
+    logged_nan: dict[str, np.ndarray] | None = None,
 ) -> tuple[list[str], np.ndarray]:
-    """The columns of one split and which rows belong to it."""
+    """The columns of one split and which rows belong to it (a row with a value, or a logged NaN)."""
     if split_of_row is not None:
         return list(values), split_of_row.to_numpy() == split
     cols = [c for c in values if targets[c][1] == split]
@@ -324,6 +360,8 @@ def _rows_of_split(
     for c in cols:
         if targets[c][0] != "epoch":
             keep |= ~np.isnan(values[c])
+            if logged_nan and c in logged_nan:
+                keep |= logged_nan[c]
     return cols, keep
 
 
@@ -391,7 +429,8 @@ def _numeric_columns(frame: pd.DataFrame, cols: list[str], source: str,
 
 
 def _tidy(
-    data: dict[str, np.ndarray], steps: np.ndarray, names: dict[str, str], split: str, source: str, notes: list[str]
+    data: dict[str, np.ndarray], steps: np.ndarray, names: dict[str, str], split: str, source: str, notes: list[str],
+    dropped: dict[str, dict[str, str]] | None = None,
 ) -> pd.DataFrame:
     """Rename, merge columns of one meaning and rows of one step, sort by step."""
     if len(steps) == 0:
@@ -421,6 +460,8 @@ def _tidy(
     if all_nan:
         table = table.drop(columns=all_nan)
         for col in all_nan:
+            if dropped is not None:
+                dropped.setdefault(split, {})[col] = "every value is empty or NaN"
             # the reward is what every fit and check reads: losing it must not go unseen
             _note(
                 notes,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections import Counter
 
 import pandas as pd
 
@@ -22,7 +23,7 @@ def parse_text(text: str, source: str, notes: list[str], meta: dict) -> tuple[li
     if text.lstrip()[0] in "{[":
         records, container = _parse_json_text(text, source, notes, meta)
         return records, None, container
-    return None, _parse_csv_text(text, source), "csv"
+    return None, _parse_csv_text(text, source, notes), "csv"
 
 
 def _where(text: str, pos: int) -> str:
@@ -102,7 +103,49 @@ def _json_lines(text: str, source: str, notes: list[str], whole_error: json.JSON
     return records, "jsonl"
 
 
-def _parse_csv_text(text: str, source: str) -> pd.DataFrame:
+def _short_rows(text: str, sep: str, n_fields: int) -> tuple[list[int], int, int]:
+    """``(short, n_rows, width)``: the line numbers (1-based) of the data rows with fewer fields than the
+    table's rows have, the number of data rows, and that width.
+
+    A CSV writer writes every field of a row (empty ones as nothing between separators), so a row shorter
+    than the others is a line cut off: the last one when a run is killed while writing it. The width is the
+    header's, or the one most rows share when every row is narrower (a header that names a column no row
+    writes: read as before, the column empty). A quick count of the separators finds the candidates; the
+    csv module (quotes) confirms them.
+    """
+    lines = text.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.strip()) + 1  # after the header
+    rows = [(i + 1, lines[i]) for i in range(start, len(lines)) if lines[i].strip()]
+    counts = Counter(min(line.count(sep) + 1, n_fields) for _, line in rows)
+    # the most common width (ties: the wider), the header's when it is that of most rows or of no row
+    width = max(counts, key=lambda c: (counts[c], c)) if len(rows) > 1 else n_fields
+    short = [n for n, line in rows
+             if line.count(sep) + 1 < width and len(next(csv.reader([line], delimiter=sep))) < width]
+    return short, len(rows), width
+
+
+def _drop_short_rows(text: str, sep: str, n_fields: int, source: str, notes: list[str]) -> str:
+    """The text without its short rows (:func:`_short_rows`), each dropped with a warning that counts them:
+    a short last row is a line cut off mid-write (as the broken last line of a JSON-lines log); short rows
+    elsewhere are corrupt lines, skipped and counted (more than 10% of the rows is an error)."""
+    short, n_rows, n_fields = _short_rows(text, sep, n_fields)
+    if not short:
+        return text
+    lines = text.splitlines(keepends=True)
+    last = max(i + 1 for i, ln in enumerate(lines) if ln.strip())
+    if short[-1] == last:
+        short = short[:-1]
+        _note(notes, f"{source}: line {last} (the last) has fewer fields than the other rows' {n_fields} (cut "
+                     f"off mid-line, e.g. a run killed while writing it); dropped it, kept the {n_rows - 1} complete "
+                     "row(s) before it", warn=True)
+        lines = lines[:last - 1] + lines[last:]
+    broken = [(n, f"line {n} has fewer fields than the other rows' {n_fields}") for n in short]
+    aliases.report_broken_lines(broken, n_rows, source, notes, what="rows with fewer fields than the others")
+    drop = set(short)
+    return "".join(ln for i, ln in enumerate(lines, 1) if i not in drop)
+
+
+def _parse_csv_text(text: str, source: str, notes: list[str] | None = None) -> pd.DataFrame:
     first = text.lstrip().splitlines()[0]
     counts = {sep: first.count(sep) for sep in (",", "\t", ";")}
     sep = max(counts, key=counts.get)
@@ -112,6 +155,8 @@ def _parse_csv_text(text: str, source: str) -> pd.DataFrame:
     repeated = sorted({h for h in header if header.count(h) > 1})
     if repeated:
         raise DataError(f"{source}: column name(s) {repeated} appear more than once in the header")
+    if len(header) > 1:
+        text = _drop_short_rows(text, sep, len(header), source, notes if notes is not None else [])
     try:
         # an empty cell means "not logged at this step"; a written `nan` is a value the run logged
         # (kept as text here, marked by the builder): the two must not be read alike

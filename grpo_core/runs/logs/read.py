@@ -40,7 +40,9 @@ def read_log(
         Force a format instead of detecting it.
     mapping : dict of str to str, optional
         Normalised name -> the file's column, e.g. ``{"step": "iter", "reward": "acc"}``. Applied
-        before the format's own names; each column named must exist.
+        before the format's own names; each column named must exist, and each key must be a normalised
+        column name (:data:`~grpo_core.runs.logs.schema.NORMALISED_COLUMNS`, ``reward/<f>``,
+        ``reward_std/<f>``); other columns need no mapping (they keep their own names).
     trl_version : str, optional
         The TRL release that wrote the log (decides what ``reward_std`` means; :mod:`grpo_core.runs.logs.trl`).
     reward_std_kind : {"group_mean_std", "batch_std", "unknown"}, optional
@@ -61,8 +63,8 @@ def read_log(
         pass), has non-integer steps, or its format is not recognised (the message lists the
         formats and how to map columns).
     ParameterError
-        ``format`` or ``reward_std_kind`` is not an allowed value, or ``trl_version`` is not a
-        version number.
+        ``format`` or ``reward_std_kind`` is not an allowed value, ``trl_version`` is not a
+        version number, or a ``mapping`` key is not a normalised column name.
 
     Warns
     -----

@@ -49,6 +49,10 @@ class RunLog:
         tables a NaN cell also means "not logged at this step" (an empty cell, a key missing from a
         record: TRL logs the reward keys on generation steps only); this keeps the failures apart. A
         metric logged NaN on every step is here though its column was dropped from the table.
+    dropped : dict
+        ``{split: {normalised name: why}}``: the columns the file has but the tables do not, because
+        they hold no number (``"every value is empty or NaN"``, ``"it holds no numbers"``), so that a check
+        that needs one can say why rather than "no such column".
     """
 
     train: pd.DataFrame
@@ -62,6 +66,7 @@ class RunLog:
     summary: dict[str, Any] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
     logged_nan: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    dropped: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def steps(self) -> np.ndarray:
@@ -147,9 +152,10 @@ class RunLog:
         hint = (f" ({metric!r} is an evaluation metric: read the eval table, e.g. `fit --split eval "
                 f"--metric {normalize_key(metric, source_format='trl')[0]}`)") if eval_key else ""
         # a column read but dropped for holding no numbers: say so rather than "no column"
-        dropped = [n.split("dropped column ", 1)[1].split(":")[0] for n in self.notes if "dropped column " in n]
-        wanted = {repr(metric)} | {repr(c) for c, n in self.columns.items() if n == metric}
-        dropped_hint = "".join(f"; column {d} was dropped: it holds no numbers" for d in dropped if d in wanted)
+        dropped = self.dropped.get(split, {})
+        names = [metric, self.columns.get(metric)] + [normalize_key(metric, source_format=f)[0] for f in formats]
+        why = next((dropped[n] for n in names if n in dropped), None)
+        dropped_hint = f"; column {metric!r} was dropped: {why}" if why else ""
         raise DataError(
             f"no column {metric!r} in the {split} table of {self.source}{hint}{dropped_hint}; available: "
             + (", ".join(available) if available else "none")
