@@ -55,10 +55,7 @@ def qwen_forecast_grid():
     from grpo_core.runs import datasets, logs
     from widgets.laws_charts import static_forecast_grid
 
-    steps, reward = logs.read_log(datasets.real_log_path("qwen2.5-3b-instruct_gsm8k_unsloth")).series(
-        "reward"
-    )
-    return static_forecast_grid(steps, reward)
+    return static_forecast_grid(logs.read_log(datasets.real_log_path("qwen2.5-3b-instruct_gsm8k_unsloth")))
 
 
 def _verdict(eta, curvature, mu, k_ref, lag="constant"):
@@ -232,7 +229,7 @@ def test_static_forecast_chart_follows_the_fit_window(opened, page_name, qwen_fo
         set_param(page, i, "fraction", pct)
         text = wait_text(page, i, "forecast_label", lambda t, p=pct: t.startswith(f"fit on the first {p}%"))
         assert text == labels.loc[pct, "text"]  # the numbers grpo_core computes for that window
-        # the forecast curve drawn is that window's fitted law (within 2 px)
+        # the forecast drawn is that window's (within 2 px)
         pts, px = line_points(page, i, "forecast_curve")
         want = curves[curves.fraction == pct][["step", "forecast"]].to_numpy()
         assert max_distance_px(pts, want, px) < 2.0

@@ -123,7 +123,10 @@ def test_transfer_table(runs):
 def test_diagnose_runs(runs):
     table, diagnoses = analysis.diagnose_runs(runs, n_boot=0)
     assert len(table) == 6 and set(diagnoses) == {r.name for r in runs}
-    assert np.allclose(table["plateau"], 0.9, atol=0.05)
+    # diagnose's end-of-run forecast, for the run trained twice as long
+    assert np.allclose(table["final"], 0.9, atol=0.05) and np.allclose(table["now"], 0.9, atol=0.05)
+    assert (table["final_low"] <= table["final"]).all() and (table["final"] <= table["final_high"]).all()
+    assert (table["horizon"] == [2 * r.metrics.series("reward")[0][-1] for r in runs]).all()
 
 
 def test_budget_sweep_and_constants(tmp_path):

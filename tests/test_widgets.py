@@ -11,6 +11,7 @@ import io
 import json
 import math
 
+import numpy as np
 import pytest
 
 from grpo_core.errors import ParameterError
@@ -128,8 +129,19 @@ def test_log_explorer_shows_the_library_fit(log_ex):
     assert log_ex.values["plateau"] == pytest.approx(comparison.best_fit.plateau, rel=1e-6)
     assert set(log_ex.specs) >= {"fits", "forecast"}
     assert (
-        log_ex.values["forecast_low"] <= log_ex.values["forecast_plateau"] <= log_ex.values["forecast_high"]
+        log_ex.values["forecast_low"] <= log_ex.values["forecast_final"] <= log_ex.values["forecast_high"]
     )
+    # the forecast is forecast_run's, the one fit and diagnose print
+    from grpo_core.runs.diagnostics import forecast_run
+    from widgets.log_explorer import LIVE_BOOTSTRAP
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fc = forecast_run(log, fit_fraction=0.4, n_boot=LIVE_BOOTSTRAP)
+    assert log_ex.values["forecast_final"] == pytest.approx(fc["final"], rel=1e-12)
+    assert (log_ex.values["forecast_low"], log_ex.values["forecast_high"]) == pytest.approx(
+        (fc["final_low"], fc["final_high"]), rel=1e-12)
+    assert log_ex.values["actual_final"] == pytest.approx(np.mean(y[200:]), rel=1e-12)
 
 
 def test_log_explorer_lists_the_diagnosis(log_ex):
@@ -179,10 +191,11 @@ def test_log_explorer_short_log_says_why_the_forecast_is_missing():
 
     ex = log_explorer("gemma3-1b-it_gsm8k_unsloth")
     assert ex.values["steps"] == 12
-    assert "forecast: the fit window" in ex.status.text and "at least 5" in ex.status.text
-    assert "forecast_plateau" not in ex.values
+    assert "window too short (4 points, at least 8)" in ex.status.text
+    assert "forecast_final" not in ex.values
     ex.fraction.text.value = "1.0"  # the whole curve: 12 points are enough
-    assert "forecast_plateau" in ex.values and "forecast:" not in ex.status.text
+    assert "forecast_final" in ex.values and "forecast:" not in ex.status.text
+    assert np.isnan(ex.values["actual_final"])  # the end of a run it has not seen
 
 
 # --- oscillator explorer --------------------------------------------------------------------

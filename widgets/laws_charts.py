@@ -538,70 +538,90 @@ def forecast_sweep_chart(
 STATIC_FORECAST_PARAMS = ("fraction",)
 
 
-def static_forecast_grid(t, y, *, fractions: Sequence[float] = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
-                         law: str = "best", level: float = 0.9, tail: int = 50) -> dict[str, pd.DataFrame]:
-    """Plateau forecasts from growing fit windows of one reward curve, precomputed for a slider.
+def static_forecast_grid(log, *, metric: str = "reward",
+                         fractions: Sequence[float] = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
+                         level: float = 0.9, n_boot: int = 30) -> dict[str, pd.DataFrame]:
+    """End-of-run forecasts from growing fit windows of one log, precomputed for a slider.
 
-    Each fraction is one call of :func:`grpo_core.laws.forecast` (delta-method band, so the grid
-    is cheap to build); a fraction whose window is too short is left out.
+    Each fraction is one call of :func:`grpo_core.runs.diagnostics.forecast_run` (the forecaster of
+    ``fit``, ``diagnose``, the report and the callback, benchmarked by ``python -m bench forecast``): the
+    mean ``metric`` over the last 20% of the log, with its band, from the first ``fraction`` of the
+    points. A fraction the forecaster declines (a window too short or flat) is left out.
+
+    Parameters
+    ----------
+    log : RunLog
+        From :func:`grpo_core.runs.logs.read_log` (its ``learning_rate``, when logged, is the clock).
+    metric : str
+        The column to forecast.
+    fractions : sequence of float in (0, 1]
+        1 fits the whole log and forecasts the end of the planned run
+        (:func:`grpo_core.runs.diagnostics.forecast_end`; twice the logged steps when the log does
+        not know its ``max_steps``); then ``actual`` is NaN.
+    level : float in (0, 1)
+        Nominal coverage of the band.
+    n_boot : int
+        Block-bootstrap replicates per window.
 
     Returns
     -------
     dict
-        ``points`` (``step``, ``reward``), ``curves`` (``fraction``, ``step``, ``forecast``, ``low``,
-        ``high``) and ``labels`` (one row per fraction: ``fraction``, ``t_fit_end``, ``plateau``,
-        ``low``, ``high``, ``actual``, ``text``).
+        ``points`` (``step``, ``reward``: the metric), ``curves`` (two rows per fraction spanning the
+        steps the forecast is of: ``fraction``, ``step``, ``forecast``, ``low``, ``high``) and ``labels``
+        (one row per fraction: ``fraction`` in percent, ``t_fit_end``, ``final``, ``low``, ``high``,
+        ``now`` with ``now_start``, ``now_end`` (the current level and the steps behind it),
+        ``actual``, ``covered``, ``text``).
 
     Raises
     ------
     DataError
-        If no fraction gives a usable window.
+        If no fraction gives a forecast (the message gives each fraction's reason).
     """
     import warnings
 
-    from grpo_core import laws
     from grpo_core.errors import DataError
+    from grpo_core.runs.diagnostics import forecast_end, forecast_run
 
-    t = np.asarray(t, float)
-    y = np.asarray(y, float)
-    curves, labels = [], []
+    t, y = log.series(metric)
+    curves, labels, why = [], [], []
     for f in fractions:
+        key = int(round(f * 100))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                fc = laws.forecast(t, y, law=law, fraction=f, level=level, n_boot=0, tail=tail)
-            except DataError:
+                fc = (forecast_end(log, metric=metric, n_boot=n_boot, level=level) if f >= 1.0 else
+                      forecast_run(log, fit_fraction=f, metric=metric, n_boot=n_boot, level=level))
+            except DataError as exc:
+                why.append(f"{key}%: {exc}")
                 continue
-        key = int(round(f * 100))
-        span = float(np.ptp(y)) or 1.0
-        lo, hi = float(np.min(y)) - span, float(np.max(y)) + span  # keep wild forecasts in frame
-        curves.append(
-            pd.DataFrame(
-                {
-                    "fraction": key,
-                    "step": fc.t,
-                    "forecast": np.clip(fc.curve, lo, hi),
-                    "low": np.clip(fc.curve_low, lo, hi),
-                    "high": np.clip(fc.curve_high, lo, hi),
-                }
-            )
-        )
-        actual = fc.actual_tail_mean
-        labels.append({"fraction": key, "t_fit_end": fc.t_fit_end, "plateau": fc.plateau,
-                       "low": fc.plateau_low, "high": fc.plateau_high, "actual": actual,
-                       # the law as a reader writes it ("three-phase"), not its code name
-                       "text": f"fit on the first {key}% ({fc.law.replace('_', '-')}): plateau {fc.plateau:.3f} "
-                               f"[{fc.plateau_low:.3f}, {fc.plateau_high:.3f}]"
-                               + ("" if actual is None else f"; actual {actual:.3f}")})
+        if fc["declined"] is not None:
+            why.append(f"{key}%: {fc['declined']}")
+            continue
+        if fc["actual"] is None and f < 1.0:
+            why.append(f"{key}%: no steps after the fit window to compare with")
+            continue
+        # the steps the forecast is of: what happened there, or the last 20% of the planned run
+        t0, t1 = fc["actual_steps"] or (t[0] + 0.8 * (fc["horizon"] - t[0]), fc["horizon"])
+        actual = float("nan") if fc["actual"] is None else fc["actual"]
+        curves.append(pd.DataFrame({"fraction": key, "step": [t0, t1], "forecast": fc["final"],
+                                    "low": fc["final_low"], "high": fc["final_high"]}))
+        labels.append({"fraction": key, "t_fit_end": fc["t_fit_end"], "final": fc["final"],
+                       "low": fc["final_low"], "high": fc["final_high"], "now": fc["current"],
+                       "now_start": fc["current_steps"][0], "now_end": fc["current_steps"][1],
+                       "actual": actual, "covered": fc["covered"],
+                       "text": f"fit on the first {key}%: now {fc['current']:.3f}; end of run {fc['final']:.3f} "
+                               f"[{fc['final_low']:.3f}, {fc['final_high']:.3f}]"
+                               + (f"; actual {actual:.3f}" if fc["actual"] is not None else
+                                  f" (at step {fc['horizon']:.0f}, {fc.get('horizon_kind', 'planned')})")})
     if not labels:
-        raise DataError("no fit window is long enough for a forecast")
-    return {"points": pd.DataFrame({"step": t, "reward": y}), "curves": pd.concat(curves, ignore_index=True),
-            "labels": pd.DataFrame(labels)}
+        raise DataError(f"no forecast of {metric!r} from {log.source}: " + "; ".join(why))
+    return {"points": pd.DataFrame({"step": t.astype(float), "reward": y}),
+            "curves": pd.concat(curves, ignore_index=True), "labels": pd.DataFrame(labels)}
 
 
 def static_forecast_chart(grid: dict[str, pd.DataFrame], fraction: int = 40, *, metric: str = "reward",
                           width: int = WIDTH["wide"], height: int = 260) -> alt.LayerChart:
-    """The forecast for the fit window chosen with a slider on the page (no kernel).
+    """The end-of-run forecast for the fit window chosen with a slider on the page (no kernel).
 
     Parameters
     ----------
@@ -616,8 +636,10 @@ def static_forecast_chart(grid: dict[str, pd.DataFrame], fraction: int = 40, *, 
     Returns
     -------
     alt.LayerChart
-        A param ``fraction`` (percent) bound to a range slider; the data, the fit window's end, the
-        forecast curve and band, the plateau band, and a text mark named ``forecast_label``.
+        A param ``fraction`` (percent) bound to a range slider; the data, the fit window's end (dashed
+        rule), the current level over the steps behind it (dark bar), the forecast of the last 20% of
+        the run (a line named ``forecast_curve`` over those steps, its band shaded, what happened
+        there as a dashed black line) and a text mark named ``forecast_label``.
 
     Raises
     ------
@@ -647,23 +669,32 @@ def static_forecast_chart(grid: dict[str, pd.DataFrame], fraction: int = 40, *, 
     curve = (
         alt.Chart(grid["curves"])
         .transform_filter(sel)
-        .mark_line(color=OKABE_ITO["blue"], strokeWidth=2, clip=True)
+        .mark_line(color=OKABE_ITO["blue"], strokeWidth=3, clip=True)
         .encode(x="step:Q", y="forecast:Q")
         .properties(name="forecast_curve")
     )
     labels = alt.Chart(grid["labels"]).transform_filter(sel)
     window = labels.mark_rule(strokeDash=[4, 3], color="#555").encode(x="t_fit_end:Q")
-    plateau = labels.mark_rule(color=OKABE_ITO["blue"], strokeDash=[6, 3], clip=True).encode(y="plateau:Q")
+    now = labels.mark_rule(color=INK, strokeWidth=4).encode(x="now_start:Q", x2="now_end:Q", y="now:Q")
+    tail = alt.Chart(grid["curves"]).transform_filter(sel).transform_aggregate(
+        start="min(step)", end="max(step)", groupby=["fraction"]).transform_lookup(
+        lookup="fraction", from_=alt.LookupData(grid["labels"], "fraction", ["actual"]))
+    actual = tail.transform_filter("isValid(datum.actual) && isFinite(datum.actual)").mark_rule(color=INK, strokeDash=[6, 3], strokeWidth=2, clip=True).encode(
+        x="start:Q", x2="end:Q", y="actual:Q")
     text = labels.mark_text(align="left", baseline="top", fontSize=13, dx=6, dy=6).encode(
         x=alt.value(0), y=alt.value(0), text="text:N").properties(name="forecast_label")
+    key = alt.Chart(pd.DataFrame({"text": ["dark bar: now · blue: forecast of the last 20% and its "
+                                           "band · dashed: what happened"]})).mark_text(
+        align="left", baseline="top", fontSize=11, color=INK, dx=6, dy=24).encode(
+        x=alt.value(0), y=alt.value(0), text="text:N")
     off = (
-        labels.transform_filter(f"datum.plateau > {y_hi!r} || datum.plateau < {y_lo!r}")
+        labels.transform_filter(f"datum.final > {y_hi!r} || datum.final < {y_lo!r}")
         .transform_calculate(
-            note=f"datum.plateau > {y_hi!r} ? '▲ plateau above the frame' : '▼ plateau below the frame'",
+            note=f"datum.final > {y_hi!r} ? '▲ forecast above the frame' : '▼ forecast below the frame'",
         )
         .mark_text(align="right", baseline="bottom", fontSize=12, color=OKABE_ITO["blue"], dx=-6, dy=-6)
         .encode(x=alt.value(width), y=alt.value(height), text="note:N")
         .properties(name="forecast_off_axis")
     )
-    return alt.layer(points, band, curve, window, plateau, text, off).add_params(param).properties(
+    return alt.layer(points, band, curve, actual, window, now, text, key, off).add_params(param).properties(
         width=width, height=height, usermeta={"embedOptions": {"renderer": "svg", "actions": False}})

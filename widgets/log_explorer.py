@@ -1,8 +1,8 @@
 """Log explorer: pick a shipped training log or upload your own; see the fits, the forecast, the findings.
 
 Live kernels only (Jupyter, Colab, VS Code): the file is read, fitted and diagnosed in Python by
-:func:`grpo_core.runs.logs.read_log`, :func:`grpo_core.laws.fit_all`, :func:`grpo_core.laws.forecast`
-and :func:`grpo_core.runs.diagnostics.diagnose`; the charts are the builders of
+:func:`grpo_core.runs.logs.read_log`, :func:`grpo_core.laws.fit_all`,
+:func:`grpo_core.runs.diagnostics.forecast_run` (the forecaster of ``fit`` and ``diagnose``) and :func:`grpo_core.runs.diagnostics.diagnose`; the charts are the builders of
 :mod:`widgets.laws_charts`. Nothing is computed here that the library does not compute.
 """
 
@@ -23,8 +23,8 @@ from ._controls import Explorer, NumberControl, readout_table, short_message
 
 __all__ = ["LogExplorer", "log_explorer"]
 
-#: Bootstrap replicates of the live forecast band (the chapter uses more; 50 keeps a redraw ~1 s).
-LIVE_BOOTSTRAP = 50
+#: Bootstrap replicates of the live forecast band (``fit`` and ``diagnose`` use 30).
+LIVE_BOOTSTRAP = 30
 #: Files the upload button offers (any text log :func:`grpo_core.runs.logs.read_log` reads).
 UPLOAD_ACCEPT = ".csv,.tsv,.txt,.json,.jsonl"
 
@@ -48,7 +48,7 @@ class LogExplorer(Explorer):
         self._uploaded: dict[str, logs.RunLog] = {}
         self.run_log: logs.RunLog | None = None
         self.comparison: laws.FitComparison | None = None
-        self.forecast: laws.Forecast | None = None
+        self.forecast: dict | None = None
         self.findings = None
         start = log if log is not None else next(
             (n for n in shipped if n.startswith("qwen")), shipped[0])
@@ -208,19 +208,19 @@ class LogExplorer(Explorer):
         from . import laws_charts
 
         self.forecast = None
-        for key in ("forecast_plateau", "forecast_low", "forecast_high", "actual_plateau"):
+        for key in ("forecast_final", "forecast_low", "forecast_high", "forecast_now", "actual_final"):
             self.values.pop(key, None)
         self.outputs["forecast"].outputs = ()
         self.specs.pop("forecast", None)
-        t, y = self._series()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            fc = laws.forecast(t, y, fraction=self.fraction.value, n_boot=LIVE_BOOTSTRAP,
-                               tail=max(1, min(50, len(t) // 5)))
-        self.forecast = fc
-        self.values.update(forecast_plateau=fc.plateau, forecast_low=fc.plateau_low,
-                           forecast_high=fc.plateau_high, actual_plateau=fc.actual_tail_mean)
-        self._chart("forecast", laws_charts.forecast_chart(fc, metric=self.metric.value, width=470))
+        fraction = float(self.fraction.value)
+        grid = laws_charts.static_forecast_grid(self.run_log, metric=self.metric.value, fractions=(fraction,),
+                                                n_boot=LIVE_BOOTSTRAP)
+        row = grid["labels"].iloc[0]
+        self.forecast = row.to_dict()
+        self.values.update(forecast_final=float(row.final), forecast_low=float(row.low),
+                           forecast_high=float(row.high), forecast_now=float(row.now), actual_final=float(row.actual))
+        self._chart("forecast", laws_charts.static_forecast_chart(grid, fraction=int(row.fraction),
+                                                                  metric=self.metric.value, width=470))
 
     def _update_findings(self) -> None:
         from grpo_core.runs import diagnostics
@@ -262,9 +262,10 @@ def log_explorer(log: str | None = None, *, metric: str = "reward", fraction: fl
     Choose one of the logs shipped with the package (:func:`grpo_core.runs.datasets.list_real_logs`)
     or upload your own (TRL ``trainer_state.json``, JSON lines, a notebook's CSV, verl metrics;
     whatever :func:`grpo_core.runs.logs.read_log` reads). The explorer fits every law of
-    :func:`grpo_core.laws.fit_all` to the chosen metric, forecasts the plateau from the first
-    ``fraction`` of the steps (:func:`grpo_core.laws.forecast`, residual block bootstrap with
-    :data:`LIVE_BOOTSTRAP` replicates) and lists the findings of
+    :func:`grpo_core.laws.fit_all` to the chosen metric, forecasts the mean over the last 20% of the
+    run from the first ``fraction`` of the steps (:func:`grpo_core.runs.diagnostics.forecast_run`, the
+    forecaster of ``fit`` and ``diagnose``, with :data:`LIVE_BOOTSTRAP` bootstrap replicates; at 1, the
+    end of the planned run from the whole log) and lists the findings of
     :func:`grpo_core.runs.diagnostics.diagnose`.
 
     Parameters
@@ -274,13 +275,15 @@ def log_explorer(log: str | None = None, *, metric: str = "reward", fraction: fl
     metric : str
         Metric to fit (normalised name, e.g. ``"reward"`` or ``"reward/check_answer"``).
     fraction : float in [0.1, 1]
-        Fraction of the steps the forecast is fitted on.
+        Fraction of the steps the forecast is fitted on (1: the whole log, forecasting the planned
+        end, or twice the logged steps when the log does not know its ``max_steps``).
 
     Returns
     -------
     LogExplorer
         An :class:`ipywidgets.VBox`; display it. ``.values`` holds the numbers shown
-        (``best_law``, ``plateau``, ``forecast_plateau``, ``findings``...), ``.load_bytes(name,
+        (``best_law``, ``plateau``, ``forecast_final``, ``forecast_low``, ``forecast_high``,
+        ``forecast_now``, ``actual_final``, ``findings``...), ``.load_bytes(name,
         content)`` loads a file programmatically.
 
     Raises
@@ -291,8 +294,8 @@ def log_explorer(log: str | None = None, *, metric: str = "reward", fraction: fl
 
     Notes
     -----
-    A file that is not a log, a metric too short to fit or a forecast window with fewer than five
-    points shows a one-line message in the widget; the rest of the view keeps working.
+    A file that is not a log, a metric too short to fit or a forecast window the forecaster declines
+    (fewer than eight points, or flat) shows a one-line message in the widget; the rest of the view keeps working.
 
     Examples
     --------

@@ -390,16 +390,17 @@ def diagnose_runs(runs: Sequence[Run], *, n_boot: int = 100, eval_metric: str | 
         training problems; the greedy accuracy can stay flat while GRPO sharpens sampling. A run
         without that column falls back to ``diagnose``'s own choice.
     max_reward : float or None
-        The largest reward possible (1 for a 0/1 reward): a forecast plateau beyond it means the
-        law is extrapolating a curve that has not begun to bend, noted in ``forecast_note``.
+        The largest reward possible (1 for a 0/1 reward): a band reaching beyond it (before
+        ``diagnose`` clips a 0/1 reward's band to [0, 1]) is noted in ``forecast_note``.
 
     Returns
     -------
     table : pandas.DataFrame
         One row per run: ``run``, ``G``, ``seed``, ``healthy``, ``modes`` (warning or critical),
-        ``findings`` (every finding as ``mode:severity``), ``plateau``, ``plateau_low``,
-        ``plateau_high`` (forecast), ``current`` (mean of the last 50 steps), ``law``,
-        ``forecast_note``.
+        ``findings`` (every finding as ``mode:severity``), ``final``, ``final_low``, ``final_high``
+        (``diagnose``'s end-of-run forecast: the mean reward over the last 20% of the run trained to
+        ``horizon``, twice the logged steps for a finished run, and its band), ``now`` (the
+        forecaster's current level), ``horizon``, ``forecast_note``.
     diagnoses : dict of str to Diagnosis
         By run name, for charts.
 
@@ -427,19 +428,18 @@ def diagnose_runs(runs: Sequence[Run], *, n_boot: int = 100, eval_metric: str | 
                          or None, n_boot=n_boot, eval_metric=metric)
         out[run.name] = d
         fc = d.forecast or {}
+        end = fc.get("end_of_run") or {}
         note = ""
         if not fc:
             note = "no forecast"
-        elif max_reward is not None and fc.get("plateau", 0) > max_reward:
-            note = "still rising: the fitted plateau lies beyond the largest possible reward"
-        elif max_reward is not None and fc.get("plateau_high", 0) > max_reward:
+        elif max_reward is not None and end.get("final_high", -np.inf) > max_reward:
             note = "band reaches beyond the largest possible reward"
         rows.append({"run": run.name, "G": run.group_size, "seed": run.seed, "healthy": d.healthy,
                      "modes": ", ".join(d.modes) or "-",
                      "findings": ", ".join(f"{f.mode}:{f.severity}" for f in d.findings) or "-",
-                     "plateau": fc.get("plateau", np.nan), "plateau_low": fc.get("plateau_low", np.nan),
-                     "plateau_high": fc.get("plateau_high", np.nan), "current": fc.get("current", np.nan),
-                     "law": fc.get("law", ""), "forecast_note": note})
+                     "final": fc.get("final", np.nan), "final_low": fc.get("final_low", np.nan),
+                     "final_high": fc.get("final_high", np.nan), "now": fc.get("now", np.nan),
+                     "horizon": fc.get("horizon", np.nan), "forecast_note": note})
     return pd.DataFrame(rows), out
 
 
