@@ -158,6 +158,10 @@ def test_budget_sweep_and_constants(tmp_path):
     assert isinstance(chart, alt.LayerChart)
     spec = chart.to_dict()  # a valid Vega-Lite spec: the rule sits at the predicted G*
     assert [{"g": pytest.approx(pooled["g_star_exact"])}] in list(spec["datasets"].values())
+    both = llm_charts.budget_chart(sweep, g_star=5.0, g_star_end=2.5).to_dict()  # the end's G*: dotted
+    rules = [layer for layer in both["layer"] if layer["mark"]["type"] == "rule"]
+    assert [r["mark"]["strokeDash"] for r in rules] == [[6, 4], [1, 3]]
+    assert [{"g": 5.0}] in list(both["datasets"].values()) and [{"g": 2.5}] in list(both["datasets"].values())
     # runs of different budgets are not one sweep
     _write_run(tmp_path, "other", G=4, seed=0, curve=_curve(t, 0.5, 0.8, 0.05, 0.01, rng), completions=256)
     with pytest.raises(DataError, match="share one budget"):

@@ -176,3 +176,44 @@ def test_group_size_at_fixed_prompts_with_the_cpu_dynamics_preset():
         assert (warm["key"], warm["final_loss"]) == ("460de466a643f7db", 0.1864113003015518)
         assert (folder / "probe.json").is_file()
         assert json.loads((folder / "provenance.json").read_text())["git"]["dirty"] is False
+
+
+BUDGET = ROOT / "book" / "experiments" / "runs" / "budget-sweep-dynamics"
+
+
+def test_fixed_budget_sweep_with_the_cpu_dynamics_preset():
+    # N = 256 completions per step split as B = 256 / G prompts, G = 2..32, seeds 0-2, 800 steps, from the
+    # shared warm-up, with the gradient constants measured at the start and the end of every run.
+    from grpo_core.llm import analysis
+    from grpo_core.llm.runs import load_runs
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        runs = load_runs(BUDGET)
+        sweep = analysis.budget_sweep_table(runs).set_index("G")
+        start = analysis.constants_table(runs, "start").set_index("seed")
+        end = analysis.constants_table(runs, "end")
+    assert sorted((r.group_size, r.seed) for r in runs) == [(g, s) for g in (2, 4, 8, 16, 32) for s in SEEDS]
+    assert (sweep.N == 256).all() and (sweep.n == 3).all() and list(sweep.B) == [128, 64, 32, 16, 8]
+    # G = 4 is best by the mean reward over the run and by the final reward; 16 and 32 are the worst
+    assert sweep.auc.idxmax() == sweep.final_reward.idxmax() == 4
+    assert sweep.auc.loc[[16, 32]].max() < sweep.auc.loc[[2, 4, 8]].min()
+    # G* from the starting model's constants (pooled over seeds) lies above the measured optimum, the
+    # end's below it
+    assert 6.5 < start.loc[-1, "g_star_exact"] < 9.0
+    g_end = end[end.seed >= 0].g_star_exact
+    assert 2.0 < g_end.min() and g_end.max() < 3.5
+    # at a fixed budget the per-step noise grows with G (completions of one prompt are correlated)
+    ratio = analysis.step_noise(runs).groupby("G")["ratio"].mean()
+    assert ratio.is_monotonic_increasing and ratio.loc[32] > 1.5 * ratio.loc[2]
+    # the G = 8 runs are the preset's settings: the same reward at every step as the preset's runs
+    for seed in SEEDS:
+        mine = [json.loads(x) for x in (BUDGET / f"cpu-dynamics__G8-B32__s{seed}" / "metrics.jsonl").read_text()
+                .splitlines() if x]
+        assert np.array_equal([r["reward"] for r in mine if r.get("split", "train") == "train" and "reward" in r],
+                              _train_rewards(seed))
+    for folder in BUDGET.iterdir():
+        warm = json.loads((folder / "warmup.json").read_text())
+        assert (warm["key"], warm["final_loss"]) == ("460de466a643f7db", 0.1864113003015518)
+        assert (folder / "probe.json").is_file() and (folder / "gradient_constants.json").is_file()
+        assert json.loads((folder / "provenance.json").read_text())["git"]["dirty"] is False

@@ -679,8 +679,9 @@ def static_forecast_chart(grid: dict[str, pd.DataFrame], fraction: int = 40, *, 
     tail = alt.Chart(grid["curves"]).transform_filter(sel).transform_aggregate(
         start="min(step)", end="max(step)", groupby=["fraction"]).transform_lookup(
         lookup="fraction", from_=alt.LookupData(grid["labels"], "fraction", ["actual"]))
-    actual = tail.transform_filter("isValid(datum.actual) && isFinite(datum.actual)").mark_rule(color=INK, strokeDash=[6, 3], strokeWidth=2, clip=True).encode(
-        x="start:Q", x2="end:Q", y="actual:Q")
+    actual = (tail.transform_filter("isValid(datum.actual) && isFinite(datum.actual)")
+              .mark_rule(color=INK, strokeDash=[6, 3], strokeWidth=2, clip=True)
+              .encode(x="start:Q", x2="end:Q", y="actual:Q"))
     text = labels.mark_text(align="left", baseline="top", fontSize=13, dx=6, dy=6).encode(
         x=alt.value(0), y=alt.value(0), text="text:N").properties(name="forecast_label")
     key = alt.Chart(pd.DataFrame({"text": ["dark bar: now · blue: forecast of the last 20% and its "

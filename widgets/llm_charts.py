@@ -192,6 +192,7 @@ def budget_chart(
     *,
     g_star: float | None = None,
     g_star_interval=None,
+    g_star_end: float | None = None,
     metric: str = "final_reward",
     width: int = WIDTH["half"],
     height: int = 260,
@@ -207,6 +208,8 @@ def budget_chart(
         Predicted optimum (drawn when finite).
     g_star_interval : (float, float), optional
         Its interval (clipped to the plotted range; an infinite end runs to the edge).
+    g_star_end : float, optional
+        A second prediction (the constants measured on the trained models), drawn as a dotted rule.
     metric : str
         ``"final_reward"``, ``"auc"``, ``"eval_end"``, or the paired ``"auc_paired"`` /
         ``"final_reward_paired"``.
@@ -215,7 +218,7 @@ def budget_chart(
     --------
     >>> sw = pd.DataFrame({"G": [2, 4, 8], "final_reward": [0.7, 0.8, 0.75],
     ...                    "final_reward_se": [0.01, 0.01, 0.02]})
-    >>> isinstance(budget_chart(sw, g_star=5.0, g_star_interval=(3, 9)), alt.LayerChart)
+    >>> isinstance(budget_chart(sw, g_star=5.0, g_star_interval=(3, 9), g_star_end=2.5), alt.LayerChart)
     True
     """
     require_columns(sweep, "sweep", ["G", metric, f"{metric}_se"])
@@ -243,12 +246,13 @@ def budget_chart(
     pts = alt.Chart(data).mark_line(point=True).encode(
         x=x, y=f"{metric}:Q", tooltip=["G:Q", alt.Tooltip(f"{metric}:Q", format=".3f")])
     layers += [err, pts]
-    if g_star is not None and np.isfinite(g_star):
-        layers.append(
-            alt.Chart(pd.DataFrame({"g": [min(max(float(g_star), gmin), gmax)]}))
-            .mark_rule(strokeDash=[6, 4], color=CATEGORY10["blue"])
-            .encode(x=alt.X("g:Q", scale=xscale))
-        )
+    for value, dash in ((g_star, [6, 4]), (g_star_end, [1, 3])):
+        if value is not None and np.isfinite(value):
+            layers.append(
+                alt.Chart(pd.DataFrame({"g": [min(max(float(value), gmin), gmax)]}))
+                .mark_rule(strokeDash=dash, strokeWidth=2 if dash == [1, 3] else 1, color=CATEGORY10["blue"])
+                .encode(x=alt.X("g:Q", scale=xscale))
+            )
     return alt.layer(*layers).properties(width=width, height=height)
 
 

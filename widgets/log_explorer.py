@@ -2,8 +2,9 @@
 
 Live kernels only (Jupyter, Colab, VS Code): the file is read, fitted and diagnosed in Python by
 :func:`grpo_core.runs.logs.read_log`, :func:`grpo_core.laws.fit_all`,
-:func:`grpo_core.runs.diagnostics.forecast_run` (the forecaster of ``fit`` and ``diagnose``) and :func:`grpo_core.runs.diagnostics.diagnose`; the charts are the builders of
-:mod:`widgets.laws_charts`. Nothing is computed here that the library does not compute.
+:func:`grpo_core.runs.diagnostics.forecast_run` (the forecaster of ``fit`` and ``diagnose``) and
+:func:`grpo_core.runs.diagnostics.diagnose`; the charts are the builders of :mod:`widgets.laws_charts`.
+Nothing is computed here that the library does not compute.
 """
 
 from __future__ import annotations
