@@ -555,3 +555,20 @@ def test_style_regime_palette_covers_every_regime_the_model_names():
     assert labels <= set(OSCILLATOR_REGIMES) <= set(REGIME_COLORS)
     assert len(set(REGIME_COLORS.values())) == len(REGIME_COLORS)  # one colour per regime
     assert BANDIT_REGIME_COLORS["oscillatory"] == REGIME_COLORS["underdamped"]
+
+
+def test_forecast_chart_of_one_window_draws_no_slider():
+    """The live explorer's chart shows one fit window: no slider to move (the page's slider chart,
+    with every window, keeps its own)."""
+    import warnings
+
+    from grpo_core.runs import datasets, logs
+    from widgets.laws_charts import static_forecast_chart, static_forecast_grid
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        log = logs.read_log(datasets.real_log_path("qwen2.5-3b-instruct_gsm8k_unsloth"))
+        one = static_forecast_grid(log, fractions=(0.5,))
+        two = static_forecast_grid(log, fractions=(0.4, 0.5))
+    assert "bind" not in static_forecast_chart(one, fraction=50).to_dict()["params"][0]
+    assert static_forecast_chart(two, fraction=50).to_dict()["params"][0]["bind"]["input"] == "range"

@@ -636,10 +636,11 @@ def static_forecast_chart(grid: dict[str, pd.DataFrame], fraction: int = 40, *, 
     Returns
     -------
     alt.LayerChart
-        A param ``fraction`` (percent) bound to a range slider; the data, the fit window's end (dashed
-        rule), the current level over the steps behind it (dark bar), the forecast of the last 20% of
-        the run (a line named ``forecast_curve`` over those steps, its band shaded, what happened
-        there as a dashed black line) and a text mark named ``forecast_label``.
+        A param ``fraction`` (percent) bound to a range slider (unbound for a grid of one window); the
+        data, the fit window's end (dashed rule), the current level over the steps behind it (dark
+        bar), the forecast of the last 20% of the run (a line named ``forecast_curve`` over those
+        steps, its band shaded, what happened there as a dashed black line) and a text mark named
+        ``forecast_label``.
 
     Raises
     ------
@@ -648,9 +649,10 @@ def static_forecast_chart(grid: dict[str, pd.DataFrame], fraction: int = 40, *, 
     """
     fs = grid_values(grid, "fraction", fraction)
     step = int(np.min(np.diff(fs))) if len(fs) > 1 else 1
-    param = alt.param(name="fraction", value=int(fraction),
-                      bind=alt.binding_range(min=int(fs[0]), max=int(fs[-1]), step=step,
-                                             name="fit on the first % of the steps "))
+    # a grid of one window (the live explorer's) draws no slider
+    bind = ({"bind": alt.binding_range(min=int(fs[0]), max=int(fs[-1]), step=step,
+                                       name="fit on the first % of the steps ")} if len(fs) > 1 else {})
+    param = alt.param(name="fraction", value=int(fraction), **bind)
     x = step_x()
     # One frame for every slider position (the data's range, with room for the label on top):
     # a wild forecast runs out of the frame and is flagged, instead of rescaling the axis.
