@@ -413,3 +413,18 @@ def test_wasted_rollouts_of_a_log_written_every_5_steps_count_steps(capsys):
     f = next(f for f in json.loads(out)["findings"] if f["mode"] == "advantage_degeneration")
     assert f["steps"] == [105, 500] and f["evidence"]["steps_in_stretch"] == 400  # one row per 5 steps
     assert 300 < f["evidence"]["wasted_steps"] < 320 and "(310 steps' worth" in f["message"]
+
+
+def test_a_saturated_0_1_run_pushed_past_1_by_the_late_gain_says_so(capsys):
+    # a committed language-model run (cpu-dynamics, G = 16) at its ceiling: the laws level off below 1,
+    # and only the learned late gain carries the forecast past it; the caveat names the gain, not a rise
+    from pathlib import Path
+
+    log = (Path(__file__).resolve().parents[1] / "book" / "experiments" / "runs" / "prompts-fixed-dynamics"
+           / "cpu-dynamics__G16-B32__s2" / "metrics.jsonl")
+    code, out, err = run(capsys, str(log), "--json")
+    fc = json.loads(out)["forecast"]
+    end = fc["end_of_run"]
+    assert end["final"] > 1 > end["final"] - end["late_gain"]
+    assert "the late gain" in fc["forecast_caveat"] and "has not bent over" not in fc["forecast_caveat"]
+    assert fc["final"] == 1.0 and fc["band_clipped"] is True

@@ -449,8 +449,15 @@ def _forecast(log: RunLog, findings: list[Finding], binary_reward: bool | None, 
     if any(f.mode == "dynamic_instability" and f.severity in ("warning", "critical") for f in findings):
         caveats.append("the run is unstable: a plateau law does not describe it")
     if binary_reward is not False and plateau_outside_unit_interval(r, end["final"]):
-        caveats.append(f"the laws' forecast {end['final']:.4g} lies outside [0, 1], the range of a 0/1 reward: "
-                       "they extrapolate a rise that has not bent over yet (shown clipped to [0, 1])")
+        laws_only = end["final"] - end["late_gain"]
+        if plateau_outside_unit_interval(r, laws_only):
+            caveats.append(f"the laws' forecast {end['final']:.4g} lies outside [0, 1], the range of a 0/1 reward: "
+                           "they extrapolate a rise that has not bent over yet (shown clipped to [0, 1])")
+        else:  # the laws have levelled off inside [0, 1]; the late gain carries the forecast past 1
+            caveats.append(f"the forecast {end['final']:.4g} lies outside [0, 1], the range of a 0/1 reward: the "
+                           f"laws level off at {laws_only:.4g}, and the late gain (the slow rise real runs keep "
+                           "after their last bend, learned from the benchmark's runs) carries it past 1; a "
+                           "reward at its ceiling cannot keep rising (shown clipped to [0, 1])")
     determined = end["plateau_determined"]
     if determined and binary_reward is not False and plateau_outside_unit_interval(r, end["plateau"]):
         determined = False
