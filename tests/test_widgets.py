@@ -572,3 +572,17 @@ def test_forecast_chart_of_one_window_draws_no_slider():
         two = static_forecast_grid(log, fractions=(0.4, 0.5))
     assert "bind" not in static_forecast_chart(one, fraction=50).to_dict()["params"][0]
     assert static_forecast_chart(two, fraction=50).to_dict()["params"][0]["bind"]["input"] == "range"
+
+
+@pytest.mark.parametrize("kwargs, name", [({"fractions": (0.4, 1.5)}, "fractions"), ({"fractions": ()}, "fractions"),
+                                          ({"fractions": (float("nan"),)}, "fractions"), ({"level": 1.2}, "level")])
+def test_forecast_grid_refuses_bad_settings(kwargs, name):
+    from grpo_core.runs import datasets, logs
+    from widgets.laws_charts import static_forecast_grid
+
+    log = logs.read_log(datasets.real_log_path("qwen2.5-3b-instruct_gsm8k_unsloth"))
+    with pytest.raises(ParameterError) as exc:
+        static_forecast_grid(log, **kwargs)
+    assert exc.value.parameter == name
+    with pytest.raises(ParameterError, match="RunLog"):
+        static_forecast_grid([1, 2, 3])

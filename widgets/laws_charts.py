@@ -574,14 +574,24 @@ def static_forecast_grid(log, *, metric: str = "reward",
 
     Raises
     ------
+    ParameterError
+        ``log`` not a RunLog; ``fractions`` empty or outside (0, 1]; bad ``level`` or ``n_boot``.
     DataError
-        If no fraction gives a forecast (the message gives each fraction's reason).
+        If no fraction gives a forecast (the message gives each fraction's reason), or no ``metric``.
     """
     import warnings
 
     from grpo_core.errors import DataError
     from grpo_core.runs.diagnostics import forecast_end, forecast_run
+    from grpo_core.runs.logs import RunLog
+    from grpo_core.validation import check_real
 
+    if not isinstance(log, RunLog):
+        raise ParameterError("log", "`log` must be a RunLog from grpo_core.runs.logs.read_log; "
+                                    f"got {type(log).__name__}")
+    fractions = [check_real("fractions", f, low=0.0, high=1.0, low_inclusive=False) for f in fractions]
+    if not fractions:
+        raise ParameterError("fractions", "`fractions` must hold at least one fit fraction in (0, 1]")
     t, y = log.series(metric)
     curves, labels, why = [], [], []
     for f in fractions:
