@@ -24,7 +24,7 @@ from typing import Any
 from ..errors import ParameterError
 
 __all__ = ["real_log_path", "list_real_logs", "REAL_LOGS_README", "example_log_path", "list_example_logs",
-           "RealRun", "real_runs", "real_run"]
+           "RealRun", "real_runs", "real_run", "RUN_COLLECTIONS"]
 
 _PACKAGE = "grpo_core.data"
 #: Name of the README describing the real logs (models, settings, provenance).
@@ -166,12 +166,29 @@ class RealRun:
         return f"{column}={label}"
 
 
-def _runs_folder() -> Path:
-    return Path(str(resources.files(_PACKAGE).joinpath("real_runs")))
+#: The collections of real runs: ``"real_runs"`` (the 20 runs the product is tuned and tested on) and
+#: ``"holdout_runs"`` (runs collected later, never used to tune anything: an out-of-sample test).
+RUN_COLLECTIONS = ("real_runs", "holdout_runs")
 
 
-def real_runs() -> list[str]:
-    """Ids of the real runs in ``grpo_core/data/real_runs`` (folder names, sorted; 20 of them).
+def _runs_folder(collection: str = "real_runs") -> Path:
+    if collection not in RUN_COLLECTIONS:
+        raise ParameterError("collection", f"`collection` must be one of {list(RUN_COLLECTIONS)}; got {collection!r}")
+    return Path(str(resources.files(_PACKAGE).joinpath(collection)))
+
+
+def real_runs(collection: str = "real_runs") -> list[str]:
+    """Ids of the real runs in ``grpo_core/data/<collection>`` (folder names, sorted).
+
+    Parameters
+    ----------
+    collection : {"real_runs", "holdout_runs"}
+        ``"real_runs"``: the 20 runs; ``"holdout_runs"``: the runs kept out of every tuning.
+
+    Raises
+    ------
+    ParameterError
+        An unknown collection.
 
     Examples
     --------
@@ -179,16 +196,19 @@ def real_runs() -> list[str]:
     >>> len(ids), ids[0]
     (20, '01-Sunshine535-rho1-collapse')
     """
-    return sorted(p.name for p in _runs_folder().iterdir() if p.is_dir() and (p / "meta.json").is_file())
+    folder = _runs_folder(collection)
+    return sorted(p.name for p in folder.iterdir() if p.is_dir() and (p / "meta.json").is_file())
 
 
-def real_run(run_id: str) -> RealRun:
+def real_run(run_id: str, collection: str = "real_runs") -> RealRun:
     """One real run: the path of its raw file and its parsed ``meta.json``.
 
     Parameters
     ----------
     run_id : str
         An id from :func:`real_runs`, or its number (``"01"``, ``"13"``).
+    collection : {"real_runs", "holdout_runs"}
+        Where to look (see :func:`real_runs`).
 
     Returns
     -------
@@ -205,11 +225,11 @@ def real_run(run_id: str) -> RealRun:
     >>> r.path.name, r.meta["reward_metric"], r.run
     ('grpo_curves.csv', 'critic/score/mean', 'arm=pure-GRPO')
     """
-    ids = real_runs()
+    ids = real_runs(collection)
     key = str(run_id)
     match = [i for i in ids if key in (i, i.split("-", 1)[0])]
     if len(match) != 1:
         raise ParameterError("run_id", f"`run_id` must be one of {ids} (or its number); got {run_id!r}")
-    folder = _runs_folder() / match[0]
+    folder = _runs_folder(collection) / match[0]
     meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
     return RealRun(run_id=match[0], path=folder / meta["raw_file"], meta=meta, folder=folder)
