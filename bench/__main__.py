@@ -20,6 +20,10 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 def _print_rows(topic: str, rows: list[dict]) -> None:
     print(f"\n== {topic} ==")
+    records = [r for r in rows if r.get("method") == "record"]  # per-run rows: in the json file only
+    rows = [r for r in rows if r.get("method") != "record"]
+    if records:
+        print(f"({len(records)} per-run records written to the results file, not printed)")
     if not rows:
         return
     keys = list(dict.fromkeys(k for r in rows for k in r))

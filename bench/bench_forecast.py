@@ -22,7 +22,8 @@ being scored never takes part in the tuning; what
 ``diagnose``'s ``end_of_run`` and the live callback). This is a printed comparison, not a timed test.
 The book's fitting chapter reads the committed ``bench/results/forecast.json`` of a ``--quick`` run.
 Besides the rows per method and cut (see :func:`summarise` for the statistics of how sure they are), the
-row ``plateau_prior_all_runs`` is the prior tuned on all runs, the product's ``SHIPPED_PRIOR``.
+row ``plateau_prior_all_runs`` is the prior tuned on all runs, the product's ``SHIPPED_PRIOR``, and the
+rows with ``method == "record"`` are the per-run forecasts of :data:`RECORDED` (:func:`run_records`).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ CUTS = (0.2, 0.4, 0.6)
 LEVEL = 0.9
 
 
-def load_run(run_id: str) -> dict:
+def load_run(run_id: str, collection: str = "real_runs") -> dict:
     """One real run: ``{"id", "t", "y", "lr", "meta"}`` (``lr``: ``(t, rates)`` or ``None``).
 
     Reads the run's raw file with :func:`grpo_core.runs.logs.read_log` (the reader a user's log goes
@@ -53,7 +54,7 @@ def load_run(run_id: str) -> dict:
     ``reward`` and, where logged, ``learning_rate`` (kept when finite and not all 0); steps are the
     log's optimizer steps. ``tests/test_real_runs_reading.py`` checks these equal ``parsed_rows.csv``.
     """
-    run = datasets.real_run(run_id)
+    run = datasets.real_run(run_id, collection)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LogWarning)
         log = read_log(run.path, run=run.run)
@@ -66,8 +67,8 @@ def load_run(run_id: str) -> dict:
     return {"id": run.run_id, "t": t.astype(float), "y": y, "lr": lr, "meta": run.meta}
 
 
-def load_runs() -> list[dict]:
-    return [load_run(rid) for rid in datasets.real_runs()]
+def load_runs(collection: str = "real_runs") -> list[dict]:
+    return [load_run(rid, collection) for rid in datasets.real_runs(collection)]
 
 
 def truth_and_spread(y: np.ndarray) -> tuple[float, float]:
@@ -113,10 +114,13 @@ def _anchor(a) -> dict:
     return _row(a.final, a.plateau, a.final_low, a.final_high, a.declined)
 
 
-def forecasts(runs: list[dict], cuts=CUTS, n_boot: int = 200, priors: dict | None = None) -> tuple[list[dict], dict]:
+def forecasts(runs: list[dict], cuts=CUTS, n_boot: int = 200, priors: dict | None = None,
+              prior: plateau.PlateauPrior | None = None) -> tuple[list[dict], dict]:
     """Every method's forecast for every run and cut: long-format records; and the seconds per method.
     ``priors``, when given, receives ``"all_runs"``: the plateau prior tuned on every run (the product's
-    :data:`grpo_core.laws.plateau.SHIPPED_PRIOR`; never used to score a run here)."""
+    :data:`grpo_core.laws.plateau.SHIPPED_PRIOR`; never used to score a run here). ``prior``, when given,
+    scores the plateau forecaster with that fixed prior (runs that took no part in tuning it: an
+    out-of-sample test) instead of leave-one-run-out."""
     recs: list[dict] = []
     secs: dict[str, float] = {}
     raw: dict[float, list] = {cut: [] for cut in cuts}
@@ -149,10 +153,12 @@ def forecasts(runs: list[dict], cuts=CUTS, n_boot: int = 200, priors: dict | Non
     # records at all cuts are left out)
     pooled = [(rid, fc, truth, spread) for cut in cuts for rid, fc, truth, spread in raw[cut]]
     cut_of = [cut for cut in cuts for _ in raw[cut]]
-    for (rid, _fc, truth, spread), cut, (f, prior) in zip(pooled, cut_of, plateau.leave_one_out(pooled, level=LEVEL)):
+    scored = (plateau.leave_one_out(pooled, level=LEVEL) if prior is None
+              else [(fc.with_prior(prior), prior) for _rid, fc, _truth, _spread in pooled])
+    for (rid, _fc, truth, spread), cut, (f, used) in zip(pooled, cut_of, scored):
         recs.append({"run": rid, "cut": cut, "truth": truth, "spread": spread, "method": "plateau",
                      **_row(f.final, f.plateau, f.final_low, f.final_high, f.declined),
-                     "lam": prior.lam, "q": prior.q})
+                     "lam": used.lam, "q": used.q})
     secs["plateau"] += time.perf_counter() - t0
     if priors is not None:
         priors["all_runs"] = plateau.tune_prior(pooled, level=LEVEL)
@@ -216,6 +222,19 @@ def summarise(recs: list[dict]) -> list[dict]:
     return out
 
 
+#: Methods whose per-run forecasts the results file keeps (rows with ``method == "record"``), for the
+#: fitting chapter's chart of every run's forecasts against what happened.
+RECORDED = ("plateau", "hold", "exponential", "logistic", "domhan:janoschek", "domhan_mean")
+
+
+def run_records(recs: list[dict], methods=RECORDED) -> list[dict]:
+    """The per-run forecasts of ``methods`` as result rows: ``method`` is ``"record"``, ``of`` the
+    method; ``run``, ``cut``, ``truth``, ``spread``, ``final``, ``low``, ``high`` (NaN where there is
+    none) and ``declined`` (the reason, or None)."""
+    keep = ("run", "cut", "truth", "spread", "final", "low", "high", "declined")
+    return [{"method": "record", "of": r["method"], **{k: r[k] for k in keep}} for r in recs if r["method"] in methods]
+
+
 def main(quick: bool = False) -> list[dict]:
     runs = load_runs()
     t0 = time.perf_counter()
@@ -231,7 +250,7 @@ def main(quick: bool = False) -> list[dict]:
                  "lam": full.lam, "q": full.q, "gain": full.gain})
     rows.append({"method": "seconds", "cut": "all", "n": len(runs),
                  "median_err": total, "note": json.dumps({k: round(v, 1) for k, v in secs.items()})})
-    return rows
+    return rows + run_records(recs)
 
 
 if __name__ == "__main__":

@@ -133,3 +133,43 @@ def test_the_shipped_prior_is_the_committed_benchmarks_all_runs_prior():
     assert full["n"] == 20
     assert plateau.SHIPPED_PRIOR.lam == full["lam"] and plateau.SHIPPED_PRIOR.gain == pytest.approx(full["gain"])
     assert plateau.SHIPPED_PRIOR.q == pytest.approx(full["q"], abs=1e-4)
+
+
+def test_run_records_keep_the_per_run_forecasts_of_the_recorded_methods():
+    recs = [{"run": "a", "cut": 0.4, "truth": 1.0, "spread": 2.0, "method": m, "final": 1.5, "plateau": 1.6,
+             "low": 1.0, "high": 2.0, "declined": None} for m in ("plateau", "domhan:pow3")]
+    rows = bench.run_records(recs)
+    assert rows == [{"method": "record", "of": "plateau", "run": "a", "cut": 0.4, "truth": 1.0, "spread": 2.0,
+                     "final": 1.5, "low": 1.0, "high": 2.0, "declined": None}]
+
+
+def test_forecast_runs_chart_draws_signed_errors_in_spreads_and_flags_the_clipped():
+    from grpo_core.errors import ParameterError
+    from widgets.laws_charts import forecast_runs_chart
+
+    nan = float("nan")
+    rows = [  # truth 1, spread 2: errors +0.25, -3 (beyond the axis), a declined row, an anchor without band
+        {"method": "record", "of": "plateau", "run": "r1", "cut": 0.4, "truth": 1.0, "spread": 2.0,
+         "final": 1.5, "low": 0.0, "high": 3.0, "declined": None},
+        {"method": "record", "of": "plateau", "run": "r2", "cut": 0.4, "truth": 1.0, "spread": 2.0,
+         "final": -5.0, "low": -9.0, "high": -1.0, "declined": None},
+        {"method": "record", "of": "logistic", "run": "r1", "cut": 0.4, "truth": 1.0, "spread": 2.0,
+         "final": nan, "low": nan, "high": nan, "declined": "did not converge"},
+        {"method": "record", "of": "hold", "run": "r1", "cut": 0.2, "truth": 1.0, "spread": 2.0,
+         "final": 0.8, "low": nan, "high": nan, "declined": None},
+    ]
+    spec = forecast_runs_chart(rows).to_dict()
+    data = next(iter(spec["datasets"].values()))
+    got = {(d["run"], d["method"], d["cut_label"]): d for d in data}
+    assert set(got) == {("r1", "plateau", "40% seen"), ("r2", "plateau", "40% seen"), ("r1", "hold", "20% seen")}
+    assert got[("r1", "plateau", "40% seen")]["error"] == pytest.approx(0.25)
+    assert got[("r1", "plateau", "40% seen")]["band_lo"] == pytest.approx(-0.5)
+    r2 = got[("r2", "plateau", "40% seen")]
+    assert r2["error"] == pytest.approx(-3.0) and r2["x"] == -2.0 and r2["where"] == "beyond, below"
+    assert got[("r1", "hold", "20% seen")]["error"] == pytest.approx(-0.1)
+    with pytest.raises(ParameterError, match="records"):
+        forecast_runs_chart([{"run": "r1"}])
+    with pytest.raises(ParameterError, match="clip"):
+        forecast_runs_chart(rows, clip=0)
+    with pytest.raises(ParameterError, match="methods"):
+        forecast_runs_chart(rows, methods=("scalerl",))

@@ -30,6 +30,8 @@ __all__ = [
     "STATIC_FORECAST_PARAMS",
     "static_forecast_grid",
     "static_forecast_chart",
+    "RUN_FORECAST_METHODS",
+    "forecast_runs_chart",
 ]
 
 #: One colour per law, shared by every chart (colour-blind safe, Okabe-Ito).
@@ -711,3 +713,86 @@ def static_forecast_chart(grid: dict[str, pd.DataFrame], fraction: int = 40, *, 
     )
     return alt.layer(points, band, curve, actual, window, now, text, key, off).add_params(param).properties(
         width=width, height=height, usermeta={"embedOptions": {"renderer": "svg", "actions": False}})
+
+
+#: The methods :func:`forecast_runs_chart` draws by default, in legend order (the benchmark's names).
+RUN_FORECAST_METHODS = ("plateau", "hold", "exponential", "logistic", "domhan:janoschek", "domhan_mean")
+_RUN_METHOD_COLORS = {"plateau": OKABE_ITO["blue"], "hold": INK, "exponential": OKABE_ITO["orange"],
+                      "logistic": OKABE_ITO["green"], "domhan:janoschek": OKABE_ITO["pink"],
+                      "domhan_mean": OKABE_ITO["vermillion"]}
+
+
+def forecast_runs_chart(records, *, methods: Sequence[str] = RUN_FORECAST_METHODS, clip: float = 2.0,
+                        width: int = 190, row_height: int = 15) -> alt.FacetChart:
+    """Every run's forecast of its end against what happened, one panel per cut, methods side by side.
+
+    Parameters
+    ----------
+    records : pandas.DataFrame or list of dict
+        Per-run forecasts, the ``method == "record"`` rows of ``bench/results/forecast*.json``
+        (:func:`bench.bench_forecast.run_records`): columns ``run``, ``cut``, ``of`` (the method),
+        ``truth``, ``spread`` (> 0), ``final``, ``low``, ``high`` (NaN without a band), ``declined``.
+    methods : sequence of str
+        Methods to draw (values of ``of``), in legend order; ``"plateau"`` (ours) is drawn large
+        with its 90% band.
+    clip : float, > 0
+        The x axis runs over ``[-clip, clip]`` run spreads; a forecast beyond it is drawn at the edge
+        as a triangle pointing its way (the tooltip gives the value).
+    width, row_height : int
+        Panel width and pixels per run.
+
+    Returns
+    -------
+    alt.FacetChart
+        Columns: the cuts. Rows of each panel: the runs. x: the signed error
+        ``(final - truth) / spread`` (0, the black rule, is what happened; the grey strip is
+        within 0.1). Declined forecasts are not drawn.
+
+    Raises
+    ------
+    ParameterError
+        ``records`` lacks a column, ``methods`` names none present, or ``clip`` is not positive.
+    """
+    frame = pd.DataFrame(records) if not isinstance(records, pd.DataFrame) else records
+    require_columns(frame, "records", ["run", "cut", "of", "truth", "spread", "final", "low", "high", "declined"],
+                    source="bench.bench_forecast.run_records")
+    if not (np.isfinite(clip) and clip > 0):
+        raise ParameterError("clip", f"`clip` must be a positive number of spreads; got {clip!r}")
+    present = [m for m in methods if (frame["of"] == m).any()]
+    if not present:
+        raise ParameterError("methods", f"`methods` names none of the records' methods {sorted(frame['of'].unique())}")
+    d = frame[frame["of"].isin(present) & frame["declined"].isna()].copy()
+    d = d[np.isfinite(d["final"].astype(float))]
+    sp = d["spread"].astype(float)
+    d["error"] = (d["final"] - d["truth"]) / sp
+    d["band_lo"] = ((d["low"] - d["truth"]) / sp).clip(-clip, clip)
+    d["band_hi"] = ((d["high"] - d["truth"]) / sp).clip(-clip, clip)
+    d["x"] = d["error"].clip(-clip, clip)
+    d["where"] = np.where(d["error"] > clip, "beyond, above",
+                          np.where(d["error"] < -clip, "beyond, below", "on the axis"))
+    d["method"] = d["of"]
+    d["cut_label"] = (100 * d["cut"].astype(float)).round().astype(int).astype(str) + "% seen"
+    runs = sorted(d["run"].unique())
+    x = alt.X("x:Q", title="(forecast − actual) / run spread", scale=alt.Scale(domain=[-clip, clip], nice=False))
+    y = alt.Y("run:N", sort=runs, title=None, axis=alt.Axis(labelLimit=220, labelFontSize=10))
+    color = alt.Color("method:N", title="method", scale=alt.Scale(domain=present,
+                      range=[_RUN_METHOD_COLORS.get(m, GREY) for m in present]), legend=alt.Legend(orient="top"))
+    shapes = {"on the axis": "circle", "beyond, above": "triangle-right", "beyond, below": "triangle-left"}
+    near = alt.Chart().mark_rect(color=GREYS["light"], opacity=0.5).encode(
+        x=alt.datum(-0.1), x2=alt.datum(0.1))
+    zero = alt.Chart().mark_rule(color="black").encode(x=alt.datum(0))
+    ours = alt.datum.method == "plateau"
+    band = alt.Chart().transform_filter(ours).transform_filter("isFinite(datum.band_lo)").mark_rule(
+        color=OKABE_ITO["blue"], strokeWidth=2, opacity=0.5).encode(x="band_lo:Q", x2="band_hi:Q", y=y)
+    tip = ["run:N", "method:N", alt.Tooltip("cut:Q", format=".0%"), alt.Tooltip("error:Q", format="+.2f"),
+           alt.Tooltip("final:Q", format=".4g"), alt.Tooltip("truth:Q", format=".4g")]
+    shape = alt.Shape("where:N", title="forecast", scale=alt.Scale(domain=list(shapes), range=list(shapes.values())),
+                      legend=alt.Legend(orient="top"))
+    others = alt.Chart().transform_filter(~ours).mark_point(size=35, filled=True, opacity=0.75).encode(
+        x=x, y=y, color=color, shape=shape, tooltip=tip)
+    main = alt.Chart().transform_filter(ours).mark_point(size=110, filled=True, opacity=1).encode(
+        x=x, y=y, color=color, shape=shape, tooltip=tip)
+    layered = alt.layer(near, zero, band, others, main, data=d).properties(width=width, height=row_height * len(runs))
+    cuts = sorted(d["cut_label"].unique(), key=lambda s: int(s.split("%")[0]))
+    return layered.facet(column=alt.Column("cut_label:N", sort=cuts, title=None)).properties(
+        usermeta={"embedOptions": {"renderer": "svg", "actions": False}})
