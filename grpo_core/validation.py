@@ -138,6 +138,22 @@ def check_integer(
     return n
 
 
+def check_n_boot(name: str, value: Any) -> int:
+    """Validate a number of bootstrap replicates: 0 (no bootstrap) or at least 2 (one replicate has no
+    spread: its band would be NaN).
+
+    Raises
+    ------
+    ParameterError
+        If ``value`` is not a whole number, is negative, or is 1.
+    """
+    n = check_integer(name, value, low=0)
+    if n == 1:
+        raise ParameterError(name, f"`{name}` must be 0 (no bootstrap) or at least 2 (one replicate has no "
+                                   f"spread to make a band from); got {value!r}")
+    return n
+
+
 def check_choice(name: str, value: Any, choices: Iterable[str]) -> str:
     """Validate that ``value`` is one of ``choices``.
 

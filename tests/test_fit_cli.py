@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from grpo_core import laws
+from grpo_core.runs import datasets
 from grpo_core.runs.datasets import real_log_path
 from grpo_dynamics.cli import main
 
@@ -98,15 +99,45 @@ def test_table_report(capsys):
     assert "method: laws in learning-rate time (constant, exponential, logistic, Janoschek)" in out
 
 
-def test_actual_is_never_inside_the_fit_window(capsys, tmp_path):
-    """A fit fraction above 0.8: the actual is the part of the last 20% after the window (40 rows
-    logged every 5 steps, as real run 01; the old actual was the mean of the last 50 rows: the whole log)."""
+def test_actual_is_what_the_forecast_is_of_and_says_how_much_the_window_saw(capsys, tmp_path):
+    """A fit fraction above 0.8: the actual is still the mean of the log's last 20% (the steps the forecast
+    is of, the benchmark's truth), and the line says how many of its points the window holds (40 rows
+    logged every 5 steps, as real run 01). Before, it was the part after the window (steps 185-200),
+    compared with a forecast of steps 160-200."""
     log = tmp_path / "every5.csv"
     log.write_text("step,reward\n" + "".join(f"{5 * i},{min(1.0, 0.02 * i)}\n" for i in range(1, 41)))
     d = _json(capsys, str(log), "--fit-fraction", "0.9", "--n-boot", "0")
     end = d["end_of_run_forecast"]
-    assert end["n_fit"] == 36 and end["t_fit_end"] == 180 and end["actual_steps"] == [185, 200]
-    assert end["actual"] == pytest.approx(np.mean([min(1.0, 0.02 * i) for i in range(37, 41)]))
+    assert end["n_fit"] == 36 and end["t_fit_end"] == 180 and end["actual_steps"] == [165, 200]
+    assert end["actual"] == pytest.approx(np.mean([min(1.0, 0.02 * i) for i in range(33, 41)]))
+    assert end["actual_points"] == 8 and end["actual_in_window"] == 4
+    assert main(["fit", str(log), "--fit-fraction", "0.9", "--n-boot", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "actual: mean of steps 165-200 (the log's last 20%; the fit window holds 4 of its 8 points)" in out
+
+
+def test_a_zero_one_reward_forecast_is_shown_within_zero_one(capsys):
+    """Real run 01 (a 0/1 reward that collapses): the band from 40% runs past [0, 1]; fit shows it clipped
+    to the reward's range and says so, as diagnose does; the JSON keeps the forecaster's own numbers."""
+    path = str(datasets.real_run("01").path)
+    d = _json(capsys, path, "--fit-fraction", "0.4", "--n-boot", "0")
+    end = d["end_of_run_forecast"]
+    assert end["unit_range"] and end["final_low"] < 0 < 1 < end["final_high"]
+    assert main(["fit", path, "--fit-fraction", "0.4", "--n-boot", "0"]) == 0
+    line = next(s for s in capsys.readouterr().out.splitlines() if s.startswith("forecast from"))
+    assert "90% band [0, 1], clipped to [0, 1], the range of a 0/1 reward" in line
+
+
+@pytest.mark.parametrize("flags,named", [
+    (["--n-boot", "1"], "`--n-boot` must be 0 (no bootstrap) or at least 2"),
+    (["--fit-fraction", "1"], "`--fit-fraction` must be a finite number in (0, 1)"),
+    (["--fit-fraction", "0"], "`--fit-fraction` must be a finite number in (0, 1)"),
+    (["--smooth", "0"], "`--smooth` must be an integer >= 1"),
+    (["--max-points", "3"], "`--max-points` must be 0 (every point) or at least 8"),
+])
+def test_bad_flags_are_refused_by_their_flag_name(capsys, flags, named):
+    assert main(["fit", str(datasets.real_run("04").path), *flags]) == 2
+    assert named in capsys.readouterr().err
 
 
 def test_too_few_points_are_refused(capsys, tmp_path):
@@ -196,17 +227,17 @@ def test_refused_input(tmp_path, capsys):
     assert "constant" in _fails(capsys, str(flat))
     assert "`--plot` must end in .png or .html" in _fails(capsys, QWEN, "--plot", "x.pdf")
     assert "cannot read or write a file: File exists" in _fails(capsys, QWEN, "--plot", str(flat / "x.html"))
-    assert "`fraction`" in _fails(capsys, QWEN, "--fit-fraction", "1.5")
-    assert "`fraction`" in _fails(capsys, QWEN, "--fit-fraction", "nan")
+    assert "`--fit-fraction`" in _fails(capsys, QWEN, "--fit-fraction", "1.5")
+    assert "`--fit-fraction`" in _fails(capsys, QWEN, "--fit-fraction", "nan")
     assert "`law`" in _fails(capsys, QWEN, "--laws", "three_phase,power")
-    assert "`window`" in _fails(capsys, QWEN, "--smooth", "0")
-    assert "`level`" in _fails(capsys, QWEN, "--fit-fraction", "0.5", "--level", "2")
+    assert "`--smooth`" in _fails(capsys, QWEN, "--smooth", "0")
+    assert "`--level`" in _fails(capsys, QWEN, "--fit-fraction", "0.5", "--level", "2")
     # the forecast's options are checked even without --fit-fraction (they were silently ignored)
-    assert "`level`" in _fails(capsys, QWEN, "--level", "1")
-    assert "`n_boot`" in _fails(capsys, QWEN, "--n-boot", "-1")
-    assert "`seed`" in _fails(capsys, QWEN, "--seed", "-1")
+    assert "`--level`" in _fails(capsys, QWEN, "--level", "1")
+    assert "`--n-boot`" in _fails(capsys, QWEN, "--n-boot", "-1")
+    assert "`--seed`" in _fails(capsys, QWEN, "--seed", "-1")
     # a negative seed reached numpy's generator: a traceback
-    assert "`seed`" in _fails(capsys, QWEN, "--fit-fraction", "0.5", "--seed", "-1")
+    assert "`--seed`" in _fails(capsys, QWEN, "--fit-fraction", "0.5", "--seed", "-1")
     # a TRL version that is not a version number was silently ignored
     assert "`trl_version` must be a version number" in _fails(capsys, QWEN, "--trl-version", "abc")
 

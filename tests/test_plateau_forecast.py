@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from grpo_core import ParameterError
+from grpo_core import ParameterError, laws
 from grpo_core.laws import plateau
 
 T = np.arange(1, 201, dtype=float)
@@ -115,6 +115,11 @@ def test_declines_short_and_flat_windows_and_refuses_bad_input():
         plateau.forecast_plateau(T[:20], T[:20], horizon=10.0)
     with pytest.raises(ParameterError, match="`lr`"):
         plateau.learning_rate_clock(T, -np.ones(T.size))
+    # one bootstrap replicate has no spread: its band was NaN (and a coverage verdict was read off it)
+    with pytest.raises(ParameterError, match="`n_boot` must be 0 .* or at least 2"):
+        plateau.forecast_plateau(T[:20], T[:20], horizon=40.0, n_boot=1)
+    with pytest.raises(ParameterError, match="`n_boot` must be 0 .* or at least 2"):
+        laws.forecast(T[:40], 1 - np.exp(-T[:40] / 10), fraction=0.5, n_boot=1)
 
 
 def _ar1(rng, n, phi, sd):

@@ -609,9 +609,6 @@ def static_forecast_grid(log, *, metric: str = "reward",
         if fc["declined"] is not None:
             why.append(f"{key}%: {fc['declined']}")
             continue
-        if fc["actual"] is None and f < 1.0:
-            why.append(f"{key}%: no steps after the fit window to compare with")
-            continue
         # the steps the forecast is of: what happened there, or the last 20% of the planned run
         t0, t1 = fc["actual_steps"] or (t[0] + 0.8 * (fc["horizon"] - t[0]), fc["horizon"])
         actual = float("nan") if fc["actual"] is None else fc["actual"]

@@ -22,7 +22,7 @@ from scipy import stats
 
 from .._json import json_ready
 from ..errors import DataError, ParameterError
-from ..validation import check_array, check_choice, check_integer, check_real
+from ..validation import check_array, check_choice, check_integer, check_n_boot, check_real
 from .curves import MIN_POINTS, _lag1_autocorrelation, _prepare
 from .fit import CRITERIA, FitComparison, FitResult, _fit_prepared, _solve, fit_all
 from .models import Law, _time_to_fraction, _time_to_fraction_batch, get_law
@@ -226,7 +226,7 @@ def forecast(
     """
     fraction = check_real("fraction", fraction, low=0.0, high=1.0, low_inclusive=False)
     level = check_real("level", level, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
-    n_boot = check_integer("n_boot", n_boot, low=0)
+    n_boot = check_n_boot("n_boot", n_boot)
     seed = check_integer("seed", seed, low=0)
     tail = check_integer("tail", tail, low=1)
     criterion = check_choice("criterion", criterion, CRITERIA)

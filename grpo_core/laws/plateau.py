@@ -106,6 +106,7 @@ import numpy as np
 from scipy import optimize
 
 from ..errors import ParameterError
+from ..validation import check_n_boot
 
 __all__ = [
     "PlateauPrior",
@@ -382,7 +383,7 @@ def forecast_plateau(
         its last step the last rate is held). ``None``: fit in steps.
     prior : PlateauPrior, optional
         Shrinkage and band quantile (default :class:`PlateauPrior()`).
-    n_boot : int, >= 0
+    n_boot : int, 0 or >= 2
         Block-bootstrap replicates (0: no bootstrap, ``s_boot = 0``).
     seed : int
         Seed of the bootstrap.
@@ -399,9 +400,11 @@ def forecast_plateau(
     Raises
     ------
     ParameterError
-        Mismatched shapes, non-finite values, a horizon not after the window, a bad schedule.
+        Mismatched shapes, non-finite values, a horizon not after the window, a bad schedule, ``n_boot``
+        of 1 or negative.
     """
     prior = PlateauPrior() if prior is None else prior
+    n_boot = check_n_boot("n_boot", n_boot)
     t = np.asarray(t, float)
     y = np.asarray(y, float)
     if t.shape != y.shape or t.ndim != 1:

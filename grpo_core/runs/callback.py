@@ -68,7 +68,7 @@ import warnings
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..validation import check_integer
+from ..validation import check_integer, check_n_boot
 from .logs import from_records, normalize_record
 
 try:  # transformers is an optional dependency of grpo_core (the ``llm`` extra)
@@ -331,7 +331,7 @@ class DynamicsCallback(_Base):
 
         self.output_dir = Path(output_dir)
         self.every = check_integer("every", every, low=0)
-        self.n_boot = check_integer("n_boot", n_boot, low=0)
+        self.n_boot = check_n_boot("n_boot", n_boot)
         self.min_steps = check_integer("min_steps", min_steps, low=1)
         self.group_size = None if group_size is None else check_integer("group_size", group_size, low=2)
         self.num_prompts = None if num_prompts is None else check_integer("num_prompts", num_prompts, low=1)

@@ -41,7 +41,7 @@ def register(subparsers) -> None:
             "fit the reward-curve laws by least squares and compare them by R^2, AIC and BIC "
             "(Gaussian likelihood). With --fit-fraction, also forecast the end of the run from the first "
             "part of the log with the benchmarked forecaster (the one diagnose uses) and compare it with what "
-            "happened (the mean of the last 20% of the points that lie after the fit window)."
+            "happened (the mean of the log's last 20% of points, what the forecast is of)."
         ),
     )
     p.add_argument("log", metavar="LOG", help="the training log file")
@@ -66,7 +66,7 @@ def register(subparsers) -> None:
                    help=f"fit at most N points: a longer log is averaged in equal bins first (default {MAX_POINTS}; "
                         "0 fits every point)")
     p.add_argument("--n-boot", dest="n_boot", type=int, default=200,
-                   help="bootstrap refits for the forecast band (0: delta method); default 200")
+                   help="bootstrap refits for the forecast band (0: delta method, else at least 2); default 200")
     p.add_argument("--level", default="0.9", help="coverage of the forecast band, in (0, 1); default 0.9")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
     p.add_argument("--config", default=None, metavar="FILE",
@@ -82,13 +82,22 @@ def register(subparsers) -> None:
 
 def handler(args: argparse.Namespace) -> int:
     from grpo_core import laws
-    from grpo_core.validation import check_integer, check_real
+    from grpo_core.errors import ParameterError
+    from grpo_core.validation import check_integer, check_n_boot, check_real
 
-    # checked even without --fit-fraction: a bad value is never silently ignored
-    check_integer("n_boot", args.n_boot, low=0)
-    check_real("level", args.level, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
-    check_integer("seed", args.seed, low=0)
-    check_integer("max_points", args.max_points, low=0)
+    # checked even without --fit-fraction: a bad value is never silently ignored; the errors name the flags
+    check_n_boot("--n-boot", args.n_boot)
+    check_real("--level", args.level, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+    check_integer("--seed", args.seed, low=0)
+    if check_integer("--max-points", args.max_points, low=0) and args.max_points < MIN_POINTS:
+        raise ParameterError("--max-points", f"`--max-points` must be 0 (every point) or at least {MIN_POINTS} "
+                                             f"(the fewest points fit takes); got {args.max_points}")
+    if args.smooth is not None:
+        check_integer("--smooth", args.smooth, low=1)
+    if args.fit_fraction is not None:
+        # 1 would leave nothing after the window to forecast
+        args.fit_fraction = check_real("--fit-fraction", args.fit_fraction, low=0.0, high=1.0,
+                                       low_inclusive=False, high_inclusive=False)
     plot = output_path("--plot", args.plot, (".png", ".html"), (args.log,))
     law_names = [name.strip() for name in args.laws.split(",") if name.strip()]
     for name in law_names:
@@ -144,19 +153,26 @@ def _end_of_run(log, args):
     fraction 1 (no end to forecast: the log is the whole window)."""
     from grpo_core.errors import DataError
     from grpo_core.runs.diagnostics import forecast_run
+    from grpo_core.runs.diagnostics.series import _is_binary_compatible
 
     if args.fit_fraction is None or float(args.fit_fraction) >= 1.0:
         return None
     try:
-        return forecast_run(log, fit_fraction=float(args.fit_fraction), metric=args.metric, split=args.split,
-                            n_boot=min(args.n_boot, 100), level=float(args.level), seed=args.seed)
+        end = forecast_run(log, fit_fraction=float(args.fit_fraction), metric=args.metric, split=args.split,
+                           n_boot=min(args.n_boot, 100), level=float(args.level), seed=args.seed)
     except DataError:
         return None
+    # a reward whose every logged value lies in [0, 1] (a 0/1 reward's batch means): the forecast is shown
+    # within that range (diagnose's rule); the numbers themselves stay the forecaster's
+    values = _series(log, args.metric, args.split)[1].astype(float)
+    end["unit_range"] = bool(args.metric.startswith("reward") and _is_binary_compatible(values))
+    return end
 
 
 def _end_line(e) -> str:
     """The forecast from the first ``--fit-fraction``: the end-of-log mean with its band and the plateau,
-    now (the forecaster's current level, over which steps) and the actual (after the fit window only)."""
+    now (the forecaster's current level, over which steps) and the actual (the log's last 20%; how many of
+    its points the window saw, if any). A reward logged within [0, 1] is shown within it."""
     head = f"\nforecast from the first {e['fit_fraction']:.0%} of the points ({e['n_fit']}, to step {e['t_fit_end']:g})"
     if e["declined"] is not None:
         return f"{head}: declined ({e['declined']})"
@@ -164,16 +180,22 @@ def _end_line(e) -> str:
     plateau = (f"plateau {e['plateau']:.4g}" if e["plateau_determined"] else
                f"plateau not determined (the laws have not levelled off by step {h:g})")
     a, b = e["current_steps"]
-    lines = [f"{head}, {e['clock']} clock: mean of the last 20% (steps {round(0.8 * h):d}-{h:g}) {e['final']:.4g}, "
-             f"{e['level']:.0%} band [{e['final_low']:.4g}, {e['final_high']:.4g}] (of it, late gain learned from "
+    final, low, high = (e["final"], e["final_low"], e["final_high"])
+    clipped = ""
+    if e.get("unit_range"):  # a 0/1 reward's mean lies in [0, 1]: shown within it, as diagnose does
+        final, low, high = (min(max(v, 0.0), 1.0) for v in (final, low, high))
+        if (final, low, high) != (e["final"], e["final_low"], e["final_high"]):
+            clipped = ", clipped to [0, 1], the range of a 0/1 reward"
+    lines = [f"{head}, {e['clock']} clock: mean of the last 20% (steps {round(0.8 * h):d}-{h:g}) {final:.4g}, "
+             f"{e['level']:.0%} band [{low:.4g}, {high:.4g}]{clipped} (of it, late gain learned from "
              f"real runs {e['late_gain']:+.3g}); {plateau}",
              f"now (the forecaster's current level: mean of steps {a:g}-{b:g}) {e['current']:.4g}"]
     if e["actual"] is not None:
         c, d = e["actual_steps"]
-        lines.append(f"actual: mean of steps {c:g}-{d:g} (the log's last 20%, after the fit window) {e['actual']:.4g} "
+        seen = (f"; the fit window holds {e['actual_in_window']} of its {e['actual_points']} points"
+                if e["actual_in_window"] else ", after the fit window")
+        lines.append(f"actual: mean of steps {c:g}-{d:g} (the log's last 20%{seen}) {e['actual']:.4g} "
                      f"({'inside' if e['covered'] else 'outside'} the band; error {e['error']:+.4g})")
-    else:
-        lines.append("actual: none (no point of the log's last 20% lies after the fit window)")
     lines.append(f"  method: {e['method']} (python -m bench forecast)")
     return "\n".join(lines)
 
@@ -305,7 +327,7 @@ def _oscillator_lines(r, warmup_steps: float | None) -> list[str]:
 def _forecast_chart(e, series, metric: str):
     """The forecast of ``--fit-fraction`` (the benchmarked forecaster's): the log (dark up to the end of
     the fit window, light after it), the forecast of the last 20%'s mean with its band over those steps,
-    the forecaster's current level over the steps it averages, and the actual mean after the window."""
+    the forecaster's current level over the steps it averages, and the actual mean of the last 20%."""
     import altair as alt
     import numpy as np
     import pandas as pd
@@ -316,7 +338,7 @@ def _forecast_chart(e, series, metric: str):
     box = pd.DataFrame({"step": [0.8 * h, h], "low": e["final_low"], "high": e["final_high"], "value": e["final"]})
     segments = [("now (forecaster's level)", e["current_steps"], e["current"])]
     if e["actual"] is not None:
-        segments.append(("actual (after the window)", e["actual_steps"], e["actual"]))
+        segments.append(("actual (the last 20%)", e["actual_steps"], e["actual"]))
     marks = pd.DataFrame([{"step": s, "value": v, "what": w} for w, steps, v in segments for s in steps])
     x = alt.X("step:Q", title="step")
     return alt.layer(
@@ -329,7 +351,7 @@ def _forecast_chart(e, series, metric: str):
                                        alt.Tooltip("low:Q", format=".4g"), alt.Tooltip("high:Q", format=".4g")]),
         alt.Chart(marks).mark_line(strokeWidth=2.5).encode(
             x=x, y="value:Q", detail="what:N", color=alt.Color("what:N", title=None, scale=alt.Scale(
-                domain=["now (forecaster's level)", "actual (after the window)"], range=["#000000", "#0072B2"])),
+                domain=["now (forecaster's level)", "actual (the last 20%)"], range=["#000000", "#0072B2"])),
             tooltip=["what:N", alt.Tooltip("value:Q", format=".4g")]),
     ).properties(width=600, height=260,
                  title=f"forecast from the first {e['fit_fraction']:.0%} (shaded: its {e['level']:.0%} band)")

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import DataError
-from ...validation import check_integer
+from ...validation import check_integer, check_n_boot
 from ..logs import RunLog
 from .series import _bin, _quiet_series
 
@@ -163,9 +163,11 @@ def forecast_run(log: RunLog, *, fit_fraction: float | None = None, horizon: flo
         points, at least 3) and ``current_steps`` (the first and last step of those points),
         ``weights`` (of each law), ``clock`` (``"learning_rate"`` or ``"step"``), ``level``,
         ``fit_fraction``, ``t_fit_end``, ``horizon``, ``n_fit``, ``method`` (one line naming it),
-        ``actual`` (when ``fit_fraction`` is given: the mean of the log's last 20% of points that lie
-        after the fit window, ``None`` when none does or without ``fit_fraction``) and
-        ``actual_steps`` (their first and last step), ``covered``, ``error`` and ``declined`` (why
+        ``actual`` (when ``fit_fraction`` is given: the mean of the log's last 20% of points, what
+        the forecast is of and the benchmark's truth; ``None`` without ``fit_fraction``),
+        ``actual_steps`` (their first and last step), ``actual_points`` (how many),
+        ``actual_in_window`` (how many of them the fit window holds: a fit fraction above 0.8 sees
+        part of what it forecasts), ``covered``, ``error`` and ``declined`` (why
         no forecast was made, else ``None``; the numbers are then NaN) and ``late_gain`` (the part of
         ``final`` added by the prior's late gain: the continued rise that real runs showed after the
         laws' bend; see :mod:`grpo_core.laws.plateau`).
@@ -193,7 +195,7 @@ def forecast_run(log: RunLog, *, fit_fraction: float | None = None, horizon: flo
     from ...laws import plateau
     from ...validation import check_real
 
-    n_boot = check_integer("n_boot", n_boot, low=0)
+    n_boot = check_n_boot("n_boot", n_boot)
     level = check_real("level", level, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
     steps, y = _quiet_series(log, metric, split)
     steps = steps.astype(float)
@@ -228,15 +230,17 @@ def forecast_run(log: RunLog, *, fit_fraction: float | None = None, horizon: flo
         fc = plateau.forecast_plateau(bt, by, horizon=horizon, lr=lr, prior=prior, n_boot=n_boot, seed=seed,
                                       spread=plateau.window_spread(y_fit))
     actual = covered = error = actual_steps = None
+    actual_in_window = 0
     if fit_fraction is not None:
-        # the last 20% of the points, never a point of the fit window (a fit fraction above 0.8)
-        first = max(n_fit, y.size - max(1, int(math.ceil(0.2 * y.size))))
-        if first < y.size:
-            actual = float(np.mean(y[first:]))
-            actual_steps = [float(steps[first]), float(steps[-1])]
-            if fc.declined is None:
-                covered = bool(fc.final_low <= actual <= fc.final_high)
-                error = fc.final - actual
+        # what the forecast is of: the mean of the log's last 20% of points (the benchmark's truth), also
+        # when the window reaches into it (a fit fraction above 0.8: then partly seen, and counted)
+        first = y.size - max(1, int(math.ceil(0.2 * y.size)))
+        actual = float(np.mean(y[first:]))
+        actual_steps = [float(steps[first]), float(steps[-1])]
+        actual_in_window = max(0, n_fit - first)
+        if fc.declined is None:
+            covered = bool(fc.final_low <= actual <= fc.final_high)
+            error = fc.final - actual
     return {
         "metric": metric, "final": fc.final, "final_low": fc.final_low, "final_high": fc.final_high,
         "plateau": fc.plateau, "current": fc.level, "current_steps": _level_steps(t_fit, bt.size, fc),
@@ -244,7 +248,9 @@ def forecast_run(log: RunLog, *, fit_fraction: float | None = None, horizon: flo
         "weights": dict(fc.weights), "clock": fc.clock,
         "level": level, "fit_fraction": fit_fraction, "t_fit_end": float(t_fit[-1]) if t_fit.size else float("nan"),
         "horizon": horizon, "n_fit": int(n_fit), "method": plateau.METHOD, "actual": actual,
-        "actual_steps": actual_steps, "covered": covered, "error": error, "declined": fc.declined,
+        "actual_steps": actual_steps, "actual_in_window": actual_in_window, "actual_points": (
+            None if actual is None else int(y.size - first)), "covered": covered, "error": error,
+        "declined": fc.declined,
         "late_gain": prior.gain * fc.gain_unit if fc.declined is None else float("nan"),
     }
 
