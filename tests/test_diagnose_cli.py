@@ -125,6 +125,8 @@ def test_trl_version_flag(capsys):
 @pytest.mark.parametrize("text,argv,match", [
     ("", [], "the file is empty"),
     ('{"log_history": [{"step": 1, "loss"', [], "invalid JSON at line 1"),
+    # json's message "Unterminated string starting at" was printed cut off after "at"
+    ('{"log_history": [{"step": 1, "rew', [], r"invalid JSON at line 1, column 30: Unterminated string starting$"),
     ("a,b\n1,2\n", [], "unknown log format"),
     ("iter,acc\n1,0.1\n", ["--map", "reward=acc"], "no step column"),
     ("step,reward\n1,0.1\n", ["--map", "reward"], "`--map` must be KEY=COLUMN"),

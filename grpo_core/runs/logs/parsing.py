@@ -87,7 +87,10 @@ def _json_lines(text: str, source: str, notes: list[str], whole_error: json.JSON
                 at_end = err.pos >= len(text.rstrip()) - 1
                 why = (" (the file ends before the JSON is closed: truncated, e.g. a run killed "
                        "while writing it)") if at_end else ""
-                raise DataError(f"{source}: invalid JSON at {_where(text, err.pos)}: {err.msg}{why}") from None
+                # json's own messages end in " at" before the place it appends ("Unterminated string
+                # starting at"); the place is said first here
+                raise DataError(f"{source}: invalid JSON at {_where(text, err.pos)}: "
+                                f"{err.msg.removesuffix(' at')}{why}") from None
             if k == len(nonblank) - 1:
                 _note(notes, f"{source}: line {lineno} (the last) is not complete JSON ({exc.msg}); "
                              f"kept the {len(records)} complete lines before it", warn=True)
