@@ -315,3 +315,12 @@ def test_oscillator_intervals_and_the_warm_up_note(capsys, tmp_path):
                             for s, v in zip(t, y)))
     assert main(["fit", str(path), "--laws", "three_phase"]) == 0
     assert "warm-up" not in capsys.readouterr().out
+
+
+def test_a_plateau_at_its_bound_outside_zero_one_says_both(capsys):
+    """Real run 03 (a 0/1 reward near its ceiling): the exponential's r_inf sits at its bound, 3.75, outside
+    [0, 1]; its note said only 'at its bound' while the three-phase law's same 3.75 was called unreachable."""
+    assert main(["fit", str(datasets.real_run("03").path)]) == 0
+    out = capsys.readouterr().out
+    exp_notes = out.split("  exponential:")[1].split("  logistic:")[0]
+    assert "r_inf is at its bound" in exp_notes and "3.75 also lies outside [0, 1]" in exp_notes

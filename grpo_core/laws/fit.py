@@ -254,6 +254,8 @@ class FitResult:
                 out.append(
                     "r_inf is at its bound (ten reward ranges beyond the data): the curve does not "
                     "determine its plateau"
+                    + (f"; {self.plateau:.4g} also lies outside [0, 1], where every value of the curve lies"
+                       if plateau_outside_unit_interval(self.y, self.plateau) else "")
                 )
             else:
                 out.append(f"{name} is at its {side} bound ({self.params[name]:.4g})")
