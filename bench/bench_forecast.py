@@ -1,6 +1,7 @@
 """Forecasting the end of real runs: our plateau forecaster against the anchors a user would pick.
 
-For every shipped real run (grpo_core/data/real_runs, 20 runs) and cut fractions 0.2, 0.4, 0.6,
+For every shipped real run (grpo_core/data/real_runs, 20 runs, and grpo_core/data/holdout_runs, 17
+runs collected later: 37) and cut fractions 0.2, 0.4, 0.6,
 each method sees the first cut of the steps and forecasts the mean reward over the last 20% of the
 run (the truth). Error: ``|forecast - truth|`` divided by the run's spread (p95 - p5 of its 10-step
 rolling mean). Rows, per method and cut: the median error of the forecast of the run's end
@@ -67,8 +68,11 @@ def load_run(run_id: str, collection: str = "real_runs") -> dict:
     return {"id": run.run_id, "t": t.astype(float), "y": y, "lr": lr, "meta": run.meta}
 
 
-def load_runs(collection: str = "real_runs") -> list[dict]:
-    return [load_run(rid, collection) for rid in datasets.real_runs(collection)]
+def load_runs(collection: str | None = None) -> list[dict]:
+    """The runs of one collection (:data:`grpo_core.runs.datasets.RUN_COLLECTIONS`), or of all (``None``:
+    the 20 real runs and the 17 held-out ones)."""
+    names = datasets.RUN_COLLECTIONS if collection is None else (collection,)
+    return [load_run(rid, name) for name in names for rid in datasets.real_runs(name)]
 
 
 def truth_and_spread(y: np.ndarray) -> tuple[float, float]:

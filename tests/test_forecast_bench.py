@@ -12,7 +12,7 @@ from grpo_core.laws import anchors, plateau
 
 def test_real_runs_load_with_their_reward_and_schedule():
     runs = {r["id"]: r for r in bench.load_runs()}
-    assert len(runs) == 20
+    assert len(runs) == 37 and len(bench.load_runs("real_runs")) == 20
     qwen = runs["25-unslothai-qwen2.5-3b-gsm8k"]
     assert qwen["t"].size == 250 and qwen["lr"] is None
     assert qwen["y"][0] == pytest.approx(0.125)
@@ -124,13 +124,13 @@ def test_summary_scores_declines_as_hold_and_bounds_by_hindsight():
 
 
 def test_the_shipped_prior_is_the_committed_benchmarks_all_runs_prior():
-    """SHIPPED_PRIOR (the product's default) is the prior the committed --quick run tuned on all 20 runs."""
+    """SHIPPED_PRIOR (the product's default) is the prior the committed --quick run tuned on all 37 runs."""
     import json
     from pathlib import Path
 
     rows = json.loads((Path(bench.__file__).parent / "results" / "forecast.json").read_text())
     full = next(r for r in rows if r["method"] == "plateau_prior_all_runs")
-    assert full["n"] == 20
+    assert full["n"] == 37
     assert plateau.SHIPPED_PRIOR.lam == full["lam"] and plateau.SHIPPED_PRIOR.gain == pytest.approx(full["gain"])
     assert plateau.SHIPPED_PRIOR.q == pytest.approx(full["q"], abs=1e-4)
 
