@@ -581,6 +581,32 @@ def test_a_large_fall_of_the_reward_is_unlearning_not_a_reason_to_raise_the_lear
     assert g.severity == "warning" and "raise the learning rate" in g.advice
 
 
+def test_a_rise_then_a_fall_back_is_unlearning_not_no_learning():
+    """Held-out run 54 (Qwen3.5-9B, G = 2, lr 1e-4): 0.29 -> 0.74 (steps 61-120) -> 0.41. The early/late
+    rise is not significant, and the finding read "not learning" with the advice to raise a learning rate
+    already at the top of the advised range. Synthetic: a peak well above both ends is found; a flat run
+    with a few spikes (real run 27's kind) and a plain rise are not."""
+    r = datasets.real_run("54", "holdout_runs")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f = not_learning(read_log(r.path))
+    assert f.severity == "critical" and f.evidence["rose_then_fell"] is True
+    assert f.evidence["z_rise"] >= Thresholds().trend_z + 1 and f.evidence["z_fall"] >= Thresholds().trend_z + 1
+    assert 60 <= f.evidence["peak_steps"][0] <= f.evidence["peak_steps"][1] <= 130
+    assert "learned, then unlearned" in f.message and "raise the learning rate" not in f.advice
+    rng = np.random.default_rng(0)
+    s = np.arange(1, 201)
+    hump = 0.3 + 0.4 * np.exp(-(((s - 90) / 25.0) ** 2)) + rng.normal(0, 0.1, s.size)
+    g = not_learning(from_records([{"step": int(a), "reward": float(b)} for a, b in zip(s, hump)]))
+    assert g.severity == "critical" and g.evidence.get("rose_then_fell") is True
+    spiky = np.where(rng.random(s.size) < 0.06, 1.5, 0.12) + rng.normal(0, 0.01, s.size)
+    h = not_learning(from_records([{"step": int(a), "reward": float(b)} for a, b in zip(s, spiky)]))
+    assert h is None or "rose_then_fell" not in h.evidence
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert "rose_then_fell" not in not_learning(read_log(datasets.real_run("27").path)).evidence
+
+
 def test_without_a_reward_zero_spread_makes_no_unhealthy_verdict(tmp_path):
     # reward_std with zero-spread stretches but no reward (all NaN, or a --map typo): the degeneration
     # cannot be told from saturation or the cost of a run that learns, and whether the run learns is unknown
