@@ -76,3 +76,18 @@ def test_agreement_with_meta_shape_labels(verdicts):
                if datasets.real_run(k, "holdout_runs").meta["curve_shape"] in ("rises and plateaus", "still rising")}
     agree = {k for k in EXPECTED if (verdicts[k].verdict == "healthy") == (k in learned)}
     assert set(EXPECTED) - agree == DISAGREE_WITH_META
+
+
+def test_the_spike_message_quotes_the_baseline_its_rule_used():
+    """Run 46: "at least 10x above its running median ... up to 3.62 against a median of 0.401" (9x): the
+    median quoted was the run's, not the running median the rule compares with."""
+    from grpo_core.runs.diagnostics import recurring_spikes
+
+    r = datasets.real_run("46", "holdout_runs")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f = recurring_spikes(logs.read_log(r.path))
+    top = f.evidence["kl"]["top_spike"]
+    assert top["value"] >= 10 * top["running_median"]
+    assert f"the highest {top['value']:.3g} at step {top['step']} against a running median of " \
+           f"{top['running_median']:.3g} there" in f.message

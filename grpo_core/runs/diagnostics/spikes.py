@@ -17,14 +17,17 @@ from .thresholds import DEFAULT_THRESHOLDS, Thresholds
 _SPIKE_METRICS = ("kl", "ppo_kl", "importance_ratio_max", "grad_norm")
 
 
-def _spikes(v: np.ndarray, floor: float, th: Thresholds) -> tuple[np.ndarray, float]:
-    """Start indices of spike episodes (runs of steps >= spike_factor x the running median) and the median."""
+def _spikes(v: np.ndarray, floor: float, th: Thresholds) -> tuple[np.ndarray, float, int | None, float]:
+    """Start indices of spike episodes (runs of steps >= spike_factor x the running median), the median,
+    and the highest spike step with the running median there (what the message quotes: the rule's own
+    baseline, not the run's median)."""
     w = max(11, min(101, v.size // 10 * 2 + 1))
     base = pd.Series(v).rolling(w, center=True, min_periods=1).median().to_numpy()
     base = np.maximum(base, floor)
     hit = v >= th.spike_factor * base
     starts = np.flatnonzero(hit & ~np.concatenate([[False], hit[:-1]]))
-    return starts, float(np.median(v))
+    top = int(np.flatnonzero(hit)[np.argmax(v[hit])]) if hit.any() else None
+    return starts, float(np.median(v)), top, float(base[top]) if top is not None else float("nan")
 
 
 def recurring_spikes(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> Finding | None:
@@ -72,9 +75,11 @@ def recurring_spikes(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS
         st, v = _quiet_series(log, m)
         if v.size < 20:
             continue
-        starts, med = _spikes(np.abs(v), th.spike_floors.get(m, 1e-8), th)
+        starts, med, top, base = _spikes(np.abs(v), th.spike_floors.get(m, 1e-8), th)
         found[m] = {"spikes": int(starts.size), "steps": [int(st[i]) for i in starts[:20]], "median": med,
-                    "max": float(np.max(np.abs(v)))}
+                    "max": float(np.max(np.abs(v))),
+                    "top_spike": None if top is None else {"step": int(st[top]), "value": float(abs(v[top])),
+                                                           "running_median": base}}
     if not found:
         zero = [m for m in _SPIKE_METRICS if _not_computed(log, m)]
         raise DataError(f"recurring_spikes needs at least 20 values of {', '.join(_SPIKE_METRICS)}; {log.source} "
@@ -88,5 +93,6 @@ def recurring_spikes(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS
     severity = "warning" if count >= th.spike_min_count else "info"
     return Finding("recurring_spikes", severity, (int(f["steps"][0]), int(log.train.index[-1])), f["steps"][0],
                    found, f"Recurring spikes: {worst} jumped at least {th.spike_factor:g}x above its running "
-                   f"median {count} times (steps {shown}; up to {f['max']:.3g} against a median of "
-                   f"{f['median']:.3g}), recovering in between.")
+                   f"median {count} times (steps {shown}; the highest {f['top_spike']['value']:.3g} at step "
+                   f"{f['top_spike']['step']} against a running median of {f['top_spike']['running_median']:.3g} "
+                   f"there; the run's median {f['median']:.3g}), recovering in between.")
