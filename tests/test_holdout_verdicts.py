@@ -91,3 +91,16 @@ def test_the_spike_message_quotes_the_baseline_its_rule_used():
     assert top["value"] >= 10 * top["running_median"]
     assert f"the highest {top['value']:.3g} at step {top['step']} against a running median of " \
            f"{top['running_median']:.3g} there" in f.message
+
+
+def test_a_law_plateau_band_wider_than_the_data_is_not_called_reliable():
+    """Run 44: the law fit's plateau band reached 284 for a reward that never passed 6, with
+    ``reliable: true``; a band over three times the reward's whole range now carries the caveat."""
+    r = datasets.real_run("44", "holdout_runs")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        log = logs.read_log(r.path)
+        fc = diagnose(log, n_boot=30).forecast
+    _, y = log.series("reward")
+    assert fc["plateau_high"] - fc["plateau_low"] > 3 * (y.max() - y.min())
+    assert fc["reliable"] is False and "does not determine its plateau" in fc["caveat"]

@@ -479,6 +479,12 @@ def _forecast(log: RunLog, findings: list[Finding], binary_reward: bool | None, 
     elif binary_reward is not False and plateau_outside_unit_interval(r, fc["plateau"]):
         caveats.append(f"the fitted plateau {fc['plateau']:.4g} lies outside [0, 1], the range of a "
                        "0/1 reward: the curve has not bent over yet and the law extrapolates past it")
+    elif (np.isfinite(fc["plateau_high"]) and np.isfinite(fc["plateau_low"]) and np.ptp(r) > 0
+          and fc["plateau_high"] - fc["plateau_low"] > 3 * float(np.ptp(r))):
+        # held-out runs 44, 46, 49: bands reaching 105-367 for rewards that never passed 3-22
+        caveats.append(f"the fitted plateau's band [{fc['plateau_low']:.4g}, {fc['plateau_high']:.4g}] is more "
+                       f"than three times as wide as the reward's whole range ({float(np.min(r)):.4g} to "
+                       f"{float(np.max(r)):.4g}): the curve does not determine its plateau")
     fc["reliable"] = not caveats
     if caveats:
         fc["caveat"] = "; ".join(caveats)
