@@ -607,6 +607,15 @@ def test_a_rise_then_a_fall_back_is_unlearning_not_no_learning():
         assert "rose_then_fell" not in not_learning(read_log(datasets.real_run("27").path)).evidence
 
 
+def test_no_rise_names_the_windows_it_compares():
+    """Real run 16 read "2.21 -> 2.21" as if nothing changed; the early mean is of its first 10 noisy steps
+    (steps 1-20 average 2.09), so the message says which steps each mean covers."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f = not_learning(read_log(datasets.real_run("16").path))
+    assert "2.21 (mean of steps 1-10) -> 2.21 (steps 151-200)" in f.message
+
+
 def test_without_a_reward_zero_spread_makes_no_unhealthy_verdict(tmp_path):
     # reward_std with zero-spread stretches but no reward (all NaN, or a --map typo): the degeneration
     # cannot be told from saturation or the cost of a run that learns, and whether the run learns is unknown

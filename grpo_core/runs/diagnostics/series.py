@@ -74,7 +74,7 @@ def _rise(values: np.ndarray, early_points: int | None = None) -> dict[str, floa
         z = math.copysign(float("inf"), gain) if gain != 0 else 0.0
     else:
         z = gain / se
-    return {"early": early, "late": late, "gain": gain, "z": z, "points": q}
+    return {"early": early, "late": late, "gain": gain, "z": z, "points": q, "early_points": qe}
 
 
 def _trend(steps: np.ndarray, values: np.ndarray) -> dict[str, float]:
