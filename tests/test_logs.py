@@ -643,3 +643,24 @@ def test_a_column_dropped_for_holding_no_number_says_so():
     assert log.dropped["train"]["entropy"] == "every value is empty or NaN"
     with pytest.raises(DataError, match="column 'entropy' was dropped: every value is empty or NaN"):
         log.series("entropy")
+
+
+def test_a_semicolon_csv_with_decimal_commas_keeps_its_numbers(tmp_path):
+    """A spreadsheet export ("step;train/reward", "1;2,41"): the reward was read as text and dropped as
+    holding no numbers. Decimal commas are read as decimal points and the log says so; a semicolon file
+    with decimal points reads as before."""
+    comma = tmp_path / "comma.csv"
+    comma.write_text("\ufeffstep;train/reward;train/kl\n" + "".join(f"{i};{1 + i / 100:.2f};0,0\n".replace(".", ",")
+                                                                     for i in range(1, 31)), encoding="utf-8")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        log = read_log(comma)
+    t, y = log.series("reward")
+    assert t.size == 30 and y[0] == pytest.approx(1.01) and y[-1] == pytest.approx(1.30)
+    assert any("decimal commas" in n for n in log.notes)
+    dot = tmp_path / "dot.csv"
+    dot.write_text("step;reward\n" + "".join(f"{i};{1 + i / 100:.2f}\n" for i in range(1, 31)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        log = read_log(dot)
+    assert log.series("reward")[1][-1] == pytest.approx(1.30) and not any("decimal commas" in n for n in log.notes)

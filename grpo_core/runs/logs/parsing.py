@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections import Counter
 
 import pandas as pd
@@ -148,6 +149,9 @@ def _drop_short_rows(text: str, sep: str, n_fields: int, source: str, notes: lis
     return "".join(ln for i, ln in enumerate(lines, 1) if i not in drop)
 
 
+_DECIMAL_COMMA = re.compile(r"^[+-]?\d+,\d+(?:[eE][+-]?\d+)?$")
+
+
 def _parse_csv_text(text: str, source: str, notes: list[str] | None = None) -> pd.DataFrame:
     first = text.lstrip().splitlines()[0]
     counts = {sep: first.count(sep) for sep in (",", "\t", ";")}
@@ -160,11 +164,19 @@ def _parse_csv_text(text: str, source: str, notes: list[str] | None = None) -> p
         raise DataError(f"{source}: column name(s) {repeated} appear more than once in the header")
     if len(header) > 1:
         text = _drop_short_rows(text, sep, len(header), source, notes if notes is not None else [])
+    # a semicolon-separated file with decimal commas (a spreadsheet's export in many locales): its
+    # numbers ("2,41") were read as text and their column dropped as holding no numbers
+    decimal = "."
+    if sep == ";" and any(_DECIMAL_COMMA.match(field.strip())
+                          for line in text.lstrip().splitlines()[1:21] for field in line.split(";")):
+        decimal = ","
+        _note(notes if notes is not None else [], f"{source}: semicolon-separated with decimal commas "
+                                                  "('2,41' read as 2.41)", warn=False)
     try:
         # an empty cell means "not logged at this step"; a written `nan` is a value the run logged
         # (kept as text here, marked by the builder): the two must not be read alike
         frame = pd.read_csv(io.StringIO(text), sep=sep, skipinitialspace=True, low_memory=False,
-                            keep_default_na=False, na_values=list(_CSV_MISSING))
+                            keep_default_na=False, na_values=list(_CSV_MISSING), decimal=decimal)
     except (pd.errors.ParserError, csv.Error) as exc:
         # a text that is no format: say what was found and what is accepted
         raise DataError(f"{source}: no log format recognised: {console.describe_text(text)} "
