@@ -128,6 +128,7 @@ def test_trl_version_flag(capsys):
     # json's message "Unterminated string starting at" was printed cut off after "at"
     ('{"log_history": [{"step": 1, "rew', [], r"invalid JSON at line 1, column 30: Unterminated string starting$"),
     ("a,b\n1,2\n", [], "unknown log format"),
+    ("\x00\x01\x02binary", [], "not a text file .it holds NUL bytes."),
     ("iter,acc\n1,0.1\n", ["--map", "reward=acc"], "no step column"),
     ("step,reward\n1,0.1\n", ["--map", "reward"], "`--map` must be KEY=COLUMN"),
     ("step,reward\n1,0.1\n", ["--group-size", "1"], "`group_size` must be an integer >= 2"),

@@ -95,6 +95,8 @@ def read_log(
                         "expected JSON, JSON lines or CSV") from None
     if not text.strip():
         raise DataError(f"{source}: the file is empty")
+    if "\x00" in text[:4096]:  # valid UTF-8 but control bytes: a binary file read "no rows (only a header?)"
+        raise DataError(f"{source}: not a text file (it holds NUL bytes); expected JSON, JSON lines or CSV")
     notes: list[str] = []
     meta: dict[str, Any] = {}
     records, frame, container = parse_text(text, source, notes, meta)
