@@ -10,7 +10,9 @@ The 20 real runs in ``grpo_core/data/real_runs`` (:func:`real_runs`, :func:`real
 logs other people committed to public repositories (TRL, Unsloth, ms-swift, verl, custom loops), each
 folder with the raw file exactly as committed, a plain per-step parse (``parsed_rows.csv``) and a
 ``meta.json`` (source repository, path and commit, hyperparameters, the reward metric, a reader's
-description of the curve); that folder's ``README.md`` and ``index.csv`` describe the set.
+description of the curve); that folder's ``README.md`` and ``index.csv`` describe the set. The 17 runs of
+``grpo_core/data/holdout_runs`` (``collection="holdout_runs"``) have the same layout, without
+``parsed_rows.csv``.
 """
 
 from __future__ import annotations
@@ -166,8 +168,9 @@ class RealRun:
         return f"{column}={label}"
 
 
-#: The collections of real runs: ``"real_runs"`` (the 20 runs the product is tuned and tested on) and
-#: ``"holdout_runs"`` (runs collected later, never used to tune anything: an out-of-sample test).
+#: The collections of real runs: ``"real_runs"`` (the first 20) and ``"holdout_runs"`` (17 collected later
+#: as an out-of-sample test of the forecaster; its record is ``bench/results/forecast_holdout_v1.json``;
+#: the forecasting benchmark and the shipped prior now use all 37).
 RUN_COLLECTIONS = ("real_runs", "holdout_runs")
 
 
