@@ -664,3 +664,13 @@ def test_a_semicolon_csv_with_decimal_commas_keeps_its_numbers(tmp_path):
         warnings.simplefilter("ignore")
         log = read_log(dot)
     assert log.series("reward")[1][-1] == pytest.approx(1.30) and not any("decimal commas" in n for n in log.notes)
+
+
+def test_a_given_format_the_columns_contradict_is_kept_with_a_warning(tmp_path):
+    """`--format verl` on a TRL log was read and labelled verl without a word."""
+    path = tmp_path / "trl.jsonl"
+    path.write_text("".join(json.dumps({"step": i, "reward": 0.1 * i, "completions/mean_length": 100.0,
+                                        "kl": 0.01, "reward_std": 0.3}) + "\n" for i in range(1, 21)))
+    assert read_log(path).format == "trl"
+    with pytest.warns(LogWarning, match="read as format 'verl' as asked, but its columns look like 'trl'"):
+        assert read_log(path, format="verl").format == "verl"

@@ -54,7 +54,7 @@ def _build(records, frame, *, container, fmt, mapping, source, notes, meta, trl_
     frame, protected = _user_mapping(frame, mapping, source, notes)
     # after the user's mapping, so a column it names is never renamed
     frame = aliases.prepare_frame(frame, source, notes, run=run)
-    fmt = _format(frame, fmt, mapping, protected, source)
+    fmt = _format(frame, fmt, mapping, protected, source, notes)
     frame, split_of_row = _split_column(frame, fmt, source)
     frame, targets, step_col = _targets(frame, fmt, protected, source, notes)
     columns_map = {c: n for c, (n, _) in targets.items() if c != n}
@@ -183,11 +183,19 @@ def _shown_columns(frame: pd.DataFrame) -> str:
     return ", ".join(list(frame.columns)[:20]) + (" ..." if frame.shape[1] > 20 else "")
 
 
-def _format(frame: pd.DataFrame, fmt: str, mapping, protected: set[str], source: str) -> str:
-    """The given format, or the one the columns the user did not map say."""
-    if fmt != "auto":
-        return fmt
+def _format(frame: pd.DataFrame, fmt: str, mapping, protected: set[str], source: str,
+            notes: list[str] | None = None) -> str:
+    """The given format, or the one the columns the user did not map say. A given format the columns
+    contradict is kept (the user may know better) with a warning: `--format verl` on a TRL console log was
+    read and labelled verl without a word."""
     detected = _detect([c for c in frame.columns if c not in protected])
+    if fmt != "auto":
+        # verl and notebook tables name their metrics their own way; TRL's and our normalised names overlap
+        distinct = {"verl", "notebook"}
+        if detected is not None and detected != fmt and (detected in distinct or fmt in distinct) and notes is not None:
+            _note(notes, f"{source}: read as format {fmt!r} as asked, but its columns look like {detected!r}: "
+                         "metrics under another format's names may be missed", warn=True)
+        return fmt
     if detected is not None:
         return detected
     if mapping:
