@@ -165,27 +165,42 @@ def _peak_between(r: np.ndarray, steps: np.ndarray, early_points: int, rise: dic
                   th: Thresholds) -> dict[str, Any] | None:
     """A rise and a fall between the early and late windows of :func:`_rise`: the highest mean of
     ``max(5, 10%)`` consecutive points in between, when it stands above both the early and the late
-    mean by ``trend_z + 1`` standard errors (step-to-step noise; the extra 1 pays for picking the
-    highest of about ten windows). ``None`` otherwise. Our rule (held-out run 54: 0.29 -> 0.74 -> 0.41
-    read as "not learning"); the noise is the larger of the robust and the plain step-to-step estimate."""
+    mean by ``trend_z + 1`` standard errors (the extra 1 pays for picking the highest of about ten
+    windows). ``None`` otherwise. Our rule (held-out run 54: 0.29 -> 0.74 -> 0.41 read as "not
+    learning").
+
+    The standard errors are those of means of AR(1) noise: the step-to-step noise (the larger of the
+    robust and the plain estimate: a few spikes in a flat run, real run 27, leave the robust one tiny)
+    and the lag-1 autocorrelation ``rho = 1 + 2 r_d`` read off the differences' own lag-1
+    autocorrelation ``r_d`` (-1/2 for white noise, near 0 for a slowly wandering series), which a slow
+    trend or a hump barely moves. Without it, a smoothed or running-mean reward's wander passed for a
+    peak (flat AR(1) noise with rho 0.9: a critical verdict in about a quarter of the seeds)."""
     n = r.size
     qe, ql = int(min(max(2, early_points), n - max(2, n // 4))), max(2, n // 4)
     w = max(5, int(round(0.1 * n)))
     mid = r[qe:n - ql]
-    # the larger of the robust and the plain step-to-step noise: a few spikes in a flat run (real run 27)
-    # leave the robust one tiny and would pass for a peak
-    sd = max(_noise_sd(r), float(np.std(np.diff(r))) / math.sqrt(2.0))
+    d = np.diff(r)
+    sd = max(_noise_sd(r), float(np.std(d)) / math.sqrt(2.0))
     if mid.size < w or not (math.isfinite(sd) and sd > 0):
         return None
+    dc = d - d.mean()
+    r_d = float(dc[1:] @ dc[:-1]) / float(dc @ dc) if float(dc @ dc) > 0 else -0.5
+    rho = min(max(1.0 + 2.0 * r_d, 0.0), 0.95)
+    var_x = sd * sd / (1.0 - rho)  # sd^2 = var(diff) / 2 = var_x (1 - rho)
+
+    def var_mean(k: int) -> float:
+        j = np.arange(1, k)
+        return var_x / k * (1.0 + 2.0 * float(np.sum((1.0 - j / k) * rho ** j)))
+
     roll = np.convolve(mid, np.ones(w) / w, mode="valid")
     i = int(np.argmax(roll))
     peak = float(roll[i])
-    z_rise = (peak - rise["early"]) / (sd * math.sqrt(1.0 / w + 1.0 / qe))
-    z_fall = (peak - rise["late"]) / (sd * math.sqrt(1.0 / w + 1.0 / ql))
+    z_rise = (peak - rise["early"]) / math.sqrt(var_mean(w) + var_mean(qe))
+    z_fall = (peak - rise["late"]) / math.sqrt(var_mean(w) + var_mean(ql))
     if min(z_rise, z_fall) < th.trend_z + 1:
         return None
     return {"peak": peak, "peak_steps": [float(steps[qe + i]), float(steps[qe + i + w - 1])],
-            "z_rise": float(z_rise), "z_fall": float(z_fall), "rose_then_fell": True}
+            "z_rise": float(z_rise), "z_fall": float(z_fall), "noise_rho": rho, "rose_then_fell": True}
 
 
 ADVICE_CEILING = "the task is already solved at this difficulty: use harder prompts"
