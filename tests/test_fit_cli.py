@@ -324,3 +324,23 @@ def test_a_plateau_at_its_bound_outside_zero_one_says_both(capsys):
     out = capsys.readouterr().out
     exp_notes = out.split("  exponential:")[1].split("  logistic:")[0]
     assert "r_inf is at its bound" in exp_notes and "3.75 also lies outside [0, 1]" in exp_notes
+
+
+def test_a_window_stuck_at_zero_declines_the_forecast_not_the_command(capsys, tmp_path):
+    """Reward 0 for 50 steps, then a ramp: the law table and a declined forecast line, not an error about
+    `y` (the law fit's own forecast, JSON only, refused the constant window and took the command down)."""
+    log = tmp_path / "flatstart.csv"
+    log.write_text("step,reward\n" + "".join(f"{i},0\n" for i in range(1, 51))
+                   + "".join(f"{i},{(i - 50) / 75:.3f}\n" for i in range(51, 126)))
+    assert main(["fit", str(log), "--fit-fraction", "0.4", "--n-boot", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "best by AIC" in out and "forecast from the first 40% of the points (50, to step 50): declined " \
+                                    "(the window does not change)" in out
+    d = _json(capsys, str(log), "--fit-fraction", "0.4", "--n-boot", "0")
+    assert d["forecast"] is None and "declined: `y` is constant" in d["forecast_note"]
+    tiny = tmp_path / "tiny.csv"
+    tiny.write_text("step,reward\n" + "".join(f"{i},{i / 40}\n" for i in range(1, 41)))
+    assert main(["fit", str(tiny), "--fit-fraction", "0.01", "--n-boot", "0"]) == 0
+    assert "(none): declined (window too short (0 points, at least 8))" in capsys.readouterr().out
+    assert main(["fit", str(tiny), "--smooth", "1000"]) == 2
+    assert "`--smooth` must be an integer in [1, 40]" in capsys.readouterr().err

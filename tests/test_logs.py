@@ -674,3 +674,10 @@ def test_a_given_format_the_columns_contradict_is_kept_with_a_warning(tmp_path):
     assert read_log(path).format == "trl"
     with pytest.warns(LogWarning, match="read as format 'verl' as asked, but its columns look like 'trl'"):
         assert read_log(path, format="verl").format == "verl"
+
+
+def test_a_utf16_csv_with_its_byte_order_mark_reads(tmp_path):
+    """Windows PowerShell writes UTF-16 with a byte-order mark: it was 'not a text file (byte 0 is not UTF-8)'."""
+    path = tmp_path / "ps.csv"
+    path.write_bytes(("step,reward\n" + "".join(f"{i},{i / 20}\n" for i in range(1, 21))).encode("utf-16"))
+    assert read_log(path).series("reward")[1][-1] == pytest.approx(1.0)

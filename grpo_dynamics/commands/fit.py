@@ -17,11 +17,13 @@ era, notebook CSV exports, verl dumps, JSONL). The laws, fits and criteria are t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 from pathlib import Path
 
 from grpo_core._json import json_ready
+from grpo_core.errors import DataError, ParameterError
 
 from ._logargs import add_log_arguments, output_path, read_log_from_args
 
@@ -82,7 +84,6 @@ def register(subparsers) -> None:
 
 def handler(args: argparse.Namespace) -> int:
     from grpo_core import laws
-    from grpo_core.errors import ParameterError
     from grpo_core.validation import check_integer, check_n_boot, check_real
 
     # checked even without --fit-fraction: a bad value is never silently ignored; the errors name the flags
@@ -106,8 +107,6 @@ def handler(args: argparse.Namespace) -> int:
     t, y = _series(log, args.metric, args.split)
     t = t.astype(float)
     if y.size < MIN_POINTS:
-        from grpo_core.errors import DataError
-
         raise DataError(f"fit needs at least {MIN_POINTS} points of {args.metric} (the laws have 3-4 parameters; "
                         f"diagnose and the forecaster ask the same); {args.log} has {y.size}")
     args.binned_from = None
@@ -115,15 +114,23 @@ def handler(args: argparse.Namespace) -> int:
         args.binned_from = int(y.size)
         t, y = _bin_means(t, y, args.max_points)
     if args.smooth is not None:
-        t, y = laws.rolling_mean(t, y, args.smooth)
+        with _as_flag("window", "--smooth"):
+            t, y = laws.rolling_mean(t, y, args.smooth)
     comparison = laws.fit_all(t, y, laws=law_names, criterion=args.criterion)
     args.warmup_steps = _warmup(log)
     fc = None
+    fc_declined = None
     if args.fit_fraction is not None:
-        fc = laws.forecast(
-            t, y, law="best", fraction=args.fit_fraction, n_boot=args.n_boot, level=args.level,
-            seed=args.seed, criterion=args.criterion,
-        )
+        # the law fit's own plateau forecast (JSON only): a window it cannot fit (a reward stuck at 0 over
+        # it) is its refusal, not the command's; the end-of-run forecast the text prints declines on its own
+        try:
+            with _as_flag("fraction", "--fit-fraction"):
+                fc = laws.forecast(
+                    t, y, law="best", fraction=args.fit_fraction, n_boot=args.n_boot, level=args.level,
+                    seed=args.seed, criterion=args.criterion,
+                )
+        except DataError as exc:
+            fc_declined = str(exc)
     end = _end_of_run(log, args)
     implied = _implied(log, args)
     if plot is not None:
@@ -134,6 +141,12 @@ def handler(args: argparse.Namespace) -> int:
         out.update(comparison.to_dict())
         out["learning_rate_warmup_steps"] = args.warmup_steps
         out["forecast"] = None if fc is None else fc.to_dict()
+        if args.fit_fraction is not None:
+            out["forecast_note"] = (
+                "the law fit's plateau forecast (grpo_core.laws.forecast); its actual_tail_mean and covered "
+                "use the log's last `tail` points. The forecast the text prints, scored against the log's "
+                "last 20% as the benchmark is, is end_of_run_forecast"
+                + (f"; declined: {fc_declined}" if fc_declined else ""))
         out["end_of_run_forecast"] = None if end is None else json_ready(end)
         out["plot"] = None if plot is None else str(plot)
         out["implied_curvature"] = implied.as_dict()
@@ -145,6 +158,17 @@ def handler(args: argparse.Namespace) -> int:
         print("")
         print(implied.line())
     return 0
+
+
+@contextlib.contextmanager
+def _as_flag(parameter: str, flag: str):
+    """Re-raise the library's error about ``parameter`` naming the command's ``flag`` instead."""
+    try:
+        yield
+    except ParameterError as exc:
+        if exc.parameter != parameter:
+            raise
+        raise ParameterError(flag, str(exc).replace(f"`{parameter}`", f"`{flag}`")) from None
 
 
 def _end_of_run(log, args):
@@ -173,7 +197,8 @@ def _end_line(e) -> str:
     """The forecast from the first ``--fit-fraction``: the end-of-log mean with its band and the plateau,
     now (the forecaster's current level, over which steps) and the actual (the log's last 20%; how many of
     its points the window saw, if any). A reward logged within [0, 1] is shown within it."""
-    head = f"\nforecast from the first {e['fit_fraction']:.0%} of the points ({e['n_fit']}, to step {e['t_fit_end']:g})"
+    seen = f"{e['n_fit']}, to step {e['t_fit_end']:g}" if e["n_fit"] else "none"
+    head = f"\nforecast from the first {e['fit_fraction']:.0%} of the points ({seen})"
     if e["declined"] is not None:
         return f"{head}: declined ({e['declined']})"
     h = e["horizon"]

@@ -223,7 +223,9 @@ def forecast_run(log: RunLog, *, fit_fraction: float | None = None, horizon: flo
     if level != 0.9:
         prior = plateau.PlateauPrior(prior.lam, prior.q * stats.norm.ppf(0.5 + level / 2) / stats.norm.ppf(0.95),
                                      prior.runs, prior.gain)
-    if bt.size < 2 or horizon <= bt[-1]:
+    if bt.size < plateau.MIN_WINDOW:  # said before the end: an empty window has no end to compare
+        fc = plateau._nan_forecast(f"window too short ({bt.size} points, at least {plateau.MIN_WINDOW})", "step")
+    elif horizon <= bt[-1]:
         fc = plateau._nan_forecast("the fit window reaches the end of the log", "step")
     else:
         # the late gain's unit is the raw window's spread (the benchmark's), not the bin averages'

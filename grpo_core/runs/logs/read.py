@@ -89,7 +89,8 @@ def read_log(
                         "metrics.jsonl or a CSV)")
     raw = p.read_bytes()
     try:
-        text = raw.decode("utf-8-sig")
+        # a UTF-16 file with its byte-order mark (Windows PowerShell's default export) was "not a text file"
+        text = raw.decode("utf-16") if raw[:2] in (b"\xff\xfe", b"\xfe\xff") else raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise DataError(f"{source}: not a text file (byte {exc.start} is not UTF-8); "
                         "expected JSON, JSON lines or CSV") from None
