@@ -138,7 +138,7 @@ def not_learning(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS) ->
                        f"The reward fell from {rise['early']:.3g} to {rise['late']:.3g} over steps {first}-{last} "
                        f"(rise z = {rise['z']:.2g}; slope p = {test['p_value']:.2g} for a rise): the run "
                        "unlearned.", ADVICE_FELL)
-    peak = _peak_between(r, st, int(min(20, max(3, round(0.05 * r.size)))), rise, th)
+    peak = _peak_between(r, st, rise, th)
     if peak is not None:
         ev.update(peak)
         return Finding("not_learning", "critical", (first, last), None, ev,
@@ -161,8 +161,7 @@ def not_learning(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS) ->
                    ADVICE_CEILING if at_ceiling else "")
 
 
-def _peak_between(r: np.ndarray, steps: np.ndarray, early_points: int, rise: dict[str, float],
-                  th: Thresholds) -> dict[str, Any] | None:
+def _peak_between(r: np.ndarray, steps: np.ndarray, rise: dict[str, float], th: Thresholds) -> dict[str, Any] | None:
     """A rise and a fall between the early and late windows of :func:`_rise`: the highest mean of
     ``max(5, 10%)`` consecutive points in between, when it stands above both the early and the late
     mean by ``trend_z + 1`` standard errors (the extra 1 pays for picking the highest of about ten
@@ -176,7 +175,7 @@ def _peak_between(r: np.ndarray, steps: np.ndarray, early_points: int, rise: dic
     trend or a hump barely moves. Without it, a smoothed or running-mean reward's wander passed for a
     peak (flat AR(1) noise with rho 0.9: a critical verdict in about a quarter of the seeds)."""
     n = r.size
-    qe, ql = int(min(max(2, early_points), n - max(2, n // 4))), max(2, n // 4)
+    qe, ql = rise["early_points"], rise["points"]  # the windows of _rise's early and late means
     w = max(5, int(round(0.1 * n)))
     mid = r[qe:n - ql]
     d = np.diff(r)
