@@ -173,13 +173,12 @@ def _as_flag(parameter: str, flag: str):
 
 def _end_of_run(log, args):
     """The end-of-run forecast from the first ``--fit-fraction`` (the benchmarked forecaster of
-    :func:`grpo_core.runs.diagnostics.forecast_run`); ``None`` without ``--fit-fraction`` and at
-    fraction 1 (no end to forecast: the log is the whole window)."""
-    from grpo_core.errors import DataError
+    :func:`grpo_core.runs.diagnostics.forecast_run`); ``None`` without ``--fit-fraction`` (checked to lie
+    in (0, 1) by the handler)."""
     from grpo_core.runs.diagnostics import forecast_run
     from grpo_core.runs.diagnostics.series import _is_binary_compatible
 
-    if args.fit_fraction is None or float(args.fit_fraction) >= 1.0:
+    if args.fit_fraction is None:
         return None
     try:
         end = forecast_run(log, fit_fraction=float(args.fit_fraction), metric=args.metric, split=args.split,
