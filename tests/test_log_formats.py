@@ -165,6 +165,33 @@ def test_verl_console_lines(tmp_path):
     assert len(single.train) == 1 and single.train["reward"].iloc[0] == rows["critic/score/mean"].iloc[0]
 
 
+def test_minimind_console_lines(tmp_path):
+    # MiniMind's train_grpo.py line (Coicozoi/minimind-from-scratch logs/grpo.log, steps 1-2), among its other
+    # output, and a second epoch: the step is (epoch - 1) * iters + step
+    lines = [
+        "`torch_dtype` is deprecated! Use `dtype` instead!",
+        "Epoch:[1/2](1/3), Reward: -2.3041, KL_ref: -0.0010, Adv Std: 0.9258, Adv Mean: -0.0000, Actor Loss: 0.0000, "
+        "Avg Response Len: 271.38, Learning Rate: 0.00000030",
+        "[DEBUG] step=50, sample[0]",
+        "Epoch:[1/2](2/3), Reward: -1.7233, KL_ref: 0.0002, Adv Std: 0.9257, Adv Mean: 0.0000, Actor Loss: 0.0000, "
+        "Avg Response Len: 297.00, Learning Rate: 0.00000030",
+        "Epoch:[2/2](1/3), Reward: -1.4468, KL_ref: 0.0409, Adv Std: 0.9257, Adv Mean: 0.0000, Actor Loss: 0.0065, "
+        "Avg Response Len: 286.75, Learning Rate: 0.00000029",
+    ]
+    log = read_silent(write(tmp_path, "grpo.log", "\n".join(lines) + "\n"))
+    assert log.container == "minimind_console"
+    assert log.train["step"].tolist() == [1, 2, 4]
+    assert log.train["reward"].tolist() == [-2.3041, -1.7233, -1.4468]
+    assert log.train["kl"].tolist() == [-0.0010, 0.0002, 0.0409]
+    assert log.train["completion_length"].tolist() == [271.38, 297.0, 286.75]
+    assert log.train["learning_rate"].tolist() == [3.0e-7, 3.0e-7, 2.9e-7]
+    # its pre-training / SFT trainers' style: no commas, an `epoch_Time:12min:` that is no metric
+    sft = read_silent(write(tmp_path, "sft.log", "Epoch:[1/1](100/4416) loss:2.345678 lr:0.000500000000 "
+                                                  "epoch_Time:12min:\n"))
+    assert sft.train["step"].tolist() == [100] and sft.train["loss"].tolist() == [2.345678]
+    assert sft.train["learning_rate"].tolist() == [5e-4]
+
+
 def test_verl_jsonl_with_training_global_step(tmp_path):
     # run 11 (beingamanforever/RDAN-GRPO metrics.jsonl) with its step as verl's `training/global_step`
     records = [json.loads(line) for line in raw_text("11").splitlines()[:5]]

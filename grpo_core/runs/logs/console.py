@@ -25,6 +25,12 @@ ms-swift console log
 verl console
     Lines ``step:12 - actor/entropy:0.51 - critic/score/mean:0.25 - ...`` (values may be
     printed as ``np.float64(0.25)``).
+MiniMind console
+    Lines ``Epoch:[1/1](12/9751), Reward: -1.83, KL_ref: 0.01, ..., Learning Rate: 0.0000003`` (and the
+    ``loss:2.3 lr:0.0001`` style of its other trainers): the step is ``(epoch - 1) * iters + step``; the
+    keys become TRL's where they mean the same (``Reward`` -> ``reward``, ``KL_ref`` -> ``kl``, ``Actor
+    Loss`` -> ``loss``, ``Avg Response Len`` -> ``completion_length``, ``Learning Rate``/``lr`` ->
+    ``learning_rate``), the others are lower-cased with ``_`` for blanks.
 Stream log (Kaggle, Jupyter)
     A JSON list (or JSON lines) of ``{"stream_name": "stdout", "time": ..., "data": "..."}``
     records: the ``data`` fields are joined in order and read as a console log.
@@ -33,7 +39,8 @@ References
 ----------
 ``transformers`` ``ProgressCallback.on_log`` (``self.training_bar.write(str(logs))``); ms-swift
 ``swift/trainers/mixin.py`` (``global_step/max_steps``); verl ``verl/utils/tracking.py``
-(console logger, ``step:{step} - key:value``).
+(console logger, ``step:{step} - key:value``); jingyaogong/minimind ``trainer/train_grpo.py``
+(``Logger(f'Epoch:[{epoch + 1}/{args.epochs}]({step}/{iters}), Reward: ...')``).
 """
 
 from __future__ import annotations
@@ -53,7 +60,8 @@ __all__ = ["parse_text", "looks_like_console", "stream_text", "describe_text", "
 ACCEPTED = ("accepted: TRL trainer_state.json or log_history (JSON/JSONL), CSV tables (TRL keys, notebook "
             "progress tables, W&B exports, verl metrics), metrics JSONL (TRL, verl, ms-swift logging.jsonl, "
             "custom loops with a step key), console logs with printed metric dicts {'loss': ...} (TRL, "
-            "Unsloth, ms-swift), verl console lines 'step:N - key:value', Kaggle/Jupyter stream logs")
+            "Unsloth, ms-swift), verl console lines 'step:N - key:value', MiniMind lines 'Epoch:[1/1](N/M), Reward: ...', "
+            "Kaggle/Jupyter stream logs")
 
 # A printed Python dict on one line, without nested braces.
 _DICT = re.compile(r"\{'[^{}\n\r]*\}")
@@ -72,6 +80,12 @@ _BAR = re.compile(r"\|\s*(\d+)/(\d+)\s*\[")
 # A bar, a clear (>= 20 blanks) and the same bar again: ProgressCallback.on_log wrote a log there.
 _REDRAW = re.compile(r"(\d+)/(\d+) \[[^\]\n]*\]\s{20,}[^|]*\|[^|]*\|\s*(\d+)/\2 \[")
 _VERL_LINE = re.compile(r"(?:^|[\s\]>])step:(\d+) - (.+)$", re.M)
+# MiniMind: "Epoch:[e/E](step/iters), key: value, ..." (groups: epoch, step, iters, the rest).
+_EPOCH_LINE = re.compile(r"^Epoch:\[(\d+)/\d+\]\((\d+)/(\d+)\),?\s*(.+)$", re.M)
+_EPOCH_PAIR = re.compile(rf"([A-Za-z_][\w ]*?)\s*:\s*({_NUM}|{_NONFINITE})(?![\w.])")
+#: MiniMind's names for what TRL logs (other keys are lower-cased, blanks as ``_``).
+_EPOCH_KEYS = {"reward": "reward", "kl_ref": "kl", "actor_loss": "loss", "avg_response_len": "completion_length",
+               "learning_rate": "learning_rate", "lr": "learning_rate", "loss": "loss"}
 _VERL_NUMBER = re.compile(
     r"^(?:np\.float\d+\(|np\.int\d+\(|tensor\()?\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf|-inf)"
 )
@@ -110,7 +124,7 @@ def looks_like_console(text: str) -> bool:
         return True
     if head[:1] in "[{" and not head.startswith("{'"):
         return False
-    return bool(_find_dicts(text, limit=1)) or bool(_VERL_LINE.search(text))
+    return bool(_find_dicts(text, limit=1)) or bool(_VERL_LINE.search(text)) or bool(_EPOCH_LINE.search(text))
 
 
 def stream_text(text: str, source: str) -> str:
@@ -323,6 +337,21 @@ def _verl_records(text: str) -> list[dict]:
     return out
 
 
+def _epoch_records(text: str) -> list[dict]:
+    """Records of MiniMind's ``Epoch:[e/E](step/iters), key: value, ...`` lines (global step
+    ``(e - 1) * iters + step``)."""
+    out = []
+    for m in _EPOCH_LINE.finditer(text):
+        epoch, step, iters = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        record: dict[str, Any] = {"step": (epoch - 1) * iters + step}
+        for key, value in _EPOCH_PAIR.findall(m.group(4)):
+            name = re.sub(r"\s+", "_", key.strip()).lower()
+            record[_EPOCH_KEYS.get(name, name)] = float(value)
+        if len(record) > 1:
+            out.append(record)
+    return out
+
+
 def _warn(notes: list[str], message: str) -> None:
     from .schema import LogWarning
 
@@ -345,8 +374,8 @@ def parse_text(text: str, source: str, notes: list[str], meta: dict) -> tuple[li
     Returns
     -------
     (records, container) or None
-        One dict per logged row with a ``"step"`` key (container ``"console"``, ``"stream"`` or
-        ``"verl_console"``); ``None`` when no metric line is found (the caller tries JSON and CSV).
+        One dict per logged row with a ``"step"`` key (container ``"console"``, ``"stream"``,
+        ``"verl_console"`` or ``"minimind_console"``); ``None`` when no metric line is found (the caller tries JSON and CSV).
 
     Raises
     ------
@@ -365,6 +394,11 @@ def parse_text(text: str, source: str, notes: list[str], meta: dict) -> tuple[li
         records = _verl_records(text)
         if records:
             container = "verl_console"
+    if not records:
+        records = _epoch_records(text)
+        if records:
+            container = "minimind_console"
+            notes.append(f"read {len(records)} MiniMind 'Epoch:[e/E](step/iters), key: value' line(s)")
     if not records:
         if container == "stream":
             raise DataError(
