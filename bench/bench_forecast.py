@@ -48,7 +48,8 @@ LEVEL = 0.9
 
 
 def load_run(run_id: str, collection: str = "real_runs") -> dict:
-    """One real run: ``{"id", "t", "y", "lr", "meta"}`` (``lr``: ``(t, rates)`` or ``None``).
+    """One real run: ``{"id", "t", "y", "lr", "reward_std", "meta"}`` (``lr``: ``(t, rates)`` or ``None``;
+    ``reward_std``: ``(t, values)`` of the logged within-group reward standard deviation, or ``None``).
 
     Reads the run's raw file with :func:`grpo_core.runs.logs.read_log` (the reader a user's log goes
     through; ``meta.json``'s ``run_filter`` picks the run of a file holding two), the training
@@ -65,13 +66,21 @@ def load_run(run_id: str, collection: str = "real_runs") -> dict:
             t_lr, rates = log.series("learning_rate")
             if t_lr.size >= 2 and np.any(rates > 0):
                 lr = (t_lr.astype(float), rates)
-    return {"id": run.run_id, "t": t.astype(float), "y": y, "lr": lr, "meta": run.meta}
+        std = None
+        if log.has("reward_std"):
+            t_s, s = log.series("reward_std")
+            std = (t_s.astype(float), s) if t_s.size else None
+    return {"id": run.run_id, "t": t.astype(float), "y": y, "lr": lr, "reward_std": std, "meta": run.meta}
+
+
+#: The collections the benchmark scores and the shipped prior is tuned on (the 37 runs).
+BENCHMARK_COLLECTIONS = ("real_runs", "holdout_runs")
 
 
 def load_runs(collection: str | None = None) -> list[dict]:
-    """The runs of one collection (:data:`grpo_core.runs.datasets.RUN_COLLECTIONS`), or of all (``None``:
-    the 20 real runs and the 17 held-out ones)."""
-    names = datasets.RUN_COLLECTIONS if collection is None else (collection,)
+    """The runs of one collection (:data:`grpo_core.runs.datasets.RUN_COLLECTIONS`), or of the benchmark's
+    (``None``: :data:`BENCHMARK_COLLECTIONS`, the 20 real runs and the 17 held-out ones)."""
+    names = BENCHMARK_COLLECTIONS if collection is None else (collection,)
     return [load_run(rid, name) for name in names for rid in datasets.real_runs(name)]
 
 
@@ -119,12 +128,13 @@ def _anchor(a) -> dict:
 
 
 def forecasts(runs: list[dict], cuts=CUTS, n_boot: int = 200, priors: dict | None = None,
-              prior: plateau.PlateauPrior | None = None) -> tuple[list[dict], dict]:
+              prior: plateau.PlateauPrior | None = None, fits: list | None = None) -> tuple[list[dict], dict]:
     """Every method's forecast for every run and cut: long-format records; and the seconds per method.
     ``priors``, when given, receives ``"all_runs"``: the plateau prior tuned on every run (the product's
     :data:`grpo_core.laws.plateau.SHIPPED_PRIOR`; never used to score a run here). ``prior``, when given,
     scores the plateau forecaster with that fixed prior (runs that took no part in tuning it: an
-    out-of-sample test) instead of leave-one-run-out."""
+    out-of-sample test) instead of leave-one-run-out. ``fits``, when given, receives ``(run, cut, window
+    forecast)`` for every plateau forecast before any prior (its law average and clock, for variants)."""
     recs: list[dict] = []
     secs: dict[str, float] = {}
     raw: dict[float, list] = {cut: [] for cut in cuts}
@@ -150,6 +160,8 @@ def forecasts(runs: list[dict], cuts=CUTS, n_boot: int = 200, priors: dict | Non
             rows["product"] = timed("product", _product, t, y, horizon, n_boot)
             fc = timed("plateau", plateau.forecast_plateau, t, y, horizon=horizon, lr=run["lr"])
             raw[cut].append((run["id"], fc, truth, spread))
+            if fits is not None:
+                fits.append((run, cut, fc))
             for method, r in rows.items():
                 recs.append({**base, "method": method, **r})
     t0 = time.perf_counter()

@@ -1,0 +1,104 @@
+"""The second set of held-out real runs (grpo_core/data/holdout_runs_2), collected from repositories that
+gave no run to the 37 the forecaster was tuned on, for the pre-registered out-of-sample test
+(bench/results/preregistration_v2.md): they read as committed, their reward matches a plain parse of the
+raw file, and the committed record of the test is that of these runs and of the pre-registered methods."""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bench import bench_forecast as bf
+from bench import bench_forecast_holdout_v2 as v2
+from grpo_core.runs import datasets
+from grpo_core.runs.logs import LogWarning, read_log
+
+FRESH = datasets.real_runs("holdout_runs_2")
+RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results"
+
+
+def plain_reward(run: datasets.RealRun) -> np.ndarray:
+    """The training reward of the raw file, parsed without the package's reader."""
+    path = run.path
+    if path.suffix == ".csv":
+        return pd.read_csv(path)["reward"].to_numpy(float)
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if "Epoch:[" in text:  # MiniMind: one line per step
+        return np.array(re.findall(r"^Epoch:\[\d+/\d+\]\(\d+/\d+\), Reward: (-?[0-9.]+)", text, re.M), float)
+    # console logs of printed metric dicts: the training rows' 'reward' key (values may be quoted); the
+    # final summary dict (train_runtime ...) repeats the run's mean reward and is no step
+    lines = [ln for ln in text.splitlines() if "'train_runtime'" not in ln]
+    return np.array(re.findall(r"[{,] '?reward'?: '?(-?[0-9.]+(?:e-?[0-9]+)?)'?", "\n".join(lines)), float)
+
+
+def test_the_collection_shares_no_repository_with_the_37_runs():
+    assert len(FRESH) >= 10 and all(int(i.split("-", 1)[0]) >= 60 for i in FRESH)
+    seen = {datasets.real_run(i, c).meta["source_repo"] for c in bf.BENCHMARK_COLLECTIONS for i in datasets.real_runs(c)}
+    fresh = [datasets.real_run(i, "holdout_runs_2").meta["source_repo"] for i in FRESH]
+    assert not set(fresh) & seen
+    assert len(set(fresh)) == len(fresh)  # one run per repository
+    assert "holdout_runs_2" not in bf.BENCHMARK_COLLECTIONS  # nothing is tuned on them
+
+
+@pytest.mark.parametrize("run_id", FRESH)
+def test_raw_file_reads_and_matches_a_plain_parse(run_id):
+    run = datasets.real_run(run_id, "holdout_runs_2")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LogWarning)
+        log = read_log(run.path, run=run.run)
+    t, y = log.series("reward")
+    want = plain_reward(run)
+    assert y.size == want.size == run.meta["logged_rows"] >= 40
+    np.testing.assert_allclose(y, want, rtol=0, atol=1e-12)
+    assert np.all(np.diff(t) > 0)
+    deciles = [float(np.mean(c)) for c in np.array_split(y, 10)]
+    np.testing.assert_allclose(deciles, run.meta["reward_decile_means"], atol=6e-4)
+
+
+def test_variant_b_reads_the_logged_reward_std_up_to_the_window():
+    run = bf.load_run("70", "holdout_runs_2")
+    t_s, s = run["reward_std"]
+    t, _y = bf._window(run, 0.4)
+    keep = s[t_s <= t[-1]]
+    k = max(3, int(np.ceil(0.2 * keep.size)))
+    assert v2.std_end(run, float(t[-1])) == pytest.approx(float(np.mean(keep[-k:])), abs=1e-15)
+    assert v2.std_end({**run, "reward_std": None}, float(t[-1])) is None
+    assert v2.std_end(run, float(t_s[4])) is None  # fewer than 6 values logged: B falls back to A
+
+
+def test_the_committed_record_is_of_these_runs_and_the_preregistered_methods():
+    rows = json.loads((RESULTS / "forecast_holdout_v2.json").read_text())
+    records = [r for r in rows if r["method"] == "record"]
+    assert {r["run"] for r in records} == set(FRESH)
+    methods = {r["of"] for r in records}
+    assert {"plateau", "plateau_std_gain", "plateau_or_janoschek", "hold"} <= methods
+    for cut in bf.CUTS:
+        a = {r["run"]: r for r in records if r["of"] == "plateau" and r["cut"] == cut}
+        assert len(a) == len(FRESH)
+        for rid, r in a.items():
+            run = bf.load_run(rid, "holdout_runs_2")
+            truth, spread = bf.truth_and_spread(run["y"])
+            assert r["truth"] == pytest.approx(truth, abs=1e-12) and r["spread"] == pytest.approx(spread, abs=1e-12)
+
+
+def test_the_record_holds_the_shipped_forecast_and_variant_b_as_defined():
+    """A (the shipped forecaster with SHIPPED_PRIOR, nothing tuned on these runs) and B recomputed for one run
+    at the cut 0.4 equal the committed record (the point forecast does not depend on the bootstrap)."""
+    from grpo_core.laws import plateau
+
+    rows = json.loads((RESULTS / "forecast_holdout_v2.json").read_text())
+    rid = datasets.real_run("79", "holdout_runs_2").run_id
+    rec = {r["of"]: r for r in rows if r["method"] == "record" and r["run"] == rid and r["cut"] == 0.4}
+    run = bf.load_run(rid, "holdout_runs_2")
+    t, y = bf._window(run, 0.4)
+    fc = plateau.forecast_plateau(t, y, horizon=float(run["t"][-1]), lr=run["lr"], n_boot=0)
+    assert rec["plateau"]["final"] == pytest.approx(fc.with_prior(plateau.SHIPPED_PRIOR).final, abs=1e-9)
+    b = fc.law_mean + v2.STD_GAIN * v2.std_end(run, float(t[-1])) * min(v2.remaining_time(run, t, float(run["t"][-1])),
+                                                                        v2.STD_CAP)
+    assert rec["plateau_std_gain"]["final"] == pytest.approx(b, abs=1e-9)
