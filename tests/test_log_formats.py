@@ -192,6 +192,27 @@ def test_minimind_console_lines(tmp_path):
     assert sft.train["learning_rate"].tolist() == [5e-4]
 
 
+def test_custom_loop_step_lines(tmp_path):
+    # adv06/WidgetAnchor grpo_log.txt (a custom GRPO loop, GLM-4.1V-9B): a summary line every 10 steps among
+    # per-step progress lines ("Step 40: generating ...") that hold no metric
+    lines = [
+        "Found 1000 images for GRPO training",
+        "  Step 10: generating 2 candidates for prompt 1/1...",
+        "  Rewards: [-1.0, -1.0] (0/2 rendered)",
+        "GRPO step 10/500 | loss: 0.0000 | mean_reward: -1.0000 | KL: 0.0001 | clip_frac: 0.000 | lr: 0.000001",
+        "  Step 40: generating 2 candidates for prompt 1/1...",
+        "GRPO step 40/500 | loss: -0.0000 | mean_reward: 0.6327 | KL: 0.0001 | clip_frac: 0.001 | lr: 0.000004",
+    ]
+    log = read_silent(write(tmp_path, "grpo_log.txt", "\n".join(lines) + "\n"))
+    assert log.container == "step_lines"
+    assert log.train["step"].tolist() == [10, 40]
+    assert log.train["reward"].tolist() == [-1.0, 0.6327]
+    assert log.train["kl"].tolist() == [0.0001, 0.0001]
+    assert log.train["learning_rate"].tolist() == [1e-6, 4e-6]
+    # progress lines alone are no metrics: still no format
+    one_line_error(write(tmp_path, "progress.txt", "\n".join(lines[:3]) + "\n"), "no log format recognised")
+
+
 def test_verl_jsonl_with_training_global_step(tmp_path):
     # run 11 (beingamanforever/RDAN-GRPO metrics.jsonl) with its step as verl's `training/global_step`
     records = [json.loads(line) for line in raw_text("11").splitlines()[:5]]

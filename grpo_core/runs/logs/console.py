@@ -31,6 +31,11 @@ MiniMind console
     keys become TRL's where they mean the same (``Reward`` -> ``reward``, ``KL_ref`` -> ``kl``, ``Actor
     Loss`` -> ``loss``, ``Avg Response Len`` -> ``completion_length``, ``Learning Rate``/``lr`` ->
     ``learning_rate``), the others are lower-cased with ``_`` for blanks.
+Step lines of custom loops
+    Lines ``GRPO step 40/500 | loss: -0.0000 | mean_reward: 0.6327 | KL: 0.0001 | lr: 0.000004`` (a
+    ``step N`` or ``step N/M``, then ``key: value`` fields separated by ``|``): the keys are lower-cased
+    (``mean_reward`` is then read as the reward by the aliases of :mod:`.aliases`). Lines whose fields hold no
+    known metric are not read.
 Stream log (Kaggle, Jupyter)
     A JSON list (or JSON lines) of ``{"stream_name": "stdout", "time": ..., "data": "..."}``
     records: the ``data`` fields are joined in order and read as a console log.
@@ -61,7 +66,7 @@ ACCEPTED = ("accepted: TRL trainer_state.json or log_history (JSON/JSONL), CSV t
             "progress tables, W&B exports, verl metrics), metrics JSONL (TRL, verl, ms-swift logging.jsonl, "
             "custom loops with a step key), console logs with printed metric dicts {'loss': ...} (TRL, "
             "Unsloth, ms-swift), verl console lines 'step:N - key:value', MiniMind lines 'Epoch:[1/1](N/M), Reward: ...', "
-            "Kaggle/Jupyter stream logs")
+            "custom-loop lines 'step N/M | key: value | ...', Kaggle/Jupyter stream logs")
 
 # A printed Python dict on one line, without nested braces.
 _DICT = re.compile(r"\{'[^{}\n\r]*\}")
@@ -86,6 +91,10 @@ _EPOCH_PAIR = re.compile(rf"([A-Za-z_][\w ]*?)\s*:\s*({_NUM}|{_NONFINITE})(?![\w
 #: MiniMind's names for what TRL logs (other keys are lower-cased, blanks as ``_``).
 _EPOCH_KEYS = {"reward": "reward", "kl_ref": "kl", "actor_loss": "loss", "avg_response_len": "completion_length",
                "learning_rate": "learning_rate", "lr": "learning_rate", "loss": "loss"}
+# A custom loop's "... step 40/500 | loss: 0.1 | mean_reward: 0.6 | ..." line (groups: step, the fields).
+_PIPE_LINE = re.compile(r"^[^\n|]*?\bstep[\s:=]+(\d+)(?:\s*/\s*\d+)?\s*\|(.+)$", re.M | re.I)
+_PIPE_FIELD = re.compile(rf"^\s*([A-Za-z_][\w/ .-]*?)\s*[:=]\s*({_NUM}|{_NONFINITE})\s*$")
+_PIPE_METRICS = frozenset({"loss", "reward", "mean_reward", "avg_reward", "reward_mean", "kl", "lr", "learning_rate"})
 _VERL_NUMBER = re.compile(
     r"^(?:np\.float\d+\(|np\.int\d+\(|tensor\()?\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf|-inf)"
 )
@@ -124,7 +133,8 @@ def looks_like_console(text: str) -> bool:
         return True
     if head[:1] in "[{" and not head.startswith("{'"):
         return False
-    return bool(_find_dicts(text, limit=1)) or bool(_VERL_LINE.search(text)) or bool(_EPOCH_LINE.search(text))
+    return (bool(_find_dicts(text, limit=1)) or bool(_VERL_LINE.search(text)) or bool(_EPOCH_LINE.search(text))
+            or bool(_pipe_records(text[:200_000])))
 
 
 def stream_text(text: str, source: str) -> str:
@@ -352,6 +362,22 @@ def _epoch_records(text: str) -> list[dict]:
     return out
 
 
+def _pipe_records(text: str) -> list[dict]:
+    """Records of ``step N[/M] | key: value | ...`` lines (keys lower-cased, blanks as ``_``, ``lr`` as
+    ``learning_rate``); a line without a known metric among its fields is skipped."""
+    out = []
+    for m in _PIPE_LINE.finditer(text):
+        record: dict[str, Any] = {"step": int(m.group(1))}
+        for field_ in m.group(2).split("|"):
+            pair = _PIPE_FIELD.match(field_)
+            if pair:
+                name = re.sub(r"\s+", "_", pair.group(1).strip()).lower()
+                record["learning_rate" if name == "lr" else name] = float(pair.group(2))
+        if set(record) & _PIPE_METRICS:
+            out.append(record)
+    return out
+
+
 def _warn(notes: list[str], message: str) -> None:
     from .schema import LogWarning
 
@@ -375,7 +401,7 @@ def parse_text(text: str, source: str, notes: list[str], meta: dict) -> tuple[li
     -------
     (records, container) or None
         One dict per logged row with a ``"step"`` key (container ``"console"``, ``"stream"``,
-        ``"verl_console"`` or ``"minimind_console"``); ``None`` when no metric line is found (the caller tries JSON and CSV).
+        ``"verl_console"``, ``"minimind_console"`` or ``"step_lines"``); ``None`` when no metric line is found (the caller tries JSON and CSV).
 
     Raises
     ------
@@ -399,6 +425,11 @@ def parse_text(text: str, source: str, notes: list[str], meta: dict) -> tuple[li
         if records:
             container = "minimind_console"
             notes.append(f"read {len(records)} MiniMind 'Epoch:[e/E](step/iters), key: value' line(s)")
+    if not records:
+        records = _pipe_records(text)
+        if records:
+            container = "step_lines"
+            notes.append(f"read {len(records)} 'step N | key: value' line(s)")
     if not records:
         if container == "stream":
             raise DataError(
