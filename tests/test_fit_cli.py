@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from grpo_core import laws
+from grpo_core.errors import DataError
 from grpo_core.runs import datasets
 from grpo_core.runs.datasets import real_log_path
 from grpo_dynamics.cli import main
@@ -344,3 +345,36 @@ def test_a_window_stuck_at_zero_declines_the_forecast_not_the_command(capsys, tm
     assert "(none): declined (window too short (0 points, at least 8))" in capsys.readouterr().out
     assert main(["fit", str(tiny), "--smooth", "1000"]) == 2
     assert "`--smooth` must be an integer in [1, 40]" in capsys.readouterr().err
+
+
+def test_oscillator_lines_say_when_the_fit_cannot_carry_them(capsys):
+    """A damping-ratio interval across 1 leaves the regime undetermined, and a law no better than a constant
+    has no oscillator (runs 80 and 61 of the second held-out set printed 'underdamped' with an interval
+    [0.00228, 419], and an oscillator for a flat run whose own last line said 'no time scale')."""
+    def fit_of(key):
+        run = datasets.real_run(key, "holdout_runs_2")
+        assert main(["fit", str(run.path), "--fit-fraction", "0.4", "--n-boot", "0"]) == 0
+        return [ln for ln in capsys.readouterr().out.splitlines() if "oscillator:" in ln]
+
+    spans = fit_of("80")
+    assert spans and all("(underdamped)" not in ln and "(overdamped)" not in ln for ln in spans)
+    assert any("the interval spans 1, so the regime is undetermined" in ln for ln in spans)
+    flat = fit_of("61")
+    none = "oscillator: none (the law explains no more than the noise"
+    assert flat and all(ln.strip().startswith(none) for ln in flat)
+
+
+def test_a_setting_in_words_is_defaulted_and_said(tmp_path):
+    """meta.json written by people: "TRL default (not set)" for beta is not a number, so TRL's default is used
+    and the conventions say so (fit refused the whole run before: held-out run 73)."""
+    from grpo_core.runs.settings import read_settings
+
+    path = tmp_path / "meta.json"
+    path.write_text(json.dumps({"hyperparameters": {"beta": "TRL default (not set)", "learning_rate": 2e-6}}))
+    s = read_settings(path)
+    assert s.beta == 0.0 and "beta" in s.defaulted and s.learning_rate == 2e-6
+    assert s.unreadable == ("`beta` = 'TRL default (not set)'",)
+    assert "gives `beta` = 'TRL default (not set)', not a number: TRL's default is used." in s.conventions().text()
+    path.write_text(json.dumps({"hyperparameters": {"beta": "abc 0.1"}}))  # digits, not a number: still an error
+    with pytest.raises(DataError, match="not a number"):
+        read_settings(path)

@@ -116,6 +116,9 @@ class RunSettings:
         Where the settings came from.
     defaulted : tuple of str
         Fields not given by the source and taken from :data:`TRL_DEFAULTS`.
+    unreadable : tuple of str
+        ``"name = 'text'"`` for each field the source gives as words without a number (a human-written
+        ``meta.json``: ``"TRL default (not set)"``, ``"unknown"``); those fields are defaulted.
     """
 
     optimizer: str = "adamw_torch"
@@ -132,6 +135,7 @@ class RunSettings:
     lag: str | None = None
     source: str = "TRL defaults"
     defaulted: tuple[str, ...] = field(default_factory=tuple)
+    unreadable: tuple[str, ...] = field(default_factory=tuple)
 
     @property
     def adam(self) -> bool:
@@ -178,6 +182,8 @@ class RunSettings:
                 f"steps_per_generation / gradient_accumulation_steps): refresh lag, k_ref = {k_ref}. This is the "
                 "stale-gradient bound; TRL's importance ratio removes the lag in expectation until the clip binds "
                 "(k_ref = 1 is the optimistic end).")
+        if self.unreadable:
+            lines.append(f"{self.source} gives {', '.join(self.unreadable)}, not a number: TRL's default is used.")
         return Conventions(momentum=momentum, mu=mu, lag=lag, k_ref=k_ref, preconditioned=self.adam,
                            lines=tuple(lines))
 
@@ -205,8 +211,14 @@ def _number(name: str, value: Any, source: str) -> float | None:
         return float(value)
     m = re.match(r"\s*([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)", str(value))  # "8 (scripts/...; README says 4)"
     if m is None:
+        if not re.search(r"\d", str(value)):
+            return _WORDS  # "TRL default (not set)", "unknown": the field is not given
         raise DataError(f"{source}: `{name}` = {value!r} is not a number")
     return float(m.group(1))
+
+
+#: What :func:`_number` returns for a value in words (no digit at all).
+_WORDS = object()
 
 
 def _is_adam(optimizer: Any) -> bool:
@@ -222,6 +234,7 @@ def _optim_args_momentum(flat: dict[str, Any]) -> float | None:
 def _from_mapping(d: dict[str, Any], source: str) -> RunSettings:
     flat = _flatten(d)
     values: dict[str, Any] = {}
+    unreadable: list[str] = []
     for name, keys in _ALIASES.items():
         hit = next((flat[k] for k in keys if k in flat and flat[k] is not None), None)
         if hit is None:
@@ -231,6 +244,9 @@ def _from_mapping(d: dict[str, Any], source: str) -> RunSettings:
             # num_iterations), which the two counts already give; `lag` here is the lag model
             continue
         values[name] = str(hit) if name in ("optimizer", "lag") else _number(name, hit, source)
+        if values[name] is _WORDS:
+            del values[name]
+            unreadable.append(f"`{name}` = {hit!r}")
     momentum = _optim_args_momentum(flat)
     if momentum is not None:
         values["sgd_momentum"] = momentum
@@ -244,7 +260,7 @@ def _from_mapping(d: dict[str, Any], source: str) -> RunSettings:
     defaulted = tuple(n for n in ("optimizer", "beta1", "num_iterations", "steps_per_generation",
                                   "gradient_accumulation_steps", "beta", "group_size", "learning_rate")
                       if n not in values)
-    return RunSettings(**values, source=source, defaulted=defaulted)
+    return RunSettings(**values, source=source, defaulted=defaulted, unreadable=tuple(unreadable))
 
 
 def settings_from_mapping(d: Any, source: str = "trainer arguments") -> RunSettings:

@@ -307,7 +307,7 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
         implied["line"] = line
     steps = (int(log.train.index[0]), int(log.train.index[-1])) if len(log.train) else (0, 0)
     return Diagnosis(findings=findings, healthy=verdict == "healthy", forecast=fc, oscillation=osc,
-                     checked=checked, skipped=skipped, source=log.source, format=log.format,
+                     checked=checked, skipped=skipped, source=log.source, format=_format_label(log),
                      reward_std_kind=log.reward_std_kind, steps=steps, notes=notes, verdict=verdict,
                      missing=missing, implied_curvature=implied)
 
@@ -512,3 +512,14 @@ def _forecast_json(fc: dict[str, Any] | None) -> dict[str, Any] | None:
     if fc is None:
         return None
     return {k: v for k, v in fc.items() if k not in _CURVE_KEYS}
+
+
+#: Containers whose rows were renamed to TRL's keys by the reader: the label names where they came from.
+_CONTAINER_LABELS = {"minimind_console": "MiniMind console log", "step_lines": "custom-loop step lines"}
+
+
+def _format_label(log: RunLog) -> str:
+    """The log's format as shown: a MiniMind log or a custom loop's step lines read with TRL's key names say
+    so (their ``format`` is the key mapping used, ``"trl"``)."""
+    label = _CONTAINER_LABELS.get(getattr(log, "container", None))
+    return f"{label}, read as {log.format}" if label else log.format

@@ -65,7 +65,8 @@ __all__ = ["parse_text", "looks_like_console", "stream_text", "describe_text", "
 ACCEPTED = ("accepted: TRL trainer_state.json or log_history (JSON/JSONL), CSV tables (TRL keys, notebook "
             "progress tables, W&B exports, verl metrics), metrics JSONL (TRL, verl, ms-swift logging.jsonl, "
             "custom loops with a step key), console logs with printed metric dicts {'loss': ...} (TRL, "
-            "Unsloth, ms-swift), verl console lines 'step:N - key:value', MiniMind lines 'Epoch:[1/1](N/M), Reward: ...', "
+            "Unsloth, ms-swift), verl console lines 'step:N - key:value', "
+            "MiniMind lines 'Epoch:[1/1](N/M), Reward: ...', "
             "custom-loop lines 'step N/M | key: value | ...', Kaggle/Jupyter stream logs")
 
 # A printed Python dict on one line, without nested braces.
@@ -401,7 +402,8 @@ def parse_text(text: str, source: str, notes: list[str], meta: dict) -> tuple[li
     -------
     (records, container) or None
         One dict per logged row with a ``"step"`` key (container ``"console"``, ``"stream"``,
-        ``"verl_console"``, ``"minimind_console"`` or ``"step_lines"``); ``None`` when no metric line is found (the caller tries JSON and CSV).
+        ``"verl_console"``, ``"minimind_console"`` or ``"step_lines"``); ``None`` when no metric line is
+        found (the caller tries JSON and CSV).
 
     Raises
     ------
