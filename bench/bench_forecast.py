@@ -128,13 +128,16 @@ def _anchor(a) -> dict:
 
 
 def forecasts(runs: list[dict], cuts=CUTS, n_boot: int = 200, priors: dict | None = None,
-              prior: plateau.PlateauPrior | None = None, fits: list | None = None) -> tuple[list[dict], dict]:
+              prior: plateau.PlateauPrior | None = None, fits: list | None = None,
+              use_reward_std: bool = True) -> tuple[list[dict], dict]:
     """Every method's forecast for every run and cut: long-format records; and the seconds per method.
     ``priors``, when given, receives ``"all_runs"``: the plateau prior tuned on every run (the product's
     :data:`grpo_core.laws.plateau.SHIPPED_PRIOR`; never used to score a run here). ``prior``, when given,
     scores the plateau forecaster with that fixed prior (runs that took no part in tuning it: an
     out-of-sample test) instead of leave-one-run-out. ``fits``, when given, receives ``(run, cut, window
-    forecast)`` for every plateau forecast before any prior (its law average and clock, for variants)."""
+    forecast)`` for every plateau forecast before any prior (its law average and clock, for variants).
+    ``use_reward_std=False`` hides the logged ``reward_std`` from the plateau forecaster (its late gain then
+    always in window spreads: the forecaster before the second out-of-sample test)."""
     recs: list[dict] = []
     secs: dict[str, float] = {}
     raw: dict[float, list] = {cut: [] for cut in cuts}
@@ -158,7 +161,8 @@ def forecasts(runs: list[dict], cuts=CUTS, n_boot: int = 200, priors: dict | Non
             rows.update({f"domhan:{k}": _anchor(v) for k, v in each.items()})
             rows["domhan_mean"] = _anchor(mean)
             rows["product"] = timed("product", _product, t, y, horizon, n_boot)
-            fc = timed("plateau", plateau.forecast_plateau, t, y, horizon=horizon, lr=run["lr"])
+            fc = timed("plateau", plateau.forecast_plateau, t, y, horizon=horizon, lr=run["lr"],
+                       reward_std=run.get("reward_std") if use_reward_std else None)
             raw[cut].append((run["id"], fc, truth, spread))
             if fits is not None:
                 fits.append((run, cut, fc))
@@ -263,7 +267,7 @@ def main(quick: bool = False) -> list[dict]:
                              order.index(r["method"]) if r["method"] in order else 99, r["method"]))
     full = priors["all_runs"]
     rows.append({"method": "plateau_prior_all_runs", "cut": "all", "n": len(set(full.runs)),
-                 "lam": full.lam, "q": full.q, "gain": full.gain})
+                 "lam": full.lam, "q": full.q, "gain": full.gain, "std_gain": full.std_gain})
     rows.append({"method": "seconds", "cut": "all", "n": len(runs),
                  "median_err": total, "note": json.dumps({k: round(v, 1) for k, v in secs.items()})})
     return rows + run_records(recs)

@@ -154,7 +154,9 @@ def render_report(log, diagnosis, *, group_size: int | None = None, binary_rewar
             (f"{fc['level']:.0%} band (benchmarked forecaster, {fc['clock']} clock"
              + ("; clipped to [0, 1], the range of a 0/1 reward" if fc.get("band_clipped") else "") + ")",
              f"{fc['final_low']:.4g} to {fc['final_high']:.4g}"),
-            ("of which the late gain learned from real runs", f"{fc['end_of_run']['late_gain']:+.3g}"),
+            ("of which the late gain learned from real runs" + (
+                " (scaled by the logged reward_std)" if fc["end_of_run"].get("late_gain_unit") == "reward_std" else ""),
+             f"{fc['end_of_run']['late_gain']:+.3g}"),
             ("plateau", fc["asymptote"] if fc["plateau_determined"]
              else f"not determined (the laws have not levelled off by step {h:g})"),
             (f"now (the current level as the forecaster sees it: mean of steps {a:g}-{b:g})", fc["now"]),

@@ -201,6 +201,7 @@ def test_planted_failure_stops_a_real_grpo_trainer(tmp_path):
 def test_with_max_steps_the_forecast_of_the_planned_end_is_recorded(tmp_path):
     """state.max_steps known: each diagnosis also forecasts the mean reward over the last 20% of the
     planned run with the benchmarked forecaster (forecast_run), the same numbers as on the records."""
+    from grpo_core.laws import plateau
     from grpo_core.runs.diagnostics import forecast_run
 
     out = io.StringIO()
@@ -214,8 +215,11 @@ def test_with_max_steps_the_forecast_of_the_planned_end_is_recorded(tmp_path):
     assert end["horizon"] == 300 and end["final"] == pytest.approx(want["final"])
     # the curve's level at steps 240-300 is 0.8 (1 - e^-9.6 of the rise made): the band covers it and the
     # laws' forecast is within 0.05 of it; the shipped prior adds a late gain (real runs keep rising after
-    # the laws' bend; this exact exponential does not), about 0.1 here
+    # the laws' bend; this exact exponential does not): std_gain x the logged reward_std 0.3 x the remaining
+    # time, 190 steps = 2.4 window lengths, capped at 1.5
     assert end["final_low"] <= 0.8 <= end["final_high"] and abs(end["final"] - want["late_gain"] - 0.8) < 0.05
+    assert want["late_gain_unit"] == "reward_std"
+    assert want["late_gain"] == pytest.approx(plateau.SHIPPED_PRIOR.std_gain * 0.3 * plateau.STD_CAP)
     assert 0 < want["late_gain"] < 0.15
     assert ("forecast: at the planned end of the run (step 300), the mean reward over steps 240-300 is "
             in out.getvalue())

@@ -133,6 +133,7 @@ def test_the_shipped_prior_is_the_committed_benchmarks_all_runs_prior():
     assert full["n"] == 37
     assert plateau.SHIPPED_PRIOR.lam == full["lam"] and plateau.SHIPPED_PRIOR.gain == pytest.approx(full["gain"])
     assert plateau.SHIPPED_PRIOR.q == pytest.approx(full["q"], abs=1e-4)
+    assert plateau.SHIPPED_PRIOR.std_gain == pytest.approx(full["std_gain"])
 
 
 def test_run_records_keep_the_per_run_forecasts_of_the_recorded_methods():

@@ -68,7 +68,8 @@ def test_the_benchmark_scores_a_fixed_prior_without_tuning():
     for run, row in zip(runs, rows):
         assert row["lam"] == plateau.SHIPPED_PRIOR.lam and row["q"] == plateau.SHIPPED_PRIOR.q
         t, y = bf._window(run, 0.4)
-        fc = plateau.forecast_plateau(t, y, horizon=float(run["t"][-1]), lr=run["lr"], prior=plateau.SHIPPED_PRIOR)
+        fc = plateau.forecast_plateau(t, y, horizon=float(run["t"][-1]), lr=run["lr"], prior=plateau.SHIPPED_PRIOR,
+                                      reward_std=run["reward_std"])
         assert row["final"] == pytest.approx(fc.final, abs=1e-12)
         assert row["truth"] == pytest.approx(float(np.mean(run["y"][-int(np.ceil(0.2 * run["y"].size)):])))
 

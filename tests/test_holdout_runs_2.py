@@ -39,7 +39,8 @@ def plain_reward(run: datasets.RealRun) -> np.ndarray:
 
 def test_the_collection_shares_no_repository_with_the_37_runs():
     assert len(FRESH) >= 10 and all(int(i.split("-", 1)[0]) >= 60 for i in FRESH)
-    seen = {datasets.real_run(i, c).meta["source_repo"] for c in bf.BENCHMARK_COLLECTIONS for i in datasets.real_runs(c)}
+    seen = {datasets.real_run(i, c).meta["source_repo"]
+            for c in bf.BENCHMARK_COLLECTIONS for i in datasets.real_runs(c)}
     fresh = [datasets.real_run(i, "holdout_runs_2").meta["source_repo"] for i in FRESH]
     assert not set(fresh) & seen
     assert len(set(fresh)) == len(fresh)  # one run per repository
@@ -88,8 +89,9 @@ def test_the_committed_record_is_of_these_runs_and_the_preregistered_methods():
 
 
 def test_the_record_holds_the_shipped_forecast_and_variant_b_as_defined():
-    """A (the shipped forecaster with SHIPPED_PRIOR, nothing tuned on these runs) and B recomputed for one run
-    at the cut 0.4 equal the committed record (the point forecast does not depend on the bootstrap)."""
+    """A (the forecaster as shipped before the test, nothing tuned on these runs) and B recomputed for one run
+    at the cut 0.4 equal the committed record (the point forecast does not depend on the bootstrap); the
+    product's forecaster with B's prior gives B."""
     from grpo_core.laws import plateau
 
     rows = json.loads((RESULTS / "forecast_holdout_v2.json").read_text())
@@ -98,7 +100,12 @@ def test_the_record_holds_the_shipped_forecast_and_variant_b_as_defined():
     run = bf.load_run(rid, "holdout_runs_2")
     t, y = bf._window(run, 0.4)
     fc = plateau.forecast_plateau(t, y, horizon=float(run["t"][-1]), lr=run["lr"], n_boot=0)
-    assert rec["plateau"]["final"] == pytest.approx(fc.with_prior(plateau.SHIPPED_PRIOR).final, abs=1e-9)
+    assert rec["plateau"]["final"] == pytest.approx(fc.with_prior(v2.PRIOR_A).final, abs=1e-9)
+    # the product now is B: with the run's reward_std and B's gain (and lam 1), the same forecast
+    b_prior = plateau.PlateauPrior(lam=1.0, gain=0.11, std_gain=v2.STD_GAIN)
+    now = plateau.forecast_plateau(t, y, horizon=float(run["t"][-1]), lr=run["lr"], n_boot=0, prior=b_prior,
+                                   reward_std=run["reward_std"])
+    assert now.final == pytest.approx(rec["plateau_std_gain"]["final"], abs=1e-9)
     b = fc.law_mean + v2.STD_GAIN * v2.std_end(run, float(t[-1])) * min(v2.remaining_time(run, t, float(run["t"][-1])),
                                                                         v2.STD_CAP)
     assert rec["plateau_std_gain"]["final"] == pytest.approx(b, abs=1e-9)

@@ -108,6 +108,49 @@ def test_tune_prior_recovers_a_planted_late_gain():
     assert plateau.PlateauPrior().gain == 0.0 and plateau.SHIPPED_PRIOR.gain > 0
 
 
+def test_late_gain_in_units_of_the_logged_reward_std():
+    """With a logged ``reward_std``: ``std_unit`` = the mean of the last 20% (at least 3) of the values logged
+    up to the window's end, times the remaining time capped at STD_CAP window lengths; the prior's
+    ``std_gain`` then replaces ``gain``. Fewer than STD_MIN_POINTS values: the window's spread, as before."""
+    y = _exp(T, 1.0, 0.0, 0.02)
+    s = np.linspace(0.5, 0.1, T.size)  # the groups' spread shrinks as the reward saturates
+    fc = plateau.forecast_plateau(T[:80], y[:80], horizon=500.0, n_boot=0, reward_std=(T, s),
+                                  prior=plateau.PlateauPrior(lam=1.0))
+    remaining = (450.0 - 80.0) / 80.0  # 4.6 window lengths: capped
+    assert fc.std_unit == pytest.approx(float(np.mean(s[64:80])) * plateau.STD_CAP)
+    assert min(remaining, plateau.STD_CAP) == plateau.STD_CAP
+    g = fc.with_prior(plateau.PlateauPrior(lam=1.0, gain=0.5, std_gain=0.2))
+    assert g.final == pytest.approx(fc.final + 0.2 * fc.std_unit)
+    assert g.final_high - g.final == pytest.approx(1.645 * math.hypot(fc.sigma, 0.2 * fc.std_unit))
+    # values after the window are not seen; NaN values are skipped
+    later = np.where(T > 80, 99.0, s)
+    assert plateau.forecast_plateau(T[:80], y[:80], horizon=500.0, n_boot=0, reward_std=(T, later)).std_unit == \
+        pytest.approx(fc.std_unit)
+    # five values logged in the window: too few, the window's spread is the unit
+    few = plateau.forecast_plateau(T[:80], y[:80], horizon=500.0, n_boot=0, reward_std=(T[:5], s[:5]),
+                                   prior=plateau.PlateauPrior(lam=1.0, gain=0.5, std_gain=0.2))
+    assert math.isnan(few.std_unit) and few.final == pytest.approx(fc.final + 0.5 * fc.gain_unit)
+    with pytest.raises(ParameterError, match="reward_std"):
+        plateau.forecast_plateau(T[:80], y[:80], horizon=500.0, reward_std=(T, -s))
+    with pytest.raises(ParameterError, match="reward_std"):
+        plateau.forecast_plateau(T[:80], y[:80], horizon=500.0, reward_std=(T, s[:10]))
+
+
+def test_tune_prior_recovers_a_planted_std_gain_beside_the_spread_gain():
+    """Every run rises 0.1 of its spread unit (``gain``, tuned on every record: the unit of runs without a
+    reward_std); the runs with a reward_std unit rise 0.15 of that too (``std_gain``, tuned on them)."""
+    recs = []
+    for i, unit in enumerate(np.linspace(0.5, 3.0, 12)):
+        std_unit = float(unit) if i % 2 else float("nan")
+        fc = plateau.PlateauForecast(0.0, 0.0, 0.0, 0.0, level=0.0, law_mean=1.0, sigma=0.5, s_boot=0.1,
+                                     _plateau_raw=1.0, gain_unit=1.5 * float(unit), std_unit=std_unit)
+        recs.append((f"run{i}", fc, 1.0 + 0.1 * 1.5 * unit, 1.0))
+    prior = plateau.tune_prior(recs)
+    assert prior.lam == 1.0 and prior.std_gain == pytest.approx(0.15) and prior.gain == pytest.approx(0.1)
+    # fewer than 3 runs with a reward_std: no std_gain is learned
+    assert plateau.tune_prior([r for i, r in enumerate(recs) if i % 2 == 0 or i < 4]).std_gain == 0.0
+
+
 def test_declines_short_and_flat_windows_and_refuses_bad_input():
     assert "too short" in plateau.forecast_plateau(T[:5], T[:5], horizon=10.0).declined
     assert "does not change" in plateau.forecast_plateau(T[:20], np.ones(20), horizon=40.0).declined
@@ -150,8 +193,9 @@ def test_band_coverage_on_ar1_noise_is_nominal_leave_one_out():
 
 
 def test_forecast_run_is_the_benchmarked_forecaster_on_a_real_log():
-    """forecast_run on run 04's raw log (learning rate logged, warm-up then decay): the same forecast as
-    forecast_plateau on the first 40% in learning-rate time with the shipped prior; ``actual`` is the
+    """forecast_run on run 04's raw log (learning rate and reward_std logged, warm-up then decay): the same
+    forecast as forecast_plateau on the first 40% in learning-rate time with the shipped prior and the logged
+    reward_std as the late gain's unit; ``actual`` is the
     mean of the log's last 20% (the benchmark's truth)."""
     import warnings
 
@@ -167,7 +211,10 @@ def test_forecast_run_is_the_benchmarked_forecaster_on_a_real_log():
     fc = forecast_run(log, fit_fraction=0.4, n_boot=0)
     b = bench.load_run(run.run_id)
     t, y = bench._window(b, 0.4)
-    want = plateau.forecast_plateau(t, y, horizon=1000.0, lr=b["lr"], prior=plateau.SHIPPED_PRIOR, n_boot=0)
+    want = plateau.forecast_plateau(t, y, horizon=1000.0, lr=b["lr"], prior=plateau.SHIPPED_PRIOR, n_boot=0,
+                                    reward_std=b["reward_std"])
+    assert fc["late_gain_unit"] == "reward_std" and math.isfinite(want.std_unit)
+    assert fc["late_gain"] == pytest.approx(plateau.SHIPPED_PRIOR.std_gain * want.std_unit)
     assert fc["clock"] == "learning_rate" and fc["n_fit"] == 80 and fc["t_fit_end"] == 400 and fc["horizon"] == 1000
     assert fc["final"] == pytest.approx(want.final) and fc["final_high"] == pytest.approx(want.final_high)
     assert fc["actual"] == pytest.approx(bench.truth_and_spread(b["y"])[0])

@@ -22,6 +22,8 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
+
 from grpo_core._json import json_ready
 from grpo_core.errors import DataError, ParameterError
 
@@ -32,6 +34,11 @@ MAX_POINTS = 2000
 #: Fewest points ``fit`` accepts (:data:`grpo_core.laws.plateau.MIN_WINDOW`, the forecaster's minimum,
 #: which ``diagnose`` also asks of a reward curve).
 MIN_POINTS = 8
+
+
+def _unit_note(e: dict) -> str:
+    """How the late gain was scaled: by the logged reward_std (GRPO's learning signal) or the window's spread."""
+    return ", scaled by the logged reward_std" if e.get("late_gain_unit") == "reward_std" else ""
 
 
 def register(subparsers) -> None:
@@ -212,7 +219,7 @@ def _end_line(e) -> str:
             clipped = ", clipped to [0, 1], the range of a 0/1 reward"
     lines = [f"{head}, {e['clock']} clock: mean of the last 20% (steps {round(0.8 * h):d}-{h:g}) {final:.4g}, "
              f"{e['level']:.0%} band [{low:.4g}, {high:.4g}]{clipped} (of it, late gain learned from "
-             f"real runs {e['late_gain']:+.3g}); {plateau}",
+             f"real runs {e['late_gain']:+.3g}{_unit_note(e)}); {plateau}",
              f"now (the forecaster's current level: mean of steps {a:g}-{b:g}) {e['current']:.4g}"]
     if e["actual"] is not None:
         c, d = e["actual_steps"]
@@ -329,15 +336,30 @@ def _warmup(log) -> float | None:
 def _oscillator_lines(r, warmup_steps: float | None) -> list[str]:
     """The three-phase fit's oscillator ratios with their 90% intervals, and a note when its slow
     start is about as long as the learning-rate warm-up."""
+    from scipy import stats
+
+    from grpo_core.runs.curvature import FLAT_P_VALUE
+
+    # a law no better than a constant has no time scale: its oscillator is noise read as dynamics
+    tss = float(np.sum((r.y - np.mean(r.y)) ** 2))
+    k = r.n_params
+    f_stat = ((tss - r.rss) / (k - 1)) / (r.rss / (r.n - k)) if r.rss > 0 and r.n > k else math.inf
+    p_value = float(stats.f.sf(f_stat, k - 1, r.n - k))
+    if p_value > FLAT_P_VALUE:
+        return [f"    oscillator: none (the law explains no more than the noise: R^2 = {r.r2:.3f}, F-test p = "
+                f"{p_value:.2g} > {FLAT_P_VALUE:g}, so the curve has no time scale)"]
     q, iv = r.oscillator, r.oscillator_interval(0.9)
 
     fixed = all(0 < lo and math.isfinite(hi) for lo, hi in iv.values())
+    regime = q["regime"]
+    if fixed and iv["damping_ratio"][0] < 1.0 < iv["damping_ratio"][1]:
+        regime = f"{regime} at the fit; the interval spans 1, so the regime is undetermined"
 
     def with_band(name: str, fmt: str = ".4g") -> str:
         lo, hi = iv[name]
         return _fmt(q[name], fmt) + (f" [{lo:{fmt}}, {hi:{fmt}}]" if fixed else "")
 
-    lines = [f"    oscillator: damping ratio {with_band('damping_ratio', '.3g')} ({q['regime']}), "
+    lines = [f"    oscillator: damping ratio {with_band('damping_ratio', '.3g')} ({regime}), "
              f"M/C {with_band('mass_over_damping')} steps, K/C {with_band('stiffness_over_damping')} per step"
              + (" (90% intervals)" if fixed else " (no interval: k or tau is on a bound or not fixed by the curve)")]
     tau = q["mass_over_damping"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -125,7 +126,8 @@ def forecast_run(log: RunLog, *, fit_fraction: float | None = None, horizon: flo
     in learning-rate time (the log's ``learning_rate`` column when logged, else steps), averaged by
     evidence, shrunk toward the current level, plus the late gain, with a block-bootstrap band widened
     by the conformal quantile of :data:`grpo_core.laws.plateau.SHIPPED_PRIOR` (all three tuned on the
-    20 shipped real runs). Long logs are bin-averaged to :data:`FORECAST_POINTS` points first.
+    shipped real runs; the late gain in units of the logged ``reward_std`` where the training log has it). Long
+    logs are bin-averaged to :data:`FORECAST_POINTS` points first.
 
     Parameters
     ----------
@@ -170,7 +172,9 @@ def forecast_run(log: RunLog, *, fit_fraction: float | None = None, horizon: flo
         part of what it forecasts), ``covered``, ``error`` and ``declined`` (why
         no forecast was made, else ``None``; the numbers are then NaN) and ``late_gain`` (the part of
         ``final`` added by the prior's late gain: the continued rise that real runs showed after the
-        laws' bend; see :mod:`grpo_core.laws.plateau`).
+        laws' bend; see :mod:`grpo_core.laws.plateau`) and ``late_gain_unit`` (``"reward_std"`` where the
+        training log has the within-group reward standard deviation, which then sets the gain's unit, else
+        ``"window_spread"``; ``None`` when declined).
 
     Raises
     ------
@@ -218,11 +222,14 @@ def forecast_run(log: RunLog, *, fit_fraction: float | None = None, horizon: flo
         t_lr, rates = _quiet_series(log, "learning_rate")
         if t_lr.size >= 2 and np.any(rates > 0) and t_fit.size and t_lr[0] <= t_fit[0] and t_lr[-1] >= t_fit[-1]:
             lr = (t_lr.astype(float), rates)
+    reward_std = None
+    if metric == "reward" and split == "train" and log.has("reward_std"):
+        t_s, s_s = _quiet_series(log, "reward_std")
+        reward_std = (t_s.astype(float), s_s) if t_s.size else None
     bt, by = _bin(t_fit, y_fit, FORECAST_POINTS)
     prior = plateau.SHIPPED_PRIOR if prior is None else prior
     if level != 0.9:
-        prior = plateau.PlateauPrior(prior.lam, prior.q * stats.norm.ppf(0.5 + level / 2) / stats.norm.ppf(0.95),
-                                     prior.runs, prior.gain)
+        prior = dataclasses.replace(prior, q=prior.q * stats.norm.ppf(0.5 + level / 2) / stats.norm.ppf(0.95))
     if bt.size < plateau.MIN_WINDOW:  # said before the end: an empty window has no end to compare
         fc = plateau._nan_forecast(f"window too short ({bt.size} points, at least {plateau.MIN_WINDOW})", "step")
     elif horizon <= bt[-1]:
@@ -230,7 +237,7 @@ def forecast_run(log: RunLog, *, fit_fraction: float | None = None, horizon: flo
     else:
         # the late gain's unit is the raw window's spread (the benchmark's), not the bin averages'
         fc = plateau.forecast_plateau(bt, by, horizon=horizon, lr=lr, prior=prior, n_boot=n_boot, seed=seed,
-                                      spread=plateau.window_spread(y_fit))
+                                      spread=plateau.window_spread(y_fit), reward_std=reward_std)
     actual = covered = error = actual_steps = None
     actual_in_window = 0
     if fit_fraction is not None:
@@ -253,7 +260,9 @@ def forecast_run(log: RunLog, *, fit_fraction: float | None = None, horizon: flo
         "actual_steps": actual_steps, "actual_in_window": actual_in_window, "actual_points": (
             None if actual is None else int(y.size - first)), "covered": covered, "error": error,
         "declined": fc.declined,
-        "late_gain": prior.gain * fc.gain_unit if fc.declined is None else float("nan"),
+        "late_gain": fc.late_gain(prior) if fc.declined is None else float("nan"),
+        "late_gain_unit": None if fc.declined is not None else (
+            "reward_std" if math.isfinite(fc.std_unit) else "window_spread"),
     }
 
 
