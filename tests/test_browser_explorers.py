@@ -12,6 +12,7 @@ import math
 import pytest
 from vega_page import (
     chart_index,
+    evaluate_chart,
     line_points,
     mark_texts,
     max_distance_px,
@@ -179,7 +180,7 @@ def test_static_phase_chart_labels_the_current_point(opened, page_name, eta, cur
     i = chart_index(page, {"eta", "curvature", "mu", "k_ref"}, mark="phase_regime_label")
     # k_ref is a <select> here (snapped to the phase grid); the slider chart has a range instead.
     assert (
-        page.evaluate(f"document.querySelectorAll('.vega-embed')[{i}].querySelector('[name=k_ref]').tagName")
+        evaluate_chart(page, "i => CHART(i).querySelector('[name=k_ref]').tagName", i)
         == "SELECT"
     )
     before = point_positions(page, i, "phase_point")
@@ -241,9 +242,10 @@ def test_slider_input_to_redraw_is_fast(explorers):
     """Time from a slider input to the redrawn label (Vega's dataflow + SVG render), median of 15."""
     page = explorers.page
     i = chart_index(page, {"eta", "curvature", "mu", "k_ref"}, mark="phase_regime_label")
-    ms = page.evaluate(
+    ms = evaluate_chart(
+        page,
         """async (i) => {
-            const el = document.querySelectorAll('.vega-embed')[i];
+            const el = CHART(i);
             const input = el.querySelector('[name=eta]');
             const label = () => [...el.querySelectorAll('g.phase_point_label_marks text')]
                 .map(t => t.textContent).join();

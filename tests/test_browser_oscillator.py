@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from vega_page import (
     chart_index,
+    evaluate_chart,
     line_points,
     mark_texts,
     max_distance_px,
@@ -98,7 +99,7 @@ def test_optimizer_and_reuse_controls_move_the_regions(book_server, probe, page_
     wait_text(page, i, "regime_label", lambda t: t == "unstable")  # heavy ball: a* = 0.0557 < 0.06
 
     def click(name, value):
-        page.evaluate("([i, name, value]) => document.querySelectorAll('.vega-embed')[i]"
+        evaluate_chart(page, "([i, name, value]) => CHART(i)"
                       ".querySelector(`input[name=\"${name}\"][value=\"${value}\"]`).click()", [i, name, value])
 
     click("optimizer", 1)  # Adam: gain (1 - mu) eta K

@@ -16,15 +16,22 @@ from conftest import BUILT_HTML
 
 #: Seconds to wait for a chart to render or a label to change.
 TIMEOUT = 20.0
+#: Seconds to wait for a page and all its charts to load (a cold page on a busy 2-core machine
+#: has taken over 20 s).
+LOAD_TIMEOUT = 90.0
+
+#: JavaScript for chart ``i``: a handle from :func:`chart_index` (a string) or a position (an int).
+CHART_JS = ("(typeof i === 'string' ? document.querySelector(`.vega-embed[data-grpo-chart=\"${i}\"]`)"
+            " : document.querySelectorAll('.vega-embed')[i])")
 
 
 def open_page(probe, url: str) -> None:
     """Load ``url``, wait for the network to settle and every Vega chart to draw."""
-    probe.page.goto(url, wait_until="networkidle")
+    probe.page.goto(url, wait_until="networkidle", timeout=LOAD_TIMEOUT * 1000)
     probe.page.wait_for_function(
         "() => { const e = [...document.querySelectorAll('.vega-embed')];"
         " return e.length > 0 && e.every(x => x.querySelector('svg, canvas')); }",
-        timeout=TIMEOUT * 1000,
+        timeout=LOAD_TIMEOUT * 1000,
     )
 
 
@@ -36,26 +43,50 @@ def open_built_page(probe, book_server: str, name: str) -> None:
     open_page(probe, f"{book_server}/{name}")
 
 
-def chart_index(page, params: set[str], mark: str | None = None) -> int:
-    """Index (among ``.vega-embed`` elements) of the first chart whose bound params include
-    ``params`` and, if given, that draws a mark named ``mark``."""
-    charts = page.evaluate(
-        "() => [...document.querySelectorAll('.vega-embed')].map(el => ["
-        "[...el.querySelectorAll('input[name], select[name]')].map(x => x.name),"
-        "[...el.querySelectorAll('g.role-mark')].map(g => g.getAttribute('class'))])"
+def chart_index(page, params: set[str], mark: str | None = None) -> str:
+    """Handle of the first chart whose bound params include ``params`` and, if given, that draws a
+    mark named ``mark``; the helpers below take it in place of a position.
+
+    The chart is tagged (``data-grpo-chart``) because positions are not stable: a saved widget's
+    Output area can render its own charts after the page has loaded, ahead of this one in the page.
+    """
+    handle = page.evaluate(
+        """([params, mark]) => {
+            const found = [...document.querySelectorAll('.vega-embed')].find(el => {
+                const names = new Set([...el.querySelectorAll('input[name], select[name]')].map(x => x.name));
+                const marks = [...el.querySelectorAll('g.role-mark')]
+                    .map(g => (g.getAttribute('class') || '').split(' '));
+                return params.every(p => names.has(p))
+                    && (mark === null || marks.some(m => m.includes(`${mark}_marks`)));
+            });
+            if (!found) return null;
+            if (!found.dataset.grpoChart) {
+                found.dataset.grpoChart = `c${document.querySelectorAll('.vega-embed[data-grpo-chart]').length}`;
+            }
+            return found.dataset.grpoChart;
+        }""",
+        [sorted(params), mark],
     )
-    for i, (names, marks) in enumerate(charts):
-        if set(params) <= set(names) and (mark is None or any(f"{mark}_marks" in m.split() for m in marks)):
-            return i
-    raise AssertionError(f"no chart with params {sorted(params)} and mark {mark!r}; charts have "
-                         f"{[c[0] for c in charts]}")
+    if handle is None:
+        charts = page.evaluate(
+            "() => [...document.querySelectorAll('.vega-embed')].map(el =>"
+            " [...el.querySelectorAll('input[name], select[name]')].map(x => x.name))")
+        raise AssertionError(f"no chart with params {sorted(params)} and mark {mark!r}; charts have {charts}")
+    return handle
 
 
-def set_param(page, index: int, name: str, value) -> None:
+def evaluate_chart(page, script: str, arg=None):
+    """``page.evaluate(script, arg)`` with ``CHART(i)`` in ``script`` standing for chart ``i``
+    (see :data:`CHART_JS`)."""
+    return page.evaluate(script.replace("CHART(i)", CHART_JS), arg)
+
+
+def set_param(page, index: int | str, name: str, value) -> None:
     """Move chart ``index``'s bound input ``name`` to ``value`` as a user would."""
-    ok = page.evaluate(
+    ok = evaluate_chart(
+        page,
         """([i, name, value]) => {
-            const el = document.querySelectorAll('.vega-embed')[i].querySelector(`[name="${name}"]`);
+            const el = CHART(i).querySelector(`[name="${name}"]`);
             if (!el) return false;
             el.value = String(value);
             el.dispatchEvent(new Event('input', {bubbles: true}));
@@ -67,17 +98,18 @@ def set_param(page, index: int, name: str, value) -> None:
     assert ok, f"chart {index} has no input named {name!r}"
 
 
-def mark_texts(page, index: int, mark: str) -> list[str]:
+def mark_texts(page, index: int | str, mark: str) -> list[str]:
     """Texts of the Vega-Lite text mark named ``mark`` in chart ``index`` (Vega's typographic
     minus sign U+2212 read back as ``-``)."""
-    return [t.replace("\u2212", "-") for t in page.evaluate(
-        """([i, mark]) => [...document.querySelectorAll('.vega-embed')[i]
+    return [t.replace("\u2212", "-") for t in evaluate_chart(
+        page,
+        """([i, mark]) => [...CHART(i)
                .querySelectorAll(`g.${mark}_marks text`)].map(t => t.textContent)""",
         [index, mark],
     )]
 
 
-def wait_text(page, index: int, mark: str, predicate, timeout: float = TIMEOUT) -> str:
+def wait_text(page, index: int | str, mark: str, predicate, timeout: float = TIMEOUT) -> str:
     """Wait until a text of mark ``mark`` satisfies ``predicate``; return it (AssertionError if not)."""
     deadline = time.monotonic() + timeout
     texts: list[str] = []
@@ -90,31 +122,33 @@ def wait_text(page, index: int, mark: str, predicate, timeout: float = TIMEOUT) 
     raise AssertionError(f"mark {mark!r} of chart {index} never matched; last texts {texts}")
 
 
-def path_data(page, index: int, mark: str) -> list[str]:
+def path_data(page, index: int | str, mark: str) -> list[str]:
     """The SVG path data of the line/area mark named ``mark`` in chart ``index``."""
-    return page.evaluate(
-        """([i, mark]) => [...document.querySelectorAll('.vega-embed')[i]
+    return evaluate_chart(
+        page,
+        """([i, mark]) => [...CHART(i)
                .querySelectorAll(`g.${mark}_marks path`)].map(p => p.getAttribute('d'))""",
         [index, mark],
     )
 
 
-def point_positions(page, index: int, mark: str) -> list[str]:
+def point_positions(page, index: int | str, mark: str) -> list[str]:
     """The ``transform`` attributes of the symbols of point mark ``mark`` in chart ``index``."""
-    return page.evaluate(
-        """([i, mark]) => [...document.querySelectorAll('.vega-embed')[i]
+    return evaluate_chart(
+        page,
+        """([i, mark]) => [...CHART(i)
                .querySelectorAll(`g.${mark}_marks path`)].map(p => p.getAttribute('transform'))""",
         [index, mark],
     )
 
 
-def scroll_to(page, index: int) -> None:
+def scroll_to(page, index: int | str) -> None:
     """Scroll chart ``index`` into the middle of the viewport (for screenshots)."""
-    page.evaluate("i => document.querySelectorAll('.vega-embed')[i].scrollIntoView({block: 'center'})", index)
+    evaluate_chart(page, "i => CHART(i).scrollIntoView({block: 'center'})", index)
 
 
 def line_points(
-    page, index: int, mark: str, n: int = 120
+    page, index: int | str, mark: str, n: int = 120
 ) -> tuple[list[tuple[float, float]], tuple[float, float]]:
     """Points of the line mark ``mark`` in chart ``index`` in *data* units, read back from the SVG.
 
@@ -124,9 +158,10 @@ def line_points(
     axis ticks half a pixel off for crisp lines). Returns the points and the pixels per data unit
     of the x and y axes (to compare curves in pixels, see :func:`max_distance_px`).
     """
-    raw = page.evaluate(
+    raw = evaluate_chart(
+        page,
         """([i, mark, n]) => {
-            const el = document.querySelectorAll('.vega-embed')[i];
+            const el = CHART(i);
             const num = s => parseFloat(s.replace('\\u2212', '-').replace(/,/g, ''));
             const axes = [...el.querySelectorAll('g.role-axis')].map(ax => {
                 const labels = [...ax.querySelectorAll('g.role-axis-label text')];
