@@ -152,10 +152,21 @@ def _usable(log: RunLog, metric: str) -> bool:
     return log.has(metric) and not _not_computed(log, metric)
 
 
+def _zero_span(log: RunLog, metric: str) -> str:
+    """Where a :func:`_not_computed` column is 0: "on every step", or "on the 1 step that logs it (of 300;
+    the others are empty)" when the other rows are empty (a notebook's "No Log")."""
+    logged = int(_quiet_series(log, metric)[1].size)
+    rows = len(log.train)
+    if logged >= rows:
+        return "on every step"
+    which = "the 1 step that logs it" if logged == 1 else f"the {logged} steps that log it"
+    return f"on {which} (of {rows}; the others are empty)"
+
+
 def _absent_reason(log: RunLog, metric: str) -> str:
     """Why ``metric`` cannot be read from ``log`` (for a check's "not checked" reason)."""
     if _not_computed(log, metric):
-        return f"is 0 on every step of {log.source} (not computed)"
+        return f"is 0 {_zero_span(log, metric)} in {log.source} (not computed)"
     why = getattr(log, "dropped", {}).get("train", {}).get(metric)
     if why:
         return f"was dropped from {log.source}: {why}"

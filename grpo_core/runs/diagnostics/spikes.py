@@ -11,7 +11,7 @@ import pandas as pd
 from ...errors import DataError
 from ..logs import RunLog
 from .findings import Finding
-from .series import _not_computed, _quiet_series, _usable
+from .series import _not_computed, _quiet_series, _usable, _zero_span
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 _SPIKE_METRICS = ("kl", "ppo_kl", "importance_ratio_max", "grad_norm")
@@ -83,7 +83,8 @@ def recurring_spikes(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS
     if not found:
         zero = [m for m in _SPIKE_METRICS if _not_computed(log, m)]
         raise DataError(f"recurring_spikes needs at least 20 values of {', '.join(_SPIKE_METRICS)}; {log.source} "
-                        "has none" + (f" ({', '.join(zero)} 0 on every step: not computed)" if zero else ""))
+                        "has none" + (f" ({'; '.join(f'{m} 0 {_zero_span(log, m)}' for m in zero)}: not computed)"
+                                      if zero else ""))
     worst = max(found, key=lambda m: found[m]["spikes"])
     count = found[worst]["spikes"]
     if count < 2:
