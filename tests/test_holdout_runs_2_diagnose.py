@@ -32,3 +32,33 @@ def test_a_column_logged_on_one_step_of_300_is_not_called_0_on_every_step(run71)
     why = run71.skipped["off_policy_mismatch"]
     assert "0 on the 1 step that logs it (of 300; the others are empty)" in why and "not computed" in why
     assert "every step" not in why
+
+
+def test_a_kl_jump_inside_the_first_quarter_is_said():
+    # run 60's KL to the reference went from 0.0023 (step 20) to 0.82 by step 100 and about 2.5 later. The
+    # growth is measured from the first quarter's median (0.76), which alone read "rose from 0.76 to 2.5".
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        d = diagnose(_log("60"), forecast=False)
+    f = d.find("dynamic_instability")
+    assert f.severity == "info"  # a KL that has stopped accelerating is drift, not instability
+    kl = f.evidence["kl"]
+    assert kl["first"] == pytest.approx(0.0023, rel=0.01) and kl["first_step"] == 20
+    assert kl["early"] == pytest.approx(0.76, abs=0.01)
+    assert "after a jump from 0.0023 at step 20 within the first quarter" in f.message  # printed to 3 digits
+
+
+def test_a_cap_hit_from_step_1_is_reported_from_step_1():
+    # run 80's mean completion length sits at its 200-token cap (max_completion_length 200 in its config)
+    # on most of steps 1-21 and 33-82, with short breaks; the finding named only the longest piece (56-82).
+    from grpo_core.runs.diagnostics import truncation
+
+    log = _log("80")
+    f = truncation(log)
+    assert f.severity == "info" and f.steps[0] == 1 and f.evidence["max_length"] == 200
+    t, length = log.series("completion_length")
+    pinned = length >= 0.995 * 200
+    assert pinned[:21].mean() > 0.8  # what the reader sees in the table
+    assert [1, 21] in f.evidence["stretches"]
+    inside = (t >= f.steps[0]) & (t <= f.steps[1])
+    assert f.evidence["stretch_level"] == pytest.approx(pinned[inside].mean())

@@ -106,6 +106,10 @@ def test_truncation_on_the_runs_at_their_cap(verdicts):
     assert f27.severity == "warning" and f27.evidence["max_length"] == 200
     f25 = verdicts["25"].find("truncation")  # pinned early, drifting to ~168: resolved
     assert f25.severity == "info"
+    # pinned from step 1, with breaks: the stretch starts at step 1 (it was reported as 81-128, the
+    # longest piece only)
+    assert f25.steps == (1, 128) and f25.evidence["stretches"][0][0] == 1 and len(f25.evidence["stretches"]) > 1
+    assert 0.5 <= f25.evidence["stretch_level"] < 0.7 and "in 6 stretches" in f25.message
     assert verdicts["16"].find("truncation") is None
 
 

@@ -31,8 +31,9 @@ ADVICE = {
                             "(epsilon_high), or a larger KL coefficient",
     "dynamic_instability": "lower the learning rate, clip gradients (max_grad_norm), or raise the KL "
                            "coefficient; check the reward scale",
-    "not_learning": "raise the learning rate (LoRA usually needs 1e-5 to 1e-4), check that the reward can be "
-                    "earned (print a few completions and their rewards), or use easier prompts",
+    "not_learning": "raise the learning rate (GRPO runs commonly use about 1e-6 for full fine-tuning and 1e-5 to "
+                    "1e-4 with LoRA), check that the reward can be earned (print a few completions and their "
+                    "rewards), or use easier prompts",
     "truncation": "raise max_completion_length, shorten the prompt's requested reasoning, or add a length "
                   "penalty; truncated completions get no answer and no reward",
     "numerical_failure": "restart from the last finite checkpoint with a lower learning rate; use bf16 rather "

@@ -46,7 +46,8 @@ def _growth(steps: np.ndarray, v: np.ndarray, floor: float, th: Thresholds) -> d
     lo, hi = int(0.65 * n), max(int(0.75 * n), int(0.65 * n) + 1)
     before_end = max(float(np.median(v[lo:hi])), floor)
     return {"early": base_raw, "baseline": base, "late": late, "peak": peak, "growth_factor": late / base,
-            "peak_factor": peak / base, "onset": onset, "last_quarter_factor": late / before_end}
+            "peak_factor": peak / base, "onset": onset, "last_quarter_factor": late / before_end,
+            "first": float(v[0]), "first_step": int(round(steps[0]))}
 
 
 def dynamic_instability(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS,
@@ -178,6 +179,9 @@ def _growth_level(m: str, g: dict[str, Any], th: Thresholds) -> Level | None:
     warn = g["growth_factor"] >= th.growth_warning
     rose = f"{m} rose from {g['early']:.3g} to {g['late']:.3g} ({g['growth_factor']:.3g}x"
     rose += f" its early level floored at {g['baseline']:.3g})" if g["early"] < g["baseline"] else ")"
+    if m == "kl" and g["first"] <= 0.1 * g["early"]:
+        # the KL starts at 0 (policy = reference): a jump inside the first quarter hides in its median
+        rose += f", after a jump from {g['first']:.3g} at step {g['first_step']} within the first quarter of the log"
     if m == "kl" and (crit or warn) and g["last_quarter_factor"] < th.kl_still_growing:
         # The KL to the reference drifts up as the policy learns (without bound when beta = 0);
         # only growth that continues to the end of the log is instability.

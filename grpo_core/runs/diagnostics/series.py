@@ -99,10 +99,10 @@ def _trend(steps: np.ndarray, values: np.ndarray) -> dict[str, float]:
     return {**rise, "slope": slope, "z": z}
 
 
-def _longest_run(mask: np.ndarray, max_gap: int = 0) -> tuple[int, int]:
-    """(start, length) of the longest run of True, bridging gaps of at most ``max_gap`` False."""
+def _runs(mask: np.ndarray, max_gap: int = 0) -> list[tuple[int, int]]:
+    """(start, length) of every run of True, bridging gaps of at most ``max_gap`` False."""
     if not mask.any():
-        return 0, 0
+        return []
     m = np.concatenate([[False], mask, [False]]).astype(np.int8)
     d = np.diff(m)
     starts, ends = np.flatnonzero(d == 1), np.flatnonzero(d == -1)
@@ -110,9 +110,15 @@ def _longest_run(mask: np.ndarray, max_gap: int = 0) -> tuple[int, int]:
         keep = (starts[1:] - ends[:-1]) > max_gap  # gap before run i+1 too long: a new run starts
         starts = starts[np.concatenate([[True], keep])]
         ends = ends[np.concatenate([keep, [True]])]
-    lengths = ends - starts
-    i = int(np.argmax(lengths))
-    return int(starts[i]), int(lengths[i])
+    return [(int(a), int(b - a)) for a, b in zip(starts, ends)]
+
+
+def _longest_run(mask: np.ndarray, max_gap: int = 0) -> tuple[int, int]:
+    """(start, length) of the longest run of True, bridging gaps of at most ``max_gap`` False."""
+    runs = _runs(mask, max_gap)
+    if not runs:
+        return 0, 0
+    return max(runs, key=lambda r: r[1])  # the first of the longest
 
 
 def _bin(steps: np.ndarray, values: np.ndarray, max_points: int = 2000) -> tuple[np.ndarray, np.ndarray]:

@@ -9,7 +9,7 @@ import numpy as np
 from ...errors import DataError
 from ..logs import RunLog
 from .findings import Finding
-from .series import _longest_run, _quiet_series, _smooth, _too_few, _window
+from .series import _quiet_series, _runs, _smooth, _too_few, _window
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 
@@ -21,8 +21,9 @@ def truncation(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> F
     ``truncation_warning`` (0.5) is a warning, ``truncation_critical`` (0.9) critical. Without it, the
     mean ``completion_length`` is pinned at its cap when at least ``pinned_fraction`` (0.3) of the last
     quarter's steps sit at the run's maximum (within 0.5%): a warning. Truncation that held earlier
-    (a smoothed clipped ratio >= 0.5, or the pinned length, over at least 10% of the run) and ended is
-    info.
+    (a smoothed clipped ratio >= 0.5, or the pinned length, in stretches of at least ``min_stretch_steps``
+    that together cover at least 10% of the run) and ended is info; it spans the first to the last
+    stretch (evidence ``stretches``, and ``stretch_level``: the share of the span's steps at the cap).
 
     Parameters
     ----------
@@ -82,13 +83,23 @@ def truncation(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> F
         return Finding("truncation", severity, (onset if onset is not None else int(st[-q]), last), onset, ev,
                        f"Truncation: {what}; truncated completions carry no answer, so the reward, its spread "
                        "and the gradient are those of the cap, not of the task.")
-    start, length = _longest_run(_smooth(v, min(_window(n, th), n)) >= 0.5, max_gap=2)
-    if length >= max(th.min_stretch_steps, th.min_stretch_fraction * n):
-        s0, s1 = int(st[start]), int(st[start + length - 1])
+    # every stretch long enough, not only the longest: a cap hit from step 1 with a short break was
+    # reported from after the break
+    stretches = [(a, k) for a, k in _runs(_smooth(v, min(_window(n, th), n)) >= 0.5, max_gap=2)
+                 if k >= th.min_stretch_steps]
+    if sum(k for _, k in stretches) >= max(th.min_stretch_steps, th.min_stretch_fraction * n):
+        s0, s1 = int(st[stretches[0][0]]), int(st[stretches[-1][0] + stretches[-1][1] - 1])
         ev["stretch"] = [s0, s1]
+        ev["stretches"] = [[int(st[a]), int(st[a + k - 1])] for a, k in stretches]
+        inside = (st >= s0) & (st <= s1)
+        ev["stretch_level"] = float(np.mean(v[inside]))
+        where = "" if len(stretches) == 1 else f", in {len(stretches)} stretches"
+        what = ("most completions at the length cap" if kind == "clipped_ratio" else
+                f"the mean completion length at its maximum {top:.0f} tokens on {ev['stretch_level']:.0%} of those "
+                "steps")
         return Finding("truncation", "info", (s0, s1), s0, ev,
-                       f"Truncation over steps {s0}-{s1} (most completions at the length cap), resolved by the "
-                       f"end of the run (late level {late:.0%}).")
+                       f"Truncation over steps {s0}-{s1} ({what}{where}), resolved by the end of the run (late "
+                       f"level {late:.0%}).")
     return None
 
 
