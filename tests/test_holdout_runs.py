@@ -4,33 +4,16 @@ out-of-sample test was made), and the forecast failure they revealed stays fixed
 
 from __future__ import annotations
 
-import json
-import re
-import warnings
-
 import numpy as np
-import pandas as pd
 import pytest
+from real_run_parse import assert_reads_as_parsed
 
 from bench import bench_forecast as bf
 from grpo_core.errors import ParameterError
 from grpo_core.laws import plateau
 from grpo_core.runs import datasets
-from grpo_core.runs.logs import LogWarning, read_log
 
 HOLDOUT = datasets.real_runs("holdout_runs")
-
-
-def plain_reward(run: datasets.RealRun) -> np.ndarray:
-    """The reward column of the raw file, parsed without the package's reader."""
-    path = run.path
-    if path.suffix == ".csv":
-        return pd.read_csv(path)["reward"].to_numpy(float)
-    if path.suffix == ".json":
-        return np.array([row[run.meta["reward_metric"]] for row in json.loads(path.read_text())], float)
-    # console logs of printed metric dicts: the training rows' 'reward' key (values may be quoted)
-    text = path.read_text(encoding="utf-8", errors="replace")
-    return np.array(re.findall(r"[{,] '?reward'?: '?(-?[0-9.]+(?:e-?[0-9]+)?)'?", text), float)
 
 
 def test_the_holdout_collection_is_apart_from_the_20_runs():
@@ -47,14 +30,7 @@ def test_the_holdout_collection_is_apart_from_the_20_runs():
 @pytest.mark.parametrize("run_id", HOLDOUT)
 def test_holdout_raw_file_reads_and_matches_a_plain_parse(run_id):
     run = datasets.real_run(run_id, "holdout_runs")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", LogWarning)
-        log = read_log(run.path, run=run.run)
-    t, y = log.series("reward")
-    want = plain_reward(run)
-    assert y.size == want.size == run.meta["logged_rows"] >= 40
-    np.testing.assert_allclose(y, want, rtol=0, atol=1e-12)
-    assert np.all(np.diff(t) > 0)
+    _, y = assert_reads_as_parsed(run)
     deciles = [float(np.mean(c)) for c in np.array_split(y, 10)]
     np.testing.assert_allclose(deciles, run.meta["reward_decile_means"], atol=6e-4)
 

@@ -6,35 +6,18 @@ raw file, and the committed record of the test is that of these runs and of the 
 from __future__ import annotations
 
 import json
-import re
-import warnings
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
+from real_run_parse import assert_reads_as_parsed
 
 from bench import bench_forecast as bf
 from bench import bench_forecast_holdout_v2 as v2
 from grpo_core.runs import datasets
-from grpo_core.runs.logs import LogWarning, read_log
 
 FRESH = datasets.real_runs("holdout_runs_2")
 RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results"
-
-
-def plain_reward(run: datasets.RealRun) -> np.ndarray:
-    """The training reward of the raw file, parsed without the package's reader."""
-    path = run.path
-    if path.suffix == ".csv":
-        return pd.read_csv(path)["reward"].to_numpy(float)
-    text = path.read_text(encoding="utf-8", errors="replace")
-    if "Epoch:[" in text:  # MiniMind: one line per step
-        return np.array(re.findall(r"^Epoch:\[\d+/\d+\]\(\d+/\d+\), Reward: (-?[0-9.]+)", text, re.M), float)
-    # console logs of printed metric dicts: the training rows' 'reward' key (values may be quoted); the
-    # final summary dict (train_runtime ...) repeats the run's mean reward and is no step
-    lines = [ln for ln in text.splitlines() if "'train_runtime'" not in ln]
-    return np.array(re.findall(r"[{,] '?reward'?: '?(-?[0-9.]+(?:e-?[0-9]+)?)'?", "\n".join(lines)), float)
 
 
 def test_the_collection_shares_no_repository_with_the_37_runs():
@@ -50,14 +33,7 @@ def test_the_collection_shares_no_repository_with_the_37_runs():
 @pytest.mark.parametrize("run_id", FRESH)
 def test_raw_file_reads_and_matches_a_plain_parse(run_id):
     run = datasets.real_run(run_id, "holdout_runs_2")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", LogWarning)
-        log = read_log(run.path, run=run.run)
-    t, y = log.series("reward")
-    want = plain_reward(run)
-    assert y.size == want.size == run.meta["logged_rows"] >= 40
-    np.testing.assert_allclose(y, want, rtol=0, atol=1e-12)
-    assert np.all(np.diff(t) > 0)
+    _, y = assert_reads_as_parsed(run)
     deciles = [float(np.mean(c)) for c in np.array_split(y, 10)]
     np.testing.assert_allclose(deciles, run.meta["reward_decile_means"], atol=6e-4)
 
