@@ -62,3 +62,15 @@ def test_a_cap_hit_from_step_1_is_reported_from_step_1():
     assert [1, 21] in f.evidence["stretches"]
     inside = (t >= f.steps[0]) & (t <= f.steps[1])
     assert f.evidence["stretch_level"] == pytest.approx(pinned[inside].mean())
+
+
+def test_a_kl_that_starts_at_0_and_grows_late_has_no_early_jump():
+    # the other side of run 60's message: the first quarter below the KL floor is no jump
+    from grpo_core.runs.diagnostics import dynamic_instability
+    from grpo_core.runs.logs import from_records
+
+    recs = [{"step": s, "kl": 0.0 if s < 40 else 0.002 * 1.08 ** (s - 40)} for s in range(1, 121)]
+    f = dynamic_instability(from_records(recs))
+    kl = f.evidence["kl"]
+    assert kl["first"] == 0.0 and kl["early"] < kl["baseline"] == 0.05
+    assert "rose from" in f.message and "after a jump" not in f.message
