@@ -112,6 +112,25 @@ levelled off by 40%). With ``reward_std`` units, scored leave-one-run-out on the
 0.097, pooled 0.297 (``std_gain`` 0.15 for every held-out run; the plain Janoschek fit with the hold
 fallback, 0.238 at 0.4, is the only anchor within 0.01 of it at any cut).
 
+Tried after the second test, none adopted (medians at 0.2 / 0.4 / 0.6):
+
+* a rate per run from GRPO's own law: with std-normalised advantages the bandit's reward rises at
+  ``dR/du = k sigma`` (``sigma`` the within-group standard deviation), so ``k`` was fitted in each window
+  by regressing the reward on ``integral sigma du``. Over the 52 runs its rank correlation with the ``k``
+  the run's end needed is 0.04 / 0.13 / 0.01, and at 0.4 the window's ``k`` (median 1.08) is five times
+  the later one (0.21): the rise per unit of spread falls as the learnable prompts are used up, so the
+  window's rate does not carry over and one learned ``std_gain`` does better;
+* tuning ``lam``, ``gain`` and ``std_gain`` on one grid (37 runs: 0.287 / 0.301 / 0.093), per cut
+  (0.287 / 0.265 / 0.089), or with the error capped at 0.5 or 0.25 spreads, nearer the median
+  (0.270 / 0.320 / 0.091 and 0.319 / 0.270 / 0.094): within the median's noise of the shipped tuning;
+* declining the 20% of windows with the widest band: 0.264 / 0.226 / 0.060 on the forecasts kept, still
+  far from 0.12 at 0.4.
+
+Choosing for each run after seeing its end between this forecast and holding the level gives 0.223 at
+0.4 on the 37 runs, and among the six methods the benchmark records run by run 0.132 (the fitting
+chapter computes both): no rule that decides from the window whether a run has levelled off can reach
+issue 14's 0.12.
+
 Not tried: the zero-spread fraction (``p^G + (1 - p)^G`` inverted to the success probability; 2 of the
 20 runs log it) and a known reward ceiling as a bound (it caps forecasts from above, and the misses at
 0.4 are under-forecasts of later rises or collapses far below any ceiling).
