@@ -254,6 +254,32 @@ def test_from_log_report_names_conventions_regime_margin_and_fastest_monotone_et
     assert "Fastest non-oscillating learning rate (critical damping):" in out
 
 
+def test_from_log_regime_carries_the_interval_of_zeta_and_is_undetermined_when_it_spans_1(capsys):
+    """Real run 30 (Unsloth DeepSeek-R1-Qwen3-8B): eta*K [0.011, 0.071] puts zeta on both sides of 1, so the
+    regime is undetermined (it printed "underdamped (zeta = 0.965)" and, in JSON, "the reward will overshoot
+    the plateau and ring"). Real run 22: the interval is narrow and wholly overdamped."""
+    from grpo_core.model.advice import advise
+    from grpo_core.runs import datasets
+
+    for rid, determined in (("30", False), ("22", True)):
+        r = datasets.real_run(rid)
+        d = _from_log_json(capsys, str(r.path), *(("--run", r.run) if r.run else ()))
+        imp, c = d["implied"], d["implied"]["conventions"]
+        ends = [advise(imp["eta"], c["mu"], c["k_ref"], k, 0.0, lag=c["lag"], momentum=c["momentum"]).damping_ratio
+                for k in (imp["curvature_high"], imp["curvature_low"])]
+        assert (d["damping_ratio_low"], d["damping_ratio_high"]) == pytest.approx(ends)
+        assert d["damping_ratio_low"] < d["advice"]["damping_ratio"] < d["damping_ratio_high"]
+        assert d["regime_determined"] is determined
+        assert ("regime is undetermined" in d["advice"]["recommendation"]) is not determined
+        assert main(["advise", "--from-log", str(r.path)]) == 0
+        out = capsys.readouterr().out
+        if determined:
+            assert d["damping_ratio_low"] > 1 and "Regime at the run's eta = 9.96e-06: overdamped (zeta = 1.61 [" in out
+        else:
+            assert d["damping_ratio_low"] < 1 < d["damping_ratio_high"]
+            assert "Regime at the run's eta = 5e-06: undetermined (zeta = 0.965 [0.611, 1.53]" in out
+
+
 @pytest.mark.parametrize("name", ["qwen2.5-3b-instruct_gsm8k_unsloth.csv", "gemma3-1b-it_gsm8k_unsloth.csv"])
 def test_from_log_on_the_real_logs(capsys, name):
     from grpo_core.runs.datasets import real_log_path

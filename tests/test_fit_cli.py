@@ -98,6 +98,8 @@ def test_table_report(capsys):
     assert re.search(r"actual: mean of steps 201-250 \(the log's last 20%, after the fit window\) 1\.437 "
                      r"\((inside|outside) the band; error [+-]", out)
     assert "method: laws in learning-rate time (constant, exponential, logistic, Janoschek)" in out
+    # this log has no learning rate: the method line says the laws ran in steps, as the clock above does
+    assert "(python -m bench forecast; here in steps: the log has no learning-rate schedule)" in out
 
 
 def test_actual_is_what_the_forecast_is_of_and_says_how_much_the_window_saw(capsys, tmp_path):

@@ -82,7 +82,8 @@ def estimate_constants(
     -------
     GroupSizeConstants
         Point estimates (c1 can come out <= 0 when the between-prompt variance is too small to
-        resolve; G* is then inf) and intervals for c1, c2, c3, G*, G*_exact.
+        resolve; G* is then inf) and intervals for c1, c2, c3 (variances: clipped at 0 from below), G*,
+        G*_exact.
 
     Raises
     ------
@@ -156,7 +157,9 @@ def estimate_constants(
         lo_q, hi_q = 100 * (1 - level) / 2, 100 * (1 + level) / 2
         for name, arr in (("c1", b1), ("c2", b2), ("c3", b3), ("g_star", root), ("g_star_exact", 1.0 + root)):
             # inverted-CDF quantiles: no interpolation between an infinite and a finite G*
-            intervals[name] = tuple(float(np.percentile(arr, q, method="inverted_cdf")) for q in (lo_q, hi_q))
+            lo, hi = (float(np.percentile(arr, q, method="inverted_cdf")) for q in (lo_q, hi_q))
+            # c1, c2, c3 are variances: an unbiased resample can dip below 0, the quantity cannot
+            intervals[name] = (max(lo, 0.0), max(hi, 0.0)) if name in ("c1", "c2", "c3") else (lo, hi)
     return GroupSizeConstants(
         c1=c1, c2=c2, c3=c3, grad_sq=max(cross, 0.0), intervals=intervals,
         confidence=level if nb > 0 else None, num_prompts=p, group_size=int(z.shape[1]),

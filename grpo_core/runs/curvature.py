@@ -479,6 +479,12 @@ class LogAdvice:
         ``a < a*_exact`` at the point estimate (None without a curvature).
     stable_over_interval : bool or None
         Stable at the top of the interval too.
+    damping_ratio_low, damping_ratio_high : float
+        The damping ratio ``zeta`` at the top and at the bottom of the interval of ``K`` (``zeta`` falls as
+        ``K`` grows).
+    regime_determined : bool or None
+        Whether the regime holds over the whole interval (it does not when ``zeta`` spans 1: the data
+        cannot tell a monotone approach from an overshoot). None without a curvature.
     """
 
     implied: ImpliedCurvature
@@ -491,6 +497,20 @@ class LogAdvice:
     fastest_monotone_eta_high: float = math.nan
     stable: bool | None = None
     stable_over_interval: bool | None = None
+    damping_ratio_low: float = math.nan
+    damping_ratio_high: float = math.nan
+    regime_determined: bool | None = None
+
+    def regime_text(self) -> str:
+        """The regime at the run's eta with ``zeta`` and its interval; "undetermined" when the interval
+        spans critical damping (``zeta = 1``)."""
+        adv = self.advice
+        z = (f"zeta = {adv.damping_ratio:.3g} [{self.damping_ratio_low:.3g}, {self.damping_ratio_high:.3g}] over "
+             "the interval of K")
+        if self.regime_determined:
+            return f"{adv.regime} ({z})"
+        return (f"undetermined ({z}: overdamped at the low end of K, underdamped at the high end; {adv.regime} at "
+                "the point estimate)")
 
     def summary(self) -> str:
         """The report ``grpo-dynamics advise --from-log`` prints."""
@@ -510,7 +530,7 @@ class LogAdvice:
         adv = self.advice
         lines += [
             "",
-            f"Regime at the run's eta = {adv.eta:.3g}: {adv.regime} (zeta = {adv.damping_ratio:.3g}); "
+            f"Regime at the run's eta = {adv.eta:.3g}: {self.regime_text()}; "
             f"{'stable' if self.stable else 'UNSTABLE'} by the exact discrete threshold "
             f"(a* = {adv.critical_a_exact:.4g} per step, {adv.lag} lag, k_ref = {adv.k_ref})",
             f"Stability margin a*/a = {self.margin:.3g}x [{self.margin_low:.3g}, {self.margin_high:.3g}]"
@@ -527,7 +547,8 @@ class LogAdvice:
         Keys: ``K``, ``lo``, ``hi`` (curvature per unit learning rate and its interval; preconditioned
         ``K/sqrt(v)`` with Adam), ``a``, ``a_lo``, ``a_hi`` (``eta_ref K`` per step), ``margin``,
         ``margin_lo``, ``margin_hi`` (``a*/a``, > 1 stable), ``stable``, ``stable_over_interval``,
-        ``regime``, ``eta``, ``clock``, ``level``, ``preconditioned``, ``conventions`` (text),
+        ``regime`` (``"undetermined"`` when the interval of ``zeta`` spans 1), ``zeta``, ``zeta_lo``, ``zeta_hi``,
+        ``eta``, ``clock``, ``level``, ``preconditioned``, ``conventions`` (text),
         ``reason`` (None when a curvature was read, else why not) and ``reason_kind`` (None,
         ``"flat"``, ``"plateau_beyond_data"``, ``"rate_at_bound"``, ``"no_learning_rate"``,
         ``"not_identified"``, or ``"other"``). NaN is ``None``.
@@ -540,7 +561,10 @@ class LogAdvice:
             "a": ic.a, "a_lo": ic.a_low, "a_hi": ic.a_high,
             "margin": self.margin, "margin_lo": self.margin_low, "margin_hi": self.margin_high,
             "stable": self.stable, "stable_over_interval": self.stable_over_interval,
-            "regime": None if self.advice is None else self.advice.regime,
+            "regime": None if self.advice is None else (self.advice.regime if self.regime_determined
+                                                         else "undetermined"),
+            "zeta": math.nan if self.advice is None else self.advice.damping_ratio,
+            "zeta_lo": self.damping_ratio_low, "zeta_hi": self.damping_ratio_high,
             "eta": ic.eta, "clock": ic.clock, "level": ic.level, "preconditioned": c.preconditioned,
             "conventions": c.text(), "reason": ic.reason, "reason_kind": reason_kind(ic.reason),
         })
@@ -565,6 +589,11 @@ class LogAdvice:
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("implied", "advice")}
         out["implied"] = self.implied.as_dict()
         out["advice"] = None if self.advice is None else self.advice.as_dict()
+        if self.advice is not None and not self.regime_determined:
+            out["advice"]["recommendation"] += (
+                f"\n(The regime is undetermined: zeta's interval [{self.damping_ratio_low:.3g}, "
+                f"{self.damping_ratio_high:.3g}] over the interval of K spans 1; the regime line above holds at the "
+                "point estimate only.)")
         return json_ready(out)
 
 
@@ -603,12 +632,17 @@ def advise_implied(implied: ImpliedCurvature) -> LogAdvice:
     adv = advise(implied.eta, c.mu, c.k_ref, implied.curvature, 0.0, lag=c.lag, momentum=c.momentum)
     a_star = adv.critical_a_exact
     eta_cd = adv.critically_damped_eta * implied.curvature  # = a_damp: the same a for every K
+    # zeta falls as K grows: its interval from the ends of K's
+    zetas = [advise(implied.eta, c.mu, c.k_ref, k, 0.0, lag=c.lag, momentum=c.momentum).damping_ratio
+             if math.isfinite(k) and k > 0 else math.nan for k in (implied.curvature_high, implied.curvature_low)]
+    determined = bool(all(math.isfinite(z) for z in zetas) and not (zetas[0] < 1.0 < zetas[1]))
     return LogAdvice(
         implied=implied, advice=adv, margin=a_star / implied.a, margin_low=a_star / implied.a_high,
         margin_high=a_star / implied.a_low, fastest_monotone_eta=adv.critically_damped_eta,
         fastest_monotone_eta_low=eta_cd / implied.curvature_high,
         fastest_monotone_eta_high=eta_cd / implied.curvature_low,
-        stable=bool(adv.stable_exact), stable_over_interval=bool(implied.a_high < a_star))
+        stable=bool(adv.stable_exact), stable_over_interval=bool(implied.a_high < a_star),
+        damping_ratio_low=zetas[0], damping_ratio_high=zetas[1], regime_determined=determined)
 
 
 def advise_from_log(log, settings: RunSettings | None = None, **kwargs) -> LogAdvice:

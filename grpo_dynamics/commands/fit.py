@@ -227,7 +227,8 @@ def _end_line(e) -> str:
                 if e["actual_in_window"] else ", after the fit window")
         lines.append(f"actual: mean of steps {c:g}-{d:g} (the log's last 20%{seen}) {e['actual']:.4g} "
                      f"({'inside' if e['covered'] else 'outside'} the band; error {e['error']:+.4g})")
-    lines.append(f"  method: {e['method']} (python -m bench forecast)")
+    step_note = ("; here in steps: the log has no learning-rate schedule" if e["clock"] == "step" else "")
+    lines.append(f"  method: {e['method']} (python -m bench forecast{step_note})")
     return "\n".join(lines)
 
 
