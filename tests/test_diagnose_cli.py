@@ -71,6 +71,23 @@ def test_forecast_in_json(capsys):
     assert "fitted" not in fc  # the curves are for charts, not the JSON
 
 
+def test_a_forecast_band_wider_than_the_log_ever_went_says_so(capsys):
+    """Real run 27 (Phi-4 14B, 100 steps) trained on to twice its length: the band [-2.92, 3.41] is 2.86x the
+    whole range of the rewards it logged; the forecast line says it says little. Real run 22
+    (a smooth rise): no note."""
+    from grpo_core.runs import datasets
+
+    for rid, wide in (("27", True), ("22", False)):
+        code, out, _ = run(capsys, datasets.real_run(rid).path, "--json")
+        fc = json.loads(out)["forecast"]
+        ratio = (fc["final_high"] - fc["final_low"]) / fc["window_range"]
+        assert (ratio > 1) is wide
+        _, text, _ = run(capsys, datasets.real_run(rid).path)
+        line = next(s for s in text.splitlines() if s.strip().startswith("forecast:"))
+        assert (f"90% band; the band is {ratio:.2f}x as wide as the whole range of the values the fit window logged: "
+                "it says little about where the run ends); plateau" in line) is wide
+
+
 # the exit code each log must give: the constructed logs are healthy (0; 0.23 has an info finding
 # only), or inconclusive (3) when they have fewer than 16 rewards (too few to establish that the run
 # learns); the Qwen Unsloth run learned through its early zero spread (a cost, info: 0), the 12-step

@@ -131,6 +131,31 @@ def test_a_zero_one_reward_forecast_is_shown_within_zero_one(capsys):
     assert "90% band [0, 1], clipped to [0, 1], the range of a 0/1 reward" in line
 
 
+def test_a_band_wider_than_the_window_ever_went_says_it_says_little(capsys):
+    """Real run 32 (gpt-oss 20B, 84 steps) from 40%: the band [-24.9, 24.0] is 3.3x the whole range of the 33
+    rewards the window logged (-12.5 to 10.5 over the log) and the actual was "inside the band" as if that
+    meant something. Real run 04 (a smooth rise): no note. The ratio is the printed band's width over the
+    window's max - min, read off the raw log."""
+    from grpo_core.runs.diagnostics.forecast import wide_band_note
+
+    for rid, wide in (("32", True), ("04", False)):
+        path = str(datasets.real_run(rid).path)
+        end = _json(capsys, path, "--fit-fraction", "0.4")["end_of_run_forecast"]
+        from grpo_core.runs.logs import read_log
+
+        _, y = read_log(path).series("reward")
+        assert end["window_range"] == pytest.approx(np.ptp(y[:end["n_fit"]]))
+        ratio = (end["final_high"] - end["final_low"]) / end["window_range"]
+        assert (ratio > 1) is wide and bool(wide_band_note(end)) is wide
+        assert main(["fit", path, "--fit-fraction", "0.4"]) == 0
+        line = next(s for s in capsys.readouterr().out.splitlines() if s.startswith("forecast from"))
+        assert (f"(the band is {ratio:.2f}x as wide as the whole range of the values the fit window logged: it "
+                "says little about where the run ends)" in line) is wide
+    assert wide_band_note({"final_low": 0.0, "final_high": 2.0, "window_range": float("nan")}) == ""
+    assert wide_band_note({"final_low": 0.0, "final_high": 2.0, "window_range": 2.5}) == ""
+    assert wide_band_note({"final_low": 0.0, "final_high": 2.0, "window_range": 1.0}).startswith("the band is 2.00x")
+
+
 @pytest.mark.parametrize("flags,named", [
     (["--n-boot", "1"], "`--n-boot` must be 0 (no bootstrap) or at least 2"),
     (["--fit-fraction", "1"], "`--fit-fraction` must be a finite number in (0, 1)"),

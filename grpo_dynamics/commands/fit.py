@@ -199,6 +199,13 @@ def _end_of_run(log, args):
     return end
 
 
+def _wide(e, low: float, high: float) -> str:
+    from grpo_core.runs.diagnostics.forecast import wide_band_note
+
+    note = wide_band_note(e, low, high)
+    return f" ({note})" if note else ""
+
+
 def _end_line(e) -> str:
     """The forecast from the first ``--fit-fraction``: the end-of-log mean with its band and the plateau,
     now (the forecaster's current level, over which steps) and the actual (the log's last 20%; how many of
@@ -218,8 +225,8 @@ def _end_line(e) -> str:
         if (final, low, high) != (e["final"], e["final_low"], e["final_high"]):
             clipped = ", clipped to [0, 1], the range of a 0/1 reward"
     lines = [f"{head}, {e['clock']} clock: mean of the last 20% (steps {round(0.8 * h):d}-{h:g}) {final:.4g}, "
-             f"{e['level']:.0%} band [{low:.4g}, {high:.4g}]{clipped} (of it, late gain learned from "
-             f"real runs {e['late_gain']:+.3g}{_unit_note(e)}); {plateau}",
+             f"{e['level']:.0%} band [{low:.4g}, {high:.4g}]{clipped}{_wide(e, low, high)} (of it, late gain "
+             f"learned from real runs {e['late_gain']:+.3g}{_unit_note(e)}); {plateau}",
              f"now (the forecaster's current level: mean of steps {a:g}-{b:g}) {e['current']:.4g}"]
     if e["actual"] is not None:
         c, d = e["actual_steps"]

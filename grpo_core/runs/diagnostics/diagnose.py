@@ -21,7 +21,7 @@ from .degeneration import advantage_degeneration
 from .drift import kl_drift
 from .explosion import entropy_explosion
 from .findings import _RANK, MODES, Finding
-from .forecast import forecast_end, plateau_forecast
+from .forecast import forecast_end, plateau_forecast, wide_band_note
 from .implied import implied_curvature_entry, run_settings
 from .instability import dynamic_instability
 from .learning import not_learning
@@ -470,7 +470,8 @@ def _forecast(log: RunLog, findings: list[Finding], binary_reward: bool | None, 
                "band_clipped": bool(bounded and (low, high) != (end["final_low"], end["final_high"])),
                "horizon": end["horizon"], "horizon_kind": end["horizon_kind"], "asymptote": end["plateau"],
                "plateau_determined": bool(determined), "now": end["current"], "now_steps": end["current_steps"],
-               "clock": end["clock"], "forecast_caveat": "; ".join(caveats) or None})
+               "clock": end["clock"], "forecast_caveat": "; ".join(caveats) or None,
+               "window_range": end.get("window_range", float("nan"))})
     if fc["law"] is None:
         return fc
     if "r_inf" in fc["at_bound"]:
@@ -503,7 +504,8 @@ def forecast_lines(fc: dict[str, Any]) -> list[str]:
     a, b = fc["now_steps"]
     return [f"forecast: {where}, the mean reward over steps {round(0.8 * h):d}-{h:g} is {fc['final']:.4g} "
             f"[{fc['final_low']:.4g}, {fc['final_high']:.4g}] ({fc['level']:.0%} band"
-            + (", clipped to [0, 1], the range of a 0/1 reward" if fc.get("band_clipped") else "") + f"); {plateau}",
+            + (", clipped to [0, 1], the range of a 0/1 reward" if fc.get("band_clipped") else "")
+            + (f"; {wide_band_note(fc)}" if wide_band_note(fc) else "") + f"); {plateau}",
             f"now {fc['now']:.4g} (the forecaster's current level: mean of steps {a:g}-{b:g}; {fc['clock']} clock)"
             + (f" (caveat: {fc['forecast_caveat']})" if fc.get("forecast_caveat") else "")]
 

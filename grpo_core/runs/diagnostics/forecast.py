@@ -174,7 +174,8 @@ def forecast_run(log: RunLog, *, fit_fraction: float | None = None, horizon: flo
         ``final`` added by the prior's late gain: the continued rise that real runs showed after the
         laws' bend; see :mod:`grpo_core.laws.plateau`) and ``late_gain_unit`` (``"reward_std"`` where the
         training log has the within-group reward standard deviation, which then sets the gain's unit, else
-        ``"window_spread"``; ``None`` when declined).
+        ``"window_spread"``; ``None`` when declined), ``window_range`` (the whole range of the window's
+        values, ``max - min``, for :func:`wide_band_note`; NaN when declined).
 
     Raises
     ------
@@ -260,10 +261,30 @@ def forecast_run(log: RunLog, *, fit_fraction: float | None = None, horizon: flo
         "actual_steps": actual_steps, "actual_in_window": actual_in_window, "actual_points": (
             None if actual is None else int(y.size - first)), "covered": covered, "error": error,
         "declined": fc.declined,
+        "window_range": _window_range(fc, y_fit),
         "late_gain": fc.late_gain(prior) if fc.declined is None else float("nan"),
         "late_gain_unit": None if fc.declined is not None else (
             "reward_std" if math.isfinite(fc.std_unit) else "window_spread"),
     }
+
+
+def _window_range(fc, y_fit) -> float:
+    """The whole range of the fit window's values (``max - min``, single steps); NaN when declined."""
+    return float(np.ptp(y_fit)) if fc.declined is None and np.size(y_fit) else float("nan")
+
+
+def wide_band_note(fc: dict, low: float | None = None, high: float | None = None) -> str:
+    """``""``, or a note that the band (``low``-``high``, default ``fc``'s; pass the band as shown when it is
+    clipped) is wider than every value the fit window logged (``fc["window_range"]``): a truth "inside" it
+    is then weak evidence (real run 32 from 40%: a band 3.3x the range of its 33 rewards). The diagnose
+    caveat on a plateau band likewise compares it with the reward's whole range."""
+    low = fc["final_low"] if low is None else low
+    high = fc["final_high"] if high is None else high
+    rng = fc.get("window_range", float("nan"))
+    if not (isinstance(rng, float) and rng > 0 and math.isfinite(high - low)) or not high - low > rng:
+        return ""
+    return (f"the band is {(high - low) / rng:.2f}x as wide as the whole range of the values the fit window "
+            "logged: it says little about where the run ends")
 
 
 def _plateau_determined(fc, spread: float) -> bool:
