@@ -149,6 +149,7 @@ def render_report(log, diagnosis, *, group_size: int | None = None, binary_rewar
         from grpo_core.runs.diagnostics.forecast import wide_band_note
 
         h, (a, b) = fc["horizon"], fc["now_steps"]
+        wide = wide_band_note(fc)
         where = ("at the planned end of the run" if fc["horizon_kind"] == "planned"
                  else "if trained on to twice its length")
         rows = [
@@ -156,7 +157,7 @@ def render_report(log, diagnosis, *, group_size: int | None = None, binary_rewar
             (f"{fc['level']:.0%} band (benchmarked forecaster, {fc['clock']} clock"
              + ("; clipped to [0, 1], the range of a 0/1 reward" if fc.get("band_clipped") else "") + ")",
              f"{fc['final_low']:.4g} to {fc['final_high']:.4g}"
-             + (f" ({wide_band_note(fc)})" if wide_band_note(fc) else "")),
+             + (f" ({wide})" if wide else "")),
             ("of which the late gain learned from real runs" + (
                 " (scaled by the logged reward_std)" if fc["end_of_run"].get("late_gain_unit") == "reward_std" else ""),
              f"{fc['end_of_run']['late_gain']:+.3g}"),

@@ -152,6 +152,8 @@ def test_a_band_wider_than_the_window_ever_went_says_it_says_little(capsys):
         assert (f"(the band is {ratio:.2f}x as wide as the whole range of the values the fit window logged: it "
                 "says little about where the run ends)" in line) is wide
     assert wide_band_note({"final_low": 0.0, "final_high": 2.0, "window_range": float("nan")}) == ""
+    assert wide_band_note({"final_low": 0.0, "final_high": 2.0, "window_range": None}) == ""  # JSON's NaN
+    assert wide_band_note({"final_low": 0.0, "final_high": 3.0, "window_range": 1}).startswith("the band is 3.00x")
     assert wide_band_note({"final_low": 0.0, "final_high": 2.0, "window_range": 2.5}) == ""
     assert wide_band_note({"final_low": 0.0, "final_high": 2.0, "window_range": 1.0}).startswith("the band is 2.00x")
 

@@ -502,10 +502,11 @@ def forecast_lines(fc: dict[str, Any]) -> list[str]:
     plateau = (f"plateau {fc['asymptote']:.4g}" if fc["plateau_determined"] else
                f"plateau not determined (the laws have not levelled off by step {h:g})")
     a, b = fc["now_steps"]
+    wide = wide_band_note(fc)
     return [f"forecast: {where}, the mean reward over steps {round(0.8 * h):d}-{h:g} is {fc['final']:.4g} "
             f"[{fc['final_low']:.4g}, {fc['final_high']:.4g}] ({fc['level']:.0%} band"
             + (", clipped to [0, 1], the range of a 0/1 reward" if fc.get("band_clipped") else "")
-            + (f"; {wide_band_note(fc)}" if wide_band_note(fc) else "") + f"); {plateau}",
+            + (f"; {wide}" if wide else "") + f"); {plateau}",
             f"now {fc['now']:.4g} (the forecaster's current level: mean of steps {a:g}-{b:g}; {fc['clock']} clock)"
             + (f" (caveat: {fc['forecast_caveat']})" if fc.get("forecast_caveat") else "")]
 

@@ -280,8 +280,9 @@ def wide_band_note(fc: dict, low: float | None = None, high: float | None = None
     caveat on a plateau band likewise compares it with the reward's whole range."""
     low = fc["final_low"] if low is None else low
     high = fc["final_high"] if high is None else high
-    rng = fc.get("window_range", float("nan"))
-    if not (isinstance(rng, float) and rng > 0 and math.isfinite(high - low)) or not high - low > rng:
+    rng = fc.get("window_range")
+    rng = float("nan") if rng is None else float(rng)  # None: NaN after a JSON round trip
+    if not (rng > 0 and math.isfinite(high - low) and high - low > rng):
         return ""
     return (f"the band is {(high - low) / rng:.2f}x as wide as the whole range of the values the fit window "
             "logged: it says little about where the run ends")
