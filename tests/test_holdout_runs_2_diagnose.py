@@ -74,3 +74,30 @@ def test_a_kl_that_starts_at_0_and_grows_late_has_no_early_jump():
     kl = f.evidence["kl"]
     assert kl["first"] == 0.0 and kl["early"] < kl["baseline"] == 0.05
     assert "rose from" in f.message and "after a jump" not in f.message
+
+
+def test_a_penalty_only_reward_at_its_ceiling_of_0_is_saturation():
+    # run 77's reward is a penalty: its best per-step reward is exactly 0, and 73% of the groups of steps
+    # 215-500 have zero spread because every completion scores 0. The ceiling test required a positive
+    # ceiling, so this read as "advantage degeneration, the run learned anyway" instead of saturation.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        d = diagnose(_log("77"), forecast=False)
+    f = d.find("saturation")
+    assert f is not None and f.severity == "info" and "73% of groups" in f.message
+    assert d.find("advantage_degeneration") is None
+
+
+def test_at_ceiling_on_negative_and_positive_rewards():
+    import numpy as np
+
+    from grpo_core.runs.diagnostics.saturation import at_ceiling
+    from grpo_core.runs.logs import from_records
+
+    steps = np.arange(1, 101)
+    rise = np.minimum(steps / 50.0, 1.0)
+    for lo, hi, expect in ((-2.0, 0.0, True), (-3.0, -1.0, True), (0.0, 2.0, True)):
+        log = from_records([{"step": int(s), "reward": float(lo + (hi - lo) * v)} for s, v in zip(steps, rise)])
+        assert at_ceiling(log, 60, 100) is expect, (lo, hi)
+        # the first half climbs: its mean is not within 90% of the way to the ceiling
+        assert at_ceiling(log, 1, 50) is False, (lo, hi)

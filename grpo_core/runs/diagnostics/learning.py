@@ -16,7 +16,7 @@ import numpy as np
 
 from ..logs import RunLog
 from .findings import Finding
-from .series import _bin, _is_binary_compatible, _need, _noise_sd, _quiet_series, _rise, _too_few
+from .series import _ar1_noise, _bin, _is_binary_compatible, _need, _quiet_series, _rise, _too_few
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 
@@ -178,19 +178,10 @@ def _peak_between(r: np.ndarray, steps: np.ndarray, rise: dict[str, float], th: 
     qe, ql = rise["early_points"], rise["points"]  # the windows of _rise's early and late means
     w = max(5, int(round(0.1 * n)))
     mid = r[qe:n - ql]
-    d = np.diff(r)
-    sd = max(_noise_sd(r), float(np.std(d)) / math.sqrt(2.0))
-    if mid.size < w or not (math.isfinite(sd) and sd > 0):
+    noise = _ar1_noise(r)
+    if mid.size < w or noise is None:
         return None
-    dc = d - d.mean()
-    r_d = float(dc[1:] @ dc[:-1]) / float(dc @ dc) if float(dc @ dc) > 0 else -0.5
-    rho = min(max(1.0 + 2.0 * r_d, 0.0), 0.95)
-    var_x = sd * sd / (1.0 - rho)  # sd^2 = var(diff) / 2 = var_x (1 - rho)
-
-    def var_mean(k: int) -> float:
-        j = np.arange(1, k)
-        return var_x / k * (1.0 + 2.0 * float(np.sum((1.0 - j / k) * rho ** j)))
-
+    var_mean, rho = noise
     roll = np.convolve(mid, np.ones(w) / w, mode="valid")
     i = int(np.argmax(roll))
     peak = float(roll[i])

@@ -49,6 +49,38 @@ def _noise_sd(values: np.ndarray) -> float:
     return sd
 
 
+def _ar1_noise(values: np.ndarray):
+    """The variance of a mean of ``k`` consecutive points of AR(1) noise, as read off the series itself.
+
+    The step-to-step noise is the larger of the robust (:func:`_noise_sd`) and the plain difference
+    estimate (a few spikes in a flat run leave the robust one tiny); the lag-1 autocorrelation is
+    ``rho = 1 + 2 r_d`` from the differences' own lag-1 autocorrelation ``r_d`` (-1/2 for white noise, near 0
+    for a slowly wandering series), which a slow trend or a hump barely moves; clipped to [0, 0.95].
+
+    Returns
+    -------
+    (callable, float) or None
+        ``var_mean(k)``, the variance of a ``k``-point mean (reward units squared), and ``rho``; ``None``
+        when the series has under 3 points or no noise.
+    """
+    if values.size < 3:
+        return None
+    d = np.diff(values)
+    sd = max(_noise_sd(values), float(np.std(d)) / math.sqrt(2.0))
+    if not (math.isfinite(sd) and sd > 0):
+        return None
+    dc = d - d.mean()
+    r_d = float(dc[1:] @ dc[:-1]) / float(dc @ dc) if float(dc @ dc) > 0 else -0.5
+    rho = min(max(1.0 + 2.0 * r_d, 0.0), 0.95)
+    var_x = sd * sd / (1.0 - rho)  # sd^2 = var(diff) / 2 = var_x (1 - rho)
+
+    def var_mean(k: int) -> float:
+        j = np.arange(1, k)
+        return var_x / k * (1.0 + 2.0 * float(np.sum((1.0 - j / k) * rho ** j)))
+
+    return var_mean, rho
+
+
 def _rise(values: np.ndarray, early_points: int | None = None) -> dict[str, float]:
     """Early and late means and the rise's z-score.
 
