@@ -76,12 +76,15 @@ def test_the_record_holds_the_shipped_forecast_and_variant_b_as_defined():
     run = bf.load_run(rid, "holdout_runs_2")
     t, y = bf._window(run, 0.4)
     fc = plateau.forecast_plateau(t, y, horizon=float(run["t"][-1]), lr=run["lr"], n_boot=0)
-    assert rec["plateau"]["final"] == pytest.approx(fc.with_prior(v2.PRIOR_A).final, abs=1e-9)
+    # the record was written at c67f65c; today's law fits of the same window agree to the fifth decimal, not the
+    # last float (1.2e-5 on this run's 0.899, here and on CI): the test is of the definitions of A and B
+    fit_tol = 1e-4
+    assert rec["plateau"]["final"] == pytest.approx(fc.with_prior(v2.PRIOR_A).final, abs=fit_tol)
     # the product now is B: with the run's reward_std and B's gain (and lam 1), the same forecast
     b_prior = plateau.PlateauPrior(lam=1.0, gain=0.11, std_gain=v2.STD_GAIN)
     now = plateau.forecast_plateau(t, y, horizon=float(run["t"][-1]), lr=run["lr"], n_boot=0, prior=b_prior,
                                    reward_std=run["reward_std"])
-    assert now.final == pytest.approx(rec["plateau_std_gain"]["final"], abs=1e-9)
+    assert now.final == pytest.approx(rec["plateau_std_gain"]["final"], abs=fit_tol)
     b = fc.law_mean + v2.STD_GAIN * v2.std_end(run, float(t[-1])) * min(v2.remaining_time(run, t, float(run["t"][-1])),
                                                                         v2.STD_CAP)
-    assert rec["plateau_std_gain"]["final"] == pytest.approx(b, abs=1e-9)
+    assert rec["plateau_std_gain"]["final"] == pytest.approx(b, abs=fit_tol)
