@@ -76,19 +76,23 @@ def test_a_kl_that_starts_at_0_and_grows_late_has_no_early_jump():
     assert "rose from" in f.message and "after a jump" not in f.message
 
 
-def test_a_penalty_only_reward_at_its_ceiling_of_0_is_saturation():
-    # run 77's reward is a penalty: its best per-step reward is exactly 0, and 73% of the groups of steps
-    # 215-500 have zero spread because every completion scores 0. The ceiling test required a positive
-    # ceiling, so this read as "advantage degeneration, the run learned anyway" instead of saturation.
+def test_a_reward_whose_best_is_0_is_not_read_as_solved():
+    # run 77's reward 0 is not success: its format reward (+4.5 at best) cancels the answer's -4.5, and its
+    # check_answer never rose above -2.0 (never correct). 73% of its late groups have zero spread because every
+    # completion scores the same 0, which is not the task solved: a highest reward at or below 0 is not a known
+    # ceiling, so the run is not called saturated.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         d = diagnose(_log("77"), forecast=False)
-    f = d.find("saturation")
-    assert f is not None and f.severity == "info" and "73% of groups" in f.message
-    assert d.find("advantage_degeneration") is None
+    assert d.find("saturation") is None
+    # what the run did: the format reward rose while the answer reward fell
+    hack = d.find("train_eval_decoupling")
+    assert hack is not None and hack.severity == "critical" and "check_answer fell from -2.05 to -4.46" in hack.message
+    f = d.find("advantage_degeneration")
+    assert f is not None and "73% of groups had zero reward spread" in f.message
 
 
-def test_at_ceiling_on_negative_and_positive_rewards():
+def test_at_ceiling_needs_a_positive_ceiling():
     import numpy as np
 
     from grpo_core.runs.diagnostics.saturation import at_ceiling
@@ -96,7 +100,7 @@ def test_at_ceiling_on_negative_and_positive_rewards():
 
     steps = np.arange(1, 101)
     rise = np.minimum(steps / 50.0, 1.0)
-    for lo, hi, expect in ((-2.0, 0.0, True), (-3.0, -1.0, True), (0.0, 2.0, True)):
+    for lo, hi, expect in ((-2.0, 0.0, False), (-3.0, -1.0, False), (0.0, 2.0, True)):
         log = from_records([{"step": int(s), "reward": float(lo + (hi - lo) * v)} for s, v in zip(steps, rise)])
         assert at_ceiling(log, 60, 100) is expect, (lo, hi)
         # the first half climbs: its mean is not within 90% of the way to the ceiling

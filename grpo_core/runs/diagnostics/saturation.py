@@ -23,9 +23,7 @@ def at_ceiling(log: RunLog, first: int, last: int, thresholds: Thresholds = DEFA
 
     A 0/1-compatible reward: its mean there is at least ``saturation_level`` (0.9). Otherwise the
     ceiling is the run's highest per-step reward: the mean there must be at least ``saturation_level``
-    of the way from the run's lowest to it, and, where that highest reward is positive, at least
-    ``saturation_level`` of it. A ceiling at or below 0 (penalty-only rewards: held-out run 77's best
-    reward is exactly 0, reached by 73% of its last 286 steps) takes the first test alone.
+    of the way from the run's lowest to it, and (a positive reward) at least ``saturation_level`` of it.
 
     Parameters
     ----------
@@ -50,7 +48,7 @@ def at_ceiling(log: RunLog, first: int, last: int, thresholds: Thresholds = DEFA
     if _is_binary_compatible(r):
         return mean >= th.saturation_level
     lo, hi = float(np.min(r)), float(np.max(r))
-    return hi > lo and mean >= lo + th.saturation_level * (hi - lo) and (hi <= 0 or mean >= th.saturation_level * hi)
+    return hi > 0 and hi > lo and mean >= lo + th.saturation_level * (hi - lo) and mean >= th.saturation_level * hi
 
 
 def judge_degeneration(log: RunLog, finding: Finding, learning: Finding | None, *, group_size: int | None = None,
