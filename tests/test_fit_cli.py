@@ -119,16 +119,22 @@ def test_actual_is_what_the_forecast_is_of_and_says_how_much_the_window_saw(caps
     assert "actual: mean of steps 165-200 (the log's last 20%; the fit window holds 4 of its 8 points)" in out
 
 
-def test_a_zero_one_reward_forecast_is_shown_within_zero_one(capsys):
+def test_a_zero_one_reward_forecast_is_shown_within_zero_one(capsys, tmp_path):
     """Real run 01 (a 0/1 reward that collapses): the band from 40% runs past [0, 1]; fit shows it clipped
     to the reward's range and says so, as diagnose does; the JSON keeps the forecaster's own numbers."""
     path = str(datasets.real_run("01").path)
     d = _json(capsys, path, "--fit-fraction", "0.4", "--n-boot", "0")
     end = d["end_of_run_forecast"]
     assert end["unit_range"] and end["final_low"] < 0 < 1 < end["final_high"]
-    assert main(["fit", path, "--fit-fraction", "0.4", "--n-boot", "0"]) == 0
+    # and what is shown beside them
+    assert end["shown"] == {"final": end["final"], "low": 0.0, "high": 1.0, "clipped_to": [0.0, 1.0]}
+    plot = tmp_path / "f.html"
+    assert main(["fit", path, "--fit-fraction", "0.4", "--n-boot", "0", "--plot", str(plot)]) == 0
     line = next(s for s in capsys.readouterr().out.splitlines() if s.startswith("forecast from"))
     assert "90% band [0, 1], clipped to [0, 1], the range of a 0/1 reward" in line
+    # the plot's band is the printed one, not the forecaster's unclipped [-0.27, 1.77]
+    boxes = [json.loads(r) for r in re.findall(r'\{[^{}]*"what": "forecast"[^{}]*\}', plot.read_text())]
+    assert boxes and all(r["low"] == 0.0 and r["high"] == 1.0 for r in boxes)
 
 
 def test_a_band_wider_than_the_window_ever_went_says_it_says_little(capsys):
@@ -347,6 +353,16 @@ def test_oscillator_intervals_and_the_warm_up_note(capsys, tmp_path):
     assert "warm-up" not in capsys.readouterr().out
 
 
+def test_a_slow_start_the_curve_cannot_time_is_not_put_down_to_the_warm_up(capsys):
+    # real run 08: M/C 7.0 steps beside a 14-step warm-up, but its 90% interval spans 1e-13 to 3e14 steps, so
+    # "about as long as the warm-up" was a coincidence of the point estimate
+    assert main(["fit", str(datasets.real_run("08").path)]) == 0
+    out = capsys.readouterr().out
+    lo, hi = map(float, re.search(r"M/C is undetermined \(\[([^,]+), ([^\]]+)\] steps", out).groups())
+    assert lo < 7.0 / 3 and hi > 3 * 14 and hi / lo > 1e6 and "14-step warm-up" in out
+    assert "is about as long as the learning-rate warm-up" not in out
+
+
 def test_a_plateau_at_its_bound_outside_zero_one_says_both(capsys):
     """Real run 03 (a 0/1 reward near its ceiling): the exponential's r_inf sits at its bound, 3.75, outside
     [0, 1]; its note said only 'at its bound' while the three-phase law's same 3.75 was called unreachable."""
@@ -407,3 +423,78 @@ def test_a_setting_in_words_is_defaulted_and_said(tmp_path):
     path.write_text(json.dumps({"hyperparameters": {"beta": "abc 0.1"}}))  # digits, not a number: still an error
     with pytest.raises(DataError, match="not a number"):
         read_settings(path)
+
+
+def test_the_star_is_on_the_best_law_whose_plateau_the_curve_determines(capsys):
+    """Real run 03 (40 points): the exponential, best by AIC and AICc, has r_inf at its bound (3.75); the star
+    was on it ("best by AIC"). Now it is on the logistic (plateau 0.957 +- 0.046), and one line says why."""
+    path = str(datasets.real_run("03").path)
+    assert main(["fit", path]) == 0
+    out = capsys.readouterr().out
+    starred = [ln.split()[0] for ln in out.splitlines() if ln.startswith("*")]
+    assert starred == ["*logistic"]
+    assert ("best by AICc: exponential, but its r_inf is at its bound; * logistic: the best by AICc of the laws "
+            "whose plateau the curve determines  (! see notes)") in out
+    d = _json(capsys, path)
+    assert d["best"] == "exponential" and d["preferred"] == "logistic" and d["preferred_determined"] is True
+    # a log whose best law has a determined plateau: the star and the best line as before
+    assert main(["fit", QWEN]) == 0
+    out = capsys.readouterr().out
+    assert [ln.split()[0] for ln in out.splitlines() if ln.startswith("*")] == ["*logistic"]
+    assert "best by AIC: logistic  (* best, ! see notes)" in out
+
+
+def test_a_short_log_is_ranked_by_aicc_and_says_so(capsys):
+    """n/K < 40 (Burnham & Anderson): run 03's 40 points for up to 5 parameters were ranked by AIC. Held-out
+    run 50 (60 points): AIC and AICc disagree, and the line says which AIC would have picked."""
+    path = str(datasets.real_run("03").path)
+    assert main(["fit", path]) == 0
+    out = capsys.readouterr().out
+    assert ("ranked by AICc, not AIC: 40 points for up to 5 parameters (n/K = 8 < 40, Burnham & Anderson "
+            "2002)") in out
+    header = next(ln for ln in out.splitlines() if ln.startswith("law "))
+    assert header.split() == ["law", "R^2", "AIC", "AICc", "BIC", "dAICc", "plateau", "+-se", "t90", "steps"]
+    row = next(ln for ln in out.splitlines() if ln.startswith(" exponential"))
+    assert row.split()[3] == "-97.28" and row.split()[5] == "0.00"  # its AICc, and 0: the lowest
+    d = _json(capsys, path)
+    assert d["criterion"] == "aicc" and d["criterion_requested"] == "auto" and d["points_per_parameter"] == 8
+    # asked for AIC: ranked by it, with the caution
+    assert main(["fit", path, "--criterion", "aic"]) == 0
+    out = capsys.readouterr().out
+    assert "ranked by AIC as asked, though 40 points for up to 5 parameters (n/K = 8 < 40" in out
+    assert "best by AIC: exponential, but its r_inf is at its bound" in out
+    run50 = str(datasets.real_run("50", "holdout_runs").path)
+    assert main(["fit", run50]) == 0
+    out = capsys.readouterr().out
+    assert "(AICc: Hurvich & Tsai 1989); by AIC the best would be three_phase" in out
+    assert "best by AICc: exponential  (* best, ! see notes)" in out
+    # 250 points (n/K = 50): AIC, and no ranking line
+    assert main(["fit", QWEN]) == 0
+    assert "ranked by" not in capsys.readouterr().out
+
+
+def test_noise_reference_and_t90_are_explained(capsys):
+    assert main(["fit", str(datasets.real_run("18").path)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.endswith("50 points; noise reference R^2 ~ 0.834 (the R^2 of a fit that left only the "
+                          "step-to-step noise; not a ceiling)")
+
+
+def test_a_split_the_log_lacks_names_the_splits_it_has(capsys, tmp_path):
+    """Real run 03 has no eval rows: the error said "no column 'reward' in the eval table ...; available: none"."""
+    path = str(datasets.real_run("03").path)
+    err = _fails(capsys, path, "--split", "eval")
+    assert err.endswith(f"{path} has no eval rows (`--split eval`); splits available: train (drop `--split eval` "
+                        "to fit the training rows)")
+    # a log with eval rows but not the metric: the library's list of the eval table's columns
+    log = tmp_path / "evals.jsonl"
+    log.write_text("".join(json.dumps({"step": i, "reward": i / 20}) + "\n" for i in range(1, 21))
+                   + json.dumps({"step": 20, "eval_loss": 0.5}) + "\n")
+    assert "no column 'reward' in the eval table" in _fails(capsys, str(log), "--split", "eval")
+
+
+def test_plot_prints_the_path_it_wrote(capsys, tmp_path):
+    html = tmp_path / "fit.html"
+    assert main(["fit", QWEN, "--plot", str(html)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == f"plot written to {html}"
+    assert html.stat().st_size > 10_000

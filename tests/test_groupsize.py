@@ -67,6 +67,39 @@ def test_best_group_size_does_not_depend_on_the_budget():
     assert optimal_group_size(0.0, 1.0) == np.inf
 
 
+def test_every_divisor_of_the_budget_is_a_candidate_not_only_powers_of_two():
+    """N = 1000 = 2^3 5^3: G* = 32 does not divide it. Only powers of two were tried (2, 4, 8), so G = 8
+    (B = 125) was chosen, 2.16x the MSE of G = 40 (B = 25), the best divisor; 25 is the runner-up."""
+    from grpo_core.groupsize import group_size_candidates
+
+    c1, c2, c3 = 1.0, 5.0, 961.0
+    assert group_size_candidates(1000) == [2, 4, 5, 8, 10, 20, 25, 40, 50, 100, 125, 200, 250, 500, 1000]
+    assert best_group_size(1000, c1, c2, c3) == 40
+    assert best_group_size(1000, c1, c2, c3, candidates=[2, 4, 8, 16, 32]) == 8  # the old default's choice
+    n_mse = {g: c1 * g + c2 + c3 / (g - 1) for g in (8, 25, 40)}  # N * MSE at a fixed budget
+    assert n_mse[40] < n_mse[25] < n_mse[8] and n_mse[8] / n_mse[40] == pytest.approx(2.158, abs=1e-3)
+    assert best_group_size(63, c1, c2, c3) == 21  # an odd budget has candidates too: 3, 7, 9, 21, 63
+    assert group_size_candidates(720720, high=12) == [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
+    assert group_size_candidates(97) == [97] and group_size_candidates(1) == []
+
+
+def test_divisors_match_trial_division_and_reach_the_largest_budget():
+    from grpo_core.groupsize import MAX_BUDGET, group_size_candidates
+
+    rng = np.random.default_rng(0)
+    for n in [*rng.integers(1, 200_000, 300).tolist(), 720720, 2 * 3 * 5 * 7 * 11 * 13 * 17]:
+        assert group_size_candidates(n, low=1) == [d for d in range(1, n + 1) if n % d == 0], n
+    assert group_size_candidates(MAX_BUDGET) == [2**j for j in range(1, 54)]
+    # large prime factors (past trial division): a prime, a square of a prime, a product of two primes
+    p, q = 94906249, 94906247  # primes near sqrt(2**53)
+    assert group_size_candidates(9007199254740881) == [9007199254740881]  # the largest prime below 2**53
+    assert group_size_candidates(p * p, low=1) == [1, p, p * p]
+    assert group_size_candidates(p * q, low=1) == [1, q, p, p * q]
+    assert len(group_size_candidates(8086598962041600, low=1)) == 41472  # highly composite, under 2**53
+    with pytest.raises(ParameterError, match="`high`"):
+        group_size_candidates(64, low=8, high=4)
+
+
 def test_paper_values_correspond_to_constant_ratios():
     # G* = 32 and 64 (leading order) mean c3/c1 = 1024 and 4096
     assert optimal_group_size(1.0, 1024.0, exact=False) == 32.0

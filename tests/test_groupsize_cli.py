@@ -74,7 +74,10 @@ def test_samples_file_estimates_the_constants(tmp_path, capsys):
     [
         (["--c1", "1", "--c2", "1", "--budget", "64"], "`--c1`, `--c2` and `--c3`"),
         (["--c1", "-1", "--c2", "1", "--c3", "1", "--budget", "64"], "`c1`"),
-        (["--c1", "1", "--c2", "1", "--c3", "1", "--budget", "63"], "`budget`"),
+        (["--c1", "1", "--c2", "1", "--c3", "1", "--budget", "64", "--max-group-size", "65"],
+         "`--max-group-size` must be an integer in [2, 64]"),
+        (["--c1", "1", "--c2", "1", "--c3", "1", "--budget", "64", "--max-group-size", "1"],
+         "`--max-group-size` must be an integer in [2, 64]"),
         (["--c1", "1", "--c2", "1", "--c3", "1", "--budget", "1"], "`budget`"),
         (["--c1", "nan", "--c2", "1", "--c3", "1", "--budget", "64"], "`c1`"),
         (["--samples", "x.npz", "--c1", "1", "--budget", "64"], "`--samples`"),
@@ -128,3 +131,38 @@ def test_best_group_size_refuses_a_budget_past_exact_integers():
         ParameterError, match="`budget`"
     ):  # was numpy's "'int' object has no attribute 'log2'"
         best_group_size(10**30, 1.0, 1.0, 1.0)
+
+
+def test_every_divisor_of_the_budget_is_considered_and_listed(capsys):
+    """N = 1000: only the powers of two 2, 4, 8 were tried and G = 8 (B = 125) recommended, at 2.16x the MSE
+    of G = 40 (B = 25); the report did not say which G it had tried. An odd budget (63) was refused."""
+    assert main(["groupsize", "--c1", "1", "--c2", "5", "--c3", "961", "--budget", "1000"]) == 0
+    out = capsys.readouterr().out
+    assert ("considered: the 15 divisors G of N = 1000 from 2 to N (B = N/G prompts must be whole): 2, 4, 5, 8, "
+            "10, 20, 25, 40, 50, 100, 125, 200, 250, 500, 1000") in out
+    assert "best of them: G = 40 (B = 25 prompts per step)" in out
+    rows = [ln.split() for ln in out.splitlines() if ln.strip() and ln.split()[0].isdigit()]
+    assert [int(r[0]) for r in rows] == [2, 4, 5, 8, 10, 20, 25, 40, 50, 100, 125, 200, 250, 500, 1000]
+    assert rows[3][3] == "2.16x" and rows[7][3:] == ["1.00x", "<-", "best"]
+    assert main(["groupsize", "--c1", "1", "--c2", "5", "--c3", "961", "--budget", "63", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["candidates"] == [3, 7, 9, 21, 63] and d["best_group_size"] == 21
+    assert [r["num_prompts"] for r in d["table"]] == [21, 9, 7, 3, 1]
+    # what fits in memory: at most G = 24 of 1000's divisors
+    assert main(["groupsize", "--c1", "1", "--c2", "5", "--c3", "961", "--budget", "1000", "--max-group-size",
+                 "24", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["candidates"] == [2, 4, 5, 8, 10, 20] and d["best_group_size"] == 20 and d["max_group_size"] == 24
+
+
+def test_a_budget_with_many_divisors_shows_the_ends_and_the_rows_around_the_best(capsys):
+    assert main(["groupsize", "--c1", "1", "--c2", "5", "--c3", "961", "--budget", "720720"]) == 0
+    out = capsys.readouterr().out
+    assert "considered: the 239 divisors G of N = 720720 from 2 to N (B = N/G prompts must be whole): 2, 3, 4, " \
+           "5, 6, ..., 360360, 720720" in out
+    rows = [int(ln.split()[0]) for ln in out.splitlines() if ln.strip() and ln.split()[0].isdigit()]
+    assert rows == [2, 3, 21, 22, 24, 26, 28, 30, 33, 35, 36, 39, 40, 42, 44, 360360, 720720]
+    assert "(17 of the 239 candidates shown; --json lists every one)" in out
+    assert main(["groupsize", "--c1", "1", "--c2", "5", "--c3", "961", "--budget", "720720", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert len(d["table"]) == 239 and d["best_group_size"] == 33

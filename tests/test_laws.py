@@ -616,3 +616,68 @@ def test_oscillator_interval_is_withheld_where_the_curve_does_not_fix_it():
         t13, y13 = read_log(r.path, run=r.run).series("reward")
         wide = laws.fit_law(t13.astype(float), y13, "three_phase").oscillator_interval()
     assert wide["mass_over_damping"][0] == 0.0 and wide["mass_over_damping"][1] == math.inf
+
+
+# --------------------------------------------------------------------------------------------
+# The preferred law (a plateau the curve determines) and the small-sample criterion
+# --------------------------------------------------------------------------------------------
+
+
+def _real_reward(run_id: str, collection: str = "real_runs"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t, y = read_log(datasets.real_run(run_id, collection).path).series("reward")
+    return t.astype(float), y
+
+
+def test_preferred_skips_a_best_law_whose_plateau_is_at_its_bound():
+    """Real run 03 (40 points, a 0/1 reward near its ceiling): the exponential is best by AIC with r_inf at its
+    bound (3.75, ten ranges past the data), the three-phase plateau 2.03 has a standard error of 1.2e3; only
+    the logistic's 0.957 +- 0.046 is fixed by the curve. `best` stays the exponential (the forecaster uses it)."""
+    t, y = _real_reward("03")
+    cmp = laws.fit_all(t, y)
+    assert cmp.criterion == "aic" and cmp.best == "exponential"
+    assert cmp.preferred == "logistic" and cmp.preferred_determined
+    issues = {k: r.plateau_issue for k, r in cmp.results.items()}
+    assert issues == {"three_phase": "its plateau's standard error exceeds the curve's range",
+                      "exponential": "its r_inf is at its bound", "logistic": None}
+    assert cmp.results["logistic"].plateau == pytest.approx(0.9572, abs=1e-3)
+    d = cmp.to_dict()
+    assert d["best"] == "exponential" and d["preferred"] == "logistic" and d["preferred_determined"] is True
+    assert [m["plateau_determined"] for m in d["models"].values()] == [False, False, True]
+    # real run 18: the exponential's r_inf sits at its bound too; the logistic is best and determined
+    cmp18 = laws.fit_all(*_real_reward("18"))
+    assert cmp18.results["exponential"].plateau_issue == "its r_inf is at its bound"
+    assert cmp18.best == cmp18.preferred == "logistic"
+
+
+def test_preferred_falls_back_to_best_with_a_flag_when_no_plateau_is_determined():
+    """A straight ramp that never bends: every law's plateau is at its bound or wider than the curve."""
+    t = np.arange(1, 61, dtype=float)
+    y = 0.01 * t + np.random.default_rng(2).normal(0, 0.05, t.size)
+    cmp = laws.fit_all(t, y)
+    assert not any(r.plateau_determined for r in cmp.results.values())
+    assert cmp.preferred == cmp.best == "exponential" and cmp.preferred_determined is False
+
+
+def test_choose_criterion_is_burnham_and_andersons_rule():
+    # n / K < 40 with K = parameters + the noise variance: 4-parameter laws switch at 200 points
+    assert [laws.choose_criterion(n, 4) for n in (12, 40, 199, 200, 250)] == ["aicc"] * 3 + ["aic"] * 2
+    assert laws.choose_criterion(79, 1) == "aicc" and laws.choose_criterion(80, 1) == "aic"
+    with pytest.raises(ParameterError, match="`n`"):
+        laws.choose_criterion(0, 3)
+
+
+def test_auto_ranks_a_short_curve_by_aicc():
+    """Held-out run 50 (60 points): AIC picks the four-parameter three-phase law by 0.08, AICc the
+    three-parameter exponential by 0.30; "auto" (n/K = 12 < 40) ranks by AICc. A 250-point log stays on AIC."""
+    t, y = _real_reward("50", "holdout_runs")
+    by_aic, auto = laws.fit_all(t, y), laws.fit_all(t, y, criterion="auto")
+    assert by_aic.best == "three_phase" and by_aic.criterion == "aic"
+    assert auto.criterion == "aicc" and auto.best == "exponential" and auto.points_per_parameter == 12.0
+    r = auto.results["three_phase"]
+    assert r.aicc - r.aic == pytest.approx(2 * 5 * 6 / (60 - 5 - 1))  # Hurvich & Tsai's correction, q = 5
+    assert auto.delta()["three_phase"] == pytest.approx(0.30, abs=0.01)
+    long = laws.fit_all(np.arange(1, 251, dtype=float), read_log(real_log_path(
+        "qwen2.5-3b-instruct_gsm8k_unsloth")).series("reward")[1], criterion="auto")
+    assert long.criterion == "aic" and long.points_per_parameter == 50.0

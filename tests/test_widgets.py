@@ -125,8 +125,8 @@ def test_log_explorer_shows_the_library_fit(log_ex):
         t, y = log.series("reward")
         comparison = laws.fit_all(t, y)
     assert log_ex.values["steps"] == len(t) == 250
-    assert log_ex.values["best_law"] == comparison.best
-    assert log_ex.values["plateau"] == pytest.approx(comparison.best_fit.plateau, rel=1e-6)
+    assert log_ex.values["best_law"] == comparison.preferred
+    assert log_ex.values["plateau"] == pytest.approx(comparison.results[comparison.preferred].plateau, rel=1e-6)
     assert set(log_ex.specs) >= {"fits", "forecast"}
     assert (
         log_ex.values["forecast_low"] <= log_ex.values["forecast_final"] <= log_ex.values["forecast_high"]

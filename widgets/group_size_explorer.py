@@ -11,8 +11,6 @@ the optimum G* (:func:`~grpo_core.groupsize.optimal_group_size`,
 
 from __future__ import annotations
 
-import math
-
 import ipywidgets as widgets
 import numpy as np
 import pandas as pd
@@ -57,9 +55,9 @@ def compute_group_size_view(budget: int, spread: float, group_size: int, *, mean
     -------
     dict
         ``constants`` (:class:`~grpo_core.groupsize.GroupSizeConstants`), ``g_star`` (leading
-        order), ``g_star_exact``, ``best_g`` (best feasible power of two dividing N), ``curves``
+        order), ``g_star_exact``, ``best_g`` (best G dividing N), ``curves``
         (a DataFrame with columns ``group_size``, ``num_prompts``, ``estimator``, ``mse``: the
-        leave-one-out and plain-mean estimators, exact law, for every power-of-two G dividing N),
+        leave-one-out and plain-mean estimators, exact law, for every G >= 2 dividing N),
         ``mse_at_g`` and ``mse_best`` (leave-one-out), ``ratio`` (their quotient, >= 1).
 
     Raises
@@ -77,7 +75,7 @@ def compute_group_size_view(budget: int, spread: float, group_size: int, *, mean
                                           correct_sets=correct_sets)
     k = groupsize.pool_constants(pool)
     n = int(budget)
-    candidates = [2**j for j in range(1, int(math.log2(n)) + 1) if n % 2**j == 0]
+    candidates = groupsize.group_size_candidates(n)
     g = np.array(candidates, dtype=float)
     rows = []
     for estimator in ("leave_one_out", "mean"):

@@ -172,7 +172,7 @@ def fits_chart(
         labels.append(label)
         rows.append(
             pd.DataFrame(
-                {"step": grid, metric: res.predict(grid), "law": label, "best": name == comparison.best}
+                {"step": grid, metric: res.predict(grid), "law": label, "best": name == comparison.preferred}
             )
         )
     curves = pd.concat(rows, ignore_index=True)
@@ -194,7 +194,9 @@ def fits_chart(
                 title=[
                     "law",
                     f"(best by {_CRITERION.get(comparison.criterion, comparison.criterion)}: "
-                    f"{comparison.best})",
+                    f"{comparison.best})" if comparison.preferred == comparison.best else
+                    f"(read: {comparison.preferred}; {comparison.best} is best by "
+                    f"{_CRITERION.get(comparison.criterion, comparison.criterion)} but its plateau is not fixed)",
                 ],
             ),
             strokeWidth=alt.condition("datum.best", alt.value(3.2), alt.value(1.6)),

@@ -182,8 +182,9 @@ class LogExplorer(Explorer):
             comparison = laws.fit_all(t, y)
         self.comparison = comparison
         self._chart("fits", laws_charts.fits_chart(comparison, metric=self.metric.value, width=440))
-        best = comparison.best_fit
-        self.values.update(best_law=comparison.best, plateau=best.plateau, r2=best.r2,
+        # the law whose plateau the curve fixes, as `fit` stars it (not a lower AIC bought with a plateau at a bound)
+        best = comparison.results[comparison.preferred]
+        self.values.update(best_law=comparison.preferred, plateau=best.plateau, r2=best.r2,
                            steps=int(len(t)))
         # inline padding: the notebook's and the book's table styles differ, and an exported page has neither
         td = 'style="padding:2px 12px 2px 0;text-align:{}"'

@@ -6,7 +6,8 @@
 ``law``
     The minibatch MSE law ``(1/B)(c1 + c2/G + c3/(G(G-1)))`` (:class:`GroupSizeConstants`,
     :func:`minibatch_mse`), its fixed-budget optimum G* (:func:`optimal_group_size`,
-    :func:`best_group_size`) and B = N/G (:func:`num_prompts_for_budget`).
+    :func:`best_group_size`, over every divisor of N: :func:`group_size_candidates`) and B = N/G
+    (:func:`num_prompts_for_budget`).
 ``pool``
     The contextual softmax bandit (:class:`PromptPool`), whose constants are exact
     (:func:`pool_constants`), and a Monte Carlo check of the law on it.
@@ -28,6 +29,7 @@ from .law import (
     MAX_BUDGET,
     GroupSizeConstants,
     best_group_size,
+    group_size_candidates,
     minibatch_mse,
     num_prompts_for_budget,
     optimal_group_size,
@@ -55,6 +57,7 @@ __all__ = [
     "minibatch_mse",
     "optimal_group_size",
     "best_group_size",
+    "group_size_candidates",
     "sample_pool_groups",
     "minibatch_mse_monte_carlo",
     "train_fixed_budget",

@@ -34,6 +34,7 @@ Theorem 7 (scaling law, optimal G independent of N and of the iterations) and Ta
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -186,6 +187,119 @@ def num_prompts_for_budget(budget, group_size) -> int:
     return n // g
 
 
+def _is_prime(n: int) -> bool:
+    """Deterministic Miller-Rabin for n < 3.3e24 (the first twelve primes as bases)."""
+    if n < 2:
+        return False
+    bases = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37)
+    for p in bases:
+        if n % p == 0:
+            return n == p
+    d, r = n - 1, 0
+    while d % 2 == 0:
+        d, r = d // 2, r + 1
+    for a in bases:
+        x = pow(a, d, n)
+        if x in (1, n - 1):
+            continue
+        for _ in range(r - 1):
+            x = x * x % n
+            if x == n - 1:
+                break
+        else:
+            return False
+    return True
+
+
+def _split(n: int) -> int:
+    """A non-trivial factor of an odd composite ``n`` (Pollard's rho, Brent's cycle finding)."""
+    c = 1
+    while True:
+        x = y = 2
+        d = 1
+        while d == 1:
+            x = (x * x + c) % n
+            y = (y * y + c) % n
+            y = (y * y + c) % n
+            d = math.gcd(abs(x - y), n)
+        if d != n:
+            return d
+        c += 1
+
+
+def _prime_factors(n: int) -> list[int]:
+    """The prime factors of ``n >= 1`` with multiplicity, increasing."""
+    out = []
+    for p in (2, 3):
+        while n % p == 0:
+            out.append(p)
+            n //= p
+    # trial division up to the cube root: what is left then has at most two prime factors
+    p = 5
+    while p * p * p <= n:
+        for q in (p, p + 2):
+            while n % q == 0:
+                out.append(q)
+                n //= q
+        p += 6
+    if n > 1:
+        if _is_prime(n):
+            out.append(n)
+        else:
+            root = math.isqrt(n)
+            a = root if root * root == n else _split(n)
+            out += [a, n // a]
+    return sorted(out)
+
+
+def group_size_candidates(budget, *, low: int = 2, high=None) -> list[int]:
+    """Every group size G in ``[low, high]`` that divides the budget N: the feasible G at that budget.
+
+    B = N / G prompts must be a whole number (TRL likewise asks the generation batch to be
+    divisible by ``num_generations``), so these are the divisors of N; a power of two is one of
+    them only when N is.
+
+    Parameters
+    ----------
+    budget : int, in [1, 2**53]
+        N, rollouts (completions) per optimizer step.
+    low : int, >= 1
+        Smallest G (default 2: the leave-one-out estimator needs two completions per prompt).
+    high : int, optional
+        Largest G (default N: one prompt per step).
+
+    Returns
+    -------
+    list of int
+        Increasing; empty when no divisor of N lies in ``[low, high]``.
+
+    Raises
+    ------
+    ParameterError
+        ``budget`` not an integer in [1, 2**53], ``low`` < 1, ``high`` < ``low``.
+
+    References
+    ----------
+    Our derivation, book chapter "Choosing the group size" (B = N/G).
+
+    Examples
+    --------
+    >>> group_size_candidates(96)
+    [2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 96]
+    >>> group_size_candidates(96, high=16)
+    [2, 3, 4, 6, 8, 12, 16]
+    """
+    n = check_integer("budget", budget, low=1, high=MAX_BUDGET)
+    lo = check_integer("low", low, low=1)
+    hi = n if high is None else check_integer("high", high, low=lo)
+    divisors = [1]
+    factors = _prime_factors(n)
+    for p in sorted(set(factors)):
+        powers = [p**e for e in range(1, factors.count(p) + 1)]
+        divisors += [d * q for d in divisors for q in powers]
+    return sorted(d for d in divisors if lo <= d <= hi)
+
+
 def minibatch_mse(
     group_size,
     c1: float,
@@ -303,8 +417,8 @@ def best_group_size(budget: int, c1: float, c2: float, c3: float, *, candidates=
     c1, c2, c3 : float, >= 0
         The constants.
     candidates : sequence of int, optional
-        G values to consider (default: the powers of two from 2 to N that divide N). Those that
-        do not divide N are dropped.
+        G values to consider (default: every divisor of N from 2 to N,
+        :func:`group_size_candidates`). Those that do not divide N are dropped.
     exact : bool
         Use the exact or the leading-order law.
 
@@ -322,10 +436,12 @@ def best_group_size(budget: int, c1: float, c2: float, c3: float, *, candidates=
     --------
     >>> best_group_size(1024, 1.0, 5.0, 961.0)
     32
+    >>> best_group_size(1000, 1.0, 5.0, 961.0)   # G* = 32 does not divide 1000; 40 does (B = 25)
+    40
     """
     n = check_integer("budget", budget, low=2, high=MAX_BUDGET)
     if candidates is None:
-        cand = [2**k for k in range(1, int(np.log2(n)) + 1) if n % 2**k == 0]
+        cand = group_size_candidates(n)
     else:
         cand = [check_integer("candidates", c, low=2) for c in np.atleast_1d(candidates)]
         cand = [c for c in cand if c <= n and n % c == 0]
@@ -333,5 +449,6 @@ def best_group_size(budget: int, c1: float, c2: float, c3: float, *, candidates=
         raise ParameterError(
             "candidates", f"`candidates` must include a group size that divides `budget` = {n}; none does"
         )
-    mse = minibatch_mse(cand, c1, c2, c3, budget=n, exact=exact)
+    # every candidate divides N: B = N // G directly (a per-G divisibility check is slow over many divisors)
+    mse = minibatch_mse(cand, c1, c2, c3, num_prompts=[n // c for c in cand], exact=exact)
     return int(cand[int(np.argmin(mse))])

@@ -9,7 +9,8 @@
     (R^2 ceiling), a rolling mean, the check of a plateau outside [0, 1].
 ``fit``
     :func:`fit_law` (bounded least squares from several starts, standard errors, criteria) and
-    :func:`fit_all` (every law, the best by AIC, AICc or BIC).
+    :func:`fit_all` (every law, the best by AIC, AICc or BIC, and the preferred one: the best whose
+    plateau the curve determines), :func:`choose_criterion` (AICc on short curves).
 ``forecasting``
     :func:`forecast` (fit the first part of a curve, forecast its plateau with a delta-method or
     block-bootstrap band), :func:`forecast_sweep`, :func:`forecast_coverage`.
@@ -26,7 +27,7 @@ from .curves import (
     plateau_outside_unit_interval,
     rolling_mean,
 )
-from .fit import DEFAULT_LAWS, FitComparison, FitResult, fit_all, fit_law
+from .fit import AICC_POINTS_PER_PARAMETER, DEFAULT_LAWS, FitComparison, FitResult, choose_criterion, fit_all, fit_law
 from .forecasting import Forecast, forecast, forecast_coverage, forecast_sweep
 from .models import LAWS, ExponentialLaw, Law, LogisticLaw, ThreePhaseLaw, get_law, oscillator_quantities
 
@@ -44,6 +45,8 @@ __all__ = [
     "Forecast",
     "fit_law",
     "fit_all",
+    "choose_criterion",
+    "AICC_POINTS_PER_PARAMETER",
     "forecast",
     "forecast_sweep",
     "forecast_coverage",

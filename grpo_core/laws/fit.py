@@ -4,12 +4,13 @@ Every fit is a bounded nonlinear least-squares problem solved with
 :func:`scipy.optimize.least_squares` from several starting points; it reports standard errors
 from the Jacobian, R^2, AIC, AICc and BIC under a Gaussian likelihood, and the residuals' spread
 and lag-1 autocorrelation (:class:`FitResult`). :func:`fit_all` fits every law and names the best
-one by an information criterion (:class:`FitComparison`).
+one by an information criterion and the one whose plateau to read (:class:`FitComparison`);
+:func:`choose_criterion` is the small-sample rule (AICc below 40 points per parameter).
 
 References
 ----------
 Our derivation, book chapter "Fitting real reward curves". Akaike (1974); Hurvich & Tsai (1989)
-(AICc); Schwarz (1978) (BIC); Burnham & Anderson (2002) (criterion differences).
+(AICc); Schwarz (1978) (BIC); Burnham & Anderson (2002) (criterion differences, the n / K < 40 rule).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from scipy import optimize, stats
 
 from .._json import json_ready
 from ..errors import DataError, ParameterError
-from ..validation import check_array, check_choice, check_real
+from ..validation import check_array, check_choice, check_integer, check_real
 from .curves import (
     _lag1_autocorrelation,
     _prepare,
@@ -37,6 +38,9 @@ from .models import Law, _gradient, _time_to_fraction, get_law, oscillator_quant
 #: Laws compared by :func:`fit_all` unless told otherwise.
 DEFAULT_LAWS = ("three_phase", "exponential", "logistic")
 CRITERIA = ("aic", "aicc", "bic")
+#: Below this many points per estimated parameter (the law's plus the noise variance) ``"auto"`` ranks
+#: by AICc rather than AIC (Burnham & Anderson 2002, section 2.4).
+AICC_POINTS_PER_PARAMETER = 40
 # Curves longer than this are searched on an even subsample first (all starts), then polished.
 _SEARCH_POINTS = 2000
 
@@ -235,16 +239,47 @@ class FitResult:
                 "mass_over_damping": band(tau, (0.0, 1.0)),
                 "stiffness_over_damping": band(k, (1.0, 0.0))}
 
+    def _bound_side(self, name: str) -> str:
+        """``"upper"`` or ``"lower"``: the bound parameter ``name`` (one of :attr:`at_bound`) is on."""
+        law = self.law_object
+        lb, ub = law.bounds(self.t, self.y)
+        i = law.param_names.index(name)
+        return "upper" if abs(self.params[name] - ub[i]) <= abs(self.params[name] - lb[i]) else "lower"
+
+    @property
+    def plateau_issue(self) -> str | None:
+        """Why the curve does not determine this fit's plateau, in a few words; ``None`` when it does.
+
+        The plateau is not determined when ``r_inf`` sits on its bound (ten reward ranges beyond the
+        data), or when its standard error is infinite or wider than the curve's whole range (max -
+        min of ``y``): the cases :attr:`notes` calls a plateau the curve does not determine. (A
+        three-phase ``tau`` on its upper bound is a note of its own, not one of these: the plateau
+        can still be fixed to within a small error, as on held-out run 75.)
+
+        References
+        ----------
+        Our choice, book chapter "Fitting real reward curves".
+        """
+        if "r_inf" in self.at_bound:
+            return "its r_inf is at its bound"
+        if not (math.isfinite(self.plateau) and math.isfinite(self.plateau_stderr)):
+            return "its plateau has an infinite standard error"
+        if self.plateau_stderr > float(np.ptp(self.y)):
+            return "its plateau's standard error exceeds the curve's range"
+        return None
+
+    @property
+    def plateau_determined(self) -> bool:
+        """Whether the curve determines the plateau (:attr:`plateau_issue` is ``None``)."""
+        return self.plateau_issue is None
+
     @property
     def notes(self) -> list[str]:
         """Plain-language warnings about this fit: parameters on a bound, unidentified parameters,
         a plateau the data do not reach."""
-        law = self.law_object
-        lb, ub = law.bounds(self.t, self.y)
         out = []
         for name in self.at_bound:
-            i = law.param_names.index(name)
-            side = "upper" if abs(self.params[name] - ub[i]) <= abs(self.params[name] - lb[i]) else "lower"
+            side = self._bound_side(name)
             if name == "tau" and side == "upper":
                 out.append(
                     "tau is at its upper bound: the curve looks like part of a barely damped "
@@ -290,6 +325,7 @@ class FitResult:
             "residual_autocorr": json_ready(self.residual_autocorr),
             "plateau": json_ready(self.plateau),
             "plateau_stderr": json_ready(self.plateau_stderr),
+            "plateau_determined": self.plateau_determined,
             "t90": json_ready(self.t90),
             "oscillator": None if osc is None else {k: json_ready(v) for k, v in osc.items()},
             "oscillator_interval": None if osc is None else {
@@ -519,7 +555,8 @@ class FitComparison:
     results : dict of str to FitResult
         One fit per law, in the order given.
     criterion : {"aic", "aicc", "bic"}
-        The criterion that chose ``best``.
+        The criterion that chose ``best`` and :attr:`preferred` (``"auto"`` given to :func:`fit_all`
+        is stored as the one it chose).
     best : str
         Name of the law with the lowest criterion.
     n : int
@@ -543,6 +580,36 @@ class FitComparison:
     def best_fit(self) -> FitResult:
         """The :class:`FitResult` of the best law."""
         return self.results[self.best]
+
+    @property
+    def preferred(self) -> str:
+        """The law to read the plateau from: the lowest :attr:`criterion` among the laws whose plateau
+        the curve determines (:attr:`FitResult.plateau_determined`), else :attr:`best`.
+
+        It differs from :attr:`best` when the best law's plateau sits at its bound or has an interval
+        wider than the curve (a lower criterion bought with a plateau the data do not fix);
+        :attr:`preferred_determined` says whether any law's plateau was determined. :attr:`best` is
+        left as it is (the plateau forecaster of :func:`grpo_core.laws.forecast` uses it).
+
+        References
+        ----------
+        Our choice, book chapter "Fitting real reward curves".
+        """
+        fixed = [k for k, r in self.results.items() if r.plateau_determined]
+        if not fixed:
+            return self.best
+        return min(fixed, key=lambda k: getattr(self.results[k], self.criterion))
+
+    @property
+    def preferred_determined(self) -> bool:
+        """``False`` when no law's plateau is determined and :attr:`preferred` fell back to :attr:`best`."""
+        return self.results[self.preferred].plateau_determined
+
+    @property
+    def points_per_parameter(self) -> float:
+        """``n / K``, K the most estimated parameters of any law compared (its own plus the noise
+        variance); below :data:`AICC_POINTS_PER_PARAMETER` (40) AICc is the criterion to rank by."""
+        return self.n / (max(r.n_params for r in self.results.values()) + 1)
 
     def delta(self, criterion: str | None = None) -> dict[str, float]:
         """Each law's criterion minus the lowest (0 for the best; > 10: essentially no support).
@@ -599,15 +666,57 @@ class FitComparison:
         return pd.DataFrame(rows).set_index("law")
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready summary: ``models`` (one entry per law), ``best``, ``criterion``, ``n``."""
+        """JSON-ready summary: ``models`` (one entry per law), ``best``, ``preferred``,
+        ``preferred_determined``, ``criterion``, ``n``, ``points_per_parameter``."""
         return {
             "models": {k: r.to_dict() for k, r in self.results.items()},
             "best": self.best,
+            "preferred": self.preferred,
+            "preferred_determined": self.preferred_determined,
             "criterion": self.criterion,
+            "points_per_parameter": json_ready(self.points_per_parameter),
             "n": self.n,
             "dropped": self.dropped,
             "noise_r2_reference": json_ready(self.noise_r2_reference),
         }
+
+
+def choose_criterion(n: int, n_params: int) -> str:
+    """AICc when a curve has few points per parameter, else AIC: the rule of ``criterion="auto"``.
+
+    ``"aicc"`` when ``n / (n_params + 1) < 40`` (the noise variance counts as a parameter), else
+    ``"aic"``. AICc's correction ``2 q (q + 1) / (n - q - 1)`` vanishes as ``n`` grows, so the two
+    agree on long curves; on short ones AIC under-penalises the larger laws.
+
+    Parameters
+    ----------
+    n : int, >= 1
+        Points fitted.
+    n_params : int, >= 0
+        The most parameters of any law compared (without the noise variance).
+
+    Returns
+    -------
+    {"aic", "aicc"}
+
+    Raises
+    ------
+    ParameterError
+        ``n`` < 1 or ``n_params`` < 0 (or not integers).
+
+    References
+    ----------
+    Hurvich & Tsai (1989) (AICc); Burnham & Anderson (2002), "Model Selection and Multimodel
+    Inference", section 2.4 (use AICc when n / K < 40).
+
+    Examples
+    --------
+    >>> choose_criterion(40, 4), choose_criterion(250, 4)
+    ('aicc', 'aic')
+    """
+    n = check_integer("n", n, low=1)
+    k = check_integer("n_params", n_params, low=0)
+    return "aicc" if n / (k + 1) < AICC_POINTS_PER_PARAMETER else "aic"
 
 
 def fit_all(t, y, *, laws=DEFAULT_LAWS, criterion: str = "aic") -> FitComparison:
@@ -621,11 +730,12 @@ def fit_all(t, y, *, laws=DEFAULT_LAWS, criterion: str = "aic") -> FitComparison
         Metric values; NaN/inf rows are dropped with a warning saying how many.
     laws : sequence of str or Law
         Laws to compare (default: three-phase, exponential, logistic).
-    criterion : {"aic", "aicc", "bic"}
+    criterion : {"aic", "aicc", "bic", "auto"}
         How ``best`` is chosen. Default AIC: the aim is prediction (a plateau forecast), which is
         what AIC estimates (expected out-of-sample log-likelihood); BIC aims at finding a true
         model among the candidates, and none of these laws is literally true for a training run.
-        With few points per parameter (n / p < 40, e.g. a 12-row log) prefer ``"aicc"``.
+        With few points per parameter (n / K < 40, e.g. a 12-row log) prefer ``"aicc"``;
+        ``"auto"`` chooses between the two by that rule (:func:`choose_criterion`).
 
     Returns
     -------
@@ -652,7 +762,7 @@ def fit_all(t, y, *, laws=DEFAULT_LAWS, criterion: str = "aic") -> FitComparison
     >>> sorted(cmp.results), round(cmp.results["exponential"].plateau, 1)
     (['exponential', 'logistic', 'three_phase'], 1.0)
     """
-    criterion = check_choice("criterion", criterion, CRITERIA)
+    criterion = check_choice("criterion", criterion, CRITERIA + ("auto",))
     law_objs = [get_law(law) for law in laws]
     if not law_objs:
         raise ParameterError("laws", "`laws` must name at least one law")
@@ -671,6 +781,8 @@ def fit_all(t, y, *, laws=DEFAULT_LAWS, criterion: str = "aic") -> FitComparison
             )
             continue
         results[law.name] = _fit_prepared(law, t_arr, y_arr)
+    if criterion == "auto":
+        criterion = choose_criterion(y_arr.size, max(r.n_params for r in results.values()))
     best = min(results, key=lambda k: getattr(results[k], criterion))
     # the difference-based noise estimate can exceed Var(y) on a curve that is all noise (an
     # alternating 0/1 series gives -1): no law explains any of it, so the reference is 0

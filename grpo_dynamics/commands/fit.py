@@ -47,9 +47,10 @@ def register(subparsers) -> None:
         help="fit the three-phase, exponential and logistic laws to a metric of a training log",
         description=(
             "Read a training log (TRL trainer_state.json, CSV, JSONL, verl), take one metric per step, "
-            "fit the reward-curve laws by least squares and compare them by R^2, AIC and BIC "
-            "(Gaussian likelihood). With --fit-fraction, also forecast the end of the run from the first "
-            "part of the log with the benchmarked forecaster (the one diagnose uses) and compare it with what "
+            "fit the reward-curve laws by least squares and compare them by R^2, AIC, AICc and BIC "
+            "(Gaussian likelihood); the starred law is the best whose plateau the curve determines. With "
+            "--fit-fraction, also forecast the end of the run from the first part of the log with the "
+            "benchmarked forecaster (the one diagnose uses) and compare it with what "
             "happened (the mean of the log's last 20% of points, what the forecast is of)."
         ),
     )
@@ -64,8 +65,9 @@ def register(subparsers) -> None:
     p.add_argument("--laws", default="three_phase,exponential,logistic",
                    help="comma-separated laws to compare: three_phase, three_phase_onset, exponential, "
                         "logistic (default: the first, third and fourth)")
-    p.add_argument("--criterion", default="aic", choices=("aic", "aicc", "bic"),
-                   help="how the best law is chosen (default aic; prefer aicc for short logs)")
+    p.add_argument("--criterion", default="auto", choices=("auto", "aic", "aicc", "bic"),
+                   help="how the laws are ranked: auto (default) is AIC, or AICc when the log has fewer than 40 "
+                        "points per parameter (Burnham & Anderson's rule; AIC favours the larger laws there)")
     p.add_argument("--smooth", type=int, default=None, metavar="W",
                    help="fit a centred W-step rolling mean instead of the raw values (criteria and standard "
                         "errors are then optimistic: the residuals are correlated)")
@@ -130,11 +132,15 @@ def handler(args: argparse.Namespace) -> int:
     if args.fit_fraction is not None:
         # the law fit's own plateau forecast (JSON only): a window it cannot fit (a reward stuck at 0 over
         # it) is its refusal, not the command's; the end-of-run forecast the text prints declines on its own
+        criterion = args.criterion
+        if criterion == "auto":  # the rule on the window the forecast fits (the default laws: 4 parameters)
+            n_window = max(int(math.floor(args.fit_fraction * y.size + 1e-9)), 1)
+            criterion = laws.choose_criterion(n_window, max(laws.get_law(n).n_params for n in laws.DEFAULT_LAWS))
         try:
             with _as_flag("fraction", "--fit-fraction"):
                 fc = laws.forecast(
                     t, y, law="best", fraction=args.fit_fraction, n_boot=args.n_boot, level=args.level,
-                    seed=args.seed, criterion=args.criterion,
+                    seed=args.seed, criterion=criterion,
                 )
         except DataError as exc:
             fc_declined = str(exc)
@@ -146,6 +152,7 @@ def handler(args: argparse.Namespace) -> int:
         out = {"log": str(args.log), "metric": args.metric, "split": args.split, "smooth": args.smooth,
                "binned_from": args.binned_from}
         out.update(comparison.to_dict())
+        out["criterion_requested"] = args.criterion
         out["learning_rate_warmup_steps"] = args.warmup_steps
         out["forecast"] = None if fc is None else fc.to_dict()
         if args.fit_fraction is not None:
@@ -164,6 +171,8 @@ def handler(args: argparse.Namespace) -> int:
             print(_end_line(end))
         print("")
         print(implied.line())
+        if plot is not None:
+            print(f"plot written to {plot}")
     return 0
 
 
@@ -196,7 +205,16 @@ def _end_of_run(log, args):
     # within that range (diagnose's rule); the numbers themselves stay the forecaster's
     values = _series(log, args.metric, args.split)[1].astype(float)
     end["unit_range"] = bool(args.metric.startswith("reward") and _is_binary_compatible(values))
+    # what the text and the plot show, in the JSON too, beside the forecaster's own numbers
+    final, low, high = _shown(end)
+    end["shown"] = {"final": final, "low": low, "high": high, "clipped_to": [0.0, 1.0] if end["unit_range"] else None}
     return end
+
+
+def _shown(e) -> tuple[float, float, float]:
+    """The forecast and its band as shown: within [0, 1] for a reward logged within it (``unit_range``)."""
+    vals = (e["final"], e["final_low"], e["final_high"])
+    return tuple(min(max(v, 0.0), 1.0) for v in vals) if e.get("unit_range") else vals
 
 
 def _wide(e, low: float, high: float) -> str:
@@ -218,12 +236,10 @@ def _end_line(e) -> str:
     plateau = (f"plateau {e['plateau']:.4g}" if e["plateau_determined"] else
                f"plateau not determined (the laws have not levelled off by step {h:g})")
     a, b = e["current_steps"]
-    final, low, high = (e["final"], e["final_low"], e["final_high"])
+    final, low, high = _shown(e)  # a 0/1 reward's mean lies in [0, 1]: shown within it, as diagnose does
     clipped = ""
-    if e.get("unit_range"):  # a 0/1 reward's mean lies in [0, 1]: shown within it, as diagnose does
-        final, low, high = (min(max(v, 0.0), 1.0) for v in (final, low, high))
-        if (final, low, high) != (e["final"], e["final_low"], e["final_high"]):
-            clipped = ", clipped to [0, 1], the range of a 0/1 reward"
+    if (final, low, high) != (e["final"], e["final_low"], e["final_high"]):
+        clipped = ", clipped to [0, 1], the range of a 0/1 reward"
     lines = [f"{head}, {e['clock']} clock: mean of the last 20% (steps {round(0.8 * h):d}-{h:g}) {final:.4g}, "
              f"{e['level']:.0%} band [{low:.4g}, {high:.4g}]{clipped}{_wide(e, low, high)} (of it, late gain "
              f"learned from real runs {e['late_gain']:+.3g}{_unit_note(e)}); {plateau}",
@@ -251,6 +267,13 @@ def _series(log, metric: str, split: str):
     writes it, ``reward/f`` normalised)."""
     from grpo_core.errors import DataError
 
+    splits = [name for name, frame in (("train", log.train), ("eval", log.eval))
+              if len(frame) and any(c != "step" for c in frame.columns)]
+    if split not in splits:  # "no column 'reward' in the eval table ...; available: none" named no way out
+        other = {"eval": " (drop `--split eval` to fit the training rows)",
+                 "train": " (`--split eval` fits the evaluation rows)"}[split] if splits else ""
+        raise DataError(f"{log.source} has no {split} rows (`--split {split}`); splits available: "
+                        f"{', '.join(splits) or 'none'}{other}")
     try:
         return log.series(metric, split=split)
     except DataError:
@@ -278,28 +301,72 @@ def _fmt(x: float, spec: str = ".4g") -> str:
     return "-" if x is None or not math.isfinite(x) else format(x, spec)
 
 
+#: How the criteria are written in the report.
+_CRITERION_NAMES = {"aic": "AIC", "aicc": "AICc", "bic": "BIC"}
+
+
+def _criterion_line(comparison, requested: str) -> str | None:
+    """Which criterion ranked and why, on a log with fewer than 40 points per parameter (Burnham &
+    Anderson 2002's rule for AICc); ``None`` on a longer log."""
+    from grpo_core.laws import AICC_POINTS_PER_PARAMETER
+
+    ratio = comparison.points_per_parameter
+    if ratio >= AICC_POINTS_PER_PARAMETER:
+        return None
+    k = round(comparison.n / ratio)
+    few = (f"{comparison.n} points for up to {k} parameters (n/K = {ratio:.3g} < {AICC_POINTS_PER_PARAMETER}, "
+           "Burnham & Anderson 2002)")
+    if comparison.criterion == "aicc" and requested == "auto":
+        by_aic = min(comparison.results, key=lambda name: comparison.results[name].aic)
+        differs = f"; by AIC the best would be {by_aic}" if by_aic != comparison.best else ""
+        return (f"ranked by AICc, not AIC: {few}, too few for AIC, which favours the larger laws "
+                f"(AICc: Hurvich & Tsai 1989){differs}")
+    if comparison.criterion == "aic":
+        return f"ranked by AIC as asked, though {few}: AICc (--criterion auto) is the criterion for so few points"
+    return None
+
+
+def _best_line(comparison) -> str:
+    """The best law by the criterion, and the starred (preferred) law with why it differs."""
+    crit = _CRITERION_NAMES[comparison.criterion]
+    best, preferred = comparison.best, comparison.preferred
+    if preferred != best:
+        why = comparison.best_fit.plateau_issue
+        return (f"best by {crit}: {best}, but {why}; * {preferred}: the best by {crit} of the laws whose "
+                "plateau the curve determines  (! see notes)")
+    if not comparison.preferred_determined:
+        return f"best by {crit}: {best}  (* best; no law's plateau is determined by the curve, ! see notes)"
+    return f"best by {crit}: {best}  (* best, ! see notes)"
+
+
 def _report(comparison, args) -> str:
-    crit = comparison.criterion
     delta = comparison.delta()
     src = f"{args.log} [{args.metric}" + (f", {args.smooth}-step rolling mean" if args.smooth else "") + "]"
     lines = [
         f"{src}: {comparison.n} points"
         + (f" (bin means of {args.binned_from} points)" if getattr(args, "binned_from", None) else "")
         + (f" ({comparison.dropped} non-finite dropped)" if comparison.dropped else "")
-        + f"; noise reference R^2 ~ {comparison.noise_r2_reference:.3f}",
+        + f"; noise reference R^2 ~ {comparison.noise_r2_reference:.3f} (the R^2 of a fit that left only the "
+        "step-to-step noise; not a ceiling)",
+    ]
+    criterion_line = _criterion_line(comparison, getattr(args, "criterion", comparison.criterion))
+    if criterion_line:
+        lines.append(criterion_line)
+    lines += [
         "",
-        f"{'law':<18} {'R^2':>7} {'AIC':>10} {'BIC':>10} {'d' + crit.upper():>8} {'plateau':>9} "
-        f"{'+-se':>9} {'t90':>8}",
+        f"{'law':<18} {'R^2':>7} {'AIC':>10} {'AICc':>10} {'BIC':>10} "
+        f"{'d' + _CRITERION_NAMES[comparison.criterion]:>8} {'plateau':>9} {'+-se':>9} {'t90 steps':>10}",
     ]
     for name, r in comparison.results.items():
-        mark = "*" if name == comparison.best else " "
+        mark = "*" if name == comparison.preferred else " "
         flag = "!" if r.notes else " "
         lines.append(
-            f"{mark}{name:<17} {r.r2:>7.3f} {r.aic:>10.2f} {r.bic:>10.2f} {delta[name]:>8.2f} "
-            f"{_fmt(r.plateau):>9} {_fmt(r.plateau_stderr, '.2g'):>9} {_fmt(r.t90, '.4g'):>8}{flag}"
+            f"{mark}{name:<17} {r.r2:>7.3f} {r.aic:>10.2f} {_fmt(r.aicc, '.2f'):>10} {r.bic:>10.2f} "
+            f"{delta[name]:>8.2f} {_fmt(r.plateau):>9} {_fmt(r.plateau_stderr, '.2g'):>9} "
+            f"{_fmt(r.t90, '.4g'):>10}{flag}"
         )
     lines.append("")
-    lines.append(f"best by {crit.upper()}: {comparison.best}  (* best, ! see notes)")
+    lines.append(_best_line(comparison))
     for name, r in comparison.results.items():
         params = ", ".join(f"{k}={v:.4g}" for k, v in r.params.items())
         lines.append(f"  {name}: {params}")
@@ -371,7 +438,15 @@ def _oscillator_lines(r, warmup_steps: float | None) -> list[str]:
              f"M/C {with_band('mass_over_damping')} steps, K/C {with_band('stiffness_over_damping')} per step"
              + (" (90% intervals)" if fixed else " (no interval: k or tau is on a bound or not fixed by the curve)")]
     tau = q["mass_over_damping"]
-    if warmup_steps and math.isfinite(tau) and tau > 0 and warmup_steps / 3 <= tau <= 3 * warmup_steps:
+    if not (warmup_steps and math.isfinite(tau) and tau > 0 and warmup_steps / 3 <= tau <= 3 * warmup_steps):
+        return lines
+    lo, hi = iv["mass_over_damping"]
+    if not (fixed and hi / lo <= 9):  # wider than the whole [w/3, 3w] band of "about as long as"
+        why = (f"[{lo:.3g}, {hi:.3g}] steps, wider than the band of 'about as long as'" if fixed
+               else "no interval, so nothing fixes it near")
+        lines.append(f"    ! M/C is undetermined ({why} the {warmup_steps:g}-step warm-up): the curve cannot tell "
+                     "whether the slow start is the schedule or inertia")
+    else:
         lines.append(f"    ! the slow start (M/C = {tau:.3g} steps) is about as long as the learning-rate warm-up "
                      f"({warmup_steps:g} steps): it may be the schedule, not inertia (in learning-rate time, which "
                      "`advise --from-log` and the forecast use, a warm-up is no slow start)")
@@ -389,23 +464,26 @@ def _forecast_chart(e, series, metric: str):
     t, y = (np.asarray(a, float) for a in series)
     data = pd.DataFrame({"step": t, "value": y, "part": np.where(t <= e["t_fit_end"], "fit window", "after it")})
     h = e["horizon"]
-    box = pd.DataFrame({"step": [0.8 * h, h], "low": e["final_low"], "high": e["final_high"], "value": e["final"]})
+    final, low, high = _shown(e)  # as the text says it: within [0, 1] for a 0/1 reward
+    box = pd.DataFrame({"step": [0.8 * h, h], "low": low, "high": high, "value": final, "what": "forecast"})
     segments = [("now (forecaster's level)", e["current_steps"], e["current"])]
     if e["actual"] is not None:
         segments.append(("actual (the last 20%)", e["actual_steps"], e["actual"]))
     marks = pd.DataFrame([{"step": s, "value": v, "what": w} for w, steps, v in segments for s in steps])
     x = alt.X("step:Q", title="step")
+    what = alt.Color("what:N", title=None, scale=alt.Scale(
+        domain=["forecast", "now (forecaster's level)", "actual (the last 20%)"],
+        range=["#D55E00", "#000000", "#0072B2"]))
     return alt.layer(
         alt.Chart(data).mark_line(strokeWidth=0.8).encode(
-            x=x, y=alt.Y("value:Q", title=metric), opacity=alt.Opacity("part:N", scale=alt.Scale(
+            x=x, y=alt.Y("value:Q", title=metric), opacity=alt.Opacity("part:O", scale=alt.Scale(
                 domain=["fit window", "after it"], range=[0.9, 0.3]), title=None), color=alt.value("#555555")),
         alt.Chart(box).mark_area(opacity=0.2, color="#D55E00").encode(x=x, y="low:Q", y2="high:Q"),
-        alt.Chart(box).mark_line(color="#D55E00", strokeWidth=2.5).encode(
-            x=x, y="value:Q", tooltip=[alt.Tooltip("value:Q", format=".4g", title="forecast"),
+        alt.Chart(box).mark_line(strokeWidth=2.5).encode(
+            x=x, y="value:Q", color=what, tooltip=[alt.Tooltip("value:Q", format=".4g", title="forecast"),
                                        alt.Tooltip("low:Q", format=".4g"), alt.Tooltip("high:Q", format=".4g")]),
         alt.Chart(marks).mark_line(strokeWidth=2.5).encode(
-            x=x, y="value:Q", detail="what:N", color=alt.Color("what:N", title=None, scale=alt.Scale(
-                domain=["now (forecaster's level)", "actual (the last 20%)"], range=["#000000", "#0072B2"])),
+            x=x, y="value:Q", detail="what:N", color=what,
             tooltip=["what:N", alt.Tooltip("value:Q", format=".4g")]),
     ).properties(width=600, height=260,
                  title=f"forecast from the first {e['fit_fraction']:.0%} (shaded: its {e['level']:.0%} band)")

@@ -5,6 +5,10 @@ From known constants, or estimated from per-completion score vectors and rewards
     grpo-dynamics groupsize --c1 0.0034 --c2 0.085 --c3 0.157 --budget 1024
     grpo-dynamics groupsize --samples groups.npz --budget 1024 --json
 
+Every G from 2 to N (or ``--max-group-size``) that divides N is a candidate, not only the powers of
+two: B = N/G prompts must be whole, as TRL asks the generation batch to be divisible by
+``num_generations``; the report lists the candidates it considered.
+
 The ``.npz`` file holds ``scores`` (P prompts x G completions x D, each completion's
 log-probability gradient or a fixed random projection of it) and ``rewards`` (P x G); G >= 3.
 """
@@ -34,6 +38,12 @@ def register(subparsers) -> None:
     p.add_argument(
         "--budget", required=True, help="rollouts (completions) per optimizer step N, integer in [2, 2**53]"
     )
+    p.add_argument(
+        "--max-group-size", dest="max_group_size", default=None, metavar="G",
+        help="largest G to consider (e.g. what fits in memory), integer in [2, N]; default N. Every divisor "
+             "of N from 2 to it is considered: B = N/G prompts must be whole (TRL asks the generation batch "
+             "to be divisible by num_generations)",
+    )
     p.add_argument("--c1", help="between-prompt variance of the true gradient, >= 0")
     p.add_argument("--c2", help="mean oracle (within-prompt) variance, >= 0")
     p.add_argument("--c3", help="second-order constant E[E||W||^2 Var(Z) + ||g||^2], >= 0")
@@ -56,6 +66,8 @@ def handler(args: argparse.Namespace) -> int:
     from grpo_core.validation import check_integer, check_real
 
     budget = check_integer("budget", args.budget, low=2, high=groupsize.MAX_BUDGET)
+    max_g = budget if args.max_group_size is None else check_integer(
+        "--max-group-size", args.max_group_size, low=2, high=budget)
     given = [args.c1 is not None, args.c2 is not None, args.c3 is not None]
     if args.samples is not None and any(given):
         raise ParameterError("samples", "give either `--samples` or `--c1/--c2/--c3`, not both")
@@ -84,12 +96,12 @@ def handler(args: argparse.Namespace) -> int:
             c1=check_real("c1", args.c1, low=0.0), c2=check_real("c2", args.c2, low=0.0),
             c3=check_real("c3", args.c3, low=0.0),
         )
-    candidates = [2**j for j in range(1, int(math.log2(budget)) + 1) if budget % 2**j == 0]
-    if not candidates:
-        raise ParameterError("budget", f"`budget` must be divisible by 2 (G = 2 at least); got {budget}")
-    best = groupsize.best_group_size(budget, max(k.c1, 0.0), k.c2, max(k.c3, 0.0))
+    # every divisor of N (not only powers of two: 1000 rollouts allow G = 40, B = 25)
+    candidates = groupsize.group_size_candidates(budget, high=max_g)
+    best = groupsize.best_group_size(budget, max(k.c1, 0.0), k.c2, max(k.c3, 0.0), candidates=candidates)
     g = np.array(candidates, dtype=float)
-    mse = groupsize.minibatch_mse(g, max(k.c1, 0.0), k.c2, max(k.c3, 0.0), budget=budget)
+    mse = groupsize.minibatch_mse(g, max(k.c1, 0.0), k.c2, max(k.c3, 0.0),
+                                  num_prompts=[budget // c for c in candidates])
     low = float(mse.min())
     # all constants 0: every G has MSE 0, each as good as the best (0/0 printed 'nanx' with a warning)
     table = [
@@ -97,7 +109,8 @@ def handler(args: argparse.Namespace) -> int:
          "relative_to_best": 1.0 if m == low else float(m) / low if low > 0 else math.inf}
         for gi, m in zip(g, mse)
     ]
-    out = k.as_dict() | {"budget": budget, "best_group_size": best, "table": table}
+    out = k.as_dict() | {"budget": budget, "max_group_size": max_g, "candidates": candidates,
+                         "best_group_size": best, "table": table}
     # one name, one meaning, as in the text report: G* = 1 + sqrt(c3/c1); the library's leading-order
     # sqrt(c3/c1) (its `g_star`) is written under its own name
     names = {"g_star": "g_star_leading_order", "g_star_exact": "g_star"}
@@ -106,7 +119,7 @@ def handler(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(json_ready(out), allow_nan=False))
     else:
-        print(_report(k, budget, best, table))
+        print(_report(k, budget, best, table, _considered(budget, max_g, candidates)))
     return 0
 
 
@@ -139,7 +152,20 @@ def _load_samples(path: str):
 
 
 
-def _report(k, budget: int, best: int, table: list[dict]) -> str:
+#: Most rows of the text table; a budget with more divisors shows the ends and the rows around the best.
+MAX_ROWS = 20
+
+
+def _considered(budget: int, max_g: int, candidates: list[int]) -> str:
+    """Which G were considered, in words, with the list (its ends only when long)."""
+    shown = candidates if len(candidates) <= MAX_ROWS else candidates[:5] + ["..."] + candidates[-2:]
+    upto = f"from 2 to {max_g}" if max_g < budget else "from 2 to N"
+    plural = "s" if len(candidates) != 1 else ""
+    return (f"the {len(candidates)} divisor{plural} G of N = {budget} {upto} (B = N/G prompts must be whole): "
+            + ", ".join(str(c) for c in shown))
+
+
+def _report(k, budget: int, best: int, table: list[dict], considered: str) -> str:
     def star(x: float) -> str:
         return "inf (no between-prompt variance: one prompt per step)" if not math.isfinite(x) else f"{x:.2f}"
 
@@ -157,15 +183,26 @@ def _report(k, budget: int, best: int, table: list[dict]) -> str:
     lines.append(
         f"G* = 1 + sqrt(c3/c1) = {star(k.g_star_exact)}{extra}   (leading order sqrt(c3/c1) = {k.g_star:.2f})"
     )
-    lines.append(
-        f"best power of two dividing N = {budget}: G = {best} (B = {budget // best} prompts per step)"
-    )
+    lines.append(f"considered: {considered}")
+    lines.append(f"best of them: G = {best} (B = {budget // best} prompts per step)")
     lines.append("")
     lines.append(f"{'G':>6} {'B':>6} {'MSE':>12} {'vs best':>8}")
-    for row in table:
+    rows = list(range(len(table)))
+    if len(table) > MAX_ROWS:  # the ends and the rows around the best
+        i = next(j for j, row in enumerate(table) if row["group_size"] == best)
+        around = range(max(i - 6, 0), min(i + 7, len(table)))
+        rows = sorted({0, 1, len(table) - 2, len(table) - 1, *around})
+    last = -1
+    for j in rows:
+        if j > last + 1:
+            lines.append(f"{'...':>6}")
+        last = j
+        row = table[j]
         mark = "  <- best" if row["group_size"] == best else ""
         lines.append(
             f"{row['group_size']:>6} {row['num_prompts']:>6} {row['mse']:>12.4g} "
             f"{row['relative_to_best']:>7.2f}x{mark}"
         )
+    if len(rows) < len(table):
+        lines.append(f"({len(rows)} of the {len(table)} candidates shown; --json lists every one)")
     return "\n".join(lines)
