@@ -337,3 +337,66 @@ def test_on_the_exact_threshold_the_first_unstable_k_ref_is_the_next_one(capsys)
     # one step below the edge is strictly stable and is not flagged
     d = _run_json(capsys, "--eta", repr(a * (1 - 1e-6)), "--mu", "0.9", "--k-ref", "102", "--curvature", "1")
     assert d["on_threshold"] is False and d["stable_exact"] is True and d["critical_k_ref_exact"] == 103
+
+
+def test_from_log_time_to_90_says_which_model_clock_and_start_real_runs_18_28_22(capsys):
+    """advise's time_to_90 (457 steps on real run 18) read as if it were fit's t90 (46.6 for the best law,
+    logistic): it is the oscillator at the run's conventions, whose only slow start is the momentum's, to
+    its own plateau. One computation (the laws' time to 90%) gives both, and the text says which."""
+    import warnings
+
+    from grpo_core.laws import fit_all
+    from grpo_core.runs import datasets, logs
+
+    for run_id, t90, lo, hi, last in (("18", 457.2, 7.557, 46510.0, 50), ("28", 981.6, 793.6, 1214.0, 500)):
+        path = str(datasets.real_run(run_id).path)
+        d = _from_log_json(capsys, path)
+        ic = d["implied"]
+        assert ic["clock"] == "steps" and ic["last_step"] == last and ic["t90_step"] == ic["t90"]
+        assert (ic["t90"], ic["t90_low"], ic["t90_high"]) == pytest.approx((t90, lo, hi), rel=2e-3)
+        assert d["advice"]["time_to_90"] == pytest.approx(ic["t90"], rel=1e-6)  # the same quantity
+        assert d["time_to_90_note"].startswith(f"time to 90% of this fit's plateau: {t90:.4g} [")
+        assert main(["advise", "--from-log", path]) == 0
+        out = capsys.readouterr().out
+        assert (f"steps from step 0, beyond the log's last step ({last}): an extrapolation. The fit is the "
+                "oscillator at the run's conventions (its slow start is the momentum's, M/C = 9.5 steps)") in out
+        assert "`fit`'s t90 column is each free law's own (its own slow start and plateau, in logged steps)" in out
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t, y = logs.read_log(path).series("reward")
+        free = fit_all(t.astype(float), y).results
+        assert free["logistic"].t90 < t90 / 3.5  # 46.6 vs 457, 265 vs 982: another model, not a misprint
+    # run 18's plateau is not fixed by its curve (R_inf 4.2 +- 11 on a reward in [0.06, 0.87]): said so
+    assert "its plateau R_inf = 4.196 +- 11, which the curve does not fix" in _advise_text(capsys, "18")
+    # on the learning-rate clock the time is in equivalent steps, and the logged step is given (real run 22)
+    d = _from_log_json(capsys, str(datasets.real_run("22").path))
+    assert d["implied"]["t90"] == pytest.approx(214.7, rel=2e-3)
+    assert d["implied"]["t90_step"] == pytest.approx(243.4, rel=2e-3)
+    assert "time to 90% of this fit's plateau: 214.7 [191.2, 240.9] equivalent steps (logged step 243.4) from step 0." \
+        in _advise_text(capsys, "22")
+
+
+def _advise_text(capsys, run_id):
+    import warnings
+
+    from grpo_core.runs import datasets
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["advise", "--from-log", str(datasets.real_run(run_id).path)]) == 0
+    return capsys.readouterr().out
+
+
+def test_from_log_consistency_compares_tau_only_over_its_interval_real_runs_18_28_30(capsys):
+    """Real run 18's free three-phase tau sits at its bound (200 steps, no interval) and was printed as 'the
+    slow start is longer than momentum explains'; an undetermined tau is said to be undetermined."""
+    out = _advise_text(capsys, "18")
+    assert ("consistency: free three-phase fit tau = 200 steps is undetermined (tau is on a bound or not fixed by "
+            "the curve: no interval), so its slow start is not compared with the momentum's M/C = 9.5 steps") in out
+    assert "longer than momentum explains" not in out
+    # run 28: the whole interval [36.9, 4.01e4] lies above 3 x 9.5 steps, so the comparison holds
+    assert ("free three-phase fit tau = 1.22e+03 [36.9, 4.01e+04] steps (90%) vs the momentum's M/C = 9.5 steps "
+            "(the slow start is longer than momentum explains, over the whole interval)") in _advise_text(capsys, "28")
+    # run 30: [0.715, 394] reaches both sides of 28.5 steps
+    assert ("tau = 16.8 [0.715, 394] steps (90%) vs the momentum's M/C = 9.5 steps (undetermined: the interval "
+            "reaches both sides of 3x M/C") in _advise_text(capsys, "30")

@@ -157,3 +157,12 @@ def test_callback_reads_the_settings_from_the_trainer_and_prints_k_once(tmp_path
     assert last["stable"] is True
     assert out.getvalue().count("implied curvature K =") == 1  # printed once: the verdict did not change
     assert json.loads((tmp_path / LIVE_FILE).read_text())["curvatures"][-1]["K"] == pytest.approx(last["K"])
+
+
+def test_diagnose_says_what_the_bound_plateau_of_real_run_01_means(implied):
+    """diagnose printed 'the curve is still in its linear part' for real run 01, a reward near 0.9 that
+    collapses to 0: the same reason as advise now says that the curve bends, not as the oscillator does."""
+    ic = implied["01"]
+    assert ic["reason_kind"] == "plateau_beyond_data" and "linear part" not in ic["line"]
+    assert ("the curve does bend (a cubic beats a straight line: F-test p = 8.5e-09), but not as the oscillator at "
+            "the run's conventions relaxes to a plateau (its R^2 0.344, a line's 0.342)") in ic["line"]

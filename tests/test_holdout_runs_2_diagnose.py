@@ -45,7 +45,8 @@ def test_a_kl_jump_inside_the_first_quarter_is_said():
     kl = f.evidence["kl"]
     assert kl["first"] == pytest.approx(0.0023, rel=0.01) and kl["first_step"] == 20
     assert kl["early"] == pytest.approx(0.76, abs=0.01)
-    assert "after a jump from 0.0023 at step 20 within the first quarter" in f.message  # printed to 3 digits
+    # printed to 3 digits
+    assert "after a jump from 0.0023 at step 20 within the first quarter of the log)" in f.message
 
 
 def test_a_cap_hit_from_step_1_is_reported_from_step_1():

@@ -231,3 +231,43 @@ def test_real_logs_need_a_learning_rate_or_give_a_reason(name):
     assert not bare.ok and "no learning rate" in bare.reason
     ic = curvature.implied_curvature_from_log(log, settings.RunSettings(learning_rate=5e-6))
     assert ic.ok or ic.reason.startswith(REASONS)
+
+
+def _reason(path, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        log = logs.read_log(path)
+        st = kw.pop("st", None) or settings.settings_for_log(path)
+        return curvature.implied_curvature_from_log(log, st, **kw)
+
+
+def test_a_bound_plateau_says_whether_the_curve_bent_real_run_01_and_the_qwen_log():
+    """'the curve is still in its linear part' was printed for real run 01, whose reward sits near 0.9 and
+    collapses to 0 after step 130 (a cubic beats a line at p = 8.5e-9), and for the Qwen2.5-3B log. The
+    reason now says what the evidence is: a bend the oscillator does not draw, or a bend not determined."""
+    ic = _reason(datasets.real_run("01").path)
+    assert not ic.ok and curvature.reason_kind(ic.reason) == "plateau_beyond_data"
+    assert "linear part" not in ic.reason
+    assert ic.reason.startswith("the plateau lies beyond the data (the fit's R_inf at its bound, -9.75): the curve "
+                                "does bend (a cubic beats a straight line: F-test p = 8.5e-09), but not as the "
+                                "oscillator at the run's conventions relaxes to a plateau (its R^2 0.344, a line's "
+                                "0.342), so the rate is not determined")
+    ic = _reason(datasets.real_log_path("qwen2.5-3b-instruct_gsm8k_unsloth.csv"), eta=5e-6,
+                 st=settings.RunSettings())
+    assert curvature.reason_kind(ic.reason) == "plateau_beyond_data" and "linear part" not in ic.reason
+    assert ("the curve's bend is not determined (a straight line fits as well: R^2 0.369 vs the fit's 0.369, and a "
+            "cubic's bend over the line has F-test p = 0.13 > 0.01)") in ic.reason
+    # a rate at its lower bound says the same evidence (real run 08: flat within the noise but not flat)
+    ic = _reason(datasets.real_run("08").path)
+    assert curvature.reason_kind(ic.reason) == "rate_at_bound"
+    assert ("no relaxation is detected within the log (a straight line fits as well: R^2 0.065 vs the fit's 0.065, "
+            "and a cubic's bend over the line has F-test p = 0.23 > 0.01)") in ic.reason
+
+
+def test_bend_test_against_polynomials():
+    t = np.arange(1.0, 101.0)
+    noise = np.random.default_rng(0).normal(0, 0.05, t.size)
+    p_line, r2 = curvature._bend_test(t, 0.3 + 0.004 * t + noise)
+    assert p_line > 0.05 and 0.8 < r2 < 0.95
+    p_s, _ = curvature._bend_test(t, 1.0 / (1.0 + np.exp(-(t - 50) / 10)) + noise)  # an S: cubic term
+    assert p_s < 1e-10

@@ -46,7 +46,7 @@ from .settings import Conventions, RunSettings
 
 __all__ = ["ImpliedCurvature", "LogAdvice", "ModelLaw", "advise_implied", "advise_from_log", "implied_curvature",
            "implied_curvature_from_log", "learning_rate_clock", "reason_kind", "gain_from_rate", "INTERVAL_METHODS",
-           "FLAT_P_VALUE"]
+           "FLAT_P_VALUE", "BEND_P_VALUE"]
 
 INTERVAL_METHODS = ("delta", "bootstrap")
 
@@ -76,10 +76,28 @@ class ImpliedCurvature:
     r2 : float
         R^2 of that fit.
     rate_free, tau_fit, damping_ratio_fit : float
-        The free three-phase fit (``k``, ``tau`` in steps, ``zeta``): the consistency check.
+        The free three-phase fit (``k``, ``tau`` in steps of the clock, ``zeta``): the consistency check.
+    tau_fit_low, tau_fit_high : float
+        The interval of ``tau_fit`` (:meth:`grpo_core.laws.FitResult.oscillator_interval`, the one ``fit``
+        prints as M/C); NaN when ``tau`` is on a bound or not fixed by the curve.
     tau_model : float
         ``M / C`` in steps that the conventions predict at ``a`` (the momentum's inertia); a free
-        ``tau_fit`` far above it means the slow start is not the momentum's.
+        ``tau_fit`` whose whole interval lies above 3x it means the slow start is not the momentum's.
+    plateau, plateau_stderr : float
+        ``R_inf`` of the fit at the conventions and its standard error (reward units).
+    curve_range : float
+        ``max - min`` of the fitted values: a plateau whose standard error exceeds it is not determined
+        (the rule of :attr:`grpo_core.laws.FitResult.plateau_issue`).
+    t90, t90_low, t90_high : float
+        Time from the clock's 0 to 90% of the way to ``plateau`` of the fit at the conventions, over the
+        interval of ``a`` (:func:`grpo_core.laws.models._time_to_fraction`, the computation behind
+        ``fit``'s t90 column; the same number as the advice's ``time_to_90`` at ``eta_ref``). In steps
+        of the clock: optimizer steps on the step clock, equivalent steps at ``eta_ref`` on the
+        learning-rate clock.
+    t90_step : float
+        ``t90`` as a logged optimizer step (the clock inverted); NaN when ``t90`` lies beyond the log.
+    clock_end, last_step : float
+        The clock at the last fitted point and that point's logged step.
     level : float
         Coverage of the intervals.
     interval_method : {"delta", "bootstrap"}
@@ -103,21 +121,72 @@ class ImpliedCurvature:
     rate_free: float = math.nan
     tau_fit: float = math.nan
     damping_ratio_fit: float = math.nan
+    tau_fit_low: float = math.nan
+    tau_fit_high: float = math.nan
     tau_model: float = math.nan
+    plateau: float = math.nan
+    plateau_stderr: float = math.nan
+    curve_range: float = math.nan
+    t90: float = math.nan
+    t90_low: float = math.nan
+    t90_high: float = math.nan
+    t90_step: float = math.nan
+    clock_end: float = math.nan
+    last_step: float = math.nan
     level: float = 0.9
     interval_method: str = "delta"
     n: int = 0
     notes: tuple[str, ...] = ()
 
     def line(self) -> str:
-        """One line: the implied stiffness and curvature with the interval (what ``fit`` prints)."""
+        """The implied stiffness and curvature with the interval, and on a second line (when there is
+        a curvature) :meth:`t90_text` (what ``fit`` prints)."""
         if not self.ok:
             return f"implied curvature: none ({self.reason})"
         pre = " (Adam: preconditioned K/sqrt(v))" if self.conventions.preconditioned else ""
-        return (f"implied stiffness eta*K = {self.a:.4g} per step [{self.a_low:.4g}, {self.a_high:.4g}], "
-                f"curvature K = {self.curvature:.4g}{pre} [{self.curvature_low:.4g}, {self.curvature_high:.4g}] "
-                f"({self.level:.0%} {self.interval_method}; eta = {self.eta:.3g}, "
-                f"{'cumulative-learning-rate clock' if self.clock == 'learning_rate' else 'step clock'})")
+        first = (f"implied stiffness eta*K = {self.a:.4g} per step [{self.a_low:.4g}, {self.a_high:.4g}], "
+                 f"curvature K = {self.curvature:.4g}{pre} [{self.curvature_low:.4g}, {self.curvature_high:.4g}] "
+                 f"({self.level:.0%} {self.interval_method}; eta = {self.eta:.3g}, "
+                 f"{'cumulative-learning-rate clock' if self.clock == 'learning_rate' else 'step clock'})")
+        t90 = self.t90_text()
+        return first + (f"\n  {t90}" if t90 else "")
+
+    @property
+    def clock_unit(self) -> str:
+        """``"steps"`` (optimizer steps) on the step clock, ``"equivalent steps"`` (steps at ``eta_ref``)
+        on the learning-rate clock."""
+        return "steps" if self.clock == "steps" else "equivalent steps"
+
+    @property
+    def plateau_determined(self) -> bool:
+        """Whether the curve fixes the fit's ``R_inf``: a finite standard error no wider than the curve's
+        range (the rule of :attr:`grpo_core.laws.FitResult.plateau_issue`)."""
+        return bool(math.isfinite(self.plateau_stderr) and self.plateau_stderr <= self.curve_range)
+
+    def t90_text(self) -> str:
+        """The fit's time to 90% of its plateau, saying which model, which clock, from where, and
+        whether the log reaches it and the curve fixes that plateau; ``""`` without a curvature.
+
+        ``fit``'s t90 column is each free law's own time (its own slow start and plateau, in logged
+        steps); this one is the oscillator's whose only inertia is the momentum's, so the two differ
+        when the slow start is longer than momentum explains (real run 18: 457 steps here, 46.6 for
+        the free logistic law).
+        """
+        if not self.ok or not math.isfinite(self.t90):
+            return ""
+        u = self.clock_unit
+        at = (f" (logged step {self.t90_step:.4g})" if self.clock != "steps" and math.isfinite(self.t90_step)
+              else "")
+        plateau = f"R_inf = {self.plateau:.4g}"
+        if not self.plateau_determined:
+            plateau += (f" +- {self.plateau_stderr:.2g}, which the curve does not fix (its standard error exceeds "
+                        f"the curve's range {self.curve_range:.3g})")
+        beyond = (f", beyond the log's last step ({self.last_step:.4g}): an extrapolation"
+                  if self.t90 > self.clock_end else "")
+        return (f"time to 90% of this fit's plateau: {self.t90:.4g} [{self.t90_low:.4g}, {self.t90_high:.4g}] {u}{at} "
+                f"from step 0{beyond}. The fit is the oscillator at the run's conventions (its slow start is the "
+                f"momentum's, M/C = {self.tau_model:.3g} {u}), its plateau {plateau}; `fit`'s t90 column is each "
+                "free law's own (its own slow start and plateau, in logged steps)")
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready ``dict`` (NaN/inf as ``None``; the conventions as a sub-dict)."""
@@ -280,18 +349,50 @@ def _no_time_scale(fit, law: ModelLaw) -> str | None:
         return (f"flat run: the fitted law explains no more than the noise (R^2 = {fit.r2:.3f}, F-test p = "
                 f"{p_value:.2g} > {FLAT_P_VALUE:g}), so the curve has no time scale")
     lb, ub = law.bounds(fit.t, fit.y)
-    if "a" in fit.at_bound:
-        if fit.params["a"] >= ub[2] * (1 - 1e-6):
-            return "the rate sits at the fit's upper bound: the curve jumps faster than the logging interval"
-        return "the rate sits at the fit's lower bound: the curve shows no relaxation within the log"
-    if "r_inf" in fit.at_bound:
-        return ("the plateau lies beyond the data (R_inf at its bound): the curve is still in its linear part, "
-                "where only the product of the rise and the rate is identified, not the rate")
-    return None
+    low_rate = "a" in fit.at_bound and fit.params["a"] < ub[2] * (1 - 1e-6)
+    if "a" in fit.at_bound and not low_rate:
+        return "the rate sits at the fit's upper bound: the curve jumps faster than the logging interval"
+    if not (low_rate or "r_inf" in fit.at_bound):
+        return None
+    # a rate or plateau at its bound is what a straight line gives: say whether the curve is one
+    p_bend, r2_line = _bend_test(fit.t, fit.y)
+    if p_bend > BEND_P_VALUE:
+        evidence = (f"a straight line fits as well: R^2 {r2_line:.3f} vs the fit's {fit.r2:.3f}, and a cubic's bend "
+                    f"over the line has F-test p = {p_bend:.2g} > {BEND_P_VALUE:g}")
+        if low_rate:
+            return f"the rate sits at the fit's lower bound: no relaxation is detected within the log ({evidence})"
+        return (f"the plateau lies beyond the data (the fit's R_inf at its bound, {fit.params['r_inf']:.4g}): the "
+                f"curve's bend is not determined ({evidence}), so only the product of the rise and the rate is "
+                "identified, not the rate")
+    evidence = (f"the curve does bend (a cubic beats a straight line: F-test p = {p_bend:.2g}), but not as the "
+                f"oscillator at the run's conventions relaxes to a plateau (its R^2 {fit.r2:.3f}, a line's "
+                f"{r2_line:.3f})")
+    if low_rate:
+        return f"the rate sits at the fit's lower bound: {evidence}, so the rate is not determined"
+    return (f"the plateau lies beyond the data (the fit's R_inf at its bound, {fit.params['r_inf']:.4g}): {evidence}, "
+            "so the rate is not determined")
+
+
+def _bend_test(t: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """F-test p-value of a cubic over a straight line in ``t`` (nested, 2 extra parameters) and the line's R^2.
+
+    A cubic, not a quadratic: an S-shaped rise (slow start, then a plateau) bends in the cubic term.
+    """
+    x = (t - t.mean()) / (t.std() or 1.0)
+    rss = [float(np.sum((y - np.polyval(np.polyfit(x, y, d), x)) ** 2)) for d in (1, 3)]
+    n = y.size
+    tss = float(np.sum((y - y.mean()) ** 2))
+    r2_line = 1.0 - rss[0] / tss if tss > 0 else 0.0
+    if n <= 4 or rss[1] <= 0:
+        return (0.0 if rss[0] > rss[1] else 1.0), r2_line
+    f_stat = ((rss[0] - rss[1]) / 2.0) / (rss[1] / (n - 4))
+    return float(stats.f.sf(f_stat, 2, n - 4)), r2_line
 
 
 #: F-test p-value of the fit against a constant above which a curve is called flat.
 FLAT_P_VALUE = 0.01
+#: F-test p-value of a cubic over a straight line above which a curve is not shown to bend.
+BEND_P_VALUE = 0.01
 
 
 def implied_curvature(
@@ -377,8 +478,11 @@ def implied_curvature(
     except DataError as exc:
         return ImpliedCurvature(ok=False, reason=str(exc), n=int(keep.sum()), notes=notes, **common)
     k, tau = free.params["k"], free.params["tau"]
+    tau_lo, tau_hi = free.oscillator_interval(level)["mass_over_damping"]
     check = dict(rate_free=k, tau_fit=tau, damping_ratio_fit=1.0 / (2.0 * math.sqrt(k * tau)) if tau > 0 else math.inf,
-                 r2=fit.r2, n=fit.n, notes=notes)
+                 tau_fit_low=tau_lo, tau_fit_high=tau_hi, r2=fit.r2, n=fit.n, notes=notes,
+                 plateau=fit.params["r_inf"], plateau_stderr=fit.stderr["r_inf"], curve_range=float(np.ptp(fit.y)),
+                 clock_end=float(s[keep][-1]), last_step=float(t[keep][-1]))
     why = _no_time_scale(fit, law)
     if why is not None:
         return ImpliedCurvature(ok=False, reason=why, **check, **common)
@@ -392,7 +496,20 @@ def implied_curvature(
     return ImpliedCurvature(
         ok=True, reason=None, a=a, a_low=a_lo, a_high=a_hi, curvature=a / eta_ref,
         curvature_low=a_lo / eta_ref, curvature_high=a_hi / eta_ref, tau_model=_tau_model(a, conventions),
-        **check, **common)
+        **_t90(law, fit, (a, a_lo, a_hi), s[keep], t[keep], clock), **check, **common)
+
+
+def _t90(law: ModelLaw, fit, gains, s, t, clock: str) -> dict[str, float]:
+    """``t90``, its interval over the gains' ends and the logged step, by the laws' own time to 90%."""
+    from ..laws.models import _time_to_fraction
+
+    r0, r_inf = fit.params["r0"], fit.params["r_inf"]
+    t90, *ends = (_time_to_fraction(law, np.array([r0, r_inf, g]), 0.9) for g in gains)
+    if clock == "steps":
+        step = t90
+    else:  # the clock is known only up to the log's last step
+        step = float(np.interp(t90, np.r_[0.0, s], np.r_[0.0, t])) if t90 <= s[-1] else math.nan
+    return dict(t90=t90, t90_low=min(ends), t90_high=max(ends), t90_step=step)
 
 
 def _tau_model(a: float, c: Conventions) -> float:
@@ -512,15 +629,33 @@ class LogAdvice:
         return (f"undetermined ({z}: overdamped at the low end of K, underdamped at the high end; {adv.regime} at "
                 "the point estimate)")
 
+    def consistency_text(self) -> str:
+        """The free three-phase fit's slow start ``tau`` (M/C, with its interval) against the momentum's
+        ``M/C``: longer than momentum explains only when the whole interval lies above 3x it; undetermined,
+        and not compared by its point value, when ``tau`` has no interval (on a bound, or not fixed by the
+        curve) or its interval reaches both sides of 3x (real run 18: ``tau`` = 200 steps at its bound).
+        """
+        ic = self.implied
+        u, edge = ic.clock_unit, 3.0 * ic.tau_model
+        model = f"the momentum's M/C = {ic.tau_model:.3g} {u}"
+        lo, hi = ic.tau_fit_low, ic.tau_fit_high
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo > 0):
+            return (f"free three-phase fit tau = {ic.tau_fit:.3g} {u} is undetermined (tau is on a bound or not "
+                    f"fixed by the curve: no interval), so its slow start is not compared with {model}")
+        text = f"free three-phase fit tau = {ic.tau_fit:.3g} [{lo:.3g}, {hi:.3g}] {u} ({ic.level:.0%}) vs {model}"
+        if lo > edge:
+            return text + " (the slow start is longer than momentum explains, over the whole interval)"
+        if hi >= edge:
+            return text + (" (undetermined: the interval reaches both sides of 3x M/C, so the curve cannot tell "
+                           "whether the slow start is longer than momentum explains)")
+        return text
+
     def summary(self) -> str:
         """The report ``grpo-dynamics advise --from-log`` prints."""
         ic = self.implied
         lines = ["Conventions: " + ic.conventions.text(), ic.line()]
         if ic.ok:
-            lines.append(f"  consistency: free three-phase fit tau = {ic.tau_fit:.3g} steps vs the momentum's "
-                         f"M/C = {ic.tau_model:.3g} steps"
-                         + (" (the slow start is longer than momentum explains)" if ic.tau_fit > 3 * ic.tau_model
-                            else ""))
+            lines.append("  consistency: " + self.consistency_text())
         for note in ic.notes:
             lines.append(f"  ! {note}")
         if self.advice is None:
@@ -583,11 +718,14 @@ class LogAdvice:
                 f"{'' if self.stable_over_interval else ' (the interval reaches the threshold)'} ({conv})")
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready ``dict``: the implied curvature, the advice (or None) and the margins."""
+        """JSON-ready ``dict``: the implied curvature, the advice (or None), the margins, and
+        ``time_to_90_note`` (:meth:`ImpliedCurvature.t90_text`: what the advice's ``time_to_90`` is, the
+        same number as ``implied.t90``; None without a curvature)."""
         from .._json import json_ready
 
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("implied", "advice")}
         out["implied"] = self.implied.as_dict()
+        out["time_to_90_note"] = self.implied.t90_text() or None
         out["advice"] = None if self.advice is None else self.advice.as_dict()
         if self.advice is not None and not self.regime_determined:
             out["advice"]["recommendation"] += (

@@ -178,11 +178,13 @@ def _growth_level(m: str, g: dict[str, Any], th: Thresholds) -> Level | None:
     crit = g["late"] >= th.clip_critical if is_clip else g["growth_factor"] >= th.growth_critical
     warn = g["growth_factor"] >= th.growth_warning
     rose = f"{m} rose from {g['early']:.3g} to {g['late']:.3g} ({g['growth_factor']:.3g}x"
-    rose += f" its early level floored at {g['baseline']:.3g})" if g["early"] < g["baseline"] else ")"
+    rose += f" its early level floored at {g['baseline']:.3g}" if g["early"] < g["baseline"] else ""
     if m == "kl" and g["early"] >= g["baseline"] and g["first"] <= 0.1 * g["early"]:
         # the KL starts at 0 (policy = reference): a jump inside the first quarter, to above the KL
-        # floor, hides in its median
-        rose += f", after a jump from {g['first']:.3g} at step {g['first_step']} within the first quarter of the log"
+        # floor, hides in its median; in the parenthesis, so that the onset the caller appends reads on
+        rose += (f"; the early level {g['early']:.3g} came after a jump from {g['first']:.3g} at step "
+                 f"{g['first_step']} within the first quarter of the log")
+    rose += ")"
     if m == "kl" and (crit or warn) and g["last_quarter_factor"] < th.kl_still_growing:
         # The KL to the reference drifts up as the policy learns (without bound when beta = 0);
         # only growth that continues to the end of the log is instability.

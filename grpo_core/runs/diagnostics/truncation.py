@@ -71,7 +71,12 @@ def truncation(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> F
     if kind == "clipped_ratio":
         severity = ("critical" if late >= th.truncation_critical else
                     "warning" if late >= th.truncation_warning else None)
-        what = f"{late:.0%} of the completions hit the length cap (median clipped_ratio over steps {st[-q]}-{last})"
+        # the median step, not the share of all completions: say the mean beside it where they differ
+        mean = float(np.mean(v[-q:]))
+        ev["late_mean"] = mean
+        also = f"; {mean:.0%} over all of those steps" if f"{mean:.0%}" != f"{late:.0%}" else ""
+        what = (f"on the median step of steps {st[-q]}-{last}, {late:.0%} of the completions hit the length cap "
+                f"(clipped_ratio{also})")
     else:
         ev["max_length"] = top
         # a pinned length needs a real late stretch: a maximum on one of three steps is no cap
