@@ -89,6 +89,9 @@ def test_fits_recover_the_plateau_and_report_r2(runs):
     assert (three["r2"] > 0.95).all()                       # the smoothed curve
     assert (three["r2_raw"] < three["r2"]).all()            # raw per-step rewards carry the noise
     assert fits.groupby("run")["best"].sum().eq(1).all()    # one best law per run
+    assert fits.groupby("run")["preferred"].sum().eq(1).all()
+    # every law's plateau is fixed on these curves, so the preferred law is the best one
+    assert (fits["preferred"] == fits["best"]).all()
 
 
 def test_trajectories_spread_scales_with_noise(runs):

@@ -91,7 +91,9 @@ def curve_fits(runs: Sequence[Run], *, laws=("three_phase", "exponential", "logi
         One row per run and law: ``run``, ``G``, ``seed``, ``law``, ``r2`` (against what was fitted),
         ``r2_raw`` (the same fitted curve against the raw per-step rewards), ``plateau``,
         ``plateau_se``, ``t90`` (steps to 90% of the rise), ``start`` (fitted R_0), ``aic``, ``best``
-        (whether the law has the lowest AIC for that run), and for the three-phase law ``k`` (per
+        (whether the law has the lowest criterion for that run), ``preferred`` (the law the fit reads:
+        the lowest criterion among laws whose plateau the curve determines,
+        :attr:`grpo_core.laws.fit.FitComparison.preferred`), and for the three-phase law ``k`` (per
         step) and ``tau`` (steps).
 
     Raises
@@ -127,7 +129,7 @@ def curve_fits(runs: Sequence[Run], *, laws=("three_phase", "exponential", "logi
                 "r2_raw": 1.0 - float(np.sum((y - pred) ** 2)) / tss if tss > 0 else np.nan,
                 "plateau": fit.plateau, "plateau_se": fit.plateau_stderr, "t90": fit.t90,
                 "start": float(fit.params.get("r0", fit.fitted[0])), "aic": fit.aic,
-                "best": name == comparison.best,
+                "best": name == comparison.best, "preferred": name == comparison.preferred,
                 "k": fit.params.get("k", np.nan), "tau": fit.params.get("tau", np.nan),
             })
     return pd.DataFrame(rows)
