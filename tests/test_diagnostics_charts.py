@@ -50,3 +50,21 @@ def test_every_report_panel_draws_its_lines(case06):
     log, d = case06
     for name, chart in dc.diagnosis_charts(log, d).items():
         assert all(ok for _, ok in _line_strokes(chart)), name
+
+
+def test_a_metric_logged_as_0_on_every_step_says_so_under_its_panel():
+    # real run 08 (beibeizzz, countdown) logs kl = 0 and entropy = 0 on all 500 steps: a flat line at
+    # 0 would read as "no drift" when nothing was measured
+    from grpo_core.runs import datasets
+
+    log = read_log(datasets.real_run("08").path)
+    charts = dc.diagnosis_charts(log)
+    assert charts["kl"].to_dict()["title"]["text"] == [
+        "kl: 0 on every logged step (500 points):", "the KL term was not computed (TRL skips it when beta = 0)"]
+    assert charts["entropy"].to_dict()["title"]["text"][0] == "entropy: 0 on every logged step (500 points):"
+    assert "title" not in charts["reward"].to_dict()              # a metric that moves has no such line
+    svg = vlc.vegalite_to_svg(charts["kl"].to_dict())
+    assert "the KL term was not computed" in svg                  # Vega draws it
+    # a clip ratio held at 0 by a one-pass run is explained, not called missing (run 04, TRL)
+    clip = dc.diagnosis_charts(read_log(datasets.real_run("04").path))["clip"].to_dict()["title"]["text"]
+    assert clip[0].endswith("0 on every logged step (200 points):") and "importance ratio" in clip[1]

@@ -308,6 +308,35 @@ def zero_spread_chart(
     )
 
 
+# Why a logged metric can sit at one value on every step (said under the panel, not left to guess).
+_NOT_CLIPPED = ("no token's importance ratio left the clip range (it is exactly 1 when each generation "
+                "batch is used for one optimizer step)")
+_CONSTANT_WHY = {
+    "kl": "the KL term was not computed (TRL skips it when beta = 0)",
+    "ppo_kl": "the KL term was not computed",
+    "entropy": "the entropy was not computed",
+    **dict.fromkeys(("clip_ratio_region", "clip_ratio_low", "clip_ratio_high"), _NOT_CLIPPED),
+}
+
+
+def _constant_note(df: pd.DataFrame) -> list[str] | None:
+    """Title lines for a panel whose every series holds one value on every logged step, else None."""
+    notes = []
+    for name, grp in df.groupby("series", sort=False):
+        v = grp["value"].to_numpy(dtype=float)
+        v = v[np.isfinite(v)]
+        if v.size < 2 or v.min() != v.max():
+            return None
+        notes.append((name, v[0], v.size))
+    names = ", ".join(n for n, _, _ in notes)
+    value, count = notes[0][1], max(c for _, _, c in notes)
+    same = all(val == value for _, val, _ in notes)
+    head = (f"{names}: {value:g} on every logged step ({count} points)" if same else
+            f"{names}: each constant on every logged step")
+    why = _CONSTANT_WHY.get(notes[0][0]) if same and value == 0 else None
+    return [head + (":" if why else ""), why] if why else [head]
+
+
 def metric_chart(
     log: RunLog,
     metrics,
@@ -373,6 +402,10 @@ def metric_chart(
     else:
         line = alt.Chart(df).mark_line(strokeWidth=1.5, color=INK).encode(**enc)
     chart = alt.layer(line, *_onset_rules(diagnosis)).properties(width=width, height=height)
+    note = _constant_note(df)
+    if note:
+        chart = chart.properties(title=alt.TitleParams(note, fontSize=11, fontWeight="normal",
+                                                       anchor="start", color=INK))
     # the onset rules fix their colour domain to the severities: shared with the series' colours,
     # every series would fall outside it and draw without a stroke
     return chart.resolve_scale(color="independent") if len(present) > 1 else chart
