@@ -338,6 +338,32 @@ def test_train_eval_decoupling_falling_eval_is_critical():
         train_eval_decoupling(from_records(recs), eval_metric="accuracy")
 
 
+def test_an_eval_before_the_first_training_step_is_where_the_eval_started():
+    # verl logs the eval of the initial policy at step 0 and the first training reward at step 1 (real
+    # run 13, game24: eval 0.061 at step 0, then 0.1 from step 20 on): leaving step 0 out read the eval
+    # as flat from 0.1 (slope z 0.36), hiding the rise of 0.04 that came with the training reward's
+    recs = [{"step": s, "reward": 0.1 + 0.001 * s} for s in range(1, 101)]
+    recs += [{"step": 0, "eval_reward": 0.0}] + [{"step": s, "eval_reward": 0.5} for s in range(20, 101, 20)]
+    f = train_eval_decoupling(from_records(recs))
+    rise = f.evidence["measure_rise"]
+    # six eval points, step 0 among them: the early mean is that of the first three, 0, 0.5, 0.5
+    assert rise["early"] == pytest.approx(1 / 3) and rise["z"] == pytest.approx(3 ** 0.5)
+    assert f.severity == "warning" and "(0.333 -> 0.5, slope z = 1.7)" in f.message
+    # an eval from long before the training log starts is not the initial policy's: only the last one
+    # at or before the first training step counts (here the one at step 50)
+    late = [{"step": s, "reward": 0.1 + 0.001 * s} for s in range(50, 151)]
+    late += [{"step": 0, "eval_reward": 0.0}, {"step": 50, "eval_reward": 0.5}]
+    late += [{"step": s, "eval_reward": 0.5} for s in range(70, 151, 20)]
+    rise = train_eval_decoupling(from_records(late)).evidence["measure_rise"]
+    assert rise["early"] == 0.5 and rise["z"] == 0.0
+    # real run 13 itself
+    from grpo_core.runs import datasets
+
+    log = read_log(datasets.real_run("13").path, run="pure-GRPO")
+    f = train_eval_decoupling(log)
+    assert f.severity == "warning" and "eval test_score/game24 did not rise significantly (0.0805 -> 0.1" in f.message
+
+
 def test_format_only_reward_is_decoupling_inside_the_training_log():
     rng = np.random.default_rng(0)
     recs = [{"step": s, "rewards/format_reward": min(1.0, 0.01 * s) + 0.02 * rng.normal(),

@@ -91,7 +91,10 @@ def train_eval_decoupling(log: RunLog, *, eval_metric: str | None = None, correc
         sel = (rt >= lo) & (rt <= hi)
         if sel.sum() < 8:
             continue
-        msel = (t_m >= lo) & (t_m <= hi)
+        # a measure taken before the first logged training step (an eval at step 0) is of the policy
+        # that step's rollouts came from: it is where the measure started, so it counts
+        before = t_m[t_m <= rt[0]]
+        msel = (t_m >= (before.max() if before.size else lo)) & (t_m <= hi)
         if msel.sum() < 3:
             continue
         train_rise = _trend(rt[sel], r[sel])
