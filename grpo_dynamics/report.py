@@ -146,7 +146,7 @@ def render_report(log, diagnosis, *, group_size: int | None = None, binary_rewar
     parts.append("<h2>Forecast</h2>")
     fc = diagnosis.forecast
     if fc:
-        from grpo_core.runs.diagnostics.forecast import wide_band_note
+        from grpo_core.runs.diagnostics.forecast import late_gain_text, wide_band_note
 
         h, (a, b) = fc["horizon"], fc["now_steps"]
         wide = wide_band_note(fc)
@@ -160,7 +160,7 @@ def render_report(log, diagnosis, *, group_size: int | None = None, binary_rewar
              + (f" ({wide})" if wide else "")),
             ("of which the late gain learned from real runs" + (
                 " (scaled by the logged reward_std)" if fc["end_of_run"].get("late_gain_unit") == "reward_std" else ""),
-             f"{fc['end_of_run']['late_gain']:+.3g}"),
+             late_gain_text(fc["end_of_run"])),
             ("plateau", fc["asymptote"] if fc["plateau_determined"]
              else f"not determined (the laws have not levelled off by step {h:g})"),
             (f"now (the current level as the forecaster sees it: mean of steps {a:g}-{b:g})", fc["now"]),
@@ -190,7 +190,11 @@ def render_report(log, diagnosis, *, group_size: int | None = None, binary_rewar
     for key, chart in charts.items():
         div = f"chart_{key}"
         specs[div] = chart.to_dict()
-        parts.append(f'<h3 class="muted">{html.escape(_TITLES.get(key, key))}</h3><div class="chart" id="{div}"></div>')
+        title = _TITLES.get(key, key)
+        if key == "zero_spread" and "0/1-reward expectation" not in json.dumps(specs[div]):
+            # the expectation is drawn only for a 0/1 reward with a known G; say what the panel holds
+            title = title.split(", against")[0]
+        parts.append(f'<h3 class="muted">{html.escape(title)}</h3><div class="chart" id="{div}"></div>')
     parts.append('<h2>Reading the log</h2><ul class="muted">')
     parts += [f"<li>{html.escape(n)}</li>" for n in log.notes] or ["<li>nothing to report</li>"]
     parts.append("</ul>")

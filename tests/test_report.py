@@ -134,3 +134,39 @@ def test_a_run_in_progress_gets_the_forecast_of_its_planned_end():
     page = render_report(log, d)
     assert "where the reward ends: mean of steps 400-500 (at the planned end of the run)" in page
     assert f"{end['final_low']:.4g} to {end['final_high']:.4g}" in page
+
+
+def test_a_late_gain_of_nothing_reads_0_not_a_number_at_1e_13():
+    from grpo_core.runs import datasets
+    from grpo_core.runs.diagnostics.forecast import late_gain_text
+
+    # real run 08 doubled: its schedule has decayed to 0 at its last step, so there is no
+    # learning-rate time left to gain in; the report printed "+1.43e-13"
+    log = read_log(datasets.real_run("08").path)
+    d = diagnostics.diagnose(log, n_boot=0)
+    end = d.forecast["end_of_run"]
+    assert 0 < end["late_gain"] < 1e-10 and end["window_range"] > 1
+    page = render_report(log, d)
+    assert re.search(r"late gain learned from real runs \(scaled by the logged reward_std\)</th><td>\+0</td>", page)
+    table = page[page.index("<h2>Forecast</h2>"): page.index("<h2>Charts</h2>")]
+    assert "e-13" not in table
+    # the threshold is 1e-4 of the window's range, either sign; a gain above it keeps three digits
+    assert late_gain_text({"late_gain": -0.9e-4, "window_range": 1.0}) == "+0"
+    assert late_gain_text({"late_gain": 2.6e-4, "window_range": 1.0}) == "+0.00026"
+    assert late_gain_text({"late_gain": -0.0123, "window_range": 2.0}) == "-0.0123"
+    assert late_gain_text({"late_gain": 1e-9, "window_range": None}) == "+1e-09"  # no range: the number
+
+
+def test_the_zero_spread_panel_names_the_0_1_expectation_only_where_it_is_drawn():
+    from grpo_core.runs import datasets
+
+    heading = "Groups without reward spread (zero advantages)"
+    # real run 08: rewards up to 1.5 are not 0/1, so no expectation line; the heading does not promise one
+    log = read_log(datasets.real_run("08").path)
+    page = render_report(log, diagnostics.diagnose(log, n_boot=0))
+    assert f'<h3 class="muted">{heading}</h3>' in page and "against the 0/1-reward expectation" not in page
+    # a 0/1 reward with its group size known draws it, and the heading says so
+    log = synthetic.synthetic_log("advantage_degeneration", n_steps=120)
+    d = diagnostics.diagnose(log, group_size=4, n_boot=0)
+    page = render_report(log, d, group_size=4)
+    assert f"{heading}, against the 0/1-reward expectation</h3>" in page

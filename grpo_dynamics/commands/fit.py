@@ -232,6 +232,8 @@ def _end_line(e) -> str:
     head = f"\nforecast from the first {e['fit_fraction']:.0%} of the points ({seen})"
     if e["declined"] is not None:
         return f"{head}: declined ({e['declined']})"
+    from grpo_core.runs.diagnostics.forecast import late_gain_text
+
     h = e["horizon"]
     plateau = (f"plateau {e['plateau']:.4g}" if e["plateau_determined"] else
                f"plateau not determined (the laws have not levelled off by step {h:g})")
@@ -242,7 +244,7 @@ def _end_line(e) -> str:
         clipped = ", clipped to [0, 1], the range of a 0/1 reward"
     lines = [f"{head}, {e['clock']} clock: mean of the last 20% (steps {round(0.8 * h):d}-{h:g}) {final:.4g}, "
              f"{e['level']:.0%} band [{low:.4g}, {high:.4g}]{clipped}{_wide(e, low, high)} (of it, late gain "
-             f"learned from real runs {e['late_gain']:+.3g}{_unit_note(e)}); {plateau}",
+             f"learned from real runs {late_gain_text(e)}{_unit_note(e)}); {plateau}",
              f"now (the forecaster's current level: mean of steps {a:g}-{b:g}) {e['current']:.4g}"]
     if e["actual"] is not None:
         c, d = e["actual_steps"]

@@ -288,6 +288,18 @@ def wide_band_note(fc: dict, low: float | None = None, high: float | None = None
             "logged: it says little about where the run ends")
 
 
+def late_gain_text(fc: dict) -> str:
+    """``fc["late_gain"]`` signed to 3 significant digits, or ``"+0"`` when it is below 1e-4 of the fit
+    window's range (real run 08 doubled: its learning rate has decayed to ~0, so a gain of 1.4e-13 is
+    no gain, not a number to read)."""
+    v = float(fc["late_gain"])
+    rng = fc.get("window_range")
+    rng = float("nan") if rng is None else float(rng)
+    if math.isfinite(v) and math.isfinite(rng) and rng > 0 and abs(v) < 1e-4 * rng:
+        return "+0"
+    return f"{v:+.3g}"
+
+
 def _plateau_determined(fc, spread: float) -> bool:
     """Whether the forecast's asymptote is one the window determines: the laws have levelled off by the
     horizon, the asymptote within 0.1 of the window's ``spread`` (:func:`~grpo_core.laws.plateau.window_spread`,
