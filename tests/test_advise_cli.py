@@ -254,6 +254,27 @@ def test_from_log_report_names_conventions_regime_margin_and_fastest_monotone_et
     assert "Fastest non-oscillating learning rate (critical damping):" in out
 
 
+def test_from_log_says_when_the_reward_fell_and_the_relaxation_does_not_describe_it(capsys):
+    """Real run 36 (Unsloth Gemma-4 E2B sudoku) rose to 21.9 at steps 13-18 and fell to about 9: diagnose
+    calls it unlearned and advises a lower learning rate, while the relaxation fitted to it gives a margin
+    of 2.4e3x. The report keeps the numbers and says they do not explain the fall; a run that levelled
+    off (run 04) gets no such line."""
+    from grpo_core.runs import datasets
+
+    r = datasets.real_run("36")
+    d = _from_log_json(capsys, str(r.path))
+    assert d["caveat"].startswith("the reward is not a relaxation to a plateau (the reward fell from 12.6 to 8.42")
+    assert d["margin"] > 1e3                                     # the numbers are still there, with the caveat
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["advise", "--from-log", str(r.path)]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("Caveat: the reward is not a relaxation") and last.endswith("do not explain the fall")
+    assert _from_log_json(capsys, str(datasets.real_run("04").path))["caveat"] is None
+
+
 def test_from_log_regime_carries_the_interval_of_zeta_and_is_undetermined_when_it_spans_1(capsys):
     """Real run 30 (Unsloth DeepSeek-R1-Qwen3-8B): eta*K [0.011, 0.071] puts zeta on both sides of 1, so the
     regime is undetermined (it printed "underdamped (zeta = 0.965)" and, in JSON, "the reward will overshoot

@@ -738,3 +738,15 @@ def test_the_first_steps_of_a_warmup_from_0_are_no_learning_rate_finding():
     for r in recs[:4]:
         r["learning_rate"] = 0.0
     assert no_update(from_records(recs)) is None
+
+
+def test_off_policy_mismatch_says_its_number_is_a_median_and_gives_the_mean():
+    # real run 01 (rho 1.0, collapse): over steps 135-200 the per-step mean ratios have median 0.00273
+    # and mean 0.0259; the message called the median "the mean importance ratio"
+    from grpo_core.runs import datasets
+    from grpo_core.runs.diagnostics import off_policy_mismatch
+
+    f = off_policy_mismatch(read_log(datasets.real_run("01").path))
+    assert f.severity == "critical" and f.steps == (135, 200)
+    assert "has a median of 0.00273 over steps 135-200 (the steps' mean: 0.0259)" in f.message
+    assert f.evidence["median_ratio"] == pytest.approx(0.00273, rel=2e-3)

@@ -104,11 +104,33 @@ def _from_log(args: argparse.Namespace) -> int:
     found = settings.settings_for_log(args.from_log, args.config)
     out = curvature.advise_from_log(log, found, metric=args.metric, eta=args.eta, method=args.interval,
                                     level=args.level)
+    caveat = _not_a_relaxation(log) if args.metric == "reward" else None
     if args.json:
         d = out.as_dict()
         d["log"], d["settings"] = str(args.from_log), found.as_dict()
+        d["caveat"] = caveat
         print(json.dumps(d, allow_nan=False))
     else:
         print(f"{args.from_log}: settings from {found.source}")
         print(out.summary())
+        if caveat:
+            print(f"Caveat: {caveat}")
     return 0
+
+
+def _not_a_relaxation(log) -> str | None:
+    """A line when the reward fell (or rose, then fell) over the log (diagnose's critical not_learning):
+    the curvature and margin above come from a relaxation fitted to a curve that is not one (real run 36:
+    12.0 -> 21.9 at steps 13-18 -> about 9, and a margin of 2.4e3x), so they say nothing about the fall."""
+    from grpo_core.errors import GrpoError
+    from grpo_core.runs.diagnostics import not_learning
+
+    try:
+        f = not_learning(log)
+    except GrpoError:
+        return None
+    if f is None or f.severity != "critical":
+        return None
+    return (f"the reward is not a relaxation to a plateau ({f.message[0].lower()}{f.message[1:].rstrip('.')}; "
+            "`diagnose`): the curvature, regime and margin above are those of a relaxation fitted to it and do "
+            "not explain the fall")

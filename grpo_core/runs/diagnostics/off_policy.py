@@ -81,7 +81,8 @@ def off_policy_mismatch(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHO
             med = float(np.median(v[sl]))
             ev = {"column": col, "median_ratio": med, "stretch": [s0, s1], "run_median_ratio": float(np.median(v))}
             return Finding("off_policy_mismatch", severity, (s0, s1), s0, ev,
-                           f"Off-policy mismatch: the mean importance ratio ({col}) is {med:.3g} over steps "
-                           f"{s0}-{s1}, far from the 1 of an on-policy run (outside [{level:g}, {1 / level:.3g}]): "
+                           f"Off-policy mismatch: the mean importance ratio ({col}) has a median of {med:.3g} over "
+                           f"steps {s0}-{s1} (the steps' mean: {float(np.mean(v[sl])):.3g}), far from the 1 of "
+                           f"an on-policy run (outside [{level:g}, {1 / level:.3g}]): "
                            "generation and training log-probabilities disagree.")
     return None
