@@ -750,3 +750,18 @@ def test_off_policy_mismatch_says_its_number_is_a_median_and_gives_the_mean():
     assert f.severity == "critical" and f.steps == (135, 200)
     assert "has a median of 0.00273 over steps 135-200 (the steps' mean: 0.0259)" in f.message
     assert f.evidence["median_ratio"] == pytest.approx(0.00273, rel=2e-3)
+
+
+def test_a_zero_advantage_rate_is_read_as_the_zero_spread_fraction():
+    # real run 11 (RDAN-GRPO, ROLL-style metrics) logs advantage/zero_rate (0.53-0.86, mean 0.71) and no
+    # frac_reward_zero_std: advantage_degeneration was "not checked" while its evidence was in the log
+    from grpo_core.runs import datasets
+
+    log = read_log(datasets.real_run("11").path)
+    assert any("'advantage/zero_rate' as 'frac_reward_zero_std'" in n for n in log.notes)
+    _, frac = log.series("frac_reward_zero_std")
+    assert frac.size == 430 and frac.mean() == pytest.approx(0.71, abs=0.005)
+    d = diagnose(log, forecast=False)
+    f = d.find("advantage_degeneration")
+    assert f.severity == "info" and f.message.startswith("71% of groups had zero reward spread over steps 1-430")
+    assert "advantage_degeneration" not in d.skipped

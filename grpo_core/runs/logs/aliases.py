@@ -53,6 +53,9 @@ METRIC_ALIASES = {
     "completion_length": ("avg_gen_tokens", "length/mean", "mean_completion_length", "completion_length_mean"),
     "entropy": ("entropy_mean", "policy_entropy"),
     "clipped_ratio": ("length/cap_hit_rate", "truncated_ratio", "clip_ratio_length"),
+    # the share of samples whose advantage is 0: with group-normalised advantages, those of groups whose
+    # rewards are all equal (real run 11, a ROLL-style pipeline)
+    "frac_reward_zero_std": ("advantage/zero_rate",),
 }
 # Columns a format's own mapping already reads as the canonical metric (verl, TRL): no alias then.
 _COVERED = {
@@ -61,6 +64,7 @@ _COVERED = {
     "completion_length": {"response_length/mean", "completions/mean_length"},
     "entropy": {"actor/entropy", "actor/entropy_loss"},
     "clipped_ratio": {"response_length/clip_ratio", "completions/clipped_ratio"},
+    "frac_reward_zero_std": set(),
 }
 #: Step columns besides the ones every format knows (``step``, ``Step``, ``global_step`` ...).
 STEP_ALIASES = ("system/step", "train/global_step", "trainer/global_step")
