@@ -765,3 +765,18 @@ def test_a_zero_advantage_rate_is_read_as_the_zero_spread_fraction():
     f = d.find("advantage_degeneration")
     assert f.severity == "info" and f.message.startswith("71% of groups had zero reward spread over steps 1-430")
     assert "advantage_degeneration" not in d.skipped
+
+
+def test_a_pinned_length_says_within_0_5_percent_of_the_maximum_where_it_is_not_at_it():
+    # held-out run 40 (Unsloth, no clipped_ratio): 9 of the last 25 steps at exactly 1846 tokens and one
+    # at 1838.5; "at its maximum on 40%" counted the step at 1838.5
+    from grpo_core.runs import datasets
+    from grpo_core.runs.diagnostics import truncation
+
+    f = truncation(read_log(datasets.real_run("40", "holdout_runs").path))
+    assert f.severity == "warning" and f.evidence["late_level"] == pytest.approx(0.40)
+    assert "within 0.5% of its maximum 1846 tokens on 40% (at it on 36%) of steps 76-100" in f.message
+    # a length exactly at its maximum on every pinned step says so plainly
+    recs = [{"step": s, "reward": 0.1, "completion_length": 200.0 if s > 60 else 120.0 + s} for s in range(1, 101)]
+    f = truncation(from_records(recs))
+    assert "sits at its maximum 200 tokens on 100% of steps 76-100" in f.message
