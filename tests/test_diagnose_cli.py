@@ -338,6 +338,10 @@ def test_a_log_with_nothing_to_check_is_an_error_not_healthy(capsys, tmp_path):
     code, out, err = run(capsys, log)
     assert code == 2 and out == "" and err.count("\n") == 1
     assert "nothing to diagnose" in err and "step, loss" in err and "--map" in err
+    # a reward column of text: the error says it was there and why it was dropped
+    log.write_text("step,loss,reward\n" + "".join(f"{i},0.1,good\n" for i in range(1, 50)))
+    code, out, err = run(capsys, log)
+    assert code == 2 and "its columns: step, loss; column 'reward' was dropped: it holds no numbers." in err
 
 
 def test_correctness_option_and_what_the_messages_tell_a_command_line_user(capsys):

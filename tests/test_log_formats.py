@@ -229,6 +229,8 @@ def test_verl_jsonl_with_training_global_step(tmp_path):
     records[2]["step"] += 1
     bad = write(tmp_path, "bad.jsonl", "".join(json.dumps(r) + "\n" for r in records))
     one_line_error(bad, "several columns could be the step")
+    with pytest.raises(DataError, match=r"\(command line: --map step=\S+\)"):
+        read_silent(bad)
 
 
 # --- tables -----------------------------------------------------------------------------------

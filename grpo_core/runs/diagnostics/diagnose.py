@@ -408,9 +408,11 @@ def _run_checks(log: RunLog, checks: dict) -> tuple[list[Finding], list[str], di
             findings.append(found)
     if not any(m in checked for m in MODES + ("not_learning",)):
         # "healthy" would be a verdict on nothing
+        gone = (getattr(log, "dropped", None) or {}).get("train", {})
+        why = "".join(f"; column {k!r} was dropped: {v}" for k, v in gone.items())
         raise DataError(f"nothing to diagnose: none of the four checks can run on {log.source} (e.g. "
                         f"{skipped['dynamic_instability']}); its columns: "
-                        f"{', '.join(map(str, log.train.columns)) or 'none'}. Name yours with mapping= (--map "
+                        f"{', '.join(map(str, log.train.columns)) or 'none'}{why}. Name yours with mapping= (--map "
                         "KEY=COLUMN)")
     return findings, checked, skipped
 

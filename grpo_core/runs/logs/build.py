@@ -249,7 +249,7 @@ def _targets(frame: pd.DataFrame, fmt: str, protected: set[str], source: str,
             "steps with mapping={'step': '<column>'} (command line: --map step=<column>)")
     if len(step_cols) > 1:
         raise DataError(f"{source}: several columns could be the step: {step_cols}; choose one with "
-                        f"mapping={{'step': '{step_cols[0]}'}}")
+                        f"mapping={{'step': '{step_cols[0]}'}} (command line: --map step={step_cols[0]})")
     return frame, targets, step_cols[0]
 
 
