@@ -135,6 +135,20 @@ def test_not_learning_flat_and_regressing_runs(verdicts):
     assert verdicts["04"].find("not_learning") is None
 
 
+def test_a_fall_names_the_best_stretch_before_it(verdicts):
+    # 36's rewards: 20.6, 8.8, 8.4 first (early mean 12.6), 32.0 at steps 11, 13, 14, then about 8.4 from
+    # step 22 on. "fell from 12.6 to 8.42" hid where the run stood highest, the checkpoint worth keeping:
+    # steps 13-18 average (32 + 32 + 6 + 20 + 20.6 + 20.6) / 6 = 21.87
+    f = verdicts["36"].find("not_learning")
+    assert f.evidence["best"] == pytest.approx(131.2 / 6, abs=1e-9)
+    assert f.evidence["best_steps"] == [13.0, 18.0] and f.evidence["z_best"] >= 4.0
+    assert "highest at 21.9, the mean of steps 13-18" in f.message and "fell from 12.6 to 8.42" in f.message
+    # the rise from the 3-step start is not significant (z about 2), so it is no "learned, then unlearned"
+    assert "rose_then_fell" not in f.evidence
+    # 01's collapse after step 135 has no stretch standing out that far above its noise: named nothing
+    assert "best" not in verdicts["01"].find("not_learning").evidence
+
+
 def test_isolated_spikes_are_info_and_recurring_ones_a_warning(verdicts):
     f = verdicts["28"].find("recurring_spikes")  # KL 2.6 at step 111, 1.8 at 306 ...
     assert f.severity == "info" and f.evidence["kl"]["spikes"] == 4 and 111 in f.evidence["kl"]["steps"]

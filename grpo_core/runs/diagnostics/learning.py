@@ -134,10 +134,18 @@ def not_learning(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS) ->
     fell = rise["z"] <= -th.trend_z or (rise["z"] <= th.falling_z and test["p_value"] > 1 - th.learning_p_value)
     if fell:
         ev["fell"] = True
+        # a fall names the best stretch before it when that stands above the end: real run 36 read "fell
+        # from 12.6 to 8.42" with 21.9 at steps 13-18 in between, the checkpoint a user wants back
+        best = _peak_between(r, st, rise, th, need_rise=False)
+        via = ""
+        if best is not None:
+            ev.update({"best": best["peak"], "best_steps": best["peak_steps"], "z_best": best["z_fall"]})
+            via = (f"; it stood highest at {best['peak']:.3g}, the mean of steps {best['peak_steps'][0]:g}-"
+                   f"{best['peak_steps'][1]:g}, z = {best['z_fall']:.2g} above the end")
         return Finding("not_learning", "critical", (first, last), None, ev,
                        f"The reward fell from {rise['early']:.3g} to {rise['late']:.3g} over steps {first}-{last} "
                        f"(rise z = {rise['z']:.2g}; slope p = {test['p_value']:.2g} for a rise): the run "
-                       "unlearned.", ADVICE_FELL)
+                       f"unlearned{via}.", ADVICE_FELL)
     peak = _peak_between(r, st, rise, th)
     if peak is not None:
         ev.update(peak)
@@ -161,12 +169,14 @@ def not_learning(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS) ->
                    ADVICE_CEILING if at_ceiling else "")
 
 
-def _peak_between(r: np.ndarray, steps: np.ndarray, rise: dict[str, float], th: Thresholds) -> dict[str, Any] | None:
+def _peak_between(r: np.ndarray, steps: np.ndarray, rise: dict[str, float], th: Thresholds, *,
+                  need_rise: bool = True) -> dict[str, Any] | None:
     """A rise and a fall between the early and late windows of :func:`_rise`: the highest mean of
     ``max(5, 10%)`` consecutive points in between, when it stands above both the early and the late
     mean by ``trend_z + 1`` standard errors (the extra 1 pays for picking the highest of about ten
     windows). ``None`` otherwise. Our rule (held-out run 54: 0.29 -> 0.74 -> 0.41 read as "not
-    learning").
+    learning"). With ``need_rise=False`` only the fall from it to the late mean must pass (a run that
+    fell: where it stood highest, whether or not that rose above the start).
 
     The standard errors are those of means of AR(1) noise: the step-to-step noise (the larger of the
     robust and the plain estimate: a few spikes in a flat run, real run 27, leave the robust one tiny)
@@ -187,7 +197,7 @@ def _peak_between(r: np.ndarray, steps: np.ndarray, rise: dict[str, float], th: 
     peak = float(roll[i])
     z_rise = (peak - rise["early"]) / math.sqrt(var_mean(w) + var_mean(qe))
     z_fall = (peak - rise["late"]) / math.sqrt(var_mean(w) + var_mean(ql))
-    if min(z_rise, z_fall) < th.trend_z + 1:
+    if (min(z_rise, z_fall) if need_rise else z_fall) < th.trend_z + 1:
         return None
     return {"peak": peak, "peak_steps": [float(steps[qe + i]), float(steps[qe + i + w - 1])],
             "z_rise": float(z_rise), "z_fall": float(z_fall), "noise_rho": rho, "rose_then_fell": True}
