@@ -146,7 +146,7 @@ def render_report(log, diagnosis, *, group_size: int | None = None, binary_rewar
     parts.append("<h2>Forecast</h2>")
     fc = diagnosis.forecast
     if fc:
-        from grpo_core.runs.diagnostics.forecast import late_gain_text, wide_band_note
+        from grpo_core.runs.diagnostics.forecast import late_gain_text, range_text, wide_band_note
 
         h, (a, b) = fc["horizon"], fc["now_steps"]
         wide = wide_band_note(fc)
@@ -155,7 +155,8 @@ def render_report(log, diagnosis, *, group_size: int | None = None, binary_rewar
         rows = [
             (f"where the reward ends: mean of steps {round(0.8 * h):d}-{h:g} ({where})", fc["final"]),
             (f"{fc['level']:.0%} band (benchmarked forecaster, {fc['clock']} clock"
-             + ("; clipped to [0, 1], the range of a 0/1 reward" if fc.get("band_clipped") else "") + ")",
+             + (f"; clipped to {range_text(fc.get('shown_range') or (0, 1, 'the range of a 0/1 reward'))}"
+                if fc.get("band_clipped") else "") + ")",
              f"{fc['final_low']:.4g} to {fc['final_high']:.4g}"
              + (f" ({wide})" if wide else "")),
             ("of which the late gain learned from real runs" + (

@@ -439,6 +439,30 @@ def test_wasted_rollouts_of_a_log_written_every_5_steps_count_steps(capsys):
     assert 300 < f["evidence"]["wasted_steps"] < 320 and "(310 steps' worth" in f["message"]
 
 
+def test_a_declared_reward_range_bounds_the_forecast_like_a_0_1_reward(capsys, tmp_path):
+    """Real run 04: format (0.5) + correctness (1.0); its log reaches 1.5 exactly and no more. Trained on to
+    twice its length, the band runs to 1.528: past what the reward can be. --reward-range 0 1.5 shows it
+    within [0, 1.5] with the reason, in the text, the JSON and the HTML report; end_of_run keeps the
+    forecaster's numbers. A range the log leaves is refused, naming the flag."""
+    log = REAL_RUNS / "04-Caitlyn-Yin-easy-standard" / "easy_standard.log"
+    code, out, _ = run(capsys, log, "--json", "--no-curvature")
+    plain = json.loads(out)["forecast"]
+    assert plain["final_high"] > 1.5 and plain["band_clipped"] is False and plain["shown_range"] is None
+    report = tmp_path / "r04.html"
+    code, out, _ = run(capsys, log, "--json", "--no-curvature", "--reward-range", "0", "1.5", "--report", report)
+    fc = json.loads(out)["forecast"]
+    assert fc["end_of_run"]["final_high"] == plain["final_high"]  # the forecaster's own, unchanged
+    assert fc["final_high"] == 1.5 and fc["final_low"] == plain["final_low"] and fc["band_clipped"] is True
+    assert fc["shown_range"] == [0.0, 1.5, "the reward's declared range"]
+    import html
+
+    assert "clipped to [0, 1.5], the reward's declared range" in html.unescape(report.read_text())
+    code, out, _ = run(capsys, log, "--no-curvature", "--reward-range", "0", "1.5")
+    assert "(90% band, clipped to [0, 1.5], the reward's declared range)" in out
+    code, out, err = run(capsys, log, "--reward-range", "0", "1.4")
+    assert code == 2 and "`reward_range` (0, 1.4) does not hold the reward" in err and "0.175 to 1.5" in err
+
+
 def test_a_saturated_0_1_run_pushed_past_1_by_the_late_gain_says_so(capsys):
     # a committed language-model run (cpu-dynamics, G = 16) at its ceiling: the laws level off below 1,
     # and only the learned late gain carries the forecast past it; the caveat names the gain, not a rise

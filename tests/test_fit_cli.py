@@ -137,6 +137,35 @@ def test_a_zero_one_reward_forecast_is_shown_within_zero_one(capsys, tmp_path):
     assert boxes and all(r["low"] == 0.0 and r["high"] == 1.0 for r in boxes)
 
 
+def test_a_declared_reward_range_clips_a_composite_rewards_forecast(capsys):
+    """Real run 04: format (0.5) + correctness (1.0), so its step mean cannot pass 1.5 (its log reaches 1.5
+    exactly). From 40% the forecaster says 1.528 with a plateau of 1.549; with --reward-range 0 1.5 the
+    forecast and band are shown within it, the asymptote past it is no plateau, and the error is the shown
+    forecast's (1.5 - 1.411), the forecaster's own beside it. The JSON keeps the forecaster's numbers."""
+    path = str(datasets.real_run("04").path)
+    end = _json(capsys, path, "--fit-fraction", "0.4", "--n-boot", "0", "--reward-range", "0", "1.5")[
+        "end_of_run_forecast"]
+    assert end["final"] > 1.5 and end["final_high"] > 1.5 and not end["unit_range"]
+    assert end["shown"] == {"final": 1.5, "low": end["final_low"], "high": 1.5, "clipped_to": [0.0, 1.5]}
+    assert end["shown_range"] == [0.0, 1.5, "the reward's declared range"]
+    assert main(["fit", path, "--fit-fraction", "0.4", "--n-boot", "0", "--reward-range", "0", "1.5"]) == 0
+    out = capsys.readouterr().out
+    line = next(s for s in out.splitlines() if s.startswith("forecast from"))
+    assert ", 1.5]" in line and "clipped to [0, 1.5], the reward's declared range" in line
+    assert f"the laws' asymptote {end['plateau']:.4g} lies outside [0, 1.5]" in line
+    actual = next(s for s in out.splitlines() if s.startswith("actual:"))
+    assert f"error {1.5 - end['actual']:+.4g}, {end['error']:+.4g} unclipped" in actual
+    # without the range: shown as the forecaster has it (a reward past 1 is no 0/1 reward)
+    plain = _json(capsys, path, "--fit-fraction", "0.4", "--n-boot", "0")["end_of_run_forecast"]
+    assert plain["shown"]["clipped_to"] is None and plain["shown"]["final"] == plain["final"] > 1.5
+    # a range the log leaves, a reversed one, a non-reward metric: one-line errors naming the flag
+    assert "`--reward-range` (0, 1.2) does not hold the reward" in _fails(
+        capsys, path, "--fit-fraction", "0.4", "--reward-range", "0", "1.2")
+    assert "runs from 0.175 to 1.5" in _fails(capsys, path, "--reward-range", "0", "1.2")
+    assert "low < high" in _fails(capsys, path, "--reward-range", "1.5", "0")
+    assert "is the range of a reward" in _fails(capsys, path, "--metric", "kl", "--reward-range", "0", "1")
+
+
 def test_a_band_wider_than_the_window_ever_went_says_it_says_little(capsys):
     """Real run 32 (gpt-oss 20B, 84 steps) from 40%: the band [-24.9, 24.0] is 3.3x the whole range of the 33
     rewards the window logged (-12.5 to 10.5 over the log) and the actual was "inside the band" as if that

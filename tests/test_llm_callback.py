@@ -107,6 +107,31 @@ def test_periodic_diagnosis_prints_findings_and_forecast(tmp_path):
     assert cb.diagnosis_seconds > 0 and cb.write_seconds > 0
 
 
+def test_a_declared_reward_range_reaches_the_periodic_diagnosis(tmp_path):
+    """reward_range as diagnose --reward-range: the forecast is shown within it; a reward logged past it is
+    said (the declared range is wrong), not clipped away; a reversed range is refused when built."""
+    import numpy as np
+
+    with pytest.raises(ParameterError, match="`reward_range` must be finite with low < high"):
+        DynamicsCallback(tmp_path, reward_range=(1.5, 0))
+    for top, ok in ((1.5, True), (1.0, False)):
+        out = io.StringIO()
+        cb = DynamicsCallback(tmp_path / str(top), every=40, min_steps=30, n_boot=0, stream=out,
+                              reward_range=(0, top), print_curvature=False)
+        state = _state()
+        cb.on_train_begin(ARGS, state, None)
+        rng = np.random.default_rng(0)
+        for step in range(1, 81):
+            state.global_step = step
+            reward = 0.3 + 0.9 * (1 - np.exp(-step / 25)) + rng.normal(0, 0.02)  # 0.3 -> 1.1
+            cb.on_log(ARGS, state, None, logs=_trl_row(step, float(reward)))
+        if ok:
+            assert cb.last_diagnosis.forecast["shown_range"] == [0.0, 1.5, "the reward's declared range"]
+        else:
+            assert "no diagnosis at step 40: `reward_range` (0, 1) does not hold the reward" in out.getvalue()
+        cb._file.close()
+
+
 def test_bad_arguments_and_broken_files(tmp_path):
     with pytest.raises(ParameterError, match="`every`"):
         DynamicsCallback(tmp_path, every=-1)

@@ -247,6 +247,9 @@ class DynamicsCallback(_Base):
         (``per_device_train_batch_size * world_size * gradient_accumulation_steps / G``).
     binary_reward : bool, optional
         Whether the reward is 0/1 (default: decided by :func:`grpo_core.runs.diagnostics.diagnose`).
+    reward_range : (float, float), optional
+        The least and the most a step's mean reward can be (as ``diagnose --reward-range``): the forecast
+        is shown within it. A logged reward outside it makes the periodic diagnosis say so instead.
     eval_metric : str, optional
         Evaluation column for the train-eval decoupling check (default: chosen by ``diagnose``).
     n_boot : int
@@ -326,8 +329,10 @@ class DynamicsCallback(_Base):
                  stream: TextIO | None = None, quiet: bool = False, stop_on_critical: bool = False,
                  print_severities: tuple[str, ...] | list[str] = ("warning", "critical"),
                  print_forecast: bool = True, max_points: int = 2000, correctness: list[str] | None = None,
-                 settings: Any = None, print_curvature: bool = True):
+                 settings: Any = None, print_curvature: bool = True,
+                 reward_range: tuple[float, float] | None = None):
         from ..errors import ParameterError
+        from .diagnostics.forecast import check_reward_range
 
         self.output_dir = Path(output_dir)
         self.every = check_integer("every", every, low=0)
@@ -354,6 +359,7 @@ class DynamicsCallback(_Base):
         self._binner = _Binner(self.max_points)
         self._others: list[dict[str, Any]] = []
         self.binary_reward = binary_reward
+        self.reward_range = check_reward_range(reward_range)
         self.eval_metric = eval_metric
         self.stream = stream
         self.quiet = bool(quiet)
@@ -563,7 +569,8 @@ class DynamicsCallback(_Base):
                 if self.max_steps:  # the planned end: the forecast of the run's end (forecast_run)
                     log.meta["max_steps"] = self.max_steps
                 diagnosis = diagnose(log, group_size=self.group_size, num_prompts=self.num_prompts,
-                                     binary_reward=self.binary_reward, eval_metric=self.eval_metric,
+                                     binary_reward=self.binary_reward, reward_range=self.reward_range,
+                                     eval_metric=self.eval_metric,
                                      correctness=self.correctness, settings=self.settings,
                                      n_boot=self.n_boot if n_boot is None else n_boot)
         except GrpoError as exc:

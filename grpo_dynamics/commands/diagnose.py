@@ -51,6 +51,10 @@ def register(subparsers) -> None:
                    help="prompts per step; 1 makes reward_std == 0 the exact zero-spread fraction")
     p.add_argument("--binary-reward", dest="binary_reward", choices=("auto", "yes", "no"), default="auto",
                    help="whether the reward is 0/1 (auto: when every reward lies in [0, 1])")
+    p.add_argument("--reward-range", dest="reward_range", nargs=2, type=float, metavar=("LOW", "HIGH"), default=None,
+                   help="the least and the most a step's mean reward can be (a composite reward: the sums of its "
+                        "functions' minima and maxima, e.g. 0 1.5); the forecast and its band are shown within it "
+                        "(default: [0, 1] for a reward logged within it)")
     p.add_argument("--eval-metric", dest="eval_metric", default=None,
                    help="eval column to compare with the training reward (default: chosen by name; an unknown "
                         "column is an error listing the eval columns)")
@@ -100,6 +104,7 @@ def handler(args: argparse.Namespace) -> int:
             forecast=args.forecast,
             settings=args.config,
             curvature=args.curvature,
+            reward_range=args.reward_range,
         )
     if report is not None:
         from grpo_dynamics.report import write_report

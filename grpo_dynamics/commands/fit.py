@@ -26,6 +26,7 @@ import numpy as np
 
 from grpo_core._json import json_ready
 from grpo_core.errors import DataError, ParameterError
+from grpo_core.runs.diagnostics.forecast import check_reward_range, range_text, shown_range
 
 from ._logargs import add_log_arguments, output_path, read_log_from_args
 
@@ -78,6 +79,10 @@ def register(subparsers) -> None:
                         "0 fits every point)")
     p.add_argument("--n-boot", dest="n_boot", type=int, default=200,
                    help="bootstrap refits for the forecast band (0: delta method, else at least 2); default 200")
+    p.add_argument("--reward-range", dest="reward_range", nargs=2, type=float, metavar=("LOW", "HIGH"), default=None,
+                   help="with --fit-fraction: the least and the most the fitted reward's step mean can be (a "
+                        "composite reward: the sums of its functions' minima and maxima, e.g. 0 1.5); the forecast "
+                        "and its band are shown within it (default: [0, 1] for a reward logged within it)")
     p.add_argument("--level", default="0.9", help="coverage of the forecast band, in (0, 1); default 0.9")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
     p.add_argument("--config", default=None, metavar="FILE",
@@ -108,6 +113,9 @@ def handler(args: argparse.Namespace) -> int:
         # 1 would leave nothing after the window to forecast
         args.fit_fraction = check_real("--fit-fraction", args.fit_fraction, low=0.0, high=1.0,
                                        low_inclusive=False, high_inclusive=False)
+    if args.reward_range is not None and not args.metric.startswith("reward"):
+        raise ParameterError("--reward-range",
+                             f"`--reward-range` is the range of a reward; --metric is {args.metric!r}")
     plot = output_path("--plot", args.plot, (".png", ".html"), (args.log,))
     law_names = [name.strip() for name in args.laws.split(",") if name.strip()]
     for name in law_names:
@@ -115,6 +123,8 @@ def handler(args: argparse.Namespace) -> int:
     log = read_log_from_args(args)
     t, y = _series(log, args.metric, args.split)
     t = t.astype(float)
+    with _as_flag("reward_range", "--reward-range"):
+        args.reward_range = check_reward_range(args.reward_range, y, str(args.log))
     if y.size < MIN_POINTS:
         raise DataError(f"fit needs at least {MIN_POINTS} points of {args.metric} (the laws have 3-4 parameters; "
                         f"diagnose and the forecaster ask the same); {args.log} has {y.size}")
@@ -192,7 +202,6 @@ def _end_of_run(log, args):
     :func:`grpo_core.runs.diagnostics.forecast_run`); ``None`` without ``--fit-fraction`` (checked to lie
     in (0, 1) by the handler)."""
     from grpo_core.runs.diagnostics import forecast_run
-    from grpo_core.runs.diagnostics.series import _is_binary_compatible
 
     if args.fit_fraction is None:
         return None
@@ -201,20 +210,25 @@ def _end_of_run(log, args):
                            n_boot=min(args.n_boot, 100), level=float(args.level), seed=args.seed)
     except DataError:
         return None
-    # a reward whose every logged value lies in [0, 1] (a 0/1 reward's batch means): the forecast is shown
-    # within that range (diagnose's rule); the numbers themselves stay the forecaster's
+    # a reward's step mean lies in the range its functions allow: the declared --reward-range, or [0, 1] for a
+    # reward whose every logged value lies there (a 0/1 reward's batch means): the forecast is shown within it
+    # (diagnose's rule); the numbers themselves stay the forecaster's
     values = _series(log, args.metric, args.split)[1].astype(float)
-    end["unit_range"] = bool(args.metric.startswith("reward") and _is_binary_compatible(values))
+    rng = shown_range(values, None, args.reward_range) if args.metric.startswith("reward") else None
+    end["unit_range"] = rng is not None and args.reward_range is None
+    end["shown_range"] = None if rng is None else list(rng)
     # what the text and the plot show, in the JSON too, beside the forecaster's own numbers
     final, low, high = _shown(end)
-    end["shown"] = {"final": final, "low": low, "high": high, "clipped_to": [0.0, 1.0] if end["unit_range"] else None}
+    end["shown"] = {"final": final, "low": low, "high": high, "clipped_to": None if rng is None else [rng[0], rng[1]]}
     return end
 
 
 def _shown(e) -> tuple[float, float, float]:
-    """The forecast and its band as shown: within [0, 1] for a reward logged within it (``unit_range``)."""
+    """The forecast and its band as shown: within ``shown_range`` (the declared --reward-range, or [0, 1] for a
+    reward logged within it)."""
     vals = (e["final"], e["final_low"], e["final_high"])
-    return tuple(min(max(v, 0.0), 1.0) for v in vals) if e.get("unit_range") else vals
+    rng = e.get("shown_range")
+    return tuple(min(max(v, rng[0]), rng[1]) for v in vals) if rng else vals
 
 
 def _wide(e, low: float, high: float) -> str:
@@ -227,7 +241,8 @@ def _wide(e, low: float, high: float) -> str:
 def _end_line(e) -> str:
     """The forecast from the first ``--fit-fraction``: the end-of-log mean with its band and the plateau,
     now (the forecaster's current level, over which steps) and the actual (the log's last 20%; how many of
-    its points the window saw, if any). A reward logged within [0, 1] is shown within it."""
+    its points the window saw, if any). A reward with a range (``shown_range``: declared, or [0, 1] for a
+    reward logged within it) is shown within it, and the error is the shown forecast's."""
     seen = f"{e['n_fit']}, to step {e['t_fit_end']:g}" if e["n_fit"] else "none"
     head = f"\nforecast from the first {e['fit_fraction']:.0%} of the points ({seen})"
     if e["declined"] is not None:
@@ -235,13 +250,17 @@ def _end_line(e) -> str:
     from grpo_core.runs.diagnostics.forecast import late_gain_text
 
     h = e["horizon"]
+    rng = e.get("shown_range")
     plateau = (f"plateau {e['plateau']:.4g}" if e["plateau_determined"] else
                f"plateau not determined (the laws have not levelled off by step {h:g})")
+    if e["plateau_determined"] and rng and not rng[0] <= e["plateau"] <= rng[1]:
+        # real run 04 with --reward-range 0 1.5: "plateau 1.549" for a reward that cannot pass 1.5
+        plateau = f"plateau not determined (the laws' asymptote {e['plateau']:.4g} lies outside {range_text(rng)})"
     a, b = e["current_steps"]
-    final, low, high = _shown(e)  # a 0/1 reward's mean lies in [0, 1]: shown within it, as diagnose does
+    final, low, high = _shown(e)  # a reward's mean lies in its range: shown within it, as diagnose does
     clipped = ""
     if (final, low, high) != (e["final"], e["final_low"], e["final_high"]):
-        clipped = ", clipped to [0, 1], the range of a 0/1 reward"
+        clipped = f", clipped to {range_text(e['shown_range'])}"
     lines = [f"{head}, {e['clock']} clock: mean of the last 20% (steps {round(0.8 * h):d}-{h:g}) {final:.4g}, "
              f"{e['level']:.0%} band [{low:.4g}, {high:.4g}]{clipped}{_wide(e, low, high)} (of it, late gain "
              f"learned from real runs {late_gain_text(e)}{_unit_note(e)}); {plateau}",
@@ -251,7 +270,8 @@ def _end_line(e) -> str:
         seen = (f"; the fit window holds {e['actual_in_window']} of its {e['actual_points']} points"
                 if e["actual_in_window"] else ", after the fit window")
         lines.append(f"actual: mean of steps {c:g}-{d:g} (the log's last 20%{seen}) {e['actual']:.4g} "
-                     f"({'inside' if e['covered'] else 'outside'} the band; error {e['error']:+.4g})")
+                     f"({'inside' if e['covered'] else 'outside'} the band; error {final - e['actual']:+.4g}"
+                     + (f", {e['error']:+.4g} unclipped" if clipped else "") + ")")
     step_note = ("; here in steps: the log has no learning-rate schedule" if e["clock"] == "step" else "")
     lines.append(f"  method: {e['method']} (python -m bench forecast{step_note})")
     return "\n".join(lines)
@@ -466,7 +486,7 @@ def _forecast_chart(e, series, metric: str):
     t, y = (np.asarray(a, float) for a in series)
     data = pd.DataFrame({"step": t, "value": y, "part": np.where(t <= e["t_fit_end"], "fit window", "after it")})
     h = e["horizon"]
-    final, low, high = _shown(e)  # as the text says it: within [0, 1] for a 0/1 reward
+    final, low, high = _shown(e)  # as the text says it: within the reward's range
     box = pd.DataFrame({"step": [0.8 * h, h], "low": low, "high": high, "value": final, "what": "forecast"})
     segments = [("now (forecaster's level)", e["current_steps"], e["current"])]
     if e["actual"] is not None:

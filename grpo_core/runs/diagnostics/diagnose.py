@@ -12,7 +12,6 @@ import pandas as pd
 
 from ..._json import json_ready
 from ...errors import DataError, GrpoError, ParameterError
-from ...laws import plateau_outside_unit_interval
 from ...validation import check_integer
 from ..logs import RunLog, read_log
 from .concentration import policy_concentration
@@ -21,7 +20,7 @@ from .degeneration import advantage_degeneration
 from .drift import kl_drift
 from .explosion import entropy_explosion
 from .findings import _RANK, MODES, Finding
-from .forecast import forecast_end, plateau_forecast, wide_band_note
+from .forecast import check_reward_range, forecast_end, plateau_forecast, range_text, shown_range, wide_band_note
 from .implied import implied_curvature_entry, run_settings
 from .instability import dynamic_instability
 from .learning import not_learning
@@ -52,11 +51,12 @@ class Diagnosis:
         over the last 20% of the run up to ``horizon`` and its ``level`` band; ``horizon_kind``
         ``"planned"``: the log's ``max_steps``, ``"doubled"``: a finished log trained on to twice its
         last step), ``asymptote`` and ``plateau_determined`` (False: the window does not determine a
-        plateau, or it lies outside [0, 1] for a 0/1 reward; print no plateau then), ``now`` (the
+        plateau, or it lies outside the reward's range; print no plateau then), ``now`` (the
         forecaster's current level) and ``now_steps`` (the first and last step it averages),
-        ``clock``, ``forecast_caveat`` (the run is unstable, or a 0/1 reward's forecast lies outside
-        [0, 1]; else ``None``), ``band_clipped`` (a 0/1 reward's forecast and band are shown clipped
-        to [0, 1], the range its mean can take) and ``end_of_run`` (the whole :func:`forecast_run`
+        ``clock``, ``forecast_caveat`` (the run is unstable, or the forecast lies outside the reward's
+        range; else ``None``), ``shown_range`` (``[low, high, name]``: the declared ``reward_range``, or
+        ``[0, 1]`` for a 0/1 reward; ``None`` when there is none), ``band_clipped`` (the forecast and band
+        are shown clipped to it, the range the mean reward can take) and ``end_of_run`` (the whole :func:`forecast_run`
         dict, the forecaster's own numbers). Beside it, the law that describes the curve
         (:func:`plateau_forecast`'s keys: ``law``, ``plateau``, ``plateau_low``, ``plateau_high``,
         ``r2``, ``t90``, ``current`` (the mean of the last 50 rows), ..., with ``reliable`` and
@@ -199,7 +199,8 @@ _CURVE_KEYS = ("t", "fitted", "fitted_low", "fitted_high", "smoothed_t", "smooth
 def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_reward: bool | None = None,
              num_prompts: int | None = None, eval_metric: str | None = None, correctness: list[str] | None = None,
              thresholds: Thresholds | None = None, forecast: bool = True, n_boot: int = 50,
-             settings: Any = None, curvature: bool = True) -> Diagnosis:
+             settings: Any = None, curvature: bool = True,
+             reward_range: tuple[float, float] | None = None) -> Diagnosis:
     """Check a training log for every failure mode and forecast its plateau.
 
     Parameters
@@ -231,6 +232,11 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
     curvature : bool
         Report the implied curvature ``K`` and the stability margin (:attr:`Diagnosis.implied_curvature`;
         two law fits, about 0.15 s on the real runs).
+    reward_range : (float, float), optional
+        The least and the most a step's mean reward can be (a composite reward: the sums of its functions'
+        minima and maxima, e.g. ``(0, 1.5)`` for a format reward of 0.5 and a correctness reward of 1). The
+        forecast and its band are shown within it, and a forecast past it is said to be. Default: ``[0, 1]``
+        for a reward logged within it (unless ``binary_reward`` is False), else none.
 
     Returns
     -------
@@ -247,7 +253,8 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
         The log cannot be read (path input), or none of the four checks can run on it (it has
         none of the columns they read: a verdict "healthy" would be about nothing).
     ParameterError
-        Bad ``group_size`` or ``num_prompts``; ``binary_reward=True`` for a reward outside [0, 1]; an
+        Bad ``group_size`` or ``num_prompts``; ``binary_reward=True`` for a reward outside [0, 1]; a
+        ``reward_range`` that is not ``low < high`` or does not hold every logged reward; an
         ``eval_metric`` or ``correctness`` name the log does not have (the message lists its columns). A ``settings``
         path that is not a file.
 
@@ -264,6 +271,9 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
     if group_size is not None:
         group_size = check_integer("group_size", group_size, low=2)
     eval_metric, correctness = _check_names(log, eval_metric, correctness)
+    if reward_range is not None:
+        reward_range = check_reward_range(reward_range, _quiet_series(log, "reward")[1] if log.has("reward") else None,
+                                          str(log.source))
     notes = list(log.notes)
     osc = _reward_oscillation(log, binary_reward, th)
     checks = {
@@ -287,7 +297,8 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
     findings = _rejudge(log, findings, "not_learning" in checked, group_size, num_prompts, th)
     findings.sort(key=lambda f: (-_RANK[f.severity], f.onset if f.onset is not None else f.steps[0]))
     verdict, missing = _verdict(findings, checked, skipped, th)
-    fc = _forecast(log, findings, binary_reward, n_boot, th, notes) if forecast and log.has("reward") else None
+    fc = (_forecast(log, findings, binary_reward, n_boot, th, notes, reward_range)
+          if forecast and log.has("reward") else None)
     if log.has("reward"):
         raw = log.train["reward"].to_numpy(float)
         n_bad = int(log.nonfinite_steps("reward").size)
@@ -418,7 +429,7 @@ def _run_checks(log: RunLog, checks: dict) -> tuple[list[Finding], list[str], di
 
 
 def _forecast(log: RunLog, findings: list[Finding], binary_reward: bool | None, n_boot: int, th: Thresholds,
-              notes: list[str]) -> dict[str, Any] | None:
+              notes: list[str], reward_range: tuple[float, float] | None = None) -> dict[str, Any] | None:
     """The forecast of where the reward ends (:func:`forecast_end`, the benchmarked forecaster) with
     the law fit that describes the curve (:func:`plateau_forecast`), or ``None`` with the reason in
     ``notes``. No significance gate: a flat reward is forecast to stay flat (the constant law), and
@@ -450,26 +461,33 @@ def _forecast(log: RunLog, findings: list[Finding], binary_reward: bool | None, 
     caveats = []
     if any(f.mode == "dynamic_instability" and f.severity in ("warning", "critical") for f in findings):
         caveats.append("the run is unstable: a plateau law does not describe it")
-    if binary_reward is not False and plateau_outside_unit_interval(r, end["final"]):
-        laws_only = end["final"] - end["late_gain"]
-        if plateau_outside_unit_interval(r, laws_only):
-            caveats.append(f"the laws' forecast {end['final']:.4g} lies outside [0, 1], the range of a 0/1 reward: "
-                           "they extrapolate a rise that has not bent over yet (shown clipped to [0, 1])")
-        else:  # the laws have levelled off inside [0, 1]; the late gain carries the forecast past 1
-            caveats.append(f"the forecast {end['final']:.4g} lies outside [0, 1], the range of a 0/1 reward: the "
-                           f"laws level off at {laws_only:.4g}, and the late gain (the slow rise real runs keep "
-                           "after their last bend, learned from the benchmark's runs) carries it past 1; a "
-                           "reward at its ceiling cannot keep rising (shown clipped to [0, 1])")
-    determined = end["plateau_determined"]
-    if determined and binary_reward is not False and plateau_outside_unit_interval(r, end["plateau"]):
-        determined = False
-    # a 0/1 reward's mean lies in [0, 1]: the forecast and its band are shown within it (clipping cannot
+    # a step's mean reward lies in the range its reward functions allow (declared, or [0, 1] for a 0/1
+    # reward): a forecast past it says so, and it and its band are shown within it (clipping cannot
     # uncover the truth; end_of_run keeps the forecaster's own numbers)
-    bounded = binary_reward is not False and _is_binary_compatible(r)
-    final, low, high = ((min(max(v, 0.0), 1.0) for v in (end["final"], end["final_low"], end["final_high"]))
-                        if bounded else (end["final"], end["final_low"], end["final_high"]))
+    rng = shown_range(r, binary_reward, reward_range)
+
+    def outside(v: float) -> bool:
+        return rng is not None and not (rng[0] - 1e-9 * (rng[1] - rng[0]) <= v <= rng[1] + 1e-9 * (rng[1] - rng[0]))
+
+    if outside(end["final"]):
+        laws_only = end["final"] - end["late_gain"]
+        edge = f"{rng[1]:g}" if end["final"] > rng[1] else f"{rng[0]:g}"
+        if outside(laws_only):
+            caveats.append(f"the laws' forecast {end['final']:.4g} lies outside {range_text(rng)}: they "
+                           f"extrapolate a rise that has not bent over yet (shown clipped to [{rng[0]:g}, {rng[1]:g}])")
+        else:  # the laws have levelled off inside the range; the late gain carries the forecast past its edge
+            caveats.append(f"the forecast {end['final']:.4g} lies outside {range_text(rng)}: the "
+                           f"laws level off at {laws_only:.4g}, and the late gain (the slow rise real runs keep "
+                           f"after their last bend, learned from the benchmark's runs) carries it past {edge}; a "
+                           f"reward at its ceiling cannot keep rising (shown clipped to [{rng[0]:g}, {rng[1]:g}])")
+    determined = end["plateau_determined"]
+    if determined and outside(end["plateau"]):
+        determined = False
+    final, low, high = ((min(max(v, rng[0]), rng[1]) for v in (end["final"], end["final_low"], end["final_high"]))
+                        if rng is not None else (end["final"], end["final_low"], end["final_high"]))
     fc.update({"final": final, "final_low": low, "final_high": high,
-               "band_clipped": bool(bounded and (low, high) != (end["final_low"], end["final_high"])),
+               "band_clipped": bool(rng is not None and (low, high) != (end["final_low"], end["final_high"])),
+               "shown_range": None if rng is None else list(rng),
                "horizon": end["horizon"], "horizon_kind": end["horizon_kind"], "asymptote": end["plateau"],
                "plateau_determined": bool(determined), "now": end["current"], "now_steps": end["current_steps"],
                "clock": end["clock"], "forecast_caveat": "; ".join(caveats) or None,
@@ -479,9 +497,9 @@ def _forecast(log: RunLog, findings: list[Finding], binary_reward: bool | None, 
     if "r_inf" in fc["at_bound"]:
         caveats.append("the curve does not determine its plateau: the fitted value sits at the law's "
                        "bound, ten reward ranges beyond the data")
-    elif binary_reward is not False and plateau_outside_unit_interval(r, fc["plateau"]):
-        caveats.append(f"the fitted plateau {fc['plateau']:.4g} lies outside [0, 1], the range of a "
-                       "0/1 reward: the curve has not bent over yet and the law extrapolates past it")
+    elif outside(fc["plateau"]):
+        caveats.append(f"the fitted plateau {fc['plateau']:.4g} lies outside {range_text(rng)}: the curve "
+                       "has not bent over yet and the law extrapolates past it")
     elif (np.isfinite(fc["plateau_high"]) and np.isfinite(fc["plateau_low"]) and np.ptp(r) > 0
           and fc["plateau_high"] - fc["plateau_low"] > 3 * float(np.ptp(r))):
         # held-out runs 44, 46, 49: bands reaching 105-367 for rewards that never passed 3-22
@@ -507,7 +525,8 @@ def forecast_lines(fc: dict[str, Any]) -> list[str]:
     wide = wide_band_note(fc)
     return [f"forecast: {where}, the mean reward over steps {round(0.8 * h):d}-{h:g} is {fc['final']:.4g} "
             f"[{fc['final_low']:.4g}, {fc['final_high']:.4g}] ({fc['level']:.0%} band"
-            + (", clipped to [0, 1], the range of a 0/1 reward" if fc.get("band_clipped") else "")
+            + (f", clipped to {range_text(fc.get('shown_range') or (0, 1, 'the range of a 0/1 reward'))}"
+               if fc.get("band_clipped") else "")
             + (f"; {wide}" if wide else "") + f"); {plateau}",
             f"now {fc['now']:.4g} (the forecaster's current level: mean of steps {a:g}-{b:g}; {fc['clock']} clock)"
             + (f" (caveat: {fc['forecast_caveat']})" if fc.get("forecast_caveat") else "")]
