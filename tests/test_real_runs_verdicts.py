@@ -117,6 +117,10 @@ def test_collapse_run_entropy_explosion_and_ratio_far_from_one(verdicts):
     d = verdicts["01"]
     f = d.find("entropy_explosion")
     assert f.severity == "critical" and f.evidence["entropy_ratio"] > 10  # 0.13 -> 5.1
+    # the raw entropy: 1.14 and 1.69 at steps 40-45, then 0.05-0.14 from step 55 to 135 (reward 0.8-0.95),
+    # 0.21 at 140 (under twice the initial 0.13), 0.95 at 145 and up to 5.4: the explosion starts at 145
+    assert f.onset == 145 and f.evidence["step_doubled"] == 145 and f.evidence["step_first_doubled"] == 40
+    assert "above twice it from step 145 (an earlier excursion above it from step 40 fell back)" in f.message
     assert d.find("off_policy_mismatch").severity == "critical"
     assert verdicts["03"].find("off_policy_mismatch") is None  # its sibling keeps the ratio near 1
     assert verdicts["03"].find("entropy_explosion") is None

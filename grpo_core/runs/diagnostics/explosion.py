@@ -17,7 +17,9 @@ def entropy_explosion(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLD
     of the values, 3 to 20; median of the smoothed last 5%). Late over initial at or above
     ``explosion_warning`` (2) is a warning, ``explosion_critical`` (4) critical: the policy spreads
     its mass over many more tokens than it started with, which in practice is degenerate, repetitive
-    or random text (and usually comes with the length at the cap and the reward gone).
+    or random text (and usually comes with the length at the cap and the reward gone). The onset is the
+    first step of the last stretch of the smoothed entropy at or above twice the initial level (an earlier
+    excursion that fell back is named, not taken for it).
 
     Parameters
     ----------
@@ -56,10 +58,19 @@ def entropy_explosion(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLD
     ratio = h_late / h0
     if ratio < th.explosion_warning:
         return None
-    above = np.flatnonzero(hs >= th.explosion_warning * h0)
-    onset = int(round(steps[above[0]])) if above.size else None
+    # the onset is where the last stretch above twice the initial level begins, not the first crossing: real
+    # run 01's entropy touched 1.14-1.69 at steps 40-45 and fell back to 0.05-0.14 for 90 steps (reward
+    # 0.8-0.95) before the explosion from step 145; "from step 40" would roll a user back past 95 good steps
+    up = hs >= th.explosion_warning * h0
+    starts = np.flatnonzero(up & ~np.r_[False, up[:-1]])
+    onset = int(round(steps[starts[-1]])) if starts.size else None
+    first = int(round(steps[starts[0]])) if starts.size > 1 else None
     severity = "critical" if ratio >= th.explosion_critical else "warning"
-    ev = {"entropy_initial": h0, "entropy_late": h_late, "entropy_ratio": ratio, "step_doubled": onset}
+    ev = {"entropy_initial": h0, "entropy_late": h_late, "entropy_ratio": ratio, "step_doubled": onset,
+          "step_first_doubled": first if first is not None else onset}
+    since = f", above twice it from step {onset}" if onset is not None else ""
+    if first is not None:
+        since += f" (an earlier excursion above it from step {first} fell back)"
     return Finding("entropy_explosion", severity, (int(round(steps[0])), int(round(steps[-1]))), onset, ev,
                    f"Entropy explosion: the entropy rose from {h0:.3g} to {h_late:.3g} ({ratio:.2g}x its initial "
-                   f"level){f', above twice it from step {onset}' if onset is not None else ''}.")
+                   f"level){since}.")
