@@ -236,6 +236,8 @@ def _curvature_section(ic: dict[str, Any] | None) -> list[str]:
                 else "(constant; step clock)")),
         ]
         out.append("<table>" + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows) + "</table>")
+        if ic.get("caveat"):
+            out.append(f"<p><b>Caveat:</b> {html.escape(ic['caveat'])}.</p>")
     out.append(f'<p class="muted">Conventions ({html.escape(str(ic.get("settings_source")))}): '
                f"{html.escape(str(ic.get('conventions')))}</p>")
     return out

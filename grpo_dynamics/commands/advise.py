@@ -119,18 +119,14 @@ def _from_log(args: argparse.Namespace) -> int:
 
 
 def _not_a_relaxation(log) -> str | None:
-    """A line when the reward fell (or rose, then fell) over the log (diagnose's critical not_learning):
-    the curvature and margin above come from a relaxation fitted to a curve that is not one (real run 36:
-    12.0 -> 21.9 at steps 13-18 -> about 9, and a margin of 2.4e3x), so they say nothing about the fall."""
+    """diagnose's caveat (:func:`grpo_core.runs.diagnostics.diagnose.not_a_relaxation`) when the reward fell
+    (or rose, then fell) over the log: the curvature and margin above come from a relaxation fitted to a
+    curve that is not one (real run 36: a margin of 2.4e3x), so they say nothing about the fall."""
     from grpo_core.errors import GrpoError
     from grpo_core.runs.diagnostics import not_learning
+    from grpo_core.runs.diagnostics.diagnose import not_a_relaxation
 
     try:
-        f = not_learning(log)
+        return not_a_relaxation(not_learning(log))
     except GrpoError:
         return None
-    if f is None or f.severity != "critical":
-        return None
-    return (f"the reward is not a relaxation to a plateau ({f.message[0].lower()}{f.message[1:].rstrip('.')}; "
-            "`diagnose`): the curvature, regime and margin above are those of a relaxation fitted to it and do "
-            "not explain the fall")

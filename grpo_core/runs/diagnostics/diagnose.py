@@ -315,7 +315,9 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
     implied = None
     if curvature and log.has("reward"):
         implied, line = implied_curvature_entry(log, run_settings(log, settings))
-        implied["line"] = line
+        fell = next((f for f in findings if f.mode == "not_learning" and f.severity == "critical"), None)
+        implied["caveat"] = not_a_relaxation(fell, quote=False) if implied.get("reason") is None else None
+        implied["line"] = line + (f" (caveat: {implied['caveat']})" if implied["caveat"] else "")
     steps = (int(log.train.index[0]), int(log.train.index[-1])) if len(log.train) else (0, 0)
     return Diagnosis(findings=findings, healthy=verdict == "healthy", forecast=fc, oscillation=osc,
                      checked=checked, skipped=skipped, source=log.source, format=_format_label(log),
@@ -426,6 +428,21 @@ def _run_checks(log: RunLog, checks: dict) -> tuple[list[Finding], list[str], di
                         f"{', '.join(map(str, log.train.columns)) or 'none'}{why}. Name yours with mapping= (--map "
                         "KEY=COLUMN)")
     return findings, checked, skipped
+
+
+def not_a_relaxation(finding: Finding | None, *, quote: bool = True) -> str | None:
+    """The caveat on an implied curvature read from a reward that fell (a critical :func:`not_learning`:
+    it unlearned, or rose then fell), else ``None``. The curvature, regime and stability margin come from a
+    relaxation fitted to a curve that is not one, so they say nothing about the fall (real run 36: 12.0 ->
+    21.9 at steps 13-18 -> about 8.4, and a margin of 2.4e3x "stable" beside advice to lower the learning
+    rate). ``quote``: the finding's message in the caveat (``advise --from-log``, which prints no findings),
+    else a pointer to it (``diagnose``, which prints it above). Our rule."""
+    if finding is None or finding.mode != "not_learning" or finding.severity != "critical":
+        return None
+    why = (f"{finding.message[0].lower()}{finding.message[1:].rstrip('.')}; `diagnose`" if quote
+           else "not_learning above")
+    return (f"the reward is not a relaxation to a plateau ({why}): the curvature, regime and margin are those "
+            "of a relaxation fitted to it and do not explain the fall")
 
 
 def _forecast(log: RunLog, findings: list[Finding], binary_reward: bool | None, n_boot: int, th: Thresholds,
