@@ -63,12 +63,31 @@ def test_forecast_in_json(capsys):
     code, out, _ = run(capsys, CASES / "02-zero-loss-but-learning" / "trainer_state.json", "--json")
     fc = json.loads(out)["forecast"]
     assert code == 0
-    assert fc["plateau_low"] <= fc["plateau"] <= fc["plateau_high"]
-    assert {"law", "r2", "t90", "current", "reliable"} <= set(fc)  # the law that describes the curve
+    law = fc["law_fit"]  # the law that describes the curve, apart from what the text prints
+    assert law["plateau_low"] <= law["plateau"] <= law["plateau_high"]
+    assert {"law", "r2", "t90", "current", "reliable"} <= set(law) and not {"plateau", "current", "law"} & set(fc)
     # the forecast (the benchmarked forecaster's): the end-of-run mean in its band, now over named steps
     assert fc["final_low"] <= fc["final"] <= fc["final_high"] and fc["end_of_run"]["final"] == fc["final"]
     assert fc["now"] == fc["end_of_run"]["current"] and fc["now_steps"][0] <= fc["now_steps"][1]
     assert "fitted" not in fc  # the curves are for charts, not the JSON
+
+
+def test_the_json_forecast_is_what_the_text_prints_with_the_law_fit_apart(capsys):
+    """Real run 01 (a 0/1 reward that collapsed to 0.006 by its end, 40 rows): the JSON's top-level
+    "current" was 0.524 (the law fit's mean of the last 50 rows: all 40) beside the text's "now 0.00625",
+    and "plateau" 0.006 (a logistic) where the text says the plateau is not determined. The top level now
+    holds what the text prints; the law fit is under "law_fit"."""
+    from grpo_core.runs import datasets
+
+    path = datasets.real_run("01").path
+    code, out, _ = run(capsys, path, "--json", "--no-curvature")
+    fc = json.loads(out)["forecast"]
+    code, text, _ = run(capsys, path, "--no-curvature")
+    now = next(s for s in text.splitlines() if s.strip().startswith("now "))
+    assert now.strip().startswith(f"now {fc['now']:.4g} (the forecaster's current level: mean of steps 185-200")
+    assert fc["now"] == 0.00625 and fc["plateau_determined"] is False and "plateau not determined" in text
+    assert fc["law_fit"]["current"] == pytest.approx(0.52375) and fc["law_fit"]["tail"] == 40  # all 40 rows
+    assert "current" not in fc and "plateau" not in fc
 
 
 def test_a_forecast_band_wider_than_the_log_ever_went_says_so(capsys):
@@ -289,8 +308,8 @@ def test_forecast_past_what_a_0_1_reward_can_reach_is_flagged_not_reliable(capsy
     log = _write_curve(tmp_path / "rising.csv", acc)
     code, out, err = run(capsys, log, "--json")
     fc = json.loads(out)["forecast"]
-    assert fc["plateau"] > 1  # reported as fitted, not clipped ...
-    assert fc["reliable"] is False and "outside [0, 1]" in fc["caveat"]  # ... and said to be out of reach
+    assert fc["law_fit"]["plateau"] > 1  # reported as fitted, not clipped ...
+    assert fc["law_fit"]["reliable"] is False and "outside [0, 1]" in fc["law_fit"]["caveat"]  # ... out of reach
     # the forecaster's, too: shown clipped to [0, 1] (end_of_run keeps its own numbers), no plateau
     assert fc["end_of_run"]["final"] > 1 and fc["final"] == 1.0 and fc["band_clipped"] is True
     assert fc["final_low"] >= 0 and fc["final_high"] == 1.0 and fc["plateau_determined"] is False
@@ -301,7 +320,7 @@ def test_forecast_past_what_a_0_1_reward_can_reach_is_flagged_not_reliable(capsy
     assert "clipped to [0, 1], the range of a 0/1 reward" in out
     # a reward that is not 0/1 (the user says so): no such caveat
     code, out, err = run(capsys, log, "--json", "--binary-reward", "no")
-    assert json.loads(out)["forecast"]["reliable"] is True
+    assert json.loads(out)["forecast"]["law_fit"]["reliable"] is True
 
 
 def test_forecast_whose_plateau_sits_at_the_law_bound_is_flagged(capsys, tmp_path):
@@ -310,7 +329,7 @@ def test_forecast_whose_plateau_sits_at_the_law_bound_is_flagged(capsys, tmp_pat
     # a straight line: no law determines a plateau; the fit parks r_inf at its bound
     log = _write_curve(tmp_path / "line.csv", 0.1 + 0.002 * np.arange(1, 200))
     code, out, err = run(capsys, log, "--json")
-    fc = json.loads(out)["forecast"]
+    fc = json.loads(out)["forecast"]["law_fit"]
     assert "r_inf" in fc["at_bound"]
     assert fc["reliable"] is False and "does not determine its plateau" in fc["caveat"]
 

@@ -61,7 +61,8 @@ class Diagnosis:
         (:func:`plateau_forecast`'s keys: ``law``, ``plateau``, ``plateau_low``, ``plateau_high``,
         ``r2``, ``t90``, ``current`` (the mean of the last 50 rows), ..., with ``reliable`` and
         ``caveat`` about that fit; ``law`` is ``None`` and those keys absent when the curve is too
-        short for it). ``None`` if no forecast was made (fewer than 8 reward points, a reward that
+        short for it; in the JSON of :meth:`Diagnosis.to_dict` these are under ``law_fit``). ``None`` if
+        no forecast was made (fewer than 8 reward points, a reward that
         does not change; the reason is in ``notes``).
     oscillation : Oscillation or None
         Oscillation analysis of the reward.
@@ -136,9 +137,10 @@ class Diagnosis:
         return next((f for f in self.findings if f.mode == mode), None)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict: ``verdict``, ``healthy``, ``missing``, ``findings``, ``forecast``, ``oscillation``,
-        ``checked``, ``skipped``, ``format``, ``source``, ``reward_std_kind``, ``steps``, ``notes``,
-        ``implied_curvature``."""
+        """JSON-ready dict: ``verdict``, ``healthy``, ``missing``, ``findings``, ``forecast`` (what the text
+        prints at its top level; the law fit that describes the curve under ``forecast["law_fit"]``; no curves),
+        ``oscillation``, ``checked``, ``skipped``, ``format``, ``source``, ``reward_std_kind``, ``steps``,
+        ``notes``, ``implied_curvature``."""
         return json_ready({
             "verdict": self.verdict,
             "healthy": self.healthy,
@@ -549,10 +551,23 @@ def forecast_lines(fc: dict[str, Any]) -> list[str]:
             + (f" (caveat: {fc['forecast_caveat']})" if fc.get("forecast_caveat") else "")]
 
 
+#: The law fit's keys (:func:`plateau_forecast`), under ``law_fit`` in the JSON: at the top level its
+#: ``plateau`` and ``current`` read as the printed plateau and "now", which they are not (real run 01:
+#: ``current`` 0.524, the mean of all 40 rows, beside "now 0.00625"; ``plateau`` 0.006 where the text says
+#: the plateau is not determined).
+_LAW_FIT_KEYS = ("law", "plateau", "plateau_low", "plateau_high", "band_method", "r2", "r2_smoothed", "t90",
+                 "current", "tail", "reached", "window", "start", "at_bound", "laws", "reliable", "caveat",
+                 "law_fit_error")
+
+
 def _forecast_json(fc: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The forecast as JSON: what the text prints at the top level (``final`` and its band, ``asymptote``,
+    ``plateau_determined``, ``now``, ...), the law fit that describes the curve under ``law_fit``, no curves."""
     if fc is None:
         return None
-    return {k: v for k, v in fc.items() if k not in _CURVE_KEYS}
+    out = {k: v for k, v in fc.items() if k not in _CURVE_KEYS and k not in _LAW_FIT_KEYS}
+    out["law_fit"] = {k: fc[k] for k in _LAW_FIT_KEYS if k in fc}
+    return out
 
 
 #: Containers whose rows were renamed to TRL's keys by the reader: the label names where they came from.
