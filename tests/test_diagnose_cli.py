@@ -361,6 +361,13 @@ def test_a_log_with_nothing_to_check_is_an_error_not_healthy(capsys, tmp_path):
     log.write_text("step,loss,reward\n" + "".join(f"{i},0.1,good\n" for i in range(1, 50)))
     code, out, err = run(capsys, log)
     assert code == 2 and "its columns: step, loss; column 'reward' was dropped: it holds no numbers." in err
+    # beside columns other checks read, the run is inconclusive, and the forecast's note says why, not that
+    # the log has no 'reward' column
+    log.write_text("step,loss,grad_norm,kl,reward\n" + "".join(f"{i},0.1,0.{i % 7 + 1},0.0{i},good\n"
+                                                             for i in range(1, 50)))
+    code, out, err = run(capsys, log)
+    assert code == 3 and "no plateau forecast: the column 'reward' was dropped: it holds no numbers" in out
+    assert "no 'reward' column" not in out
 
 
 def test_correctness_option_and_what_the_messages_tell_a_command_line_user(capsys):

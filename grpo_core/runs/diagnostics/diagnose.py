@@ -312,7 +312,9 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
             notes.append(f"data: the reward is logged on {raw.size - n_unlogged} of {raw.size} training steps "
                          "(the other steps logged other metrics)")
     if forecast and not log.has("reward"):
-        notes.append("no plateau forecast: the log has no reward values (no 'reward' column, or every value "
+        gone = (getattr(log, "dropped", None) or {}).get("train", {}).get("reward")
+        notes.append(f"no plateau forecast: the column 'reward' was dropped: {gone}" if gone else
+                     "no plateau forecast: the log has no reward values (no 'reward' column, or every value "
                      "empty or NaN)")
     implied = None
     if curvature and log.has("reward"):
