@@ -82,6 +82,10 @@ def test_samples_file_estimates_the_constants(tmp_path, capsys):
         (["--c1", "nan", "--c2", "1", "--c3", "1", "--budget", "64"], "`c1`"),
         (["--samples", "x.npz", "--c1", "1", "--budget", "64"], "`--samples`"),
         (["--c1", "1", "--c2", "1", "--c3", "1", "--budget", "1e30"], "`budget` must be an integer in [2, "),
+        # a training log given to groupsize (a user's first guess) is answered with what it reads instead
+        (["trainer_state.json"], "groupsize reads no training log (got 'trainer_state.json'): give the rollout "
+                                 "budget `--budget N`"),
+        (["--c1", "1", "--c2", "1", "--c3", "1"], "`--budget` is required"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(argv, needle, capsys):

@@ -36,8 +36,11 @@ def register(subparsers) -> None:
         ),
     )
     p.add_argument(
-        "--budget", required=True, help="rollouts (completions) per optimizer step N, integer in [2, 2**53]"
+        "--budget", default=None, help="rollouts (completions) per optimizer step N, integer in [2, 2**53] (required)"
     )
+    # a training log given here is answered with what groupsize reads instead (argparse said only "--budget
+    # is required")
+    p.add_argument("stray", nargs="?", default=None, help=argparse.SUPPRESS)
     p.add_argument(
         "--max-group-size", dest="max_group_size", default=None, metavar="G",
         help="largest G to consider (e.g. what fits in memory), integer in [2, N]; default N. Every divisor "
@@ -65,6 +68,13 @@ def handler(args: argparse.Namespace) -> int:
     from grpo_core import groupsize
     from grpo_core.validation import check_integer, check_real
 
+    if args.stray is not None:
+        raise ParameterError("groupsize", f"groupsize reads no training log (got {args.stray!r}): give the rollout "
+                             "budget `--budget N` and the constants `--c1 --c2 --c3`, or `--samples FILE.npz` of "
+                             "per-completion score vectors and rewards to estimate them")
+    if args.budget is None:
+        raise ParameterError("budget", "`--budget` is required: the rollouts (completions) per optimizer step N, "
+                             "an integer in [2, 2**53]")
     budget = check_integer("budget", args.budget, low=2, high=groupsize.MAX_BUDGET)
     max_g = budget if args.max_group_size is None else check_integer(
         "--max-group-size", args.max_group_size, low=2, high=budget)
