@@ -313,7 +313,8 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
                          "(the other steps logged other metrics)")
     if forecast and not log.has("reward"):
         gone = (getattr(log, "dropped", None) or {}).get("train", {}).get("reward")
-        notes.append(f"no plateau forecast: the column 'reward' was dropped: {gone}" if gone else
+        notes.append(f"no plateau forecast: the log has no reward values (the column 'reward' was dropped: {gone})"
+                     if gone else
                      "no plateau forecast: the log has no reward values (no 'reward' column, or every value "
                      "empty or NaN)")
     implied = None
