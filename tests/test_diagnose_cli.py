@@ -488,7 +488,7 @@ def test_a_declared_reward_range_bounds_the_forecast_like_a_0_1_reward(capsys, t
     code, out, _ = run(capsys, log, "--no-curvature", "--reward-range", "0", "1.5")
     assert "(90% band, clipped to [0, 1.5], the reward's declared range)" in out
     code, out, err = run(capsys, log, "--reward-range", "0", "1.4")
-    assert code == 2 and "`reward_range` (0, 1.4) does not hold the reward" in err and "0.175 to 1.5" in err
+    assert code == 2 and "`--reward-range` (0, 1.4) does not hold the reward" in err and "0.175 to 1.5" in err
 
 
 def test_the_curvature_of_a_run_that_fell_carries_advises_caveat(capsys, tmp_path):

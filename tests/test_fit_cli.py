@@ -61,8 +61,9 @@ def test_json_forecast_and_smoothing(capsys):
     fc = d["forecast"]
     assert fc["fraction"] == 0.4 and fc["band_method"] == "delta" and fc["n_fit"] == 92
     assert fc["plateau_low"] <= fc["plateau"] <= fc["plateau_high"]
-    assert fc["actual_tail_mean"] == pytest.approx(float(np.mean(laws.rolling_mean(
-        np.arange(1, 251), _qwen_reward(), 20)[1][-50:])))
+    # the law fit is scored against the last 20% of the (smoothed) points, 47 of 231, as the end-of-run forecast
+    assert fc["tail"] == 47 and fc["actual_tail_mean"] == pytest.approx(float(np.mean(laws.rolling_mean(
+        np.arange(1, 251), _qwen_reward(), 20)[1][-47:])))
     # the end-of-run forecast reads the raw log (not the smoothed curve): the first 100 of 250 steps, the
     # mean of the last 20% (50 steps) as the truth
     end = d["end_of_run_forecast"]
@@ -127,7 +128,8 @@ def test_a_zero_one_reward_forecast_is_shown_within_zero_one(capsys, tmp_path):
     end = d["end_of_run_forecast"]
     assert end["unit_range"] and end["final_low"] < 0 < 1 < end["final_high"]
     # and what is shown beside them
-    assert end["shown"] == {"final": end["final"], "low": 0.0, "high": 1.0, "clipped_to": [0.0, 1.0]}
+    shown = {k: end["shown"][k] for k in ("final", "low", "high", "clipped_to")}
+    assert shown == {"final": end["final"], "low": 0.0, "high": 1.0, "clipped_to": [0.0, 1.0]}
     plot = tmp_path / "f.html"
     assert main(["fit", path, "--fit-fraction", "0.4", "--n-boot", "0", "--plot", str(plot)]) == 0
     line = next(s for s in capsys.readouterr().out.splitlines() if s.startswith("forecast from"))
@@ -146,13 +148,21 @@ def test_a_declared_reward_range_clips_a_composite_rewards_forecast(capsys):
     end = _json(capsys, path, "--fit-fraction", "0.4", "--n-boot", "0", "--reward-range", "0", "1.5")[
         "end_of_run_forecast"]
     assert end["final"] > 1.5 and end["final_high"] > 1.5 and not end["unit_range"]
-    assert end["shown"] == {"final": 1.5, "low": end["final_low"], "high": 1.5, "clipped_to": [0.0, 1.5]}
+    shown = {k: end["shown"][k] for k in ("final", "low", "high", "clipped_to")}
+    assert shown == {"final": 1.5, "low": end["final_low"], "high": 1.5, "clipped_to": [0.0, 1.5]}
     assert end["shown_range"] == [0.0, 1.5, "the reward's declared range"]
     assert main(["fit", path, "--fit-fraction", "0.4", "--n-boot", "0", "--reward-range", "0", "1.5"]) == 0
     out = capsys.readouterr().out
     line = next(s for s in out.splitlines() if s.startswith("forecast from"))
     assert ", 1.5]" in line and "clipped to [0, 1.5], the reward's declared range" in line
-    assert f"the laws' asymptote {end['plateau']:.4g} lies outside [0, 1.5]" in line
+    assert f"no plateau within reach (the laws' asymptote {end['plateau']:.4g} lies outside [0, 1.5]" in line
+    # the clipped forecast does not hide the forecaster's overshoot
+    assert (f"; the forecaster's own {end['final']:.4g} [{end['final_low']:.4g}, {end['final_high']:.4g}] runs "
+            "past it") in line
+    # the JSON says what the text says beside the forecaster's own numbers
+    assert end["plateau_determined"] is True and end["shown"]["plateau_determined"] is False
+    assert end["shown"]["plateau_past_range"] is True
+    assert end["shown"]["error"] == pytest.approx(1.5 - end["actual"]) and end["error"] > end["shown"]["error"]
     actual = next(s for s in out.splitlines() if s.startswith("actual:"))
     assert f"error {1.5 - end['actual']:+.4g}, {end['error']:+.4g} unclipped" in actual
     # without the range: shown as the forecaster has it (a reward past 1 is no 0/1 reward)
@@ -161,9 +171,38 @@ def test_a_declared_reward_range_clips_a_composite_rewards_forecast(capsys):
     # a range the log leaves, a reversed one, a non-reward metric: one-line errors naming the flag
     assert "`--reward-range` (0, 1.2) does not hold the reward" in _fails(
         capsys, path, "--fit-fraction", "0.4", "--reward-range", "0", "1.2")
-    assert "runs from 0.175 to 1.5" in _fails(capsys, path, "--reward-range", "0", "1.2")
-    assert "low < high" in _fails(capsys, path, "--reward-range", "1.5", "0")
-    assert "is the range of a reward" in _fails(capsys, path, "--metric", "kl", "--reward-range", "0", "1")
+    assert "runs from 0.175 to 1.5" in _fails(capsys, path, "--fit-fraction", "0.4", "--reward-range", "0", "1.2")
+    assert "low < high" in _fails(capsys, path, "--fit-fraction", "0.4", "--reward-range", "1.5", "0")
+    assert "is the range of a reward" in _fails(capsys, path, "--metric", "kl", "--fit-fraction", "0.4",
+                                                "--reward-range", "0", "1")
+    assert "give it with --fit-fraction" in _fails(capsys, path, "--reward-range", "0", "1.5")  # not ignored
+
+
+def test_the_law_fits_forecast_says_when_it_means_nothing_and_reads_the_last_20pct(capsys):
+    """Held-out run 49 (rewards -7.5 to 2.75) from 40%: the law fit's JSON plateau was 58.5 in [-67.5, 58.5] with
+    nothing to say so; it now carries at_bound, reliable and the caveat, as diagnose's law_fit does. Real run 18
+    (50 points): the law fit was scored against the last 50 points, the whole log and its own window; now
+    against the last 20%, the end-of-run forecast's actual."""
+    d = _json(capsys, str(datasets.real_run("49", "holdout_runs").path), "--fit-fraction", "0.4", "--n-boot", "0")
+    fc = d["forecast"]
+    assert fc["at_bound"] == ["r_inf"] and fc["reliable"] is False
+    assert fc["caveat"].startswith("the plateau sits at the law's bound") and "three times as wide" in fc["caveat"]
+    d = _json(capsys, str(datasets.real_run("18").path), "--fit-fraction", "0.4", "--n-boot", "0")
+    assert d["n"] == 50 and d["forecast"]["tail"] == 10
+    assert d["forecast"]["actual_tail_mean"] == pytest.approx(d["end_of_run_forecast"]["actual"], abs=1e-12)
+    # its plateau band [0.23, 3.45] is wider than three times the window's range (0.31): said too
+    assert d["forecast"]["reliable"] is False and "three times as wide" in d["forecast"]["caveat"]
+    # a smooth rise (real run 22): [1.34, 1.50], nothing to say
+    fc = _json(capsys, str(datasets.real_run("22").path), "--fit-fraction", "0.4", "--n-boot", "0")["forecast"]
+    assert fc["reliable"] is True and fc["caveat"] is None and fc["at_bound"] == []
+
+
+def test_a_metric_that_is_not_a_reward_gets_no_late_gain(capsys):
+    """The late gain is the continued rise learned from real runs' rewards: a KL forecast (real run 28) adds
+    none (it added +0.014)."""
+    end = _json(capsys, str(datasets.real_run("28").path), "--metric", "kl", "--fit-fraction", "0.4",
+                "--n-boot", "0")["end_of_run_forecast"]
+    assert end["late_gain"] == 0.0 and end["declined"] is None
 
 
 def test_a_band_wider_than_the_window_ever_went_says_it_says_little(capsys):
@@ -191,6 +230,9 @@ def test_a_band_wider_than_the_window_ever_went_says_it_says_little(capsys):
     assert wide_band_note({"final_low": 0.0, "final_high": 3.0, "window_range": 1}).startswith("the band is 3.00x")
     assert wide_band_note({"final_low": 0.0, "final_high": 2.0, "window_range": 2.5}) == ""
     assert wide_band_note({"final_low": 0.0, "final_high": 2.0, "window_range": 1.0}).startswith("the band is 2.00x")
+    # as wide as the window's range, to rounding (a band clipped to a declared range the window spanned)
+    assert wide_band_note({"final_low": -7.5, "final_high": 13.0, "window_range": 20.5}).startswith("the band is 1.00x")
+    assert wide_band_note({"final_low": -7.5, "final_high": 12.9, "window_range": 20.5}) == ""
 
 
 @pytest.mark.parametrize("flags,named", [

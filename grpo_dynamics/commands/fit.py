@@ -113,6 +113,8 @@ def handler(args: argparse.Namespace) -> int:
         # 1 would leave nothing after the window to forecast
         args.fit_fraction = check_real("--fit-fraction", args.fit_fraction, low=0.0, high=1.0,
                                        low_inclusive=False, high_inclusive=False)
+    if args.reward_range is not None and args.fit_fraction is None:
+        raise ParameterError("--reward-range", "`--reward-range` bounds the forecast: give it with --fit-fraction")
     if args.reward_range is not None and not args.metric.startswith("reward"):
         raise ParameterError("--reward-range",
                              f"`--reward-range` is the range of a reward; --metric is {args.metric!r}")
@@ -148,9 +150,11 @@ def handler(args: argparse.Namespace) -> int:
             criterion = laws.choose_criterion(n_window, max(laws.get_law(n).n_params for n in laws.DEFAULT_LAWS))
         try:
             with _as_flag("fraction", "--fit-fraction"):
+                # scored against the last 20% of the points, as the end-of-run forecast and the benchmark are
+                # (50 points read the whole of a 50-point log, the fit window included: real run 18)
                 fc = laws.forecast(
                     t, y, law="best", fraction=args.fit_fraction, n_boot=args.n_boot, level=args.level,
-                    seed=args.seed, criterion=criterion,
+                    seed=args.seed, criterion=criterion, tail=max(1, math.ceil(0.2 * y.size)),
                 )
         except DataError as exc:
             fc_declined = str(exc)
@@ -164,12 +168,12 @@ def handler(args: argparse.Namespace) -> int:
         out.update(comparison.to_dict())
         out["criterion_requested"] = args.criterion
         out["learning_rate_warmup_steps"] = args.warmup_steps
-        out["forecast"] = None if fc is None else fc.to_dict()
+        out["forecast"] = None if fc is None else _law_forecast_json(fc, y, args)
         if args.fit_fraction is not None:
             out["forecast_note"] = (
                 "the law fit's plateau forecast (grpo_core.laws.forecast); its actual_tail_mean and covered "
-                "use the log's last `tail` points. The forecast the text prints, scored against the log's "
-                "last 20% as the benchmark is, is end_of_run_forecast"
+                "use the log's last `tail` points (its last 20%). The forecast the text prints, scored against "
+                "the log's last 20% as the benchmark is, is end_of_run_forecast"
                 + (f"; declined: {fc_declined}" if fc_declined else ""))
         out["end_of_run_forecast"] = None if end is None else json_ready(end)
         out["plot"] = None if plot is None else str(plot)
@@ -184,6 +188,26 @@ def handler(args: argparse.Namespace) -> int:
         if plot is not None:
             print(f"plot written to {plot}")
     return 0
+
+
+def _law_forecast_json(fc, y, args) -> dict:
+    """The law fit's plateau forecast as JSON, with ``at_bound``, ``reliable`` and ``caveat``: diagnose's rules
+    for its law fit (held-out run 49 from 40%: a plateau of 58.5 in [-67.5, 58.5] for a reward that never left
+    -7.5 to 2.75, reported with nothing to say it means nothing)."""
+    d = fc.to_dict()
+    window = np.asarray(y[:int(d["n_fit"])], dtype=float)
+    span = float(np.ptp(window)) if window.size else float("nan")
+    rng = shown_range(y, None, args.reward_range) if args.metric.startswith("reward") else None
+    why = []
+    if "r_inf" in fc.fit.at_bound:
+        why.append("the plateau sits at the law's bound: the window does not determine it")
+    if rng is not None and not rng[0] <= fc.plateau <= rng[1]:
+        why.append(f"the plateau {fc.plateau:.4g} lies outside {range_text(rng)}")
+    if (math.isfinite(fc.plateau_high - fc.plateau_low) and span > 0
+            and fc.plateau_high - fc.plateau_low > 3 * span):
+        why.append(f"the plateau's band is more than three times as wide as the window's whole range ({span:.4g})")
+    d.update({"at_bound": list(fc.fit.at_bound), "reliable": not why, "caveat": "; ".join(why) or None})
+    return d
 
 
 @contextlib.contextmanager
@@ -219,7 +243,10 @@ def _end_of_run(log, args):
     end["shown_range"] = None if rng is None else list(rng)
     # what the text and the plot show, in the JSON too, beside the forecaster's own numbers
     final, low, high = _shown(end)
-    end["shown"] = {"final": final, "low": low, "high": high, "clipped_to": None if rng is None else [rng[0], rng[1]]}
+    past = bool(end["plateau_determined"] and rng is not None and not rng[0] <= end["plateau"] <= rng[1])
+    end["shown"] = {"final": final, "low": low, "high": high, "clipped_to": None if rng is None else [rng[0], rng[1]],
+                    "plateau_past_range": past, "plateau_determined": bool(end["plateau_determined"] and not past),
+                    "error": None if end["actual"] is None or end["declined"] is not None else final - end["actual"]}
     return end
 
 
@@ -255,12 +282,13 @@ def _end_line(e) -> str:
                f"plateau not determined (the laws have not levelled off by step {h:g})")
     if e["plateau_determined"] and rng and not rng[0] <= e["plateau"] <= rng[1]:
         # real run 04 with --reward-range 0 1.5: "plateau 1.549" for a reward that cannot pass 1.5
-        plateau = f"plateau not determined (the laws' asymptote {e['plateau']:.4g} lies outside {range_text(rng)})"
+        plateau = f"no plateau within reach (the laws' asymptote {e['plateau']:.4g} lies outside {range_text(rng)})"
     a, b = e["current_steps"]
     final, low, high = _shown(e)  # a reward's mean lies in its range: shown within it, as diagnose does
     clipped = ""
     if (final, low, high) != (e["final"], e["final_low"], e["final_high"]):
-        clipped = f", clipped to {range_text(e['shown_range'])}"
+        clipped = (f", clipped to {range_text(e['shown_range'])}; the forecaster's own {e['final']:.4g} "
+                   f"[{e['final_low']:.4g}, {e['final_high']:.4g}] runs past it")
     lines = [f"{head}, {e['clock']} clock: mean of the last 20% (steps {round(0.8 * h):d}-{h:g}) {final:.4g}, "
              f"{e['level']:.0%} band [{low:.4g}, {high:.4g}]{clipped}{_wide(e, low, high)} (of it, late gain "
              f"learned from real runs {late_gain_text(e)}{_unit_note(e)}); {plateau}",

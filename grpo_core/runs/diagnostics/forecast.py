@@ -174,7 +174,8 @@ def forecast_run(log: RunLog, *, fit_fraction: float | None = None, horizon: flo
         ``final`` added by the prior's late gain: the continued rise that real runs showed after the
         laws' bend; see :mod:`grpo_core.laws.plateau`) and ``late_gain_unit`` (``"reward_std"`` where the
         training log has the within-group reward standard deviation, which then sets the gain's unit, else
-        ``"window_spread"``; ``None`` when declined), ``window_range`` (the whole range of the window's
+        ``"window_spread"``; ``None`` when declined; 0 for a metric that is not a reward: the gain was
+        learned from rewards), ``window_range`` (the whole range of the window's
         values, ``max - min``, for :func:`wide_band_note`; NaN when declined).
 
     Raises
@@ -229,6 +230,9 @@ def forecast_run(log: RunLog, *, fit_fraction: float | None = None, horizon: flo
         reward_std = (t_s.astype(float), s_s) if t_s.size else None
     bt, by = _bin(t_fit, y_fit, FORECAST_POINTS)
     prior = plateau.SHIPPED_PRIOR if prior is None else prior
+    if not metric.startswith("reward"):
+        # the late gain is the continued rise of real runs' rewards: no law for a KL, an entropy or a length
+        prior = dataclasses.replace(prior, gain=0.0, std_gain=0.0)
     if level != 0.9:
         prior = dataclasses.replace(prior, q=prior.q * stats.norm.ppf(0.5 + level / 2) / stats.norm.ppf(0.95))
     if bt.size < plateau.MIN_WINDOW:  # said before the end: an empty window has no end to compare
@@ -282,7 +286,9 @@ def wide_band_note(fc: dict, low: float | None = None, high: float | None = None
     high = fc["final_high"] if high is None else high
     rng = fc.get("window_range")
     rng = float("nan") if rng is None else float(rng)  # None: NaN after a JSON round trip
-    if not (rng > 0 and math.isfinite(high - low) and high - low > rng):
+    # at least as wide (to rounding): a band clipped to a declared range that the window spanned is as wide as
+    # everything, real run 34 from 20% with --reward-range -7.5 13 (its first 20 points span -7.5 to 13)
+    if not (rng > 0 and math.isfinite(high - low) and high - low >= rng * (1 - 1e-9)):
         return ""
     return (f"the band is {(high - low) / rng:.2f}x as wide as the whole range of the values the fit window "
             "logged: it says little about where the run ends")
