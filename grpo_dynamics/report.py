@@ -155,7 +155,7 @@ def render_report(log, diagnosis, *, group_size: int | None = None, binary_rewar
         rows = [
             (f"where the reward ends: mean of steps {round(0.8 * h):d}-{h:g} ({where})", fc["final"]),
             (f"{fc['level']:.0%} band (benchmarked forecaster, {fc['clock']} clock"
-             + (f"; clipped to {range_text(fc.get('shown_range') or (0, 1, 'the range of a 0/1 reward'))}"
+             + (f"; clipped to {range_text(fc['shown_range'])}"
                 if fc.get("band_clipped") else "") + ")",
              f"{fc['final_low']:.4g} to {fc['final_high']:.4g}"
              + (f" ({wide})" if wide else "")),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 
 
 def add_log_arguments(p: argparse.ArgumentParser) -> None:
@@ -74,3 +75,16 @@ def output_path(flag: str, path: str | None, suffixes: tuple[str, ...], inputs: 
             raise ParameterError(flag, f"`{flag}` {path!r} is the input log; it would be overwritten "
                                        "(choose another file name)")
     return p
+
+
+@contextlib.contextmanager
+def as_flag(parameter: str, flag: str):
+    """Re-raise the library's error about ``parameter`` naming the command's ``flag`` instead."""
+    from grpo_core.errors import ParameterError
+
+    try:
+        yield
+    except ParameterError as exc:
+        if exc.parameter != parameter:
+            raise
+        raise ParameterError(flag, str(exc).replace(f"`{parameter}`", f"`{flag}`")) from None

@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ._logargs import add_log_arguments, output_path, read_log_from_args
+from ._logargs import add_log_arguments, as_flag, output_path, read_log_from_args
 
 EXIT_HEALTHY = 0
 EXIT_FINDINGS = 1
@@ -94,28 +94,19 @@ def handler(args: argparse.Namespace) -> int:
             # --json prints exactly one JSON object; what reading did is in its "notes".
             warnings.simplefilter("ignore")
         log = read_log_from_args(args)
-        if args.reward_range is not None:  # checked here to name the flag, not the library's parameter
-            from grpo_core.errors import ParameterError
-            from grpo_core.runs.diagnostics.forecast import check_reward_range
-            from grpo_core.runs.diagnostics.series import _quiet_series
-
-            try:
-                check_reward_range(args.reward_range, _quiet_series(log, "reward")[1] if log.has("reward") else None,
-                                   str(args.log))
-            except ParameterError as exc:
-                raise ParameterError("--reward-range", str(exc).replace("`reward_range`", "`--reward-range`")) from None
-        diagnosis = diagnose(
-            log,
-            group_size=group_size,
-            binary_reward=binary,
-            num_prompts=num_prompts,
-            eval_metric=args.eval_metric,
-            correctness=args.correctness,
-            forecast=args.forecast,
-            settings=args.config,
-            curvature=args.curvature,
-            reward_range=args.reward_range,
-        )
+        with as_flag("reward_range", "--reward-range"):
+            diagnosis = diagnose(
+                log,
+                group_size=group_size,
+                binary_reward=binary,
+                num_prompts=num_prompts,
+                eval_metric=args.eval_metric,
+                correctness=args.correctness,
+                forecast=args.forecast,
+                settings=args.config,
+                curvature=args.curvature,
+                reward_range=args.reward_range,
+            )
     if report is not None:
         from grpo_dynamics.report import write_report
 

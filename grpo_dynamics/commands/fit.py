@@ -17,7 +17,6 @@ era, notebook CSV exports, verl dumps, JSONL). The laws, fits and criteria are t
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
 from pathlib import Path
@@ -28,7 +27,7 @@ from grpo_core._json import json_ready
 from grpo_core.errors import DataError, ParameterError
 from grpo_core.runs.diagnostics.forecast import check_reward_range, range_text, shown_range
 
-from ._logargs import add_log_arguments, output_path, read_log_from_args
+from ._logargs import add_log_arguments, as_flag, output_path, read_log_from_args
 
 #: Most points ``fit`` fits by default (longer logs are bin-averaged, as ``diagnose`` does).
 MAX_POINTS = 2000
@@ -125,7 +124,7 @@ def handler(args: argparse.Namespace) -> int:
     log = read_log_from_args(args)
     t, y = _series(log, args.metric, args.split)
     t = t.astype(float)
-    with _as_flag("reward_range", "--reward-range"):
+    with as_flag("reward_range", "--reward-range"):
         args.reward_range = check_reward_range(args.reward_range, y, str(args.log))
     if y.size < MIN_POINTS:
         raise DataError(f"fit needs at least {MIN_POINTS} points of {args.metric} (the laws have 3-4 parameters; "
@@ -135,7 +134,7 @@ def handler(args: argparse.Namespace) -> int:
         args.binned_from = int(y.size)
         t, y = _bin_means(t, y, args.max_points)
     if args.smooth is not None:
-        with _as_flag("window", "--smooth"):
+        with as_flag("window", "--smooth"):
             t, y = laws.rolling_mean(t, y, args.smooth)
     comparison = laws.fit_all(t, y, laws=law_names, criterion=args.criterion)
     args.warmup_steps = _warmup(log)
@@ -149,7 +148,7 @@ def handler(args: argparse.Namespace) -> int:
             n_window = max(int(math.floor(args.fit_fraction * y.size + 1e-9)), 1)
             criterion = laws.choose_criterion(n_window, max(laws.get_law(n).n_params for n in laws.DEFAULT_LAWS))
         try:
-            with _as_flag("fraction", "--fit-fraction"):
+            with as_flag("fraction", "--fit-fraction"):
                 # scored against the last 20% of the points, as the end-of-run forecast and the benchmark are
                 # (50 points read the whole of a 50-point log, the fit window included: real run 18)
                 fc = laws.forecast(
@@ -208,17 +207,6 @@ def _law_forecast_json(fc, y, args) -> dict:
         why.append(f"the plateau's band is more than three times as wide as the window's whole range ({span:.4g})")
     d.update({"at_bound": list(fc.fit.at_bound), "reliable": not why, "caveat": "; ".join(why) or None})
     return d
-
-
-@contextlib.contextmanager
-def _as_flag(parameter: str, flag: str):
-    """Re-raise the library's error about ``parameter`` naming the command's ``flag`` instead."""
-    try:
-        yield
-    except ParameterError as exc:
-        if exc.parameter != parameter:
-            raise
-        raise ParameterError(flag, str(exc).replace(f"`{parameter}`", f"`{flag}`")) from None
 
 
 def _end_of_run(log, args):

@@ -547,7 +547,7 @@ def forecast_lines(fc: dict[str, Any]) -> list[str]:
     wide = wide_band_note(fc)
     return [f"forecast: {where}, the mean reward over steps {round(0.8 * h):d}-{h:g} is {fc['final']:.4g} "
             f"[{fc['final_low']:.4g}, {fc['final_high']:.4g}] ({fc['level']:.0%} band"
-            + (f", clipped to {range_text(fc.get('shown_range') or (0, 1, 'the range of a 0/1 reward'))}"
+            + (f", clipped to {range_text(fc['shown_range'])}"
                if fc.get("band_clipped") else "")
             + (f"; {wide}" if wide else "") + f"); {plateau}",
             f"now {fc['now']:.4g} (the forecaster's current level: mean of steps {a:g}-{b:g}; {fc['clock']} clock)"
