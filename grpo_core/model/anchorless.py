@@ -1,10 +1,11 @@
 """The beta = 0 law: how the expected reward runs to its ceiling without a KL anchor.
 
 Without the KL term there is no interior fixed point: the restoring force of the oscillator is gone
-and the policy runs to the reward's ceiling. In learning-rate time ``tau = sum_t eta_t`` (plain
-gradient steps; :mod:`grpo_core.model.schedule`) the mean-field flow of the logit ``x = logit(p)``
-of a binary reward is one-dimensional, and integrates in closed form (our derivation; exact on the
-softmax bandit, where ``x`` is the logit gap up to a constant):
+and the policy runs to the reward's ceiling. For plain gradient steps ``theta += eta_t g`` (SGD without
+momentum), in learning-rate time ``tau = sum_t eta_t`` (:mod:`grpo_core.model.schedule`), the
+mean-field flow of the logit ``x = logit(p)`` of a binary reward is one-dimensional, and integrates in
+closed form (our derivation; exact on the softmax bandit, where ``x`` is the logit gap up to a
+constant):
 
 * mean baseline (GRPO without std scaling; Dr. GRPO, which also drops the std):
   ``dx/dtau = s p (1 - p)``, so ``x + sinh x = x0 + sinh x0 + s tau / 2``. Late on ``1 - p ~ 1/(s tau)``:
@@ -25,10 +26,30 @@ another reason (a capability ceiling, a length penalty). With beta = 0 and a rew
 the curve is this law, and its late phase is a power law, so a single-exponential fit underestimates
 the final reward and overestimates how early the plateau comes.
 
+Which optimizer (our derivation and measurements on the bandit, mean baseline, G = 8, two arms,
+eta = 0.02; tests/test_domain_claims_oscillator.py):
+
+* plain SGD: the law. Local slope of ``log(1 - p)`` against ``log(tau)``: -1.005 over tau in
+  [1000, 2000], and ``(1 - p) s tau`` = 1.004 at tau = 2000 (eta = 0.05).
+* momentum: heavy ball (``v = mu v + g``) only rescales time, ``tau = sum_t eta_t / (1 - mu)``; EMA
+  momentum (``v = mu v + (1 - mu) g``) leaves ``tau = sum_t eta_t``. Past the first steps the curve is
+  the plain-SGD one (heavy ball, mu = 0.9: within 1.1% in ``1 - p`` from tau = 16 on).
+* Adam (TRL's default): not this law. Its step is ``eta m / sqrt(v)``, so a shrinking gradient does
+  not shrink the step in proportion, and the approach steepens: the local log-log slope over tau in
+  [4, 8], [16, 32], [64, 128] is -1.49, -1.68, -2.72 noise-free (betas (0.9, 0.999)) and -1.48,
+  -1.67, -2.68 with 64 rollouts per step (8 prompts x G = 8; mean of 128 seeds), against -1.00,
+  -1.10, -1.04 for SGD (the law's own slopes). Noise-free and late, ``1 - p`` falls exponentially
+  in *steps*, by ``beta2^(1/2)`` per step whatever the learning rate (once ``eta`` is well above
+  ``1 - beta2``, until ``sqrt(v)`` reaches Adam's ``eps``): the gradient then decays exactly as fast
+  as ``v`` forgets. So under Adam the curve is not even a function of ``tau`` alone. The closed
+  forms above, and their late power laws, are plain-SGD results; on an Adam run fit the law as an
+  empirical curve (:class:`grpo_core.laws.anchorless.AnchorlessLaw`), not as the derived one.
+
 Checked on the bandit's mean-field flow (tests/test_model_anchorless.py): within 1% of the reward
-along the path for the mean baseline (G = 4, 16, inf) and the std-scaled limit.
-On the committed real runs without a working anchor (:mod:`grpo_core.runs.anchorless`, as a fitted
-law :class:`grpo_core.laws.anchorless.AnchorlessLaw`): in-sample R^2 no better than an exponential's
+along the path for the mean baseline (G = 4, 16, inf) and the std-scaled limit, with SGD.
+On the committed real runs without a working anchor (:mod:`grpo_core.runs.anchorless`, trained with
+AdamW, so outside the derived law's domain; as a fitted law
+:class:`grpo_core.laws.anchorless.AnchorlessLaw`): in-sample R^2 no better than an exponential's
 (the curves are noise-dominated), a smaller error than the exponential and the logistic when the
 second half is forecast from the first (tests/test_anchorless_real_runs.py).
 """
@@ -42,7 +63,7 @@ import numpy as np
 from ..errors import ParameterError
 from ..validation import check_array, check_choice, check_real
 
-__all__ = ["ANCHORLESS_SCALES", "anchorless_logit", "anchorless_reward", "anchorless_rate"]
+__all__ = ["ANCHORLESS_SCALES", "anchorless_logit", "anchorless_reward", "anchorless_rate", "approach_slopes"]
 
 ANCHORLESS_SCALES = ("none", "group_std")
 
@@ -164,3 +185,64 @@ def anchorless_rate(correct: int = 1, arms: int = 2, group_size: float = np.inf,
     g = np.inf if np.isposinf(np.float64(group_size)) else check_real("group_size", group_size, low=2.0)
     kappa = (g - 1.0) / g if (baseline == "mean" and np.isfinite(g)) else 1.0
     return float(kappa * (1.0 / c + 1.0 / (a - c)))
+
+
+def approach_slopes(lr_time: Any, reward: Any, windows: Any, *, ceiling: float = 1.0) -> np.ndarray:
+    """Local slope of ``log(ceiling - R)`` against ``log(tau)`` in each window: how the reward nears its ceiling.
+
+    The slope is the exponent of a local power law ``ceiling - R ~ tau^slope``: the beta = 0 law
+    under plain SGD tends to -1 (mean baseline) or -2 (std scaling); a slope that keeps steepening
+    is a faster-than-power approach, as under Adam (module docstring). Least-squares fit of
+    ``log(ceiling - R)`` on ``log(tau)`` over the points with ``lo <= tau <= hi``.
+
+    Parameters
+    ----------
+    lr_time : array_like, shape (T,), > 0 where used
+        Learning-rate time (or steps) of each point.
+    reward : array_like, shape (T,)
+        Reward at each point, below ``ceiling`` where used.
+    windows : array_like, shape (W, 2)
+        ``(lo, hi)`` of each window, ``0 < lo < hi``, in the units of ``lr_time``.
+    ceiling : float
+        The reward's maximum (1 for an exact-match reward).
+
+    Returns
+    -------
+    ndarray, shape (W,)
+        The slope in each window (dimensionless).
+
+    Raises
+    ------
+    ParameterError
+        ``lr_time`` and ``reward`` of different shapes; a window with ``lo <= 0`` or ``hi <= lo``,
+        fewer than 3 points, or a point whose reward is not below ``ceiling``.
+
+    References
+    ----------
+    Our derivation; book chapter "From update rule to oscillator", check 3.
+
+    Examples
+    --------
+    >>> tau = np.geomspace(1.0, 100.0, 50)
+    >>> approach_slopes(tau, 1.0 - 0.5 / tau**2, [(1.0, 10.0), (10.0, 100.0)]).round(6).tolist()
+    [-2.0, -2.0]
+    """
+    t = check_array("lr_time", lr_time, ndim=1)
+    r = check_array("reward", reward, ndim=1)
+    if r.shape != t.shape:
+        raise ParameterError("reward", f"`reward` must have the shape of `lr_time` {t.shape}; got {r.shape}")
+    top = check_real("ceiling", ceiling)
+    w = check_array("windows", windows, ndim=2)
+    if w.shape[1] != 2:
+        raise ParameterError("windows", f"`windows` must have shape (W, 2); got {w.shape}")
+    out = np.empty(w.shape[0])
+    for i, (lo, hi) in enumerate(w):
+        if not 0.0 < lo < hi:
+            raise ParameterError("windows", f"`windows` must satisfy 0 < lo < hi; got ({lo!r}, {hi!r})")
+        sel = (t >= lo) & (t <= hi)
+        gap = top - r[sel]
+        if sel.sum() < 3 or np.any(gap <= 0.0):
+            raise ParameterError("windows", f"`windows` ({lo!r}, {hi!r}) needs >= 3 points with `reward` below "
+                                 f"`ceiling`; got {int(sel.sum())} points, {int(np.sum(gap <= 0.0))} at or above it")
+        out[i] = np.polyfit(np.log(t[sel]), np.log(gap), 1)[0]
+    return out
