@@ -2,7 +2,10 @@
 
 :func:`fixed_point` follows the on-policy mean-field flow to its fixed point ``p*``;
 :func:`reduced_flow` is the flow on the gaps of a symmetric bandit; :func:`stiffness` measures the
-restoring stiffness ``K`` at ``p*`` (the bridge to the oscillator model: ``a = eta K``).
+restoring stiffness ``K`` at ``p*`` (the bridge to the oscillator model: ``a = eta K``);
+:func:`beta_for_fixed_point` is the KL weight that puts ``p*`` at a given value, and
+:func:`smallest_anchoring_beta` the threshold below which no interior fixed point exists (std
+scaling, ``G -> inf`` only: at finite ``G`` every ``beta > 0`` has one).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from .gradients import _Algebra, _mean_field_gradient, _policies
 from .simulation import simulate
 from .spec import _EDGE, BanditSpec
 
-__all__ = ["FixedPoint", "fixed_point", "reduced_flow", "stiffness", "smallest_anchoring_beta"]
+__all__ = ["FixedPoint", "fixed_point", "reduced_flow", "stiffness", "beta_for_fixed_point", "smallest_anchoring_beta"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -359,12 +362,86 @@ def stiffness(
     return float((1.0 - (e[-1] / e[0]) ** (1.0 / steps)) / eta)
 
 
-def smallest_anchoring_beta(spec: BanditSpec, betas) -> float:
-    """Smallest KL weight in ``betas`` that gives the bandit an interior fixed point.
+def beta_for_fixed_point(spec: BanditSpec, p_star) -> np.ndarray:
+    """KL weight at which the on-policy mean-field flow has a fixed point at ``p_star``.
 
-    With std scaling and ``G -> inf`` this is about 1.51 (book chapter "The bandit: where the mean field is exact"); at
-    finite G the sample
-    std caps the advantages' gain and far smaller weights anchor the policy.
+    Exact for two-level symmetric bandits (e.g. binary rewards, uniform reference). The flow is
+    linear in ``beta``, ``F(x) = F_0(x) - beta D(x)`` with ``D = F_0 - F_1``, so the gap ``x`` of
+    ``p_star`` is a fixed point for ``beta = F_0(x) / D(x)``. Two arms, uniform reference:
+    ``beta = h_G(p) / logit(p)`` with ``h_G = alpha_+ - alpha_-`` the advantage pull
+    (book chapter "The bandit: where the mean field is exact"). With std scaling at finite ``G`` the
+    pull is bounded, ``h_G <= (G - 1) / sqrt(G)`` (the limit ``p -> 1``, a group with one failure), so
+    every ``beta > 0`` has a fixed point, and for small ``beta``
+    ``1 - p* ~ exp(-(G - 1) / (sqrt(G) beta))``; conversely the ``beta`` that puts ``1 - p*`` at a
+    level ``eps`` is about ``(G - 1) / (sqrt(G) log(1/eps))``. Where ``beta`` is not monotone in
+    ``p_star`` (std scaling at ``G -> inf``; at large finite ``G`` a narrow window near
+    ``beta ~ 1.5``) a ``beta`` has several fixed points, and :func:`fixed_point` returns the first
+    one the flow reaches from the initial policy.
+
+    Parameters
+    ----------
+    spec : BanditSpec
+        Two reward levels, reference logits constant within each level (its group size, baseline,
+        scaling and KL estimator matter).
+    p_star : float or array_like
+        Expected reward at the fixed point, strictly between the two reward levels.
+
+    Returns
+    -------
+    ndarray, shape of ``p_star``
+        The KL weight (dimensionless). Negative where the advantage pull points away from
+        ``p_star`` (no ``beta >= 0`` puts the fixed point there).
+
+    Raises
+    ------
+    ParameterError
+        A bandit that does not reduce to one gap; ``p_star`` not strictly between the reward levels.
+
+    References
+    ----------
+    Our derivation; book chapter "The bandit: where the mean field is exact", section "What the std
+    scaling, the clipped surrogate and the KL anchor change".
+
+    Examples
+    --------
+    >>> spec = BanditSpec.binary(group_size=math.inf)
+    >>> round(float(beta_for_fixed_point(spec, 0.7310585786)), 6)  # sigmoid(1): beta = 1
+    1.0
+    >>> std8 = BanditSpec.binary(group_size=8, scale="group_std")
+    >>> round(float(beta_for_fixed_point(std8, 1 - 1e-6)), 3)
+    0.179
+    """
+    ref = np.asarray(spec.ref_logits, dtype=float)
+    hi = _symmetric_levels(spec.replace(init_logits=spec.ref_logits))
+    if hi is None:
+        raise ParameterError("reward_probs", "`reward_probs` must have two levels (and `ref_logits` be symmetric "
+                                             "within each) for a one-dimensional flow")
+    q = np.asarray(spec.reward_probs, dtype=float)
+    q_lo, q_hi = float(q.min()), float(q.max())
+    p = check_array("p_star", p_star, low=q_lo, high=q_hi)
+    share = (p - q_lo) / (q_hi - q_lo)  # probability mass on the high-reward arms
+    if np.any((share <= 0.0) | (share >= 1.0)):
+        raise ParameterError("p_star", f"`p_star` must lie strictly between {q_lo:g} and {q_hi:g}")
+    log_hi = float(np.logaddexp.reduce(ref[hi > 0]))
+    log_lo = float(np.logaddexp.reduce(ref[hi == 0]))
+    x = np.log(share) - np.log1p(-share) + log_lo - log_hi
+    _, f = _flow(spec, 0.0)
+    f0 = _gap_flow(f, hi, ref)(x)
+    _, f = _flow(spec, 1.0)
+    pull_kl = f0 - _gap_flow(f, hi, ref)(x)
+    return f0 / pull_kl
+
+
+def smallest_anchoring_beta(spec: BanditSpec, betas) -> float:
+    """Smallest KL weight in ``betas`` whose fixed point :func:`fixed_point` counts as interior.
+
+    A true threshold only where the advantage pull is unbounded: std scaling with ``G -> inf``, where
+    the pull ``1/sqrt(p (1 - p))`` outruns the KL pull and no fixed point exists below about 1.51
+    (book chapter "The bandit: where the mean field is exact"). At finite ``G`` the sample std bounds
+    the pull by ``(G - 1) / sqrt(G)`` and every ``beta > 0`` has a fixed point (:func:`beta_for_fixed_point`);
+    what this returns there is only where ``1 - p*`` crosses the interior tolerance of
+    :class:`FixedPoint` (1e-6 of the reward range): about 0.18 at ``G = 8``. Use
+    :func:`beta_for_fixed_point` with a level that matters instead.
 
     Parameters
     ----------
@@ -375,7 +452,7 @@ def smallest_anchoring_beta(spec: BanditSpec, betas) -> float:
     Returns
     -------
     float
-        The smallest anchoring value, or ``inf`` if none in ``betas`` anchors.
+        The smallest value in ``betas`` with an interior fixed point, or ``inf`` if there is none.
 
     Raises
     ------
