@@ -4,8 +4,9 @@ The page holds the verdict, the findings (each with its evidence on a chart of
 :mod:`widgets.evidence_charts`: the metrics it names around its onset, the thresholds it crossed,
 the onset marked, and what to try), the forecast of where the reward ends (the benchmarked
 forecaster's, with its band and the plateau when the laws determine one; "now" is the current level
-as the forecaster sees it, and the row names the steps it averages), the implied curvature K with
-its interval and the stability margin (or why the log gives none), the modes that could not be
+as the forecaster sees it, and the row names the steps it averages), the reward's time scale (eta*K
+per step, K and t90 with their intervals, or why the log gives none; no stability verdict, which a
+reward curve does not give), the modes that could not be
 checked and what reading the log did, then the charts of :mod:`widgets.diagnostics_charts`. The
 Vega, Vega-Lite and Vega-Embed JavaScript is inlined from ``vl-convert-python``'s bundle, so the file
 opens anywhere (an air-gapped cluster, an email attachment) and makes no request.
@@ -214,28 +215,32 @@ def render_report(log, diagnosis, *, group_size: int | None = None, binary_rewar
 
 
 def _curvature_section(ic: dict[str, Any] | None) -> list[str]:
-    """The implied curvature K, its interval and the stability margin, or why there is none."""
+    """The reward's time scale (eta*K per step, K, t90, with their intervals) and why it is no stability
+    verdict, or why the log gives none."""
     if ic is None:
         return []
-    out = ["<h2>Implied curvature and stability margin</h2>"]
+    out = ["<h2>Time scale of the reward</h2>"]
     if ic.get("reason") is not None:
-        out.append(f"<p>No curvature read from this log: {html.escape(ic['reason'])}.</p>")
+        out.append(f"<p>No time scale read from this log: {html.escape(ic['reason'])}.</p>")
     else:
         pre = " (Adam: the preconditioned K/&radic;v)" if ic.get("preconditioned") else ""
         level = f"{ic['level']:.0%}"
+        unit = html.escape(str(ic.get("clock_unit") or "steps"))
+        t90 = ("none (the fit does not reach 90% of its plateau)" if ic.get("t90") is None else
+               f"{ic['t90']:.4g} [{_fmt(ic.get('t90_lo'))}, {_fmt(ic.get('t90_hi'))}] {unit}"
+               + (f" (logged step {ic['t90_step']:.4g})" if ic["clock"] == "learning_rate"
+                  and ic.get("t90_step") is not None else ""))
         rows = [
-            (f"curvature K per unit learning rate{pre}", f"{ic['K']:.4g} [{ic['lo']:.4g}, {ic['hi']:.4g}] ({level})"),
-            ("stiffness &eta;K per step", f"{ic['a']:.4g} [{ic['a_lo']:.4g}, {ic['a_hi']:.4g}]"),
-            ("stability margin a*/a (&gt; 1 stable)",
-             f"{ic['margin']:.3g}&times; [{ic['margin_lo']:.3g}, {ic['margin_hi']:.3g}]: "
-             + ("stable" if ic["stable"] else "<b>unstable</b>")
-             + ("" if ic["stable_over_interval"] else " (the interval reaches the threshold)")),
-            ("regime at the run's learning rate", html.escape(str(ic["regime"]))),
+            ("&eta;K per step (the time scale)", f"{ic['a']:.4g} [{ic['a_lo']:.4g}, {ic['a_hi']:.4g}] ({level})"),
+            (f"K per unit learning rate{pre}", f"{ic['K']:.4g} [{ic['lo']:.4g}, {ic['hi']:.4g}]"),
+            ("time to 90% of the fit's plateau", t90),
+            ("regime of the fitted curve", html.escape(str(ic["regime"]).replace("_", " "))),
             ("reference learning rate", f"{ic['eta']:.3g} "
              + ("(peak of the logged schedule; cumulative-learning-rate clock)" if ic["clock"] == "learning_rate"
                 else "(constant; step clock)")),
         ]
         out.append("<table>" + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows) + "</table>")
+        out.append(f"<p>{html.escape(ic['no_stability_verdict'])}</p>")
         if ic.get("caveat"):
             out.append(f"<p><b>Caveat:</b> {html.escape(ic['caveat'])}.</p>")
     out.append(f'<p class="muted">Conventions ({html.escape(str(ic.get("settings_source")))}): '

@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 from grpo_core.model import stability
+from grpo_core.model.advice import advise
+from grpo_core.runs import curvature
 from grpo_dynamics.cli import main
 
 REQUIRED_KEYS = {
@@ -91,6 +93,24 @@ def test_human_report_names_regime_thresholds_and_advice(capsys):
         "largest stable k_ref at this eta is 11",
     ):
         assert needle in out
+
+
+def test_plain_advise_says_k_is_assumed_with_the_measured_factor(capsys):
+    """Without a log K is a what-if: the text opens with the caveat and the JSON carries it beside the
+    model's numbers, which do not change (the same as grpo_core.model.advice.advise)."""
+    args = ("--eta", "5e-6", "--mu", "0.9", "--k-ref", "4", "--lag", "refresh", "--momentum", "ema",
+            "--curvature", "2e4")
+    d = _run_json(capsys, *args)
+    model = advise(5e-6, 0.9, 4, 2e4, lag="refresh", momentum="ema").as_dict()
+    assert set(d) == set(model) | {"domain", "caveat"}
+    assert {k: d[k] for k in model} == model
+    assert d["domain"] == "assumed_curvature" and d["caveat"] == curvature.ASSUMED_K_CAVEAT
+    assert "K is assumed, not measured" in d["caveat"] and "119-169x too permissive" in d["caveat"]
+    assert main(["advise", *args]) == 0
+    out = capsys.readouterr().out
+    head = out.split("\neta=")[0]  # the caveat, wrapped, above the model's report
+    assert " ".join(head.split()) == curvature.ASSUMED_K_CAVEAT and max(map(len, head.splitlines())) <= 100
+    assert "exact per-step growth factor = 0.9569  ->  stable" in out  # the what-if's own numbers stay
 
 
 def test_case_08_each_bad_value_is_one_line_and_exit_2(case):
@@ -232,15 +252,18 @@ def test_from_log_on_every_committed_real_run(capsys):
         assert d["settings"]["source"] == "meta.json"
         imp = d["implied"]
         assert imp["conventions"]["momentum"] == "ema" and imp["conventions"]["mu"] == 0.9
+        # a time scale, its shape and the sentence saying why there is no verdict; no threshold at all
+        assert {"advice", "margin", "stable", "stable_over_interval", "fastest_monotone_eta"}.isdisjoint(d)
+        assert d["no_stability_verdict"] == curvature.NO_STABILITY_VERDICT
         if imp["ok"]:
             assert 0 < imp["curvature_low"] < imp["curvature"] < imp["curvature_high"]
-            assert d["advice"]["curvature"] == pytest.approx(imp["curvature"])
-            assert d["margin"] == pytest.approx(d["advice"]["critical_a_exact"] / imp["a"])
+            assert imp["a"] == pytest.approx(imp["curvature"] * imp["eta"], rel=1e-12)
+            assert d["regime"] in ("overdamped", "critically_damped", "underdamped")
         else:
-            assert imp["reason"] and d["advice"] is None and d["stable"] is None
+            assert imp["reason"] and d["regime"] is None and d["regime_text"] is None
 
 
-def test_from_log_report_names_conventions_regime_margin_and_fastest_monotone_eta(capsys):
+def test_from_log_report_names_conventions_time_scale_regime_and_no_verdict(capsys):
     from grpo_core.runs import datasets
 
     r = datasets.real_run("04")
@@ -249,22 +272,25 @@ def test_from_log_report_names_conventions_regime_margin_and_fastest_monotone_et
     assert "settings from meta.json" in out
     assert "EMA momentum mu = beta1 = 0.9 (TRL default)" in out and "K / sqrt(v)" in out
     assert "cumulative-learning-rate clock" in out
-    assert "Regime at the run's eta = 9.96e-06: overdamped" in out and "stable by the exact" in out
-    assert re.search(r"Stability margin a\*/a = [0-9.e+]+x \[", out)
-    assert "Fastest non-oscillating learning rate (critical damping):" in out
+    assert re.search(r"reward time scale: eta\*K = [0-9.e-]+ per step \[[0-9.e-]+, [0-9.e-]+\], K = ", out)
+    assert "Regime of the fitted curve at the run's eta = 9.96e-06: overdamped" in out
+    assert out.rstrip().splitlines()[-1] == curvature.NO_STABILITY_VERDICT
+    for gone in ("margin", "Stability", "stable by", "UNSTABLE", "largest stable", "Fastest", "critical damping"):
+        assert gone not in out
 
 
 def test_from_log_says_when_the_reward_fell_and_the_relaxation_does_not_describe_it(capsys):
     """Real run 36 (Unsloth Gemma-4 E2B sudoku) rose to 21.9 at steps 13-18 and fell to about 9: diagnose
-    calls it unlearned and advises a lower learning rate, while the relaxation fitted to it gives a margin
-    of 2.4e3x. The report keeps the numbers and says they do not explain the fall; a run that levelled
-    off (run 04) gets no such line."""
+    calls it unlearned, while a relaxation is fitted to it. The report keeps the time scale and says it does
+    not explain the fall; a run that levelled off (run 04) gets no such line."""
     from grpo_core.runs import datasets
 
     r = datasets.real_run("36")
     d = _from_log_json(capsys, str(r.path))
     assert d["caveat"].startswith("the reward is not a relaxation to a plateau (the reward fell from 12.6 to 8.42")
-    assert d["margin"] > 1e3                                     # the numbers are still there, with the caveat
+    assert d["caveat"].endswith("the time scale and regime are those of a relaxation fitted to it and do not "
+                                "explain the fall")
+    assert d["implied"]["ok"] and "margin" not in d  # the time scale is still there, with the caveat
     import warnings
 
     with warnings.catch_warnings():
@@ -279,7 +305,6 @@ def test_from_log_regime_carries_the_interval_of_zeta_and_is_undetermined_when_i
     """Real run 30 (Unsloth DeepSeek-R1-Qwen3-8B): eta*K [0.011, 0.071] puts zeta on both sides of 1, so the
     regime is undetermined (it printed "underdamped (zeta = 0.965)" and, in JSON, "the reward will overshoot
     the plateau and ring"). Real run 22: the interval is narrow and wholly overdamped."""
-    from grpo_core.model.advice import advise
     from grpo_core.runs import datasets
 
     for rid, determined in (("30", False), ("22", True)):
@@ -289,16 +314,18 @@ def test_from_log_regime_carries_the_interval_of_zeta_and_is_undetermined_when_i
         ends = [advise(imp["eta"], c["mu"], c["k_ref"], k, 0.0, lag=c["lag"], momentum=c["momentum"]).damping_ratio
                 for k in (imp["curvature_high"], imp["curvature_low"])]
         assert (d["damping_ratio_low"], d["damping_ratio_high"]) == pytest.approx(ends)
-        assert d["damping_ratio_low"] < d["advice"]["damping_ratio"] < d["damping_ratio_high"]
+        assert d["damping_ratio_low"] < d["damping_ratio"] < d["damping_ratio_high"]
         assert d["regime_determined"] is determined
-        assert ("regime is undetermined" in d["advice"]["recommendation"]) is not determined
+        assert d["regime_text"].startswith("undetermined") is not determined
         assert main(["advise", "--from-log", str(r.path)]) == 0
         out = capsys.readouterr().out
         if determined:
-            assert d["damping_ratio_low"] > 1 and "Regime at the run's eta = 9.96e-06: overdamped (zeta = 1.61 [" in out
+            assert d["damping_ratio_low"] > 1
+            assert "Regime of the fitted curve at the run's eta = 9.96e-06: overdamped (zeta = 1.61 [" in out
         else:
             assert d["damping_ratio_low"] < 1 < d["damping_ratio_high"]
-            assert "Regime at the run's eta = 5e-06: undetermined (zeta = 0.965 [0.611, 1.53]" in out
+            assert ("Regime of the fitted curve at the run's eta = 5e-06: undetermined (zeta = 0.965 [0.611, 1.53]"
+                    in out)
 
 
 @pytest.mark.parametrize("name", ["qwen2.5-3b-instruct_gsm8k_unsloth.csv", "gemma3-1b-it_gsm8k_unsloth.csv"])
@@ -328,9 +355,7 @@ def test_from_log_with_a_trl_config_uses_its_optimizer_and_reuse(capsys, tmp_pat
     conv = d["implied"]["conventions"]
     assert (conv["momentum"], conv["mu"], conv["lag"], conv["k_ref"]) == ("heavy_ball", 0.5, "refresh", 2)
     assert d["implied"]["curvature"] == pytest.approx(20.0, rel=0.03)
-    assert d["advice"]["critical_a_exact"] == pytest.approx(
-        float(stability.critical_a_exact(0.5, 2, "refresh", "heavy_ball")[()]))
-    assert d["stable"] is True and d["advice"]["regime"] == "overdamped"
+    assert d["regime"] == "overdamped" and d["regime_determined"] is True
 
 
 def test_plain_advise_still_needs_its_values_and_from_log_refuses_a_curvature(capsys):
@@ -375,7 +400,9 @@ def test_from_log_time_to_90_says_which_model_clock_and_start_real_runs_18_28_22
         ic = d["implied"]
         assert ic["clock"] == "steps" and ic["last_step"] == last and ic["t90_step"] == ic["t90"]
         assert (ic["t90"], ic["t90_low"], ic["t90_high"]) == pytest.approx((t90, lo, hi), rel=2e-3)
-        assert d["advice"]["time_to_90"] == pytest.approx(ic["t90"], rel=1e-6)  # the same quantity
+        c = ic["conventions"]
+        adv = advise(ic["eta"], c["mu"], c["k_ref"], ic["curvature"], 0.0, lag=c["lag"], momentum=c["momentum"])
+        assert adv.time_to_90 == pytest.approx(ic["t90"], rel=1e-6)  # the model's time to 90% at that K
         assert d["time_to_90_note"].startswith(f"time to 90% of this fit's plateau: {t90:.4g} [")
         assert main(["advise", "--from-log", path]) == 0
         out = capsys.readouterr().out

@@ -1,6 +1,7 @@
-"""The implied curvature in ``diagnose`` (text, JSON), in the HTML report and in the live callback:
-K with its interval and the stability margin on the real runs that have a time scale, the reason on
-the others (the same function as ``fit`` and ``advise --from-log``: runs/curvature.py)."""
+"""The reward's time scale in ``diagnose`` (text, JSON), in the HTML report and in the live callback:
+eta*K and K with their interval and t90 on the real runs that have a time scale, the reason on the
+others (the same function as ``fit`` and ``advise --from-log``: runs/curvature.py); never a stability
+verdict."""
 
 from __future__ import annotations
 
@@ -56,34 +57,35 @@ def test_every_real_run_is_in_one_of_the_two_tables():
 
 
 @pytest.mark.parametrize("run_id", sorted(FINITE))
-def test_a_run_with_a_time_scale_has_k_with_its_interval_and_a_stable_margin(implied, run_id):
+def test_a_run_with_a_time_scale_has_it_with_its_interval_and_no_verdict(implied, run_id):
     ic = implied[run_id]
     k, lo, hi = FINITE[run_id]
     assert (ic["K"], ic["lo"], ic["hi"]) == pytest.approx((k, lo, hi), rel=2e-3)
     assert ic["reason"] is None and ic["reason_kind"] is None and ic["preconditioned"] is True
     assert ic["settings_source"] == "meta.json"
     assert ic["clock"] == ("steps" if run_id in STEP_CLOCK else "learning_rate")
-    # the margin is a*/a at the exact threshold, over the interval of a = eta K
-    assert ic["a"] == pytest.approx(ic["K"] * ic["eta"], rel=1e-12)
-    assert ic["margin_lo"] < ic["margin"] < ic["margin_hi"]
-    assert ic["margin"] * ic["a"] == pytest.approx(ic["margin_lo"] * ic["a_hi"], rel=1e-9)
-    assert ic["stable"] is True and ic["margin"] > 100  # every run that trained without blowing up
-    assert f"K = {ic['K']:.4g}" in ic["line"] and "stability margin" in ic["line"]
+    # the time scale a = eta K per step, over the interval of K; t90 over the same interval
+    assert (ic["a"], ic["a_lo"], ic["a_hi"]) == pytest.approx((k * ic["eta"], lo * ic["eta"], hi * ic["eta"]), rel=2e-3)
+    assert ic["t90_lo"] < ic["t90"] < ic["t90_hi"]
+    assert not {"margin", "margin_lo", "margin_hi", "stable", "stable_over_interval"} & ic.keys()
+    assert f"eta*K = {ic['a']:.4g} per step [{ic['a_lo']:.4g}, {ic['a_hi']:.4g}]" in ic["line"]
+    assert f"t90 = {ic['t90']:.4g} [{ic['t90_lo']:.4g}, {ic['t90_hi']:.4g}]" in ic["line"]
+    assert "margin" not in ic["line"] and "stable" not in ic["line"]
 
 
 @pytest.mark.parametrize("run_id", sorted(NONE))
 def test_a_run_without_a_time_scale_says_why(implied, run_id):
     ic = implied[run_id]
     assert ic["reason_kind"] == NONE[run_id]
-    assert ic["K"] is None and ic["margin"] is None and ic["stable"] is None
-    assert ic["line"] == f"implied curvature: none ({ic['reason']})"
+    assert ic["K"] is None and ic["a"] is None and ic["t90"] is None and "stable" not in ic
+    assert ic["line"] == f"reward time scale: none ({ic['reason']})"
 
 
 def test_diagnose_is_the_same_number_as_advise_from_log():
     r = datasets.real_run("28")
     adv = curvature.advise_from_log(_log("28"), settings.read_settings(r.folder / "meta.json"))
     ic = diagnose(_log("28"), forecast=False).implied_curvature
-    assert ic["K"] == adv.implied.curvature and ic["margin"] == adv.margin
+    assert ic["K"] == adv.implied.curvature and ic["a"] == adv.implied.a and ic["t90"] == adv.implied.t90
 
 
 def test_no_learning_rate_and_opt_out():
@@ -105,7 +107,9 @@ def test_cli_text_json_and_config(capsys, tmp_path):
     path = datasets.real_run("22").path
     assert main(["diagnose", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "implied curvature K = 1014 (Adam: K/sqrt(v)) [910.2, 1131] (90%); stability margin" in out
+    assert ("reward time scale: eta*K = 0.0101 per step [0.009066, 0.01126], K = 1014 (Adam: K/sqrt(v)) "
+            "[910.2, 1131] (90%); t90 = 214.7 [191.2, 240.9] equivalent steps (logged step 243.4)") in out
+    assert f"  {curvature.NO_STABILITY_VERDICT}\n" in out
     main(["diagnose", str(path), "--json"])
     text = capsys.readouterr().out
     d = json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
@@ -124,15 +128,16 @@ def test_cli_text_json_and_config(capsys, tmp_path):
     assert json.loads(capsys.readouterr().out)["implied_curvature"] is None
 
 
-def test_report_shows_k_and_the_margin_or_the_reason():
+def test_report_shows_the_time_scale_or_the_reason():
     from grpo_dynamics.report import render_report
 
     log = _log("22")
     page = render_report(log, diagnose(log, n_boot=0))
-    assert "Implied curvature and stability margin" in page and "1014 [910.2, 1131] (90%)" in page
+    assert "<h2>Time scale of the reward</h2>" in page and "0.0101 [0.009066, 0.01126] (90%)" in page
+    assert "1014 [910.2, 1131]" in page and "214.7 [191.2, 240.9] equivalent steps (logged step 243.4)" in page
     log = _log("03")
     page = render_report(log, diagnose(log, n_boot=0))
-    assert "No curvature read from this log: flat run" in page
+    assert "No time scale read from this log: flat run" in page
 
 
 def test_callback_reads_the_settings_from_the_trainer_and_prints_k_once(tmp_path):
@@ -154,8 +159,11 @@ def test_callback_reads_the_settings_from_the_trainer_and_prints_k_once(tmp_path
     assert [c["step"] for c in cb.curvatures] == [50, 100, 150, 200, 250, 300]
     last = cb.curvatures[-1]
     assert last["lo"] < 2000 < last["hi"] and last["K"] == pytest.approx(2000, rel=0.02)  # a = 0.02, eta = 1e-5
-    assert last["stable"] is True
-    assert out.getvalue().count("implied curvature K =") == 1  # printed once: the verdict did not change
+    assert last["a"] == pytest.approx(0.02, rel=0.02) and last["a_lo"] < last["a"] < last["a_hi"]
+    assert last["t90_lo"] < last["t90"] < last["t90_hi"] and last["clock_unit"] == "equivalent steps"
+    assert not {"margin", "stable"} & last.keys()
+    assert out.getvalue().count("reward time scale: eta*K =") == 1  # printed once, when first read
+    assert out.getvalue().count(curvature.NO_STABILITY_VERDICT) == 1
     assert json.loads((tmp_path / LIVE_FILE).read_text())["curvatures"][-1]["K"] == pytest.approx(last["K"])
 
 

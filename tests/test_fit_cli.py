@@ -383,14 +383,14 @@ def test_fit_reads_a_generic_csv_with_a_column_mapping(tmp_path):
     assert abs(res["models"]["exponential"]["plateau"] - 0.8) < 0.01
 
 
-def test_fit_prints_the_implied_curvature_line(capsys):
+def test_fit_prints_the_time_scale_line(capsys):
     from grpo_core.runs import datasets
 
     path = str(datasets.real_run("22").path)
     assert main(["fit", path]) == 0
     out = capsys.readouterr().out
-    assert ("implied stiffness eta*K = 0.0101 per step [0.009066, 0.01126], curvature K = 1014 (Adam: "
-            "preconditioned K/sqrt(v)) [910.2, 1131] (90% delta; eta = 9.96e-06, "
+    assert ("reward time scale: eta*K = 0.0101 per step [0.009066, 0.01126], K = 1014 per unit learning rate "
+            "(Adam: preconditioned K/sqrt(v)) [910.2, 1131] (90% delta; eta = 9.96e-06, "
             "cumulative-learning-rate clock)") in out
     d = _json(capsys, path)
     assert d["implied_curvature"]["ok"] and d["implied_curvature"]["conventions"]["k_ref"] == 1

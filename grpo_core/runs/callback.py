@@ -16,10 +16,11 @@
   default warning and critical), and once more if it escalates; never the same line every check;
 * records the plateau forecast with its step at each diagnosis (:attr:`DynamicsCallback.forecasts`)
   and prints it on one line;
-* records the implied curvature K (its interval, the stability margin, or why the log gives none)
-  at each diagnosis (:attr:`DynamicsCallback.curvatures`), under the conventions of the trainer's
-  arguments (optimizer, betas, ``num_iterations``), and prints it when first read and when the
-  stability verdict changes;
+* records the reward's time scale (``eta*K`` per step, ``K`` and t90 with their intervals, or why the
+  log gives none) at each diagnosis (:attr:`DynamicsCallback.curvatures`), under the conventions of
+  the trainer's arguments (optimizer, betas, ``num_iterations``), and prints it the first time one is
+  read (a time scale, not a stability verdict: a reward curve does not give one,
+  :data:`grpo_core.runs.curvature.NO_STABILITY_VERDICT`);
 * with ``stop_on_critical=True`` stops training at the first critical finding
   (``control.should_training_stop = True``): the finding is printed and written, with the
   diagnosis, to ``<output_dir>/dynamics_stop.json``;
@@ -264,9 +265,9 @@ class DynamicsCallback(_Base):
         The run's settings for the implied curvature (default: read from the trainer's arguments at
         ``on_train_begin``: optimizer, betas, ``num_iterations``, ``steps_per_generation``, ``beta``).
     print_curvature : bool
-        Print the implied curvature line (:attr:`Diagnosis.implied_curvature
-        <grpo_core.runs.diagnostics.Diagnosis.implied_curvature>`: K, its interval, the stability
-        margin) the first time a diagnosis reads a K, and again when the stability verdict changes.
+        Print the time-scale line (:attr:`Diagnosis.implied_curvature
+        <grpo_core.runs.diagnostics.Diagnosis.implied_curvature>`: ``eta*K``, ``K`` and t90 with their
+        intervals) and why it is no stability verdict, the first time a diagnosis reads a time scale.
 
     Attributes
     ----------
@@ -289,8 +290,9 @@ class DynamicsCallback(_Base):
     max_steps : int or None
         The trainer's planned steps (``state.max_steps`` at ``on_train_begin``).
     curvatures : list of dict
-        The implied curvature of each periodic diagnosis: ``step``, ``K``, ``lo``, ``hi``, ``margin``,
-        ``margin_lo``, ``margin_hi``, ``stable``, ``reason`` (None when a K was read).
+        The reward's time scale at each periodic diagnosis: ``step``, ``a``, ``a_lo``, ``a_hi`` (``eta*K`` per
+        step and its interval), ``K``, ``lo``, ``hi`` (per unit learning rate), ``t90``, ``t90_lo``,
+        ``t90_hi`` (in ``clock_unit``), ``clock_unit``, ``reason`` (None when a time scale was read).
     stopped : dict or None
         ``{"step", "finding"}`` when ``stop_on_critical`` stopped training.
     records : list of dict
@@ -353,7 +355,7 @@ class DynamicsCallback(_Base):
         self.curvatures: list[dict[str, Any]] = []
         self.settings = settings
         self.print_curvature = bool(print_curvature)
-        self._curvature_printed: bool | None = None
+        self._curvature_printed = False
         self.stopped: dict[str, Any] | None = None
         self._seen: dict[str, int] = {}
         self._binner = _Binner(self.max_points)
@@ -457,14 +459,14 @@ class DynamicsCallback(_Base):
                                                   "curvatures": self.curvatures, "stopped": self.stopped})
 
     def _react_curvature(self, ic: dict[str, Any] | None, step: int) -> None:
-        """Record the implied curvature; print it when first read and when its verdict changes."""
+        """Record the reward's time scale; print it (and why it is no stability verdict) when first read."""
         if ic is None:
             return
-        keep = ("K", "lo", "hi", "margin", "margin_lo", "margin_hi", "stable", "reason")
+        keep = ("a", "a_lo", "a_hi", "K", "lo", "hi", "t90", "t90_lo", "t90_hi", "clock_unit", "reason")
         self.curvatures.append({"step": step, **{k: ic.get(k) for k in keep}})
-        if ic.get("reason") is None and self.print_curvature and ic["stable"] != self._curvature_printed:
-            self._curvature_printed = ic["stable"]
-            self._print(f"[dynamics] step {step}: {ic['line']}")
+        if ic.get("reason") is None and self.print_curvature and not self._curvature_printed:
+            self._curvature_printed = True
+            self._print(f"[dynamics] step {step}: {ic['line']}\n[dynamics] {ic['no_stability_verdict']}")
 
     # -- TrainerCallback events --------------------------------------------------------------
     def on_train_begin(self, args, state, control, **kwargs):

@@ -19,10 +19,17 @@ A monotone map, so an interval of ``k`` is an interval of ``a`` and ``K``.
 exposed. Warm-up and decay are then no longer part of the curve's shape.
 
 *Adam.* With an Adam-family optimizer the step is ``eta / sqrt(v)``: what the log measures is the
-product ``eta K_pre`` with ``K_pre = K / sqrt(v)`` the preconditioned curvature (the sharpness of
-Cohen et al. 2022, "Adaptive gradient methods at the edge of stability"); ``K`` itself and ``v`` are
-not separately identified by a reward curve. The thresholds are stated in the same product, so the
-verdict needs no more.
+product ``eta K_pre`` with ``K_pre = K / sqrt(v)`` the preconditioned curvature; ``K`` itself and
+``v`` are not separately identified by a reward curve.
+
+*A time scale, not a stability verdict.* ``a`` says how fast the reward relaxes. It does not say
+where training becomes unstable: on the CPU transformer of the book's chapter "GRPO on a language
+model" the learning-rate threshold built on this ``K`` was :data:`K_THRESHOLD_TOO_PERMISSIVE` times
+too permissive, and the edge followed the sharpness of the loss (its top Hessian eigenvalue, which a
+reward curve does not contain) instead, :data:`SHARPNESS_EDGE_FACTOR` times above its bound. So
+nothing here compares ``a`` with a threshold; :data:`NO_STABILITY_VERDICT` is what the commands print
+in its place, and :data:`ASSUMED_K_CAVEAT` what the plain ``advise`` (a what-if at an assumed ``K``)
+says beside its thresholds.
 
 :func:`implied_curvature` works on arrays; :func:`implied_curvature_from_log` on a
 :class:`~grpo_core.runs.logs.RunLog` and its :class:`~grpo_core.runs.settings.RunSettings` (the
@@ -46,9 +53,39 @@ from .settings import Conventions, RunSettings
 
 __all__ = ["ImpliedCurvature", "LogAdvice", "ModelLaw", "advise_implied", "advise_from_log", "implied_curvature",
            "implied_curvature_from_log", "learning_rate_clock", "reason_kind", "gain_from_rate", "INTERVAL_METHODS",
-           "FLAT_P_VALUE", "BEND_P_VALUE"]
+           "FLAT_P_VALUE", "BEND_P_VALUE", "K_THRESHOLD_TOO_PERMISSIVE", "SHARPNESS_EDGE_FACTOR",
+           "NO_STABILITY_VERDICT", "ASSUMED_K_CAVEAT"]
 
 INTERVAL_METHODS = ("delta", "bootstrap")
+
+#: ``(low, high)``: how many times too permissive the on-policy learning-rate threshold built on the ``K``
+#: of a reward curve was on the CPU transformer (the measured critical rate over that threshold, inverted,
+#: for AdamW and for SGD with heavy ball; book chapter "GRPO on a language model", its committed
+#: learning-rate sweep read by :func:`grpo_core.llm.probe_check.lr_sweep_table`), to the unit printed there.
+K_THRESHOLD_TOO_PERMISSIVE = (119.0, 169.0)
+#: ``(low, high)``: the measured critical learning rate over the sharpness bound on the same transformer,
+#: both optimizers (heavy ball: ``eta lambda_max < 2 (1 + mu)``; Adam: the preconditioned bound of Cohen
+#: et al. 2022), to the one decimal printed there: the sharpness bound held, with that much room.
+SHARPNESS_EDGE_FACTOR = (2.6, 5.4)
+
+_K_FACTOR = f"{K_THRESHOLD_TOO_PERMISSIVE[0]:.0f}-{K_THRESHOLD_TOO_PERMISSIVE[1]:.0f}x"
+_SHARP_FACTOR = f"{SHARPNESS_EDGE_FACTOR[0]:.1f}-{SHARPNESS_EDGE_FACTOR[1]:.1f}x"
+
+#: What a log-derived output says where a stability verdict would be (one line).
+NO_STABILITY_VERDICT = (
+    "No stability verdict: a reward curve measures how fast the reward relaxes, not the curvature that limits "
+    f"the step (on a transformer the learning-rate threshold built on this K was {_K_FACTOR} too permissive). "
+    "A stability bound needs the sharpness of the loss (its top Hessian eigenvalue): `grpo-dynamics probe` "
+    "measures it on this project's tiny transformer only (for another network: Lanczos on Hessian-vector "
+    f"products, grpo_core.llm.curvature), and there the measured edge lay {_SHARP_FACTOR} above the sharpness "
+    "bound.")
+
+#: What the plain ``advise`` (``K`` given, not read from a log) says beside its thresholds (one line).
+ASSUMED_K_CAVEAT = (
+    "What if: K is assumed, not measured, and the regime and thresholds are the model's at that K. On a "
+    f"transformer the threshold built on the K a reward curve implies was {_K_FACTOR} too permissive; the edge "
+    f"followed the sharpness (top Hessian eigenvalue) instead, {_SHARP_FACTOR} above its bound (`grpo-dynamics "
+    "probe` measures it on this project's tiny transformer).")
 
 
 @dataclass(frozen=True)
@@ -139,14 +176,15 @@ class ImpliedCurvature:
     notes: tuple[str, ...] = ()
 
     def line(self) -> str:
-        """The implied stiffness and curvature with the interval, and on a second line (when there is
-        a curvature) :meth:`t90_text` (what ``fit`` prints)."""
+        """The reward's time scale: ``eta*K`` per step and ``K`` per unit learning rate with their interval,
+        and on a second line (when there is one) :meth:`t90_text` (what ``fit`` prints); ``reward time
+        scale: none (reason)`` without one."""
         if not self.ok:
-            return f"implied curvature: none ({self.reason})"
+            return f"reward time scale: none ({self.reason})"
         pre = " (Adam: preconditioned K/sqrt(v))" if self.conventions.preconditioned else ""
-        first = (f"implied stiffness eta*K = {self.a:.4g} per step [{self.a_low:.4g}, {self.a_high:.4g}], "
-                 f"curvature K = {self.curvature:.4g}{pre} [{self.curvature_low:.4g}, {self.curvature_high:.4g}] "
-                 f"({self.level:.0%} {self.interval_method}; eta = {self.eta:.3g}, "
+        first = (f"reward time scale: eta*K = {self.a:.4g} per step [{self.a_low:.4g}, {self.a_high:.4g}], "
+                 f"K = {self.curvature:.4g} per unit learning rate{pre} [{self.curvature_low:.4g}, "
+                 f"{self.curvature_high:.4g}] ({self.level:.0%} {self.interval_method}; eta = {self.eta:.3g}, "
                  f"{'cumulative-learning-rate clock' if self.clock == 'learning_rate' else 'step clock'})")
         t90 = self.t90_text()
         return first + (f"\n  {t90}" if t90 else "")
@@ -580,53 +618,47 @@ def implied_curvature_from_log(log, settings: RunSettings | None = None, *, metr
 
 @dataclass(frozen=True)
 class LogAdvice:
-    """``advise`` for a run read from its log: the implied curvature and the model's verdict at it.
+    """What ``advise --from-log`` reads from a run's log: its time scale and the shape of its curve.
+
+    No stability verdict: ``a = eta K`` is how fast the reward relaxes, not the curvature that limits the
+    step (module docstring; :data:`NO_STABILITY_VERDICT`), so nothing here compares it with a threshold
+    or suggests a learning rate.
 
     Attributes
     ----------
     implied : ImpliedCurvature
-    advice : Advice or None
-        :func:`grpo_core.model.advice.advise` at ``eta_ref``, the implied ``K`` (total stiffness,
-        the KL pull included) and the run's conventions; ``None`` when no curvature was read.
-    margin, margin_low, margin_high : float
-        Exact threshold over the run's ``a``: ``a*_exact / a`` (> 1 stable), over the interval of ``a``.
-    fastest_monotone_eta, fastest_monotone_eta_low, fastest_monotone_eta_high : float
-        The critically damped learning rate (fastest non-oscillating), over the interval of ``K``.
-    stable : bool or None
-        ``a < a*_exact`` at the point estimate (None without a curvature).
-    stable_over_interval : bool or None
-        Stable at the top of the interval too.
+        ``a`` per step and ``K`` per unit learning rate with their interval, ``t90`` with its interval.
+    regime : str or None
+        The continuous model's regime at ``eta_ref`` and the implied ``K`` (``overdamped``,
+        ``critically_damped``, ``underdamped``: the shape of the fitted curve, monotone or overshooting);
+        None without a time scale.
+    damping_ratio : float
+        ``zeta`` there (NaN without a time scale).
     damping_ratio_low, damping_ratio_high : float
-        The damping ratio ``zeta`` at the top and at the bottom of the interval of ``K`` (``zeta`` falls as
-        ``K`` grows).
+        ``zeta`` at the top and at the bottom of the interval of ``K`` (``zeta`` falls as ``K`` grows).
     regime_determined : bool or None
         Whether the regime holds over the whole interval (it does not when ``zeta`` spans 1: the data
-        cannot tell a monotone approach from an overshoot). None without a curvature.
+        cannot tell a monotone approach from an overshoot). None without a time scale.
     """
 
     implied: ImpliedCurvature
-    advice: Any = None
-    margin: float = math.nan
-    margin_low: float = math.nan
-    margin_high: float = math.nan
-    fastest_monotone_eta: float = math.nan
-    fastest_monotone_eta_low: float = math.nan
-    fastest_monotone_eta_high: float = math.nan
-    stable: bool | None = None
-    stable_over_interval: bool | None = None
+    regime: str | None = None
+    damping_ratio: float = math.nan
     damping_ratio_low: float = math.nan
     damping_ratio_high: float = math.nan
     regime_determined: bool | None = None
 
     def regime_text(self) -> str:
         """The regime at the run's eta with ``zeta`` and its interval; "undetermined" when the interval
-        spans critical damping (``zeta = 1``)."""
-        adv = self.advice
-        z = (f"zeta = {adv.damping_ratio:.3g} [{self.damping_ratio_low:.3g}, {self.damping_ratio_high:.3g}] over "
+        spans critical damping (``zeta = 1``); ``""`` without a time scale."""
+        if self.regime is None:
+            return ""
+        z = (f"zeta = {self.damping_ratio:.3g} [{self.damping_ratio_low:.3g}, {self.damping_ratio_high:.3g}] over "
              "the interval of K")
+        label = self.regime.replace("_", " ")
         if self.regime_determined:
-            return f"{adv.regime} ({z})"
-        return (f"undetermined ({z}: overdamped at the low end of K, underdamped at the high end; {adv.regime} at "
+            return f"{label} ({z})"
+        return (f"undetermined ({z}: overdamped at the low end of K, underdamped at the high end; {label} at "
                 "the point estimate)")
 
     def consistency_text(self) -> str:
@@ -651,87 +683,81 @@ class LogAdvice:
         return text
 
     def summary(self) -> str:
-        """The report ``grpo-dynamics advise --from-log`` prints."""
+        """The report ``grpo-dynamics advise --from-log`` prints: the conventions, the time scale with its
+        interval and t90, the consistency line, the regime (the curve's shape), and
+        :data:`NO_STABILITY_VERDICT`."""
         ic = self.implied
         lines = ["Conventions: " + ic.conventions.text(), ic.line()]
         if ic.ok:
             lines.append("  consistency: " + self.consistency_text())
         for note in ic.notes:
             lines.append(f"  ! {note}")
-        if self.advice is None:
-            lines.append("No verdict: without a time scale the log does not measure K (give --curvature to use "
-                         "the plain advise).")
-            return "\n".join(lines)
-        adv = self.advice
-        lines += [
-            "",
-            f"Regime at the run's eta = {adv.eta:.3g}: {self.regime_text()}; "
-            f"{'stable' if self.stable else 'UNSTABLE'} by the exact discrete threshold "
-            f"(a* = {adv.critical_a_exact:.4g} per step, {adv.lag} lag, k_ref = {adv.k_ref})",
-            f"Stability margin a*/a = {self.margin:.3g}x [{self.margin_low:.3g}, {self.margin_high:.3g}]"
-            + ("" if self.stable_over_interval else "  (the interval reaches the threshold)"),
-            f"Fastest non-oscillating learning rate (critical damping): {self.fastest_monotone_eta:.3g} "
-            f"[{self.fastest_monotone_eta_low:.3g}, {self.fastest_monotone_eta_high:.3g}]; largest stable: "
-            f"{adv.critical_eta_exact:.3g}",
-        ]
+        lines.append("")
+        if self.regime is None:
+            lines.append("No time scale: the log does not measure eta*K here (the plain advise with --curvature is "
+                         "a what-if at an assumed K).")
+        else:
+            lines.append(f"Regime of the fitted curve at the run's eta = {ic.eta:.3g}: {self.regime_text()}")
+        lines.append(NO_STABILITY_VERDICT)
         return "\n".join(lines)
 
     def entry(self) -> dict[str, Any]:
         """The short JSON-ready summary a diagnosis carries (``diagnose``'s ``implied_curvature`` key).
 
-        Keys: ``K``, ``lo``, ``hi`` (curvature per unit learning rate and its interval; preconditioned
-        ``K/sqrt(v)`` with Adam), ``a``, ``a_lo``, ``a_hi`` (``eta_ref K`` per step), ``margin``,
-        ``margin_lo``, ``margin_hi`` (``a*/a``, > 1 stable), ``stable``, ``stable_over_interval``,
-        ``regime`` (``"undetermined"`` when the interval of ``zeta`` spans 1), ``zeta``, ``zeta_lo``, ``zeta_hi``,
-        ``eta``, ``clock``, ``level``, ``preconditioned``, ``conventions`` (text),
-        ``reason`` (None when a curvature was read, else why not) and ``reason_kind`` (None,
-        ``"flat"``, ``"plateau_beyond_data"``, ``"rate_at_bound"``, ``"no_learning_rate"``,
-        ``"not_identified"``, or ``"other"``). NaN is ``None``.
+        Keys: ``a``, ``a_lo``, ``a_hi`` (the time scale ``eta_ref K`` per step in the run's clock, and its
+        interval), ``K``, ``lo``, ``hi`` (``K`` per unit learning rate and its interval; preconditioned
+        ``K/sqrt(v)`` with Adam), ``t90``, ``t90_lo``, ``t90_hi`` (time to 90% of the fit's plateau and its
+        interval, in ``clock_unit``), ``t90_step`` (``t90`` as a logged step; None beyond the log),
+        ``clock_unit``, ``regime`` (``"undetermined"`` when the interval of ``zeta`` spans 1), ``zeta``,
+        ``zeta_lo``, ``zeta_hi``, ``eta``, ``clock``, ``level``, ``preconditioned``, ``conventions`` (text),
+        ``no_stability_verdict`` (:data:`NO_STABILITY_VERDICT`), ``reason`` (None when a time scale was
+        read, else why not) and ``reason_kind`` (None, ``"flat"``, ``"plateau_beyond_data"``,
+        ``"rate_at_bound"``, ``"no_learning_rate"``, ``"not_identified"``, or ``"other"``). NaN is ``None``.
         """
         from .._json import json_ready
 
         ic, c = self.implied, self.implied.conventions
         return json_ready({
-            "K": ic.curvature, "lo": ic.curvature_low, "hi": ic.curvature_high,
             "a": ic.a, "a_lo": ic.a_low, "a_hi": ic.a_high,
-            "margin": self.margin, "margin_lo": self.margin_low, "margin_hi": self.margin_high,
-            "stable": self.stable, "stable_over_interval": self.stable_over_interval,
-            "regime": None if self.advice is None else (self.advice.regime if self.regime_determined
-                                                         else "undetermined"),
-            "zeta": math.nan if self.advice is None else self.advice.damping_ratio,
-            "zeta_lo": self.damping_ratio_low, "zeta_hi": self.damping_ratio_high,
+            "K": ic.curvature, "lo": ic.curvature_low, "hi": ic.curvature_high,
+            "t90": ic.t90, "t90_lo": ic.t90_low, "t90_hi": ic.t90_high, "t90_step": ic.t90_step,
+            "clock_unit": ic.clock_unit,
+            "regime": None if self.regime is None else (self.regime if self.regime_determined else "undetermined"),
+            "zeta": self.damping_ratio, "zeta_lo": self.damping_ratio_low, "zeta_hi": self.damping_ratio_high,
             "eta": ic.eta, "clock": ic.clock, "level": ic.level, "preconditioned": c.preconditioned,
-            "conventions": c.text(), "reason": ic.reason, "reason_kind": reason_kind(ic.reason),
+            "conventions": c.text(), "no_stability_verdict": NO_STABILITY_VERDICT,
+            "reason": ic.reason, "reason_kind": reason_kind(ic.reason),
         })
 
     def line(self) -> str:
-        """One line: K with its interval and the margin, or why there is none (what ``diagnose`` prints)."""
+        """One line: the time scale ``eta*K`` per step and ``K`` with their interval, and ``t90`` with its
+        interval, or why there is none (what ``diagnose`` prints)."""
         ic = self.implied
         if not ic.ok:
-            return f"implied curvature: none ({ic.reason})"
+            return f"reward time scale: none ({ic.reason})"
         c = ic.conventions
         pre = " (Adam: K/sqrt(v))" if c.preconditioned else ""
         conv = f"{'EMA' if c.momentum == 'ema' else 'heavy-ball'} mu = {c.mu:g}, {c.lag} lag, k_ref = {c.k_ref}"
-        return (f"implied curvature K = {ic.curvature:.4g}{pre} [{ic.curvature_low:.4g}, {ic.curvature_high:.4g}] "
-                f"({ic.level:.0%}); stability margin a*/a = {self.margin:.3g}x [{self.margin_low:.3g}, "
-                f"{self.margin_high:.3g}], {'stable' if self.stable else 'UNSTABLE'}"
-                f"{'' if self.stable_over_interval else ' (the interval reaches the threshold)'} ({conv})")
+        where = ("beyond the log" if ic.t90 > ic.clock_end else
+                 f"logged step {ic.t90_step:.4g}" if ic.clock != "steps" and math.isfinite(ic.t90_step) else "")
+        t90 = (f"; t90 = {ic.t90:.4g} [{ic.t90_low:.4g}, {ic.t90_high:.4g}] {ic.clock_unit}"
+               + (f" ({where})" if where else "") if math.isfinite(ic.t90) else "")
+        return (f"reward time scale: eta*K = {ic.a:.4g} per step [{ic.a_low:.4g}, {ic.a_high:.4g}], "
+                f"K = {ic.curvature:.4g}{pre} [{ic.curvature_low:.4g}, {ic.curvature_high:.4g}] ({ic.level:.0%})"
+                f"{t90} ({conv})")
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready ``dict``: the implied curvature, the advice (or None), the margins, and
-        ``time_to_90_note`` (:meth:`ImpliedCurvature.t90_text`: what the advice's ``time_to_90`` is, the
-        same number as ``implied.t90``; None without a curvature)."""
+        """JSON-ready ``dict``: ``implied`` (:meth:`ImpliedCurvature.as_dict`), ``regime``, ``regime_text``,
+        ``damping_ratio``, ``damping_ratio_low``, ``damping_ratio_high``, ``regime_determined``,
+        ``time_to_90_note`` (:meth:`ImpliedCurvature.t90_text`; None without a time scale) and
+        ``no_stability_verdict`` (:data:`NO_STABILITY_VERDICT`)."""
         from .._json import json_ready
 
-        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("implied", "advice")}
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "implied"}
         out["implied"] = self.implied.as_dict()
+        out["regime_text"] = self.regime_text() or None
         out["time_to_90_note"] = self.implied.t90_text() or None
-        out["advice"] = None if self.advice is None else self.advice.as_dict()
-        if self.advice is not None and not self.regime_determined:
-            out["advice"]["recommendation"] += (
-                f"\n(The regime is undetermined: zeta's interval [{self.damping_ratio_low:.3g}, "
-                f"{self.damping_ratio_high:.3g}] over the interval of K spans 1; the regime line above holds at the "
-                "point estimate only.)")
+        out["no_stability_verdict"] = NO_STABILITY_VERDICT
         return json_ready(out)
 
 
@@ -756,31 +782,37 @@ def reason_kind(reason: str | None) -> str | None:
 
 
 def advise_implied(implied: ImpliedCurvature) -> LogAdvice:
-    """The model's verdict at a run's implied curvature (:func:`grpo_core.model.advice.advise`).
+    """The shape of a run's curve at its implied time scale: the continuous model's regime and ``zeta``
+    (:func:`grpo_core.model.oscillator.coefficients`) at ``eta_ref`` and ``K``, over the interval of ``K``.
 
     The stiffness is passed as the total ``K`` with ``beta = 0`` (the log measures the sum
-    ``curvature + beta * kl_curvature``). Returns a :class:`LogAdvice` with ``advice = None`` when
-    ``implied.ok`` is False.
+    ``curvature + beta * kl_curvature``). No threshold is computed (see :class:`LogAdvice`).
+
+    Parameters
+    ----------
+    implied : ImpliedCurvature
+
+    Returns
+    -------
+    LogAdvice
+        ``regime = None`` when ``implied.ok`` is False.
     """
-    from ..model.advice import advise
+    from ..model.oscillator import coefficients
 
     if not implied.ok:
         return LogAdvice(implied=implied)
     c = implied.conventions
-    adv = advise(implied.eta, c.mu, c.k_ref, implied.curvature, 0.0, lag=c.lag, momentum=c.momentum)
-    a_star = adv.critical_a_exact
-    eta_cd = adv.critically_damped_eta * implied.curvature  # = a_damp: the same a for every K
+
+    def at(k: float):
+        return coefficients(implied.eta, c.mu, c.k_ref, k, 0.0, lag=c.lag, momentum=c.momentum)
+
+    point = at(implied.curvature)
     # zeta falls as K grows: its interval from the ends of K's
-    zetas = [advise(implied.eta, c.mu, c.k_ref, k, 0.0, lag=c.lag, momentum=c.momentum).damping_ratio
-             if math.isfinite(k) and k > 0 else math.nan for k in (implied.curvature_high, implied.curvature_low)]
+    zetas = [at(k).damping_ratio if math.isfinite(k) and k > 0 else math.nan
+             for k in (implied.curvature_high, implied.curvature_low)]
     determined = bool(all(math.isfinite(z) for z in zetas) and not (zetas[0] < 1.0 < zetas[1]))
-    return LogAdvice(
-        implied=implied, advice=adv, margin=a_star / implied.a, margin_low=a_star / implied.a_high,
-        margin_high=a_star / implied.a_low, fastest_monotone_eta=adv.critically_damped_eta,
-        fastest_monotone_eta_low=eta_cd / implied.curvature_high,
-        fastest_monotone_eta_high=eta_cd / implied.curvature_low,
-        stable=bool(adv.stable_exact), stable_over_interval=bool(implied.a_high < a_star),
-        damping_ratio_low=zetas[0], damping_ratio_high=zetas[1], regime_determined=determined)
+    return LogAdvice(implied=implied, regime=point.regime, damping_ratio=point.damping_ratio,
+                     damping_ratio_low=zetas[0], damping_ratio_high=zetas[1], regime_determined=determined)
 
 
 def advise_from_log(log, settings: RunSettings | None = None, **kwargs) -> LogAdvice:
@@ -791,7 +823,7 @@ def advise_from_log(log, settings: RunSettings | None = None, **kwargs) -> LogAd
     >>> from grpo_core.runs import datasets, logs, settings
     >>> r = datasets.real_run("22")
     >>> out = advise_from_log(logs.read_log(r.path), settings.read_settings(r.folder / "meta.json"))
-    >>> out.stable, out.advice.regime, out.margin > 100
-    (True, 'overdamped', True)
+    >>> out.regime, round(out.implied.a, 4), out.implied.a_low < out.implied.a < out.implied.a_high
+    ('overdamped', 0.0101, True)
     """
     return advise_implied(implied_curvature_from_log(log, settings, **kwargs))

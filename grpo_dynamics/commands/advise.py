@@ -6,16 +6,21 @@ Example::
     grpo-dynamics advise --eta 3e-4 --mu 0.9 --k-ref 8 --curvature 20 --momentum ema --json
     grpo-dynamics advise --from-log trainer_state.json --config training_args.json
 
-With ``--from-log`` the curvature is not guessed: it is read off the log (the implied ``eta*K`` of
-:mod:`grpo_core.runs.curvature`), under the conventions of the run's config
+With ``--curvature`` the output is a what-if: ``K`` is assumed, not measured, and the text and JSON say
+so (:data:`grpo_core.runs.curvature.ASSUMED_K_CAVEAT`, with the factor by which the threshold built on
+a reward curve's ``K`` was too permissive on a transformer). With ``--from-log`` the log gives the
+reward's time scale (``eta*K`` per step, ``K`` per unit learning rate, t90, with their intervals:
+:mod:`grpo_core.runs.curvature`) under the conventions of the run's config
 (:mod:`grpo_core.runs.settings`; TRL's defaults when none is found: Adam -> EMA momentum
-``mu = beta1 = 0.9``, refresh lag over the optimizer steps one generation batch serves).
+``mu = beta1 = 0.9``, refresh lag over the optimizer steps one generation batch serves), and no
+stability verdict: a reward curve does not contain the curvature that limits the step.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import textwrap
 
 from ._logargs import add_log_arguments, mapping
 
@@ -28,9 +33,11 @@ def register(subparsers) -> None:
             "Apply the damped-oscillator model of GRPO to one hyperparameter setting: the regime and "
             "damping ratio of the continuous model, the time to 90% of the reward plateau, the "
             "continuous (paper) threshold eta*K*K_ref < 1 - mu and the exact threshold of the discrete "
-            "update, and a recommendation (largest stable eta and k_ref, critically damped eta). "
-            "Values are read as given: eta is the step size, K the curvature of the effective "
-            "potential in the same units."
+            "update, and a recommendation. Values are read as given: eta is the step size, K the "
+            "curvature of the effective potential in the same units, assumed, not measured (a what-if; "
+            "the output says how far the threshold built on a reward curve's K was from a transformer's "
+            "measured edge). With --from-log: the reward's time scale eta*K, K and t90 read off a log, "
+            "with no stability verdict."
         ),
     )
     p.add_argument("--eta", default=None, help="step size (learning rate), > 0")
@@ -54,8 +61,9 @@ def register(subparsers) -> None:
                    help="momentum convention: 'heavy_ball' (v = mu v + g) or 'ema' (v = mu v + (1-mu) g, "
                         "Adam); default heavy_ball")
     p.add_argument("--from-log", dest="from_log", default=None, metavar="LOG",
-                   help="read the curvature off a training log instead of --curvature: the regime, the margin to "
-                        "the exact threshold and the fastest non-oscillating learning rate of that run")
+                   help="read the reward's time scale off a training log instead of --curvature: eta*K per step, "
+                        "K per unit learning rate and t90 with their intervals, and the regime of the fitted "
+                        "curve; no stability verdict (a reward curve does not give one)")
     p.add_argument("--config", default=None, metavar="FILE",
                    help="with --from-log: the run's settings (TRL GRPOConfig/TrainingArguments JSON, "
                         "trainer_state.json, a real run's meta.json); default: a meta.json/config.json beside "
@@ -81,13 +89,18 @@ def handler(args: argparse.Namespace) -> int:
         if value is None:
             raise ParameterError(flag.lstrip("-").replace("-", "_"),
                                  f"`{flag}` is required (or read the run from its log with --from-log LOG)")
+    from grpo_core.runs.curvature import ASSUMED_K_CAVEAT
+
     adv = advise(
         args.eta, args.mu, args.k_ref, args.curvature, args.beta,
         kl_curvature=args.kl_curvature, lag=args.lag, momentum=args.momentum,
     )
     if args.json:
-        print(json.dumps(adv.as_dict(), allow_nan=False))
+        # the model's numbers unchanged, and what they are: a what-if at an assumed K
+        print(json.dumps({**adv.as_dict(), "domain": "assumed_curvature", "caveat": ASSUMED_K_CAVEAT},
+                         allow_nan=False))
     else:
+        print(textwrap.fill(ASSUMED_K_CAVEAT, width=100, break_on_hyphens=False))  # the report's lines stay short
         print(adv.summary())
     return 0
 
@@ -120,8 +133,8 @@ def _from_log(args: argparse.Namespace) -> int:
 
 def _not_a_relaxation(log) -> str | None:
     """diagnose's caveat (:func:`grpo_core.runs.diagnostics.diagnose.not_a_relaxation`) when the reward fell
-    (or rose, then fell) over the log: the curvature and margin above come from a relaxation fitted to a
-    curve that is not one (real run 36: a margin of 2.4e3x), so they say nothing about the fall."""
+    (or rose, then fell) over the log: the time scale and regime above come from a relaxation fitted to a
+    curve that is not one (real run 36), so they say nothing about the fall."""
     from grpo_core.errors import GrpoError
     from grpo_core.runs.diagnostics import not_learning
     from grpo_core.runs.diagnostics.diagnose import not_a_relaxation

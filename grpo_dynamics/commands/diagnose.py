@@ -64,10 +64,10 @@ def register(subparsers) -> None:
                         "rewards/f or the normalised reward/f or f; an unknown name is an error)")
     p.add_argument("--no-forecast", dest="forecast", action="store_false", help="skip the plateau forecast")
     p.add_argument("--config", default=None, metavar="FILE",
-                   help="the run's settings for the implied curvature K (TRL config JSON, trainer_state.json, a real "
-                        "run's meta.json); default: a file beside the log, else TRL's defaults")
+                   help="the run's settings for the reward's time scale eta*K (TRL config JSON, trainer_state.json, "
+                        "a real run's meta.json); default: a file beside the log, else TRL's defaults")
     p.add_argument("--no-curvature", dest="curvature", action="store_false",
-                   help="skip the implied curvature K and the stability margin")
+                   help="skip the reward's time scale (eta*K, K and t90 read off the reward curve)")
     p.add_argument(
         "--json",
         action="store_true",

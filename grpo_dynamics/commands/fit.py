@@ -85,10 +85,10 @@ def register(subparsers) -> None:
     p.add_argument("--level", default="0.9", help="coverage of the forecast band, in (0, 1); default 0.9")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
     p.add_argument("--config", default=None, metavar="FILE",
-                   help="the run's settings for the implied-curvature line (TRL config JSON, trainer_state.json, "
-                        "meta.json); default: a file beside the log, else TRL's defaults")
+                   help="the run's settings for the reward time-scale line (eta*K, K, t90; TRL config JSON, "
+                        "trainer_state.json, meta.json); default: a file beside the log, else TRL's defaults")
     p.add_argument("--eta", default=None,
-                   help="learning rate for the implied-curvature line when the log has none (default: the config's)")
+                   help="learning rate for the reward time-scale line when the log has none (default: the config's)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     p.add_argument("--plot", default=None, metavar="FILE",
                    help="write the fits, residuals (and forecast) to FILE.png or a self-contained FILE.html")
@@ -294,7 +294,7 @@ def _end_line(e) -> str:
 
 
 def _implied(log, args):
-    """The implied stiffness eta*K and curvature K of the fitted metric under the run's conventions."""
+    """The time scale eta*K (per step), K and t90 of the fitted metric under the run's conventions."""
     from grpo_core.runs import curvature, settings
 
     found = settings.settings_for_log(args.log, args.config)

@@ -13,6 +13,7 @@ import pandas as pd
 from ..._json import json_ready
 from ...errors import DataError, GrpoError, ParameterError
 from ...validation import check_integer
+from ..curvature import NO_STABILITY_VERDICT
 from ..logs import RunLog, read_log
 from .concentration import policy_concentration
 from .decoupling import train_eval_decoupling
@@ -83,9 +84,11 @@ class Diagnosis:
     missing : list of str
         Why the verdict is inconclusive (empty otherwise).
     implied_curvature : dict or None
-        The curvature the reward implies under the run's conventions
-        (:func:`~grpo_core.runs.diagnostics.implied.implied_curvature_entry`: ``K``, ``lo``, ``hi``,
-        ``margin``, ..., ``reason`` when there is none, ``line``); ``None`` when not computed
+        The reward's time scale under the run's conventions
+        (:func:`~grpo_core.runs.diagnostics.implied.implied_curvature_entry`: ``a``, ``a_lo``, ``a_hi``
+        (``eta K`` per step), ``K``, ``lo``, ``hi``, ``t90``, ``t90_lo``, ``t90_hi``, ..., ``reason`` when
+        there is none, ``caveat``, ``line``); no stability verdict (a reward curve does not give one:
+        :data:`grpo_core.runs.curvature.NO_STABILITY_VERDICT`). ``None`` when not computed
         (``curvature=False``, or no reward).
     """
 
@@ -183,6 +186,8 @@ class Diagnosis:
             lines += [f"  {note}" for note in self.notes if note.startswith("no plateau forecast")]
         if self.implied_curvature is not None:
             lines.append(f"  {self.implied_curvature['line']}")
+            if self.implied_curvature.get("reason") is None:
+                lines.append(f"  {NO_STABILITY_VERDICT}")
         lines += [f"  {note}" for note in self.notes if note.startswith("data: ")]
         core = MODES + ("not_learning",)
         for mode, why in self.skipped.items():
@@ -232,7 +237,7 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
         real run's ``meta.json``); default: a file beside the log (:func:`run_settings`), else TRL's
         defaults.
     curvature : bool
-        Report the implied curvature ``K`` and the stability margin (:attr:`Diagnosis.implied_curvature`;
+        Report the reward's time scale ``eta K`` with ``K`` and t90 (:attr:`Diagnosis.implied_curvature`;
         two law fits, about 0.15 s on the real runs).
     reward_range : (float, float), optional
         The least and the most a step's mean reward can be (a composite reward: the sums of its functions'
@@ -436,18 +441,17 @@ def _run_checks(log: RunLog, checks: dict) -> tuple[list[Finding], list[str], di
 
 
 def not_a_relaxation(finding: Finding | None, *, quote: bool = True) -> str | None:
-    """The caveat on an implied curvature read from a reward that fell (a critical :func:`not_learning`:
-    it unlearned, or rose then fell), else ``None``. The curvature, regime and stability margin come from a
-    relaxation fitted to a curve that is not one, so they say nothing about the fall (real run 36: 12.0 ->
-    21.9 at steps 13-18 -> about 8.4, and a margin of 2.4e3x "stable" beside advice to lower the learning
-    rate). ``quote``: the finding's message in the caveat (``advise --from-log``, which prints no findings),
-    else a pointer to it (``diagnose``, which prints it above). Our rule."""
+    """The caveat on a time scale read from a reward that fell (a critical :func:`not_learning`: it
+    unlearned, or rose then fell), else ``None``. The time scale and regime come from a relaxation fitted
+    to a curve that is not one, so they say nothing about the fall (real run 36: 12.0 -> 21.9 at steps
+    13-18 -> about 8.4). ``quote``: the finding's message in the caveat (``advise --from-log``, which prints
+    no findings), else a pointer to it (``diagnose``, which prints it above). Our rule."""
     if finding is None or finding.mode != "not_learning" or finding.severity != "critical":
         return None
     why = (f"{finding.message[0].lower()}{finding.message[1:].rstrip('.')}; `diagnose`" if quote
            else "not_learning above")
-    return (f"the reward is not a relaxation to a plateau ({why}): the curvature, regime and margin are those "
-            "of a relaxation fitted to it and do not explain the fall")
+    return (f"the reward is not a relaxation to a plateau ({why}): the time scale and regime are those of a "
+            "relaxation fitted to it and do not explain the fall")
 
 
 def _forecast(log: RunLog, findings: list[Finding], binary_reward: bool | None, n_boot: int, th: Thresholds,

@@ -1,11 +1,12 @@
-"""The curvature a diagnosed run implies: :func:`implied_curvature_entry` (what ``diagnose`` reports).
+"""The time scale of a diagnosed run's reward: :func:`implied_curvature_entry` (what ``diagnose`` reports).
 
 The same computation as ``grpo-dynamics fit`` and ``advise --from-log``
 (:func:`grpo_core.runs.curvature.advise_from_log`): the training reward fitted with the oscillator at
-the run's conventions, in cumulative-learning-rate time, gives ``eta K`` and ``K`` with a 90%
-interval, and the exact discrete threshold gives the stability margin ``a*/a``. A curve without a
-time scale (flat, the plateau beyond the data, the rate at a bound) or a log without a learning
-rate gives no ``K`` and the reason.
+the run's conventions, in cumulative-learning-rate time, gives ``eta K`` per step and ``K`` with a 90%
+interval, and the time to 90% of the fit's plateau. It is a time scale, not a stability verdict
+(:data:`grpo_core.runs.curvature.NO_STABILITY_VERDICT`). A curve without a time scale (flat, the
+plateau beyond the data, the rate at a bound) or a log without a learning rate gives none and the
+reason.
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ def run_settings(log: RunLog, settings: RunSettings | str | Path | None = None) 
 
 
 def implied_curvature_entry(log: RunLog, settings: RunSettings | None = None) -> tuple[dict[str, Any], str]:
-    """The implied curvature of a log's training reward, as ``(entry, line)``.
+    """The time scale of a log's training reward (``eta K`` and ``K`` with their interval, t90), as
+    ``(entry, line)``.
 
     Parameters
     ----------
@@ -65,8 +67,8 @@ def implied_curvature_entry(log: RunLog, settings: RunSettings | None = None) ->
     Returns
     -------
     entry : dict
-        :meth:`grpo_core.runs.curvature.LogAdvice.entry` (``K``, ``lo``, ``hi``, ``margin``, ...,
-        ``reason``, ``reason_kind``), JSON-ready (no NaN), plus ``settings_source``.
+        :meth:`grpo_core.runs.curvature.LogAdvice.entry` (``a``, ``a_lo``, ``a_hi``, ``K``, ``lo``, ``hi``,
+        ``t90``, ..., ``reason``, ``reason_kind``), JSON-ready (no NaN), plus ``settings_source``.
     line : str
         :meth:`~grpo_core.runs.curvature.LogAdvice.line`.
 
@@ -76,8 +78,8 @@ def implied_curvature_entry(log: RunLog, settings: RunSettings | None = None) ->
     >>> r = datasets.real_run("22")
     >>> log = logs.read_log(r.path)
     >>> entry, line = implied_curvature_entry(log, run_settings(log))
-    >>> round(entry["K"], -1), entry["stable"], entry["reason"]
-    (1010.0, True, None)
+    >>> round(entry["K"], -1), round(entry["a"], 4), entry["reason"], "stable" in entry
+    (1010.0, 0.0101, None, False)
     """
     settings = settings or RunSettings()
     try:
