@@ -25,8 +25,8 @@ product ``eta K_pre`` with ``K_pre = K / sqrt(v)`` the preconditioned curvature;
 *A time scale, not a stability verdict.* ``a`` says how fast the reward relaxes. It does not say
 where training becomes unstable: on the CPU transformer of the book's chapter "GRPO on a language
 model" the learning-rate threshold built on this ``K`` was :data:`K_THRESHOLD_TOO_PERMISSIVE` times
-too permissive, and the edge followed the sharpness of the loss (its top Hessian eigenvalue, which a
-reward curve does not contain) instead, :data:`SHARPNESS_EDGE_FACTOR` times above its bound. So
+too permissive, while the sharpness of the loss (its top Hessian eigenvalue, which a reward curve does
+not contain) gave a bound that held, the edge lying :data:`SHARPNESS_EDGE_FACTOR` times above it. So
 nothing here compares ``a`` with a threshold; :data:`NO_STABILITY_VERDICT` is what the commands print
 in its place, and :data:`ASSUMED_K_CAVEAT` what the plain ``advise`` (a what-if at an assumed ``K``)
 says beside its thresholds.
@@ -83,9 +83,9 @@ NO_STABILITY_VERDICT = (
 #: What the plain ``advise`` (``K`` given, not read from a log) says beside its thresholds (one line).
 ASSUMED_K_CAVEAT = (
     "What if: K is assumed, not measured, and the regime and thresholds are the model's at that K. On a "
-    f"transformer the threshold built on the K a reward curve implies was {_K_FACTOR} too permissive; the edge "
-    f"followed the sharpness (top Hessian eigenvalue) instead, {_SHARP_FACTOR} above its bound (`grpo-dynamics "
-    "probe` measures it on this project's tiny transformer).")
+    f"transformer the threshold built on the K a reward curve implies was {_K_FACTOR} too permissive; the "
+    f"sharpness (top Hessian eigenvalue) gave a bound that held instead, the edge lying {_SHARP_FACTOR} above it "
+    "(`grpo-dynamics probe` measures it on this project's tiny transformer).")
 
 
 @dataclass(frozen=True)
