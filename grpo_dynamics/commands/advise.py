@@ -28,7 +28,8 @@ from ._logargs import add_log_arguments, mapping
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "advise",
-        help="regime, damping ratio, time to 90%% of the plateau and both stability thresholds",
+        help="what if the curvature were K: regime, time to 90%% and both stability thresholds at an assumed K; "
+             "with --from-log, a run's reward time scale (no stability verdict)",
         description=(
             "Apply the damped-oscillator model of GRPO to one hyperparameter setting: the regime and "
             "damping ratio of the continuous model, the time to 90% of the reward plateau, the "
