@@ -82,7 +82,8 @@ The room
 :mod:`~grpo_core.bandit.spec` (:class:`BanditSpec`), :mod:`~grpo_core.bandit.gradients` (the
 advantage tables and exact / sampled ascent directions), :mod:`~grpo_core.bandit.simulation`
 (:func:`simulate`, :class:`BanditRun`), :mod:`~grpo_core.bandit.fixed_points` (fixed point, reduced
-flow, stiffness, the smallest anchoring KL weight), :mod:`~grpo_core.bandit.prediction` (the
+flow, stiffness, the KL weight that puts ``p*`` at a given level; a true smallest anchoring weight
+exists only at G -> infinity with std scaling), :mod:`~grpo_core.bandit.prediction` (the
 oscillator model's prediction for a bandit), and the bandit measured against that prediction:
 :mod:`~grpo_core.bandit.stability` (regimes, growth rates), :mod:`~grpo_core.bandit.thresholds`
 (critical ``a`` and ``k_ref``, the threshold table) and :mod:`~grpo_core.bandit.sweeps`
