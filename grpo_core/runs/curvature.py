@@ -24,9 +24,11 @@ product ``eta K_pre`` with ``K_pre = K / sqrt(v)`` the preconditioned curvature;
 
 *A time scale, not a stability verdict.* ``a`` says how fast the reward relaxes. It does not say
 where training becomes unstable: on the CPU transformer of the book's chapter "GRPO on a language
-model" the learning-rate threshold built on this ``K`` was :data:`K_THRESHOLD_TOO_PERMISSIVE` times
-too permissive, while the sharpness of the loss (its top Hessian eigenvalue, which a reward curve does
-not contain) gave a bound that held, the edge lying :data:`SHARPNESS_EDGE_FACTOR` times above it. So
+model" the learning-rate threshold built on the reward curvature ``K`` (measured on the starting model)
+was :data:`K_THRESHOLD_TOO_PERMISSIVE` times too permissive, and the ``K`` each run's fitted curve implies
+was about an order of magnitude smaller still (a threshold built on it more permissive again), while
+the sharpness of the loss (its top Hessian eigenvalue, which a reward curve does not contain) gave a
+bound that held, the edge lying :data:`SHARPNESS_EDGE_FACTOR` times above it. So
 nothing here compares ``a`` with a threshold; :data:`NO_STABILITY_VERDICT` is what the commands print
 in its place, and :data:`ASSUMED_K_CAVEAT` what the plain ``advise`` (a what-if at an assumed ``K``)
 says beside its thresholds.
@@ -58,8 +60,9 @@ __all__ = ["ImpliedCurvature", "LogAdvice", "ModelLaw", "advise_implied", "advis
 
 INTERVAL_METHODS = ("delta", "bootstrap")
 
-#: ``(low, high)``: how many times too permissive the on-policy learning-rate threshold built on the ``K``
-#: of a reward curve was on the CPU transformer (the measured critical rate over that threshold, inverted,
+#: ``(low, high)``: how many times too permissive the on-policy learning-rate threshold built on the reward
+#: curvature ``K`` (the probe's, measured on the starting model; the ``K`` a fitted curve implies was smaller
+#: still) was on the CPU transformer (the measured critical rate over that threshold, inverted,
 #: for AdamW and for SGD with heavy ball; book chapter "GRPO on a language model", its committed
 #: learning-rate sweep read by :func:`grpo_core.llm.probe_check.lr_sweep_table`), to the unit printed there.
 K_THRESHOLD_TOO_PERMISSIVE = (119.0, 169.0)
@@ -74,7 +77,8 @@ _SHARP_FACTOR = f"{SHARPNESS_EDGE_FACTOR[0]:.1f}-{SHARPNESS_EDGE_FACTOR[1]:.1f}x
 #: What a log-derived output says where a stability verdict would be (one line).
 NO_STABILITY_VERDICT = (
     "No stability verdict: a reward curve measures how fast the reward relaxes, not the curvature that limits "
-    f"the step (on a transformer the learning-rate threshold built on this K was {_K_FACTOR} too permissive). "
+    f"the step (on a transformer the learning-rate threshold built on the reward curvature was {_K_FACTOR} too "
+    "permissive, and the K a reward curve implies was an order of magnitude smaller still). "
     "A stability bound needs the sharpness of the loss (its top Hessian eigenvalue): `grpo-dynamics probe` "
     "measures it on this project's tiny transformer only (for another network: Lanczos on Hessian-vector "
     f"products, grpo_core.llm.curvature), and there the measured edge lay {_SHARP_FACTOR} above the sharpness "
@@ -83,7 +87,8 @@ NO_STABILITY_VERDICT = (
 #: What the plain ``advise`` (``K`` given, not read from a log) says beside its thresholds (one line).
 ASSUMED_K_CAVEAT = (
     "What if: K is assumed, not measured, and the regime and thresholds are the model's at that K. On a "
-    f"transformer the threshold built on the K a reward curve implies was {_K_FACTOR} too permissive; the "
+    f"transformer the threshold built on the reward curvature K was {_K_FACTOR} too permissive (the K a reward "
+    "curve implies was an order of magnitude smaller still); the "
     f"sharpness (top Hessian eigenvalue) gave a bound that held instead, the edge lying {_SHARP_FACTOR} above it "
     "(`grpo-dynamics probe` measures it on this project's tiny transformer).")
 
