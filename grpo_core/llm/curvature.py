@@ -91,7 +91,8 @@ def relaxation_rate(rewards, eta: float, p_star: float | None = None) -> dict[st
     """Relaxation rate K of an expected-reward trajectory under plain steps of learning rate ``eta``.
 
     The oscillator model's linearised update with no momentum and no lag is
-    ``e_{k+1} = (1 - eta K) e_k`` with ``e = p - p*`` (DESIGN.md section 4).
+    ``e_{k+1} = (1 - eta K) e_k`` with ``e = p - p*`` (book chapter "From update rule to
+    oscillator", section "The update rule, linearised").
 
     Parameters
     ----------

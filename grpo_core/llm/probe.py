@@ -12,13 +12,15 @@ coefficients need and turns it into predictions:
   Also of the Adam-preconditioned Hessian ``P^{-1/2} H P^{-1/2}``, ``P = diag(sqrt(v) + eps)``, with
   ``v`` from a short warm-start: the bias-corrected EMA (``adam_beta2``) of the squared gradients of
   ``adam_steps`` fresh batches at the starting weights.
-* **Reward-direction curvature K** (the oscillator model's stiffness, DESIGN.md section 4: the gain
-  per step is ``a = eta K`` and the gap ``e = p - p*`` shrinks by ``1 - eta K`` per plain-SGD step
-  with no lag). ``p`` is the *exact* expected reward on ``reward_prompts`` fixed prompts of the
-  training task: for the exact-match arithmetic reward at temperature ``T`` it is the probability
+* **Reward-direction curvature K** (the oscillator model's stiffness, book chapter "From update
+  rule to oscillator", section "The update rule, linearised": the gain per step is ``a = eta K``
+  and the gap ``e = p - p*`` shrinks by ``1 - eta K`` per plain-SGD step with no lag). ``p`` is
+  the *exact* expected reward on ``reward_prompts`` fixed prompts of the training task: for the
+  exact-match arithmetic reward at temperature ``T`` it is the probability
   of the answer's tokens followed by the end-of-sequence token, by teacher forcing (no sampling
   noise). Without a KL anchor (``beta = 0``) the fixed point of GRPO is the largest reward,
-  ``p* = 1`` (DESIGN.md section 5), so ``e = p - 1``. Each of ``repeats`` probes samples a fresh
+  ``p* = 1`` (book chapter "The bandit: where the mean field is exact", section "The fixed point,
+  and why the KL anchor is needed"), so ``e = p - 1``. Each of ``repeats`` probes samples a fresh
   batch and takes the rate of the first small SGD step, ``K = grad p . g / (1 - p)`` (``g`` the
   GRPO ascent direction of the batch: the ``eta -> 0`` limit of the relaxation rate, exact in the
   reward and unbiased in the sampling); the interval is a Student-t interval over the repeats.
