@@ -24,7 +24,7 @@ def test_critical_gain_is_cohen_bound_on_policy():
     b1 = np.array([0.0, 0.5, 0.9, 0.99])
     np.testing.assert_allclose(adam_critical_gain(b1), 2 * (1 + b1) / (1 - b1), rtol=1e-9)
     np.testing.assert_allclose(cohen_sharpness_bound(b1, 1e-3) * 1e-3, adam_critical_gain(b1), rtol=1e-9)
-    # A stale (refresh) lag lowers it: b1 = 0, k_ref = 4 -> 2 / 4 (DESIGN section 4).
+    # A stale (refresh) lag lowers it: b1 = 0, k_ref = 4 -> 2 / 4 (oscillator chapter, "The update rule, linearised").
     assert float(adam_critical_gain(0.0, 4)) == pytest.approx(0.5, rel=1e-9)
 
 
