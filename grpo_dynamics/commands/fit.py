@@ -214,12 +214,13 @@ def _end_of_run(log, args):
     :func:`grpo_core.runs.diagnostics.forecast_run`); ``None`` without ``--fit-fraction`` (checked to lie
     in (0, 1) by the handler)."""
     from grpo_core.runs.diagnostics import forecast_run
+    from grpo_core.runs.diagnostics.forecast import WINDOW_N_BOOT
 
     if args.fit_fraction is None:
         return None
     try:
         end = forecast_run(log, fit_fraction=float(args.fit_fraction), metric=args.metric, split=args.split,
-                           n_boot=min(args.n_boot, 100), level=float(args.level), seed=args.seed)
+                           n_boot=min(args.n_boot, WINDOW_N_BOOT), level=float(args.level), seed=args.seed)
     except DataError:
         return None
     # a reward's step mean lies in the range its functions allow: the declared --reward-range, or [0, 1] for a

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..logs import RunLog
 from .findings import Finding
+from .saturation import at_ceiling
 from .series import _bin, _needed_series, _noise_sd, _pct, _quiet_series, _smooth, _window
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
 
@@ -29,9 +30,14 @@ def policy_concentration(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESH
     ``entropy_critical`` (0.1). The reward is "still rising" when, at the step the entropy first
     halved, it had made less than ``progress_still_rising`` (75%) of its total gain (its rise
     being significant, z >= ``trend_z``). Severity: critical for a collapse while the reward was
-    still rising (or not rising at all); warning for a halving while it was still rising, or for a
-    collapse after it had risen; info for a halving after the reward had risen (sharpening of a
-    learned policy).
+    still rising (or not rising at all), unless the reward ends at its ceiling; warning for a halving
+    while it was still rising, for a collapse after it had risen, or for a collapse while it was still
+    rising that ends with the reward at its ceiling (:func:`~grpo_core.runs.diagnostics.saturation.at_ceiling`
+    over the last 10% of the reward: the policy concentrated on what solves the task; the tiny
+    transformer runs of the book's language-model chapter do this, reward 0.25 to 0.91-0.97 with a late
+    entropy of 4-9% of its start); info for a halving after the reward had risen (sharpening of a
+    learned policy). A collapse is critical only when the reward it comes with stalls below its ceiling
+    or falls.
 
     Parameters
     ----------
@@ -106,6 +112,16 @@ def policy_concentration(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESH
     elif rising:
         severity = "critical" if collapsed else "warning"
         why = f"while the reward was still rising (it had made {progress:.0%} of its gain by then)"
+        if collapsed:
+            # a collapse that ends with the task solved is the policy settling on its answers, not lost
+            # exploration that stalled the reward: critical only when the reward stalls below its ceiling
+            # or falls
+            ceiling = at_ceiling(log, math.floor(rt[-k1]), math.ceil(rt[-1]), th)
+            ev["reward_at_ceiling"] = ceiling
+            if ceiling:
+                severity = "warning"
+                why += (f", but the reward ended at its ceiling ({r1:.3g} over its last 10%): the policy "
+                        "concentrated on what solves the task, with no exploration left for harder prompts")
     else:
         severity = "warning" if collapsed else "info"
         why = f"after the reward had made {progress:.0%} of its gain (sharpening of a learned policy)"

@@ -21,7 +21,15 @@ from .degeneration import advantage_degeneration
 from .drift import kl_drift
 from .explosion import entropy_explosion
 from .findings import _RANK, MODES, Finding
-from .forecast import check_reward_range, forecast_end, plateau_forecast, range_text, shown_range, wide_band_note
+from .forecast import (
+    END_N_BOOT,
+    check_reward_range,
+    forecast_end,
+    plateau_forecast,
+    range_text,
+    shown_range,
+    wide_band_note,
+)
 from .implied import implied_curvature_entry, run_settings
 from .instability import dynamic_instability
 from .learning import not_learning
@@ -475,7 +483,7 @@ def _forecast(log: RunLog, findings: list[Finding], binary_reward: bool | None, 
             fc = {"metric": "reward", "law": None, "level": 0.9, "end_of_run": None, "law_fit_error": str(exc)}
         try:
             end = (fc["end_of_run"] if fc.get("end_of_run") is not None
-                   else forecast_end(log, n_boot=min(n_boot, 30), level=fc["level"]))
+                   else forecast_end(log, n_boot=min(n_boot, END_N_BOOT), level=fc["level"]))
         except GrpoError as exc:
             notes.append(f"no plateau forecast: {exc}")
             return None

@@ -17,6 +17,14 @@ from .series import _bin, _quiet_series
 #: 100,000-step log's forecast, bootstrap included, well under a second).
 FORECAST_POINTS = 500
 
+#: Block-bootstrap replicates of an end-of-run forecast (:func:`forecast_run`) as the commands make it:
+#: ``grpo-dynamics fit --fit-fraction`` from a fit window (its ``--n-boot``, default 200, capped at
+#: ``WINDOW_N_BOOT``), ``diagnose`` (and the report and the callback) from the whole log (capped at
+#: ``END_N_BOOT``: a forecast made on every diagnosis). A chart of the same forecast uses the same
+#: number, so that it shows the band the command prints (the band's quantiles move with the replicates).
+WINDOW_N_BOOT = 100
+END_N_BOOT = 30
+
 
 def plateau_forecast(log: RunLog, *, metric: str = "reward", window: int = 20, n_boot: int = 100,
                      level: float = 0.9, seed: int = 0, tail: int = 50) -> dict[str, Any]:
@@ -114,7 +122,8 @@ def _end_of_run(log: RunLog, metric: str, n_boot: int, level: float, seed: int) 
     steps = log.steps
     if horizon is None or not steps.size or not float(horizon) > float(steps[-1]):
         return None
-    return forecast_run(log, horizon=float(horizon), metric=metric, n_boot=min(n_boot, 30), level=level, seed=seed)
+    return forecast_run(log, horizon=float(horizon), metric=metric, n_boot=min(n_boot, END_N_BOOT), level=level,
+                        seed=seed)
 
 
 def forecast_run(log: RunLog, *, fit_fraction: float | None = None, horizon: float | None = None,
