@@ -1,7 +1,8 @@
 """Keep every chapter's paired ``.ipynb`` in sync and its Colab set-up cell on the right repository.
 
 The repository URL lives in one place, ``_config.yml`` (``repository.url``). This script writes it
-into each chapter's Colab set-up cell (``pip install "grpo-dynamics @ git+<url>"``), then runs
+into each chapter's Colab set-up cell (``pip install "grpo-dynamics @ git+<url>"``, and
+``git clone -q --depth 1 <url>`` where the chapter reads files of the repository), then runs
 ``jupytext --sync`` so the ``.ipynb`` that Colab opens matches the ``.md`` the book builds.
 
 Usage: ``python scripts/sync_notebooks.py`` (``make sync-notebooks``).
@@ -29,6 +30,8 @@ def main() -> int:
         if "formats: md:myst,ipynb" not in text:
             continue
         new = re.sub(r'git\+https://[^"\' ]+', f"git+{url}", text)
+        # set-up cells of chapters that read repository files also clone it (for repo_path)
+        new = re.sub(r"(git clone -q --depth 1 )https://\S+", rf"\g<1>{url}", new)
         if new != text:
             md.write_text(new)
             changed += 1

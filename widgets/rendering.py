@@ -3,18 +3,30 @@
 During ``make book`` the environment variable ``GRPO_BOOK_BUILD=1`` is set; :func:`setup_book`
 then points Altair's ``html`` renderer at the Vega files the site serves itself, so no page asks a
 CDN for anything. In Jupyter, Colab or VS Code nothing changes: Altair keeps its default renderer.
+
+The chapters are also the notebooks people open on Colab, where neither myst-nb nor the repository
+is there: :func:`glue` is myst-nb's ``glue`` when myst-nb is installed and otherwise shows and keeps
+the value, and :func:`repo_path` finds the repository's files (shipped runs, benchmark records)
+next to the book or, on Colab, in the clone the set-up cell made (``GRPO_DYNAMICS_DATA``).
 """
 
 from __future__ import annotations
 
 import os
 import textwrap
+from pathlib import Path
 
 import altair as alt
 
 from grpo_core.validation import check_integer
 
-__all__ = ["setup_book", "in_book_build", "vendor_base_url", "wrap_report"]
+__all__ = ["setup_book", "in_book_build", "vendor_base_url", "wrap_report", "glue", "GLUED", "repo_path", "DATA_ENV"]
+
+#: Environment variable naming a clone of the repository (set by the Colab set-up cells that fetch it).
+DATA_ENV = "GRPO_DYNAMICS_DATA"
+
+#: Values passed to :func:`glue` while myst-nb is not installed (name -> value).
+GLUED: dict[str, object] = {}
 
 
 def in_book_build() -> bool:
@@ -88,3 +100,82 @@ def wrap_report(text: str, width: int = 78) -> str:
                                  subsequent_indent=indent + "    ", break_long_words=False,
                                  break_on_hyphens=False))
     return "\n".join(out)
+
+
+def glue(name: str, value, display: bool = True) -> None:
+    """myst-nb's ``glue`` in the book build; without myst-nb (Colab, a plain Jupyter), show and keep.
+
+    With myst-nb importable this is exactly ``myst_nb.glue(name, value, display=display)``, so the
+    book's ``{glue:text}`` references work as before. Without it the value is stored in
+    :data:`GLUED` under ``name`` and, when ``display`` is true, shown with IPython's ``display``
+    (what myst-nb shows in the cell), so a notebook reader sees the same figures and tables.
+
+    Parameters
+    ----------
+    name : str
+        The key the book's text refers to.
+    value : object
+        Anything IPython can display (a number, a chart, a table).
+    display : bool
+        Show the value in the cell's output.
+    """
+    try:
+        from myst_nb import glue as myst_glue
+    except ImportError:
+        myst_glue = None
+    if myst_glue is not None:
+        myst_glue(name, value, display=display)
+        return
+    GLUED[name] = value
+    if display:
+        from IPython.display import display as ipython_display
+
+        ipython_display(value)
+
+
+def repo_path(relative: str) -> Path:
+    """Path of a file or folder of the repository (``"book/experiments/runs"``) that pip does not install.
+
+    Looked for, in order: in the checkout this package lies in (an editable install, the book
+    build), in the working folder and its parents (a chapter run from ``book/`` of a checkout,
+    Binder), and in the folder named by the environment variable ``GRPO_DYNAMICS_DATA`` (on Colab
+    the set-up cell of a chapter that needs data clones the repository and sets it).
+
+    Parameters
+    ----------
+    relative : str
+        The path relative to the repository's root, with ``/`` separators.
+
+    Returns
+    -------
+    pathlib.Path
+        The first existing match; relative to the working folder when it lies inside it (the book,
+        built from ``book/``, gets ``experiments/runs`` for ``"book/experiments/runs"``).
+
+    Raises
+    ------
+    ValueError
+        ``relative`` absolute or empty.
+    FileNotFoundError
+        Found nowhere; the message names the path and how to get it.
+    """
+    rel = Path(relative)
+    if not str(relative).strip() or rel.is_absolute():
+        raise ValueError(f"`relative` must be a path relative to the repository's root; got {relative!r}")
+    cwd = Path.cwd().resolve()
+    roots = [Path(__file__).resolve().parents[1], cwd, *cwd.parents]
+    data = os.environ.get(DATA_ENV, "").strip()
+    if data:
+        roots.append(Path(data).expanduser().resolve())
+    for root in roots:
+        hit = root / rel
+        if hit.exists():
+            # relative to the working folder when inside it, so what prints a path reads as before
+            return hit.relative_to(cwd) if hit.is_relative_to(cwd) else hit
+    where = f"{DATA_ENV}={data!r} does not hold it either" if data else f"{DATA_ENV} is not set"
+    raise FileNotFoundError(
+        f"{rel.as_posix()}: this file of the grpo-dynamics repository is not installed by pip, and it is "
+        f"not next to this notebook ({where}). Clone the repository this notebook comes from "
+        "(`git clone --depth 1 <its URL>`), then run the notebook from the clone's book/ folder or "
+        f"set {DATA_ENV} to the clone's folder."
+    )
