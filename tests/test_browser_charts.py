@@ -516,6 +516,7 @@ def test_forecast_slider_shows_the_products_forecast(chart_server, probe):
     from vega_page import set_param, wait_text
 
     from grpo_core.runs import datasets, diagnostics, logs
+    from grpo_core.runs.diagnostics.forecast import WINDOW_N_BOOT
     from widgets.laws_charts import static_forecast_chart, static_forecast_grid
 
     log = logs.read_log(datasets.real_log_path("qwen2.5-3b-instruct_gsm8k_unsloth"))
@@ -524,7 +525,7 @@ def test_forecast_slider_shows_the_products_forecast(chart_server, probe):
     for pct in grid["labels"]["fraction"]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            fc = diagnostics.forecast_run(log, fit_fraction=pct / 100)
+            fc = diagnostics.forecast_run(log, fit_fraction=pct / 100, n_boot=WINDOW_N_BOOT)  # what `fit` uses
         set_param(probe.page, 0, "fraction", int(pct))
         text = wait_text(probe.page, 0, "forecast_label", lambda t, p=pct: t.startswith(f"fit on the first {p}%"))
         assert f"now {fc['current']:.3f}; end of run {fc['final']:.3f} " in text, text
