@@ -94,6 +94,38 @@ def test_u_statistic_chapter_charts_build_and_render():
         uc.mse_chart(pd.DataFrame({"x": [1]}))
 
 
+def test_mse_chart_draws_the_oracle_on_top_dashed_and_labelled():
+    """The oracle's exact line nearly coincides with the mean baseline's from G = 8 on and was drawn
+    under it (invisible): in the SVG Vega renders, it is now the last line painted (after every other
+    line, bar and point), dashed, in its own colour, with a text label beside it, and its legend
+    entry is dashed too."""
+    import vl_convert as vlc
+
+    probs = np.array([0.2] + [0.8 / 7] * 7)
+    rewards = np.array([1.0] + [0.0] * 7)
+    df = monte_carlo_mse(probs, rewards, 2 ** np.arange(1, 11), 2_000, seed=1)
+    svg = vlc.vegalite_to_svg(uc.mse_chart(df).to_dict())
+    groups = re.findall(r'<g class="mark-(\w+) role-mark ([^"]*)"', svg)
+    assert groups[-2:] == [("line", "oracle_line_marks"), ("text", "oracle_label_marks")]
+    plot = svg[:svg.index("role-legend")] if "role-legend" in svg else svg
+    paths = re.findall(r'<path[^>]*aria-roledescription="line mark"[^>]*>', plot)
+    oracle = [p for p in paths if "label: oracle" in p]
+    assert len(oracle) == 1 and paths[-1] == oracle[0], "the oracle's line must be painted last"
+    dash = ",".join(str(v) for v in uc.ORACLE_DASH)
+    assert f'stroke-dasharray="{dash}"' in oracle[0]
+    assert f'stroke="{uc.ESTIMATOR_COLORS["oracle"]}"' in oracle[0]
+    others = [p for p in paths if p is not oracle[0]]
+    assert others and all(f'stroke-dasharray="{dash}"' not in p for p in others)
+    mean = [p for p in paths if "label: mean baseline" in p]
+    assert uc.ESTIMATOR_COLORS["oracle"] != uc.ESTIMATOR_COLORS["mean"] and mean
+    assert f'stroke="{uc.ESTIMATOR_COLORS["mean"]}"' in mean[0]
+    label = re.search(r'oracle_label_marks.*?<text[^>]*>([^<]*)</text>', svg, re.S)
+    assert label and label[1] == "oracle"
+    # the legend shows the dash: one legend (colour and dash merged), its oracle symbol dashed
+    legend = svg[svg.index("role-legend"):]
+    assert legend.count("role-legend-symbol") >= 1 and f'stroke-dasharray="{dash}"' in legend
+
+
 def test_study_charts_build():
     df = pd.DataFrame({
         "budget": 16, "group_size": np.repeat([2, 4, 8], 3), "seed": np.tile(range(3), 3), "step": 5,

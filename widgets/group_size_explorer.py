@@ -18,9 +18,15 @@ import pandas as pd
 from grpo_core import groupsize
 
 from . import ustat_charts
+from .ustat_charts import GROUP_SIZE_DEFAULTS
 from ._controls import Explorer, NumberControl, readout_table, toggle
 
-__all__ = ["GroupSizeExplorer", "group_size_explorer", "compute_group_size_view"]
+__all__ = ["GroupSizeExplorer", "group_size_explorer", "compute_group_size_view", "DEFAULTS"]
+
+#: The explorer's initial setting: the book's one default pool (mean 0.2, spread 0.1, N = 1024,
+#: :data:`widgets.ustat_charts.GROUP_SIZE_DEFAULTS`) and G = 16.
+DEFAULTS = {**GROUP_SIZE_DEFAULTS, "group_size": 16}
+_D = DEFAULTS
 
 RANGES = {
     "budget": (8, 8192),
@@ -33,7 +39,7 @@ POOL_PROMPTS = 256
 POOL_ARMS = 8
 
 
-def compute_group_size_view(budget: int, spread: float, group_size: int, *, mean: float = 0.3,
+def compute_group_size_view(budget: int, spread: float, group_size: int, *, mean: float = _D["mean"],
                             correct_sets: str = "shared") -> dict:
     """What the group-size explorer shows, computed by :mod:`grpo_core.groupsize`.
 
@@ -67,9 +73,9 @@ def compute_group_size_view(budget: int, spread: float, group_size: int, *, mean
 
     Examples
     --------
-    >>> v = compute_group_size_view(1024, 0.15, 8)
+    >>> v = compute_group_size_view(1024, 0.1, 8)
     >>> v["best_g"], round(v["g_star_exact"], 2)
-    (8, 8.36)
+    (8, 7.77)
     """
     pool = groupsize.beta_difficulty_pool(POOL_PROMPTS, POOL_ARMS, mean=mean, spread=spread,
                                           correct_sets=correct_sets)
@@ -103,7 +109,8 @@ def compute_group_size_view(budget: int, spread: float, group_size: int, *, mean
 class GroupSizeExplorer(Explorer):
     """The widget returned by :func:`group_size_explorer` (see there)."""
 
-    def __init__(self, *, budget=1024, spread=0.15, group_size=16, mean=0.3, correct_sets="shared"):
+    def __init__(self, *, budget=_D["budget"], spread=_D["spread"], group_size=_D["group_size"], mean=_D["mean"],
+                 correct_sets="shared"):
         super().__init__()
         r = RANGES
         self.controls = {
@@ -161,9 +168,13 @@ class GroupSizeExplorer(Explorer):
         self._chart("mse", ustat_charts.explorer_mse_chart(view))
 
 
-def group_size_explorer(budget: int = 1024, spread: float = 0.15, group_size: int = 16, *,
-                        mean: float = 0.3, correct_sets: str = "shared") -> GroupSizeExplorer:
+def group_size_explorer(budget: int = _D["budget"], spread: float = _D["spread"],
+                        group_size: int = _D["group_size"], *, mean: float = _D["mean"],
+                        correct_sets: str = "shared") -> GroupSizeExplorer:
     """Interactive fixed-budget trade-off: more prompts (small G) or more samples per prompt (large G).
+
+    The defaults are the book's one default pool (:data:`DEFAULTS`: N = 1024, spread 0.1,
+    mean 0.2, the pool of the group-size chapter) with G = 16.
 
     Parameters
     ----------
@@ -192,7 +203,7 @@ def group_size_explorer(budget: int = 1024, spread: float = 0.15, group_size: in
 
     Examples
     --------
-    >>> ex = group_size_explorer(budget=1024, spread=0.15, group_size=8)
+    >>> ex = group_size_explorer(group_size=8)   # the default pool: mean 0.2, spread 0.1, N = 1024
     >>> ex.values["best_g"], round(ex.values["ratio"], 3)
     (8, 1.0)
     """

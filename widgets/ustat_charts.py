@@ -36,6 +36,8 @@ __all__ = [
     "ESTIMATOR_LABELS",
     "ESTIMATOR_COLORS",
     "SLIDER_PARAMS",
+    "ORACLE_DASH",
+    "GROUP_SIZE_DEFAULTS",
     "mse_chart",
     "gap_chart",
     "hoeffding_chart",
@@ -65,8 +67,14 @@ ESTIMATOR_COLORS = {
     "std": DARK2["purple"],
     "gap": DARK2["magenta"],
 }
+#: Dash pattern of the oracle's exact line in :func:`mse_chart` (drawn on top of the others).
+ORACLE_DASH = [7, 4]
 #: Names of the static slider chart's params (a browser test moves them).
 SLIDER_PARAMS = ("log2_budget", "budget", "spread")
+#: The one default setting of the group-size pool wherever the book shows it (the group-size
+#: chapter's pool, its static slider chart, the explorers page and the live explorer): mean initial
+#: success probability 0.2, difficulty spread (sd of p) 0.1, N = 1024 rollouts per step.
+GROUP_SIZE_DEFAULTS = {"mean": 0.2, "spread": 0.1, "budget": 1024}
 
 
 def _color(names) -> alt.Color:
@@ -110,7 +118,10 @@ def mse_chart(
     -------
     alt.LayerChart
         Points with +/- 2 standard-error bars (Monte Carlo) and lines (exact; the std-scaled
-        estimator's exact curve when the rewards are binary).
+        estimator's exact curve when the rewards are binary). The oracle's line nearly coincides
+        with the mean baseline's from G = 8 on, so it is drawn last, on top of every other mark,
+        dashed (:data:`ORACLE_DASH`, also in the legend) and labelled "oracle" beside its curve
+        (the layers named ``oracle_line`` and ``oracle_label``).
 
     Raises
     ------
@@ -135,16 +146,30 @@ def mse_chart(
     names = [n for n in ESTIMATOR_LABELS if n in set(d.estimator)]
     title = "MSE / ||target||²" if relative else "MSE  E||ĝ − g||²"
     x = group_size_x()
+    # one legend for colour and dash: the oracle's entry is dashed like its line
+    dash = alt.StrokeDash("label:N", title=None, legend=alt.Legend(orient="right", symbolType="stroke"),
+                          scale=alt.Scale(domain=[ESTIMATOR_LABELS[n] for n in names],
+                                          range=[ORACLE_DASH if n == "oracle" else [1, 0] for n in names]))
     base = alt.Chart(d).encode(x=x, color=_color(names))
-    lines = base.transform_filter("isValid(datum.y_exact)").mark_line(strokeWidth=1.8, opacity=0.8).encode(
-        y=alt.Y("y_exact:Q", title=title, scale=alt.Scale(type="log")))
+    exact = base.transform_filter("isValid(datum.y_exact)").encode(
+        y=alt.Y("y_exact:Q", title=title, scale=alt.Scale(type="log")), strokeDash=dash)
+    is_oracle = alt.datum.estimator == "oracle"
+    lines = exact.transform_filter(~is_oracle).mark_line(strokeWidth=1.8, opacity=0.8)
     points = base.mark_point(filled=True, size=45).encode(
         y="y:Q",
         shape=alt.Shape("label:N", legend=None),
         tooltip=["estimator", "group_size", alt.Tooltip("mse:Q", format=".3e"),
                  alt.Tooltip("exact:Q", format=".3e"), alt.Tooltip("mse_se:Q", format=".1e")])
     bars = base.mark_rule().encode(y="lo:Q", y2="hi:Q")
-    return alt.layer(lines, bars, points).properties(width=width, height=height)
+    # the oracle last, on top: it nearly coincides with the mean baseline from G = 8 on
+    oracle = exact.transform_filter(is_oracle).mark_line(strokeWidth=2.6).properties(name="oracle_line")
+    g_label = int(d.group_size.max()) // 4 if d.group_size.max() >= 8 else int(d.group_size.max())
+    label = (base.transform_filter(is_oracle & (alt.datum.group_size == g_label))
+             .transform_filter("isValid(datum.y_exact)")
+             .mark_text(text="oracle", align="right", baseline="top", dx=-6, dy=4, fontSize=12,
+                        fontWeight="bold")
+             .encode(y="y_exact:Q").properties(name="oracle_label"))
+    return alt.layer(lines, bars, points, oracle, label).properties(width=width, height=height)
 
 
 def gap_chart(df: pd.DataFrame, *, width: int = WIDTH["half"], height: int = 280) -> alt.LayerChart:
@@ -333,8 +358,8 @@ def law_expressions() -> dict[str, Expr]:
 def group_size_slider_chart(
     constants: pd.DataFrame,
     *,
-    budget: int = 1024,
-    spread: float | None = None,
+    budget: int = GROUP_SIZE_DEFAULTS["budget"],
+    spread: float = GROUP_SIZE_DEFAULTS["spread"],
     budget_range: tuple[int, int] = (64, 4096),
     width: int = 500,
     height: int = 300,
@@ -358,8 +383,9 @@ def group_size_slider_chart(
         spreads with step 0.01 (the slider's step).
     budget : int
         Initial N (a power of two inside ``budget_range``).
-    spread : float, optional
-        Initial spread (default: the grid's middle row).
+    spread : float
+        Initial spread, one of the grid's spreads (default: the book's default pool,
+        :data:`GROUP_SIZE_DEFAULTS`).
     budget_range : (int, int)
         Slider range of N (powers of two).
     width, height : int
@@ -396,7 +422,7 @@ def group_size_slider_chart(
     n0 = check_integer("budget", budget, low=lo_n, high=hi_n)
     if n0 & (n0 - 1):
         raise ParameterError("budget", f"`budget` must be a power of two (the slider's notches); got {n0}")
-    sp0 = float(table["spread"].iloc[len(table) // 2]) if spread is None else float(spread)
+    sp0 = float(spread)
     if not any(abs(sp0 - table["spread"]) < 1e-9):
         raise ParameterError("spread", f"`spread` must be one of the grid's spreads; got {sp0}")
     params = [
