@@ -731,7 +731,7 @@ _RUN_METHOD_COLORS = {"plateau": OKABE_ITO["blue"], "hold": INK, "exponential": 
 
 
 def forecast_runs_chart(records, *, methods: Sequence[str] = RUN_FORECAST_METHODS, clip: float = 2.0,
-                        width: int = 190, row_height: int = 15) -> alt.FacetChart:
+                        width: int = 160, row_height: int = 15) -> alt.FacetChart:
     """Every run's forecast of its end against what happened, one panel per cut, methods side by side.
 
     Parameters
@@ -747,7 +747,9 @@ def forecast_runs_chart(records, *, methods: Sequence[str] = RUN_FORECAST_METHOD
         The x axis runs over ``[-clip, clip]`` run spreads; a forecast beyond it is drawn at the edge
         as a triangle pointing its way (the tooltip gives the value).
     width, row_height : int
-        Panel width and pixels per run.
+        Panel width and pixels per run. The defaults keep three panels, the run labels (cut to
+        about 24 characters; the tooltip has the full name) and the legends within 720 px, a book
+        page's text column, so the chart is drawn at its natural size with 10 px text or larger.
 
     Returns
     -------
@@ -781,10 +783,11 @@ def forecast_runs_chart(records, *, methods: Sequence[str] = RUN_FORECAST_METHOD
     d["method"] = d["of"]
     d["cut_label"] = (100 * d["cut"].astype(float)).round().astype(int).astype(str) + "% seen"
     runs = sorted(d["run"].unique())
-    x = alt.X("x:Q", title="(forecast − actual) / run spread", scale=alt.Scale(domain=[-clip, clip], nice=False))
-    y = alt.Y("run:N", sort=runs, title=None, axis=alt.Axis(labelLimit=220, labelFontSize=10))
+    x = alt.X("x:Q", title="error / run spread", scale=alt.Scale(domain=[-clip, clip], nice=False))
+    y = alt.Y("run:N", sort=runs, title=None, axis=alt.Axis(labelLimit=130, labelFontSize=10))
     color = alt.Color("method:N", title="method", scale=alt.Scale(domain=present,
-                      range=[_RUN_METHOD_COLORS.get(m, GREY) for m in present]), legend=alt.Legend(orient="top"))
+                      range=[_RUN_METHOD_COLORS.get(m, GREY) for m in present]),
+                      legend=alt.Legend(orient="top", columns=3, labelFontSize=11, titleFontSize=11))
     shapes = {"on the axis": "circle", "beyond, above": "triangle-right", "beyond, below": "triangle-left"}
     near = alt.Chart().mark_rect(color=GREYS["light"], opacity=0.5).encode(
         x=alt.datum(-0.1), x2=alt.datum(0.1))
@@ -795,12 +798,13 @@ def forecast_runs_chart(records, *, methods: Sequence[str] = RUN_FORECAST_METHOD
     tip = ["run:N", "method:N", alt.Tooltip("cut:Q", format=".0%"), alt.Tooltip("error:Q", format="+.2f"),
            alt.Tooltip("final:Q", format=".4g"), alt.Tooltip("truth:Q", format=".4g")]
     shape = alt.Shape("where:N", title="forecast", scale=alt.Scale(domain=list(shapes), range=list(shapes.values())),
-                      legend=alt.Legend(orient="top"))
+                      legend=alt.Legend(orient="top", columns=1, labelFontSize=11, titleFontSize=11))
     others = alt.Chart().transform_filter(~ours).mark_point(size=35, filled=True, opacity=0.75).encode(
         x=x, y=y, color=color, shape=shape, tooltip=tip)
     main = alt.Chart().transform_filter(ours).mark_point(size=110, filled=True, opacity=1).encode(
         x=x, y=y, color=color, shape=shape, tooltip=tip)
     layered = alt.layer(near, zero, band, others, main, data=d).properties(width=width, height=row_height * len(runs))
     cuts = sorted(d["cut_label"].unique(), key=lambda s: int(s.split("%")[0]))
-    return layered.facet(column=alt.Column("cut_label:N", sort=cuts, title=None)).properties(
+    return layered.facet(column=alt.Column("cut_label:N", sort=cuts, title=None,
+                                           header=alt.Header(labelFontSize=11)), spacing=10).properties(
         usermeta={"embedOptions": {"renderer": "svg", "actions": False}})
