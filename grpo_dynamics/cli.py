@@ -1,7 +1,10 @@
 """Entry point of the ``grpo-dynamics`` command.
 
 User errors (:class:`grpo_core.errors.GrpoError`, a missing file) are printed as one line on
-stderr with exit status 2 and no traceback; anything else is a bug and keeps its traceback.
+stderr with exit status 2 and no traceback. Anything else is a bug of ours: one line naming the
+exception, exit status 70 (``EX_SOFTWARE`` of BSD's sysexits), so a CI gate can tell a crash from a
+finding (``diagnose`` exits 1 for a finding, 3 when inconclusive); set ``GRPO_DYNAMICS_DEBUG=1`` for
+the traceback.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import importlib
 import os
 import pkgutil
 import sys
+import traceback
 import warnings
 from collections.abc import Sequence
 
@@ -19,6 +23,17 @@ from grpo_core.errors import GrpoError
 from . import commands as _commands
 
 EXIT_USAGE = 2
+#: Exit status of an unexpected error (a bug): sysexits' EX_SOFTWARE, distinct from every status a
+#: command returns on purpose (0 ok, 1 a finding, 2 a user error, 3 inconclusive, 130 interrupted).
+EXIT_CRASH = 70
+#: Environment variable that makes a crash print its traceback.
+DEBUG_ENV = "GRPO_DYNAMICS_DEBUG"
+
+EXIT_STATUSES = (
+    "exit status: 0 ok; 1 a finding (diagnose: a warning or critical finding); 2 a bad argument or "
+    "an unreadable input; 3 inconclusive (diagnose: too few checks could run); 70 an internal error "
+    f"(a bug: please report it; {DEBUG_ENV}=1 prints the traceback); 130 interrupted."
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -34,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="grpo-dynamics",
         description="GRPO training dynamics: advise on hyperparameters, fit reward curves, "
         "diagnose training logs, run the bandit and LLM experiments.",
+        epilog=EXIT_STATUSES,
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
@@ -50,7 +66,8 @@ def _one_line_warnings(message, category, filename, lineno, file=None, line=None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0 success, 1 a finding, 2 a user error)."""
+    """Run the command line; returns the exit status (:data:`EXIT_STATUSES`: 0 ok, 1 a finding, 2 a user
+    error, 3 inconclusive, 70 an internal error)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     # The command line shows its warnings (user and runtime ones, as a plain Python process does) as
@@ -96,6 +113,17 @@ def _run(args) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
+    except Exception as exc:  # noqa: BLE001 - the last resort: a bug, reported as one line
+        if os.environ.get(DEBUG_ENV, "").strip() not in ("", "0"):
+            traceback.print_exc()
+        detail = " ".join(str(exc).split())[:300]
+        print(
+            f"grpo-dynamics {args.command}: internal error (a bug, not your input's fault unless the "
+            f"message says so): {type(exc).__name__}: {detail or '(no message)'}; "
+            f"set {DEBUG_ENV}=1 for the traceback",
+            file=sys.stderr,
+        )
+        return EXIT_CRASH
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -551,6 +551,11 @@ def forecast_plateau(
         raise ParameterError("horizon", f"`horizon` must be after the window's last step {t[-1]:g}; got {horizon:g}")
     if np.ptp(y) <= 1e-12 * max(1.0, float(np.max(np.abs(y)))):
         return _nan_forecast("the window does not change", clock)
+    y_scale = float(np.max(np.abs(y)))
+    if y_scale > 1e100:
+        # the fits' sums of squares overflow float64 (as in laws.curves): decline, do not crash
+        return _nan_forecast(f"values reach {y_scale:.3g}, too large to fit in floating point "
+                             "(|y| must stay below 1e100)", clock)
     t_tail = np.linspace(0.8 * horizon, horizon, 40)
     u, u_tail, u_far = _clock(t, t_tail, 100.0 * horizon, lr)
     scale = u[-1]
