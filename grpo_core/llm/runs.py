@@ -34,6 +34,7 @@ import re
 import shutil
 import subprocess
 import sys
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,7 @@ __all__ = [
     "provenance",
     "git_revision",
     "last_checkpoint",
+    "checkpoint_problem",
     "clean_weights",
     "Run",
     "load_run",
@@ -358,8 +360,10 @@ def prepare_run_dir(folder: str | Path) -> Path:
 def last_checkpoint(folder: str | Path) -> Path | None:
     """The newest complete TRL checkpoint under ``folder/checkpoints`` (``checkpoint-<step>``), or None.
 
-    A checkpoint counts when it holds ``trainer_state.json`` (written last by the trainer), so a
-    folder left half-written by a kill is skipped.
+    A checkpoint counts when it holds a ``trainer_state.json`` that parses and every weight or
+    optimizer file in it is whole (:func:`checkpoint_problem`), so a folder left half-written by a
+    kill, or a file cut short mid-write, is skipped: the run resumes from the previous checkpoint,
+    and a warning names the one skipped and why.
 
     Parameters
     ----------
@@ -389,9 +393,60 @@ def last_checkpoint(folder: str | Path) -> Path | None:
     found = []
     for p in ckpt.iterdir():
         m = re.fullmatch(r"checkpoint-(\d+)", p.name)
-        if m and p.is_dir() and (p / "trainer_state.json").exists():
+        if m and p.is_dir():
             found.append((int(m.group(1)), p))
-    return max(found)[1] if found else None
+    for _, p in sorted(found, reverse=True):
+        problem = checkpoint_problem(p)
+        if problem is None:
+            return p
+        if (p / "trainer_state.json").exists():  # a folder the trainer had not finished is no news
+            warnings.warn(f"{p.name} is not usable ({problem}); trying the checkpoint before it", stacklevel=2)
+    return None
+
+
+def checkpoint_problem(path: str | Path) -> str | None:
+    """Why a TRL checkpoint folder cannot be resumed from, or None when it is whole.
+
+    Checked without loading any tensor: ``trainer_state.json`` exists and parses; every ``.pt`` /
+    ``.bin`` file (PyTorch's zip format) has its zip directory at the end, which a file cut short lacks;
+    every ``.safetensors`` file is exactly as long as its header says.
+
+    Parameters
+    ----------
+    path : str or path
+        A ``checkpoint-<step>`` folder.
+
+    Returns
+    -------
+    str or None
+        A short reason (``"optimizer.pt is cut short"``), or None.
+    """
+    import struct
+    import zipfile
+
+    path = Path(path)
+    state = path / "trainer_state.json"
+    if not state.exists():
+        return "no trainer_state.json (the save did not finish)"
+    try:
+        json.loads(state.read_text())
+    except (OSError, ValueError):
+        return "trainer_state.json does not parse"
+    for f in sorted(path.iterdir()):
+        if f.suffix in (".pt", ".bin", ".pth"):
+            if not zipfile.is_zipfile(f):
+                return f"{f.name} is cut short or corrupted"
+        elif f.suffix == ".safetensors":
+            try:
+                with f.open("rb") as fh:
+                    (n,) = struct.unpack("<Q", fh.read(8))
+                    header = json.loads(fh.read(n))
+                end = max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"), default=0)
+            except (OSError, ValueError, KeyError, TypeError, struct.error):
+                return f"{f.name} has no readable header"
+            if f.stat().st_size != 8 + n + end:
+                return f"{f.name} is cut short ({f.stat().st_size} bytes, its header says {8 + n + end})"
+    return None
 
 
 def clean_weights(folder: str | Path) -> list[str]:

@@ -6,15 +6,21 @@ All settings are validated before the first run starts. Each run gets a determin
 (``cpu-tiny__G16-B32__s2``) and its own folder under ``--out`` holding the executed notebook,
 ``config.json``, ``provenance.json``, ``metrics.jsonl``, ``evals.json`` and ``summary.json``. A run
 whose folder already holds a finished run (all its steps, or stopped by ``stop_collapsed``) is
-skipped (``--force`` reruns it); an interrupted one resumes from its last checkpoint. A summary
-table is printed at the end (``--json``: one JSON object).
+skipped; an interrupted one resumes from its last whole checkpoint. ``--force`` starts a run afresh:
+its folder is emptied first (results, checkpoints and all), so a rerun never mixes with what an
+earlier one left. While a run is in progress its folder holds a lock (``.lock``, with the process
+id): a second ``experiment`` writing to the same run folder refuses to start. A summary table is
+printed at the end (``--json``: one JSON object).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from grpo_core.errors import GrpoError
@@ -61,7 +67,9 @@ def register(subparsers) -> None:
     p.add_argument(
         "--notebook", default=None, help=f"the notebook to execute (default {NOTEBOOK.name} of this checkout)"
     )
-    p.add_argument("--force", action="store_true", help="rerun runs that already finished")
+    p.add_argument("--force", action="store_true",
+                   help="start every run afresh: empties its folder first (results and checkpoints), "
+                        "even a finished or interrupted one")
     p.add_argument("--dry-run", action="store_true", help="validate and list the runs without running them")
     p.add_argument(
         "--timeout", type=int, default=None, help="seconds a notebook cell may run (default: no limit)"
@@ -167,20 +175,14 @@ def handler(args) -> int:
             print(f"[{i}/{total}] {name}: already finished, skipped (--force reruns)", file=sys.stderr)
             results.append({"run": name, "status": "skipped", "folder": str(folder)})
             continue
-        if args.force and folder.exists():
-            for f in (
-                "summary.json",
-                "evals.json",
-                "metrics.jsonl",
-                "diagnosis.json",
-                "gradient_constants.json",
-            ):
-                (folder / f).unlink(missing_ok=True)
         folder.mkdir(parents=True, exist_ok=True)
-        print(f"[{i}/{total}] {name} ...", file=sys.stderr, flush=True)
-        t0 = time.perf_counter()
-        status = _execute(notebook, folder, args.preset, params, args.timeout)
-        seconds = time.perf_counter() - t0
+        with _run_lock(folder):
+            if args.force:
+                _empty(folder)
+            print(f"[{i}/{total}] {name} ...", file=sys.stderr, flush=True)
+            t0 = time.perf_counter()
+            status = _execute(notebook, folder, args.preset, params, args.timeout)
+            seconds = time.perf_counter() - t0
         print(f"[{i}/{total}] {name}: {status} in {seconds:.0f} s", file=sys.stderr, flush=True)
         results.append({"run": name, "status": status, "folder": str(folder), "seconds": round(seconds, 1)})
     table = _summary(results)
@@ -189,6 +191,64 @@ def handler(args) -> int:
     else:
         _print_table(table)
     return 0 if all(r["status"] in ("ok", "skipped", "planned") for r in results) else 1
+
+
+LOCK = ".lock"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return pid > 0  # someone else's live process (or a pid we cannot check): assume alive
+    return True
+
+
+@contextmanager
+def _run_lock(folder: Path):
+    """Hold ``folder/.lock`` while the run executes; refuse when a live process holds it.
+
+    A lock left by a process that no longer runs (killed) is taken over. Raises GrpoError when the
+    folder is in use.
+    """
+    lock = folder / LOCK
+    for _ in range(2):
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            try:
+                pid = int(lock.read_text().split()[0])
+            except (OSError, ValueError, IndexError):
+                pid = -1
+            if pid > 0 and pid != os.getpid() and _pid_alive(pid):
+                raise GrpoError(
+                    f"{folder} is in use by another experiment (process {pid} holds {LOCK}); wait for "
+                    f"it, or give this one another --out"
+                ) from None
+            lock.unlink(missing_ok=True)  # stale: its process is gone
+            continue
+        with os.fdopen(fd, "w") as fh:
+            fh.write(f"{os.getpid()}\n")
+        break
+    else:
+        raise GrpoError(f"cannot take the lock {lock}; remove it if no experiment is running")
+    try:
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
+
+
+def _empty(folder: Path) -> None:
+    """Remove everything in a run folder but the lock (``--force``: the run starts afresh)."""
+    for entry in folder.iterdir():
+        if entry.name == LOCK:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
 
 
 def _execute(notebook: Path, folder: Path, preset: str, params: dict, timeout: int | None) -> str:
