@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -263,5 +264,14 @@ def write_report(path: str | Path, log, diagnosis, **kwargs) -> Path:
         raise DataError(f"{p}: is a directory; give the report's file name (e.g. report.html)")
     if not p.parent.exists():
         raise DataError(f"{p.parent}: no such folder for the report")
-    p.write_text(render_report(log, diagnosis, **kwargs), encoding="utf-8")
+    # rendered in full, then written beside the target and renamed over it: a failure never leaves
+    # a truncated report in place of an earlier one; a name that is not valid UTF-8 (a Linux file
+    # name's undecodable bytes) is written with "?" for those bytes instead of failing
+    data = render_report(log, diagnosis, **kwargs).encode("utf-8", errors="replace")
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, p)
+    finally:
+        tmp.unlink(missing_ok=True)
     return p

@@ -170,3 +170,37 @@ def test_the_zero_spread_panel_names_the_0_1_expectation_only_where_it_is_drawn(
     d = diagnostics.diagnose(log, group_size=4, n_boot=0)
     page = render_report(log, d, group_size=4)
     assert f"{heading}, against the 0/1-reward expectation</h3>" in page
+
+
+def test_a_failed_report_leaves_the_earlier_one_whole(tmp_path, monkeypatch):
+    from grpo_dynamics import report
+
+    log, _ = _finding("advantage_degeneration")
+    d = diagnostics.diagnose(log, forecast=False)
+    target = tmp_path / "report.html"
+    report.write_report(target, log, d)
+    before = target.read_bytes()
+    assert before.startswith(b"<!DOCTYPE html") or b"<html" in before[:200]
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("rendering failed")
+
+    monkeypatch.setattr(report, "render_report", broken)
+    with pytest.raises(RuntimeError):
+        report.write_report(target, log, d)
+    assert target.read_bytes() == before  # not a 0-byte file, not half a page
+    assert [p.name for p in tmp_path.iterdir()] == ["report.html"]  # no temporary file left
+
+
+def test_a_report_named_with_undecodable_bytes_is_written(tmp_path):
+    import os
+
+    from grpo_dynamics import report
+
+    log, _ = _finding("advantage_degeneration")
+    d = diagnostics.diagnose(log, forecast=False)
+    name = os.fsdecode(b"run-\xff\xfe.html")  # a Linux file name that is not UTF-8 (surrogate escapes)
+    log.source = str(tmp_path / os.fsdecode(b"log-\xff.csv"))  # the page quotes the log's name
+    path = report.write_report(tmp_path / name, log, d)
+    assert path.exists() and path.stat().st_size > 1000
+    assert "log-?.csv" in path.read_text(encoding="utf-8")  # the undecodable byte shown as "?"
