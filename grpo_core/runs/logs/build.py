@@ -253,6 +253,11 @@ def _targets(frame: pd.DataFrame, fmt: str, protected: set[str], source: str,
     return frame, targets, step_cols[0]
 
 
+#: The largest step a log may hold: every whole number up to 2**53 is exact in float64, which the
+#: readers parse through.
+MAX_STEP = float(2 ** 53)
+
+
 def _steps(frame: pd.DataFrame, step_col: str, split_of_row: pd.Series | None, source: str,
            notes: list[str]) -> tuple[pd.DataFrame, pd.Series | None, np.ndarray]:
     """The step of each row (int64, >= 0); rows without one dropped, with a warning."""
@@ -275,6 +280,12 @@ def _steps(frame: pd.DataFrame, step_col: str, split_of_row: pd.Series | None, s
         raise DataError(f"{source}: steps must be whole numbers; found {bad.tolist()} in column {step_col!r}")
     if np.any(steps < 0):
         raise DataError(f"{source}: steps must be >= 0; found {int(steps.min())}")
+    if np.any(steps > MAX_STEP):
+        # past 2**53 a float64 no longer tells neighbouring steps apart (and past 2**63 int64 wraps):
+        # rows would merge or turn negative
+        raise DataError(f"{source}: steps must be at most 2**53 = {MAX_STEP:.0f} (the largest whole number "
+                        f"read exactly); found {steps.max():.17g} in column {step_col!r}. If this column does "
+                        "not count optimizer steps, name the one that does with --map step=<column>")
     return frame, split_of_row, steps.astype(np.int64)
 
 
