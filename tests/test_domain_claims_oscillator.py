@@ -1,9 +1,9 @@
 """Domains of two claims of the oscillator chapter's "What applies to your TRL run".
 
 * The beta = 0 law (grpo_core.model.anchorless) is a plain-SGD result: momentum rescales its clock,
-  Adam does not follow it (book/oscillator.md, check 3).
+  Adam does not follow it (book/how_oscillator.md, check 3).
 * The clip ceiling (grpo_core.model.reuse.clip_ceiling) holds up to the last step's overshoot, which
-  vanishes with the learning rate (book/oscillator.md, check 2).
+  vanishes with the learning rate (book/how_oscillator.md, check 2).
 
 All runs: the two-arm bandit's exact mean field unless said, mean baseline, G = 8.
 """
@@ -19,7 +19,7 @@ from grpo_core.model.reuse import clip_ceiling
 
 SPEC = BanditSpec.binary(group_size=8, scale="none")
 RATE = anchorless_rate(1, 2, 8)  # s = 7/4
-WINDOWS = [(4, 8), (16, 32), (64, 128)]  # learning-rate time, the chapter's check 3
+WINDOWS = [(4, 8), (16, 32), (64, 128)]  # learning-rate time, check 3 of book/how_oscillator.md
 
 
 def _mean_field(eta, steps, **kw):
@@ -93,7 +93,7 @@ def test_adam_late_approach_is_exponential_in_steps_at_rate_set_by_beta2(eta):
 
 
 def _clip_batches(eta, k, batches=4):
-    """The chapter's check 2 run: p at each batch's start and end, the ceiling, the crossing step's move."""
+    """Check 2 of book/how_oscillator.md, its run: p at each batch's start and end, the ceiling, the crossing step's move."""
     spec = BanditSpec.binary(group_size=8, lag="refresh", estimator="surrogate")
     p = simulate(spec, eta=eta, k_ref=k, beta=0.0, steps=batches * k, mean_field=True, theta0=[-1.0, 0.0]).p[0, 0]
     start, end = p[:-1:k], p[k::k]
