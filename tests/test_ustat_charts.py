@@ -156,3 +156,37 @@ def test_g_star_label_counts_prompts_in_the_right_number(grid, budget, words):
     _, texts = _svg_texts(uc.group_size_slider_chart(fifty, budget=budget))
     (label,) = [t for t in texts if t.startswith("G* = ")]
     assert label == f"G* = 50.0 {words}"
+
+
+def test_one_default_group_size_pool_on_every_page():
+    """The group-size pool has one default setting (mean 0.2, spread 0.1, N = 1024): the chapter's
+    slider chart and explorer, the explorers page's, and the functions' defaults all use it."""
+    import inspect
+
+    from widgets import group_size_explorer as gse
+
+    d = uc.GROUP_SIZE_DEFAULTS
+    assert d == {"mean": 0.2, "spread": 0.1, "budget": 1024}
+    sig = inspect.signature(uc.group_size_slider_chart).parameters
+    assert (sig["budget"].default, sig["spread"].default) == (d["budget"], d["spread"])
+    for fn in (gse.group_size_explorer, gse.GroupSizeExplorer.__init__):
+        p = inspect.signature(fn).parameters
+        assert (p["budget"].default, p["spread"].default, p["mean"].default) == (d["budget"], d["spread"], d["mean"])
+    assert inspect.signature(gse.compute_group_size_view).parameters["mean"].default == d["mean"]
+    explorer = gse.group_size_explorer()
+    assert explorer.values["budget"] == d["budget"]
+    assert explorer.controls["spread"].value == d["spread"] and explorer.controls["mean"].value == d["mean"]
+    from conftest import ROOT
+
+    for page in ("group_size.md", "explorers.md"):
+        text = (ROOT / "book" / page).read_text()
+        assert re.search(r"constants_by_spread\(spreads, mean=0\.2\)", text), page
+        assert re.search(r"group_size_slider_chart\(\w+, budget=1024, spread=0\.1\)", text), page
+        calls = re.findall(r"group_size_explorer\(([^)]*)\)", text)
+        assert calls and all("spread=0.1," in c and "mean=0.2" in c and "budget=1024" in c for c in calls), (page, calls)
+    # the static chart starts at the default: its G* label is the default pool's
+    spreads = np.round(np.arange(0.01, 0.305, 0.01), 2)
+    _, texts = _svg_texts(uc.group_size_slider_chart(constants_by_spread(spreads, mean=d["mean"])))
+    (label,) = [t for t in texts if t.startswith("G* = ")]
+    g = constants_by_spread([d["spread"]], mean=d["mean"]).g_star_exact.iloc[0]
+    assert label.startswith(f"G* = {g:.1f}")
