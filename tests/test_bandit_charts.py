@@ -87,26 +87,119 @@ def test_bandit_chart_builders_refuse_missing_columns():
         bandit_charts.variants_chart(pd.DataFrame({"panel": ["x"]}))
 
 
-def test_static_bandit_grid_labels_are_the_library_verdict_and_the_dashed_curve_follows_it():
-    """The label is regime_verdict's; the dashed prediction (the exact recurrence) stays in the frame
-    for all steps exactly when it says stable (at K_ref 7 and 8: stable, exact recurrence only,
-    while the continuous closed form leaves the frame), and leaves it otherwise."""
-    from grpo_core.bandit import BanditSpec, prediction
-    from grpo_core.model import oscillator as osc
-    from widgets.explorer_charts import BANDIT_PREDICTIONS, static_bandit_grid
+@pytest.fixture(scope="module")
+def default_grid():
+    from widgets.explorer_charts import BANDIT_DEFAULTS, static_bandit_grid
 
-    grid = static_bandit_grid(eta=0.2, mu=0.5, beta=1.0, group_size=8)
-    spec = BanditSpec.binary(arms=2, correct=1, group_size=8, baseline="leave_one_out")
+    d = BANDIT_DEFAULTS
+    return static_bandit_grid(eta=d["eta"], mu=d["mu"], beta=d["beta"], group_size=d["group_size"])
+
+
+def test_static_bandit_grid_labels_are_the_library_verdict_and_the_dashed_curve_follows_it(default_grid):
+    """The prediction label is regime_verdict's, about the fixed point; the dashed prediction (the
+    exact recurrence) stays in the frame for all steps exactly when it says stable (at K_ref 7 and
+    8: stable, exact recurrence only, while the continuous closed form leaves the frame), and leaves
+    it otherwise. The grid uses the chapter's plain mean baseline."""
+    from grpo_core.bandit import prediction
+    from grpo_core.model import oscillator as osc
+    from widgets.explorer_charts import BANDIT_DEFAULTS, BANDIT_PREDICTED, BANDIT_PREDICTIONS
+
+    grid = default_grid
+    spec = BanditSpec.binary(arms=2, correct=1, group_size=8)  # the chapter's analysis: mean baseline
+    assert spec.baseline == "mean" == BANDIT_DEFAULTS["baseline"]
+    steps = BANDIT_DEFAULTS["steps"]
     curves = grid["curves"]
     for row in grid["labels"].itertuples():
-        pred = prediction.predicted_path(spec, eta=0.2, mu=0.5, k_ref=row.k_ref, beta=1.0, steps=200)
+        pred = prediction.predicted_path(spec, eta=0.2, mu=0.5, k_ref=row.k_ref, beta=1.0, steps=steps)
         verdict = osc.regime_verdict(pred["coefficients"].regime, pred["stable_exact"])
-        assert row.text == f"oscillator predicts: {osc.VERDICT_LABELS[verdict]}"
-        assert len(row.text) <= 52 and len(row.detail) <= 60  # two lines that fit in 540 px
+        assert row.predicted == f"prediction (linearised): {BANDIT_PREDICTED[verdict]}"
+        assert len(row.measured) <= 52 and len(row.predicted) <= 68 and len(row.detail) <= 60
+        mean_field = curves[(curves.k_ref == row.k_ref) & (curves.curve == "exact mean field")]
+        np.testing.assert_allclose(mean_field.p, pred["mean_field"][mean_field.step], rtol=1e-12)
         exact = curves[(curves.k_ref == row.k_ref) & (curves.curve == BANDIT_PREDICTIONS[0])]
-        in_frame = bool(exact.p.between(-0.05, 1.05).all()) and exact.step.max() == 200
+        in_frame = bool(exact.p.between(-0.05, 1.05).all()) and exact.step.max() == steps
         assert in_frame == bool(row.stable_exact), row.k_ref
     by_k = grid["labels"].set_index("k_ref")
-    assert by_k.loc[[7, 8], "text"].str.endswith("stable (exact recurrence only)").all()
+    assert by_k.loc[[7, 8], "predicted"].str.endswith("fixed point stable (exact recurrence only)").all()
+    assert by_k.loc[9, "predicted"].endswith("fixed point unstable")
     closed = curves[(curves.curve == BANDIT_PREDICTIONS[1]) & curves.k_ref.isin([7, 8])]
-    assert closed.groupby("k_ref").step.max().lt(200).all()  # the continuous model's curve leaves
+    assert closed.groupby("k_ref").step.max().lt(steps).all()  # the continuous model's curve leaves
+
+
+def test_static_bandit_grid_measures_the_regime_as_the_chapter_does(default_grid):
+    """The measured label is the chapter's classification (classify_trajectory, as k_ref_sweep labels
+    the sweep panels) of the exact mean field the chart draws; a run that does not settle is a
+    bounded cycle, with the period of the full-resolution run's spectral peak."""
+    from grpo_core import bandit
+    from grpo_core.bandit.stability import classify_trajectory, growth_rates
+
+    labels = default_grid["labels"].set_index("k_ref")
+    curves = default_grid["curves"]
+    ks = labels.index.to_list()
+    spec = BanditSpec.binary(group_size=8)
+    fp = bandit.fixed_point(spec, 1.0)
+    for k in ks:
+        mf = curves[(curves.k_ref == k) & (curves.curve == "exact mean field")]
+        assert labels.loc[k, "measured_regime"] == classify_trajectory(mf.p.to_numpy(), fp.p_star)[()]
+    # the chapter's own sweep function, at full resolution, gives the same regimes
+    sweep = sweeps.k_ref_sweep(spec, eta=0.2, mu=0.5, beta=1.0, k_refs=ks, steps=400)
+    assert sweep["regimes"].measured.to_list() == labels.measured_regime.to_list()
+    # a bounded cycle exactly where the fixed point is unstable (measured growth rate of a small
+    # perturbation), and here exactly where the exact recurrence predicts it: from K_ref 9 on
+    cycle = labels.measured_regime == "divergent"
+    rates = growth_rates(spec, eta=0.2, mu=0.5, k_ref=ks, beta=1.0)
+    assert (cycle.to_numpy() == (rates > 0)).all()
+    assert (cycle == ~labels.stable_exact.astype(bool)).all()
+    assert labels.index[cycle].min() == 9
+    assert labels.loc[9, "measured"] == f"measured: bounded cycle, period ≈ {labels.loc[9, 'period']:.0f} steps"
+    assert labels.measured[~cycle].isin(["measured: damped oscillation toward p*",
+                                         "measured: monotone approach to p*"]).all()
+    assert labels.period[~cycle].isna().all()
+    # the period against the spectral peak of the full-resolution mean field's second half
+    full = bandit.simulate(spec, eta=0.2, mu=0.5, k_ref=labels.index[cycle].to_list(), beta=1.0, steps=4000,
+                           mean_field=True)
+    for i, k in enumerate(labels.index[cycle]):
+        late = full.p[i, 0, 2000:] - full.p[i, 0, 2000:].mean()
+        power = np.abs(np.fft.rfft(late, n=1 << 16)) ** 2
+        peak = 1 / np.fft.rfftfreq(1 << 16)[1 + np.argmax(power[1:])]
+        assert labels.loc[k, "period"] == pytest.approx(peak, rel=0.03), k
+
+
+def test_one_default_bandit_setting_on_both_pages_and_in_the_live_explorer():
+    """The chapter's slider figure, the Explorers page's and the live explorer (on both pages and as
+    called with no arguments) run the same eta, mu, beta, G and K_ref: BANDIT_DEFAULTS."""
+    import ast
+    import inspect
+    import re
+    from pathlib import Path
+
+    import jupytext
+
+    from widgets.bandit_explorer import bandit_explorer
+    from widgets.explorer_charts import BANDIT_DEFAULTS, static_bandit_chart, static_bandit_grid
+
+    def effective(fn, call):
+        bound = inspect.signature(fn).bind_partial(*[ast.literal_eval(a) for a in call.args[1:]]
+                                                   if fn is static_bandit_chart else [])
+        kwargs = {kw.arg: ast.literal_eval(kw.value) for kw in call.keywords}
+        params = inspect.signature(fn).parameters
+        return {name: kwargs.get(name, bound.arguments.get(name, p.default)) for name, p in params.items()}
+
+    book = Path(__file__).resolve().parents[1] / "book"
+    keys = ("eta", "mu", "beta", "group_size", "k_ref", "steps", "baseline")
+    for page in ("bandit.md", "explorers.md"):
+        cells = [c.source for c in jupytext.read(book / page).cells if c.cell_type == "code"]
+        calls = [node for cell in cells for node in ast.walk(ast.parse(re.sub(r"^(\s*)[%!].*$", r"\1pass", cell, flags=re.M)))
+                 if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None))
+                 in ("static_bandit_grid", "static_bandit_chart", "bandit_explorer")]
+        names = sorted(getattr(c.func, "attr", getattr(c.func, "id", None)) for c in calls)
+        assert names == ["bandit_explorer", "static_bandit_chart", "static_bandit_grid"], (page, names)
+        for call in calls:
+            fn = {"static_bandit_grid": static_bandit_grid, "static_bandit_chart": static_bandit_chart,
+                  "bandit_explorer": bandit_explorer}[getattr(call.func, "attr", getattr(call.func, "id", None))]
+            got = effective(fn, call)
+            for key in keys:
+                if key in got:
+                    assert got[key] == BANDIT_DEFAULTS[key], (page, fn.__name__, key)
+    live = inspect.signature(bandit_explorer).parameters
+    assert {k: live[k].default for k in keys} == {k: BANDIT_DEFAULTS[k] for k in keys}

@@ -19,6 +19,7 @@ import numpy as np
 
 from grpo_core import bandit
 from grpo_core.bandit import prediction
+from grpo_core.model import oscillator as osc
 
 from . import explorer_charts
 from ._controls import Explorer, LiveChart, NumberControl, readout_table, toggle
@@ -29,6 +30,8 @@ __all__ = ["BanditExplorer", "bandit_explorer", "CHUNK_SEEDS"]
 MAX_POINTS = 300
 #: Seeds simulated per chunk (one vectorised call each); progress and redraws happen between chunks.
 CHUNK_SEEDS = 16
+#: The explorer's defaults: the one setting of the bandit chapter and the Explorers page.
+D = explorer_charts.BANDIT_DEFAULTS
 RANGES = {
     "eta": (0.01, 5.0),
     "mu": (0.0, 0.99),
@@ -44,8 +47,9 @@ RANGES = {
 class BanditExplorer(Explorer):
     """The widget returned by :func:`bandit_explorer` (see there)."""
 
-    def __init__(self, *, eta=0.2, mu=0.5, k_ref=4, beta=1.0, group_size=8, seeds=64, steps=300,
-                 first_seed=0, lag="constant", baseline="leave_one_out", arms=2, run=True):
+    def __init__(self, *, eta=D["eta"], mu=D["mu"], k_ref=D["k_ref"], beta=D["beta"], group_size=D["group_size"],
+                 seeds=64, steps=D["steps"], first_seed=0, lag="constant", baseline=D["baseline"], arms=2,
+                 run=True):
         super().__init__()
         r = RANGES
         self.arms = arms
@@ -62,7 +66,7 @@ class BanditExplorer(Explorer):
                                         integer=True),
         }
         self.lag = toggle("lag", [("constant lag", "constant"), ("refresh", "refresh")], lag, "lag model")
-        self.baseline = toggle("baseline", [("leave-one-out", "leave_one_out"), ("group mean", "mean")],
+        self.baseline = toggle("baseline", [("group mean", "mean"), ("leave-one-out", "leave_one_out")],
                                baseline, "baseline")
         self.run_button = widgets.Button(description="Run", button_style="primary", icon="play")
         self.stop_button = widgets.Button(description="Stop", icon="stop", disabled=True)
@@ -176,7 +180,10 @@ class BanditExplorer(Explorer):
         fp = pred["fixed_point"]
         paths = res["p"]
         tail = paths[:, paths.shape[1] // 2:]
+        measured = explorer_charts.bandit_measured_verdict(pred["t"], pred["mean_field"], fp.p_star)
+        verdict = osc.regime_verdict(c.regime, pred["stable_exact"])
         self.values.update(
+            measured_regime=measured["regime"], period=measured["period"],
             p_star=fp.p_star, stiffness=fp.stiffness, regime=c.regime, stable_exact=pred["stable_exact"],
             damping_ratio=c.damping_ratio, final_mean=float(paths[:, -1].mean()),
             late_std=float(tail.std(axis=0, ddof=1).mean()) if paths.shape[0] > 1 else float("nan"),
@@ -185,8 +192,9 @@ class BanditExplorer(Explorer):
             ("fixed point p*", f"{fp.p_star:.4f}"),
             ("stiffness K (bandit)", f"{fp.stiffness:.4f}"),
             ("a = η K", f"{c.a:.4g}"),
+            ("measured on the exact mean field", measured["text"].removeprefix("measured: ")),
+            ("linear prediction at p*", explorer_charts.BANDIT_PREDICTED[verdict]),
             ("predicted regime (continuous)", c.regime_label),
-            ("exact recurrence", "stable" if pred["stable_exact"] else "unstable"),
             ("damping ratio ζ", f"{c.damping_ratio:.3g}"),
             ("seeds done", f"{paths.shape[0]}"),
             ("mean p at the last step", f"{self.values['final_mean']:.4f}"),
@@ -195,17 +203,17 @@ class BanditExplorer(Explorer):
 
 
 def bandit_explorer(
-    eta: float = 0.2,
-    mu: float = 0.5,
-    k_ref: int = 4,
-    beta: float = 1.0,
-    group_size: int = 8,
+    eta: float = D["eta"],
+    mu: float = D["mu"],
+    k_ref: int = D["k_ref"],
+    beta: float = D["beta"],
+    group_size: int = D["group_size"],
     *,
     seeds: int = 64,
-    steps: int = 300,
+    steps: int = D["steps"],
     first_seed: int = 0,
     lag: str = "constant",
-    baseline: str = "leave_one_out",
+    baseline: str = D["baseline"],
     arms: int = 2,
     run: bool = True,
 ) -> BanditExplorer:
@@ -216,7 +224,11 @@ def bandit_explorer(
     ``k_ref``, heavy-ball momentum ``mu``. The chart shows the expected reward ``p`` of every seed
     (thin), their mean, the exact mean-field path, and the oscillator prediction (closed form and
     exact recurrence) built from the bandit's fixed point and stiffness
-    (:func:`grpo_core.bandit.prediction.predicted_path`).
+    (:func:`grpo_core.bandit.prediction.predicted_path`). The readout sets the regime measured on
+    the exact mean field (:func:`widgets.explorer_charts.bandit_measured_verdict`: a run that does
+    not settle is a bounded cycle, with its period) beside the linear prediction at the fixed point.
+    The defaults are :data:`widgets.explorer_charts.BANDIT_DEFAULTS`, the setting of the bandit
+    chapter's slider figure (plain mean baseline, as in the chapter's analysis).
 
     Parameters
     ----------
@@ -230,7 +242,7 @@ def bandit_explorer(
     steps : int in [20, 5000]
     first_seed : int >= 0
     lag : {"constant", "refresh"}
-    baseline : {"leave_one_out", "mean"}
+    baseline : {"mean", "leave_one_out"}
     arms : int >= 2
     run : bool
         Run once at construction (blocking), so the saved notebook shows a result.
@@ -252,8 +264,10 @@ def bandit_explorer(
     Examples
     --------
     >>> ex = bandit_explorer(eta=0.5, mu=0.0, k_ref=1, seeds=16, steps=100)
-    >>> round(ex.values["p_star"], 4), ex.values["seeds_done"]
-    (0.7311, 16)
+    >>> round(ex.values["p_star"], 4), ex.values["seeds_done"]  # mean baseline: sigmoid((G - 1) / (G beta))
+    (0.7058, 16)
+    >>> ex.values["measured_regime"]
+    'monotone'
     """
     return BanditExplorer(eta=eta, mu=mu, k_ref=k_ref, beta=beta, group_size=group_size, seeds=seeds,
                           steps=steps, first_seed=first_seed, lag=lag, baseline=baseline, arms=arms,

@@ -11,6 +11,7 @@ by the params): the book's counterparts of the live explorers (the forecast's is
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from functools import lru_cache
@@ -53,6 +54,10 @@ __all__ = [
     "bandit_view_chart",
     "STATIC_BANDIT_PARAMS",
     "BANDIT_PREDICTIONS",
+    "BANDIT_DEFAULTS",
+    "BANDIT_MEASURED",
+    "BANDIT_PREDICTED",
+    "bandit_measured_verdict",
     "static_bandit_grid",
     "static_bandit_chart",
 ]
@@ -549,35 +554,127 @@ STATIC_BANDIT_PARAMS = ("k_ref",)
 #: The oscillator's two predictions in :func:`static_bandit_grid`: the exact recurrence (what the
 #: verdict is about: dashed) and the continuous model's closed form (dotted).
 BANDIT_PREDICTIONS = ("oscillator, exact recurrence", "oscillator, closed form (continuous)")
+#: The one default setting of the bandit explorer, live (:func:`widgets.explorers.bandit_explorer`)
+#: and static (:func:`static_bandit_grid`), used on the bandit chapter and the Explorers page: the
+#: chapter's plain mean baseline, two arms, one correct, constant lag.
+BANDIT_DEFAULTS = {"eta": 0.2, "mu": 0.5, "beta": 1.0, "group_size": 8, "k_ref": 4, "steps": 400,
+                   "baseline": "mean"}
+#: What a regime of :func:`grpo_core.bandit.stability.classify_trajectory` is on the bandit, whose
+#: expected reward is bounded: a run that does not settle ("divergent") stays on a bounded cycle.
+BANDIT_MEASURED = {"monotone": "monotone approach to p*", "oscillatory": "damped oscillation toward p*",
+                   "divergent": "bounded cycle"}
+#: The linear prediction at the fixed point, per verdict of
+#: :func:`grpo_core.model.oscillator.regime_verdict` (the exact recurrence decides stability).
+BANDIT_PREDICTED = {"unstable": "fixed point unstable",
+                    "stable_exact_only": "fixed point stable (exact recurrence only)",
+                    "underdamped": "fixed point stable, underdamped",
+                    "critically_damped": "fixed point stable, critically damped",
+                    "overdamped": "fixed point stable, overdamped"}
+
+
+def bandit_measured_verdict(steps, p, p_star: float) -> dict:
+    """The regime of one bandit run, measured the way the bandit chapter labels its ``K_ref`` sweep.
+
+    The regime is :func:`grpo_core.bandit.stability.classify_trajectory` of the run against the
+    fixed point. A run that does not settle (``"divergent"``) is a bounded cycle on the bandit
+    (``p`` stays in [0, 1]); its period is the mean spacing of the upward crossings of its mean
+    level over the second half of the run (linearly interpolated between recorded steps).
+
+    Parameters
+    ----------
+    steps : array_like, shape (T,)
+        Optimizer steps of the recorded points (increasing).
+    p : array_like, shape (T,), T >= 8
+        Expected reward at those steps (the exact mean field, not a mean over seeds: averaging
+        seeds dephases a cycle into an apparent damping).
+    p_star : float
+        Fixed point.
+
+    Returns
+    -------
+    dict
+        ``regime`` (one of ``monotone``, ``oscillatory``, ``divergent``), ``period`` (steps, float;
+        NaN unless a cycle with at least two upward crossings in the second half) and ``text``
+        (``"measured: "`` and :data:`BANDIT_MEASURED`'s words, with the period for a cycle).
+
+    Raises
+    ------
+    ParameterError
+        From :func:`~grpo_core.bandit.stability.classify_trajectory` (fewer than 8 points, a
+        non-finite ``p_star``).
+
+    Examples
+    --------
+    >>> t = np.arange(400)
+    >>> v = bandit_measured_verdict(t, 0.7 + 0.2 * np.sin(2 * np.pi * t / 40), 0.7)
+    >>> v["regime"], round(v["period"]), v["text"]
+    ('divergent', 40, 'measured: bounded cycle, period ≈ 40 steps')
+    """
+    from grpo_core.bandit.stability import classify_trajectory
+
+    t = np.asarray(steps, dtype=float)
+    x = np.asarray(p, dtype=float)
+    regime = str(classify_trajectory(x, p_star)[()])
+    period = math.nan
+    text = f"measured: {BANDIT_MEASURED[regime]}"
+    if regime == "divergent":
+        half = x.size // 2
+        tl, xl = t[half:], x[half:]
+        level = float(np.mean(xl))
+        i = np.flatnonzero((xl[:-1] < level) & (xl[1:] >= level))
+        if i.size >= 2:
+            cross = tl[i] + (level - xl[i]) / (xl[i + 1] - xl[i]) * (tl[i + 1] - tl[i])
+            period = float(np.mean(np.diff(cross)))
+            text += f", period ≈ {period:.0f} steps"
+    return {"regime": regime, "period": period, "text": text}
 
 
 def static_bandit_grid(
     *,
-    eta: float = 0.2,
-    mu: float = 0.5,
-    beta: float = 1.0,
-    group_size: int = 8,
+    eta: float = BANDIT_DEFAULTS["eta"],
+    mu: float = BANDIT_DEFAULTS["mu"],
+    beta: float = BANDIT_DEFAULTS["beta"],
+    group_size: int = BANDIT_DEFAULTS["group_size"],
     k_refs: Sequence[int] = tuple(range(1, 17)),
-    steps: int = 200,
+    steps: int = BANDIT_DEFAULTS["steps"],
     seeds: int = 64,
     record_every: int = 2,
     lag: str = "constant",
+    baseline: str = BANDIT_DEFAULTS["baseline"],
 ) -> dict[str, pd.DataFrame]:
-    """Bandit runs for every ``K_ref`` of a slider, with the oscillator's prediction, precomputed.
+    """Bandit runs for every ``K_ref`` of a slider, with the measured regime and the oscillator's prediction.
 
     One vectorised call of :func:`grpo_core.bandit.simulate` per mode runs every ``K_ref``
-    together: the exact mean field and ``seeds`` stochastic runs (leave-one-out baseline, two arms,
-    one correct, uniform start and reference); the prediction is
-    :func:`grpo_core.bandit.prediction.predicted_path` (the oscillator with the bandit's own fixed
-    point and stiffness).
+    together: the exact mean field and ``seeds`` stochastic runs (two arms, one correct, uniform
+    start and reference; the plain mean baseline by default, as in the bandit chapter). The
+    measured regime is :func:`bandit_measured_verdict` of the mean-field run as recorded (the curve
+    the chart draws). The prediction is :func:`grpo_core.bandit.prediction.predicted_path`: the
+    oscillator with the bandit's own fixed point and stiffness, i.e. the linearisation at ``p*``.
+    It is about the fixed point; past the exact threshold the nonlinear bandit does not diverge but
+    saturates in a bounded cycle.
+
+    Parameters
+    ----------
+    eta, mu, beta : float
+        Step size, heavy-ball momentum, KL weight.
+    group_size : int
+        G of the stochastic runs (and of the expected update of the mean field).
+    k_refs : sequence of int
+        Lags of the slider.
+    steps, seeds, record_every : int
+        Run length, stochastic seeds per ``K_ref``, recording stride.
+    lag : {"constant", "refresh"}
+    baseline : {"mean", "leave_one_out"}
 
     Returns
     -------
     dict
         ``curves`` (``k_ref``, ``step``, ``p``, ``curve``: stochastic mean, exact mean field, the
-        oscillator's exact recurrence and closed form (:data:`BANDIT_PREDICTIONS`); each cut where it
-        leaves [-0.05, 1.05]) and ``labels`` (one row per ``k_ref``: ``regime``, the continuous
-        model's regime; ``stable_exact``; ``text``, ``"oscillator predicts: "`` and the label of
+        oscillator's exact recurrence and closed form (:data:`BANDIT_PREDICTIONS`); each prediction
+        cut where it leaves [-0.05, 1.05]) and ``labels`` (one row per ``k_ref``: ``regime``, the
+        continuous model's regime; ``stable_exact``; ``measured_regime`` and ``period`` from
+        :func:`bandit_measured_verdict`; ``measured``, its text; ``predicted``,
+        ``"prediction (linearised): "`` and :data:`BANDIT_PREDICTED`'s words for the verdict of
         :func:`grpo_core.model.oscillator.regime_verdict`; ``detail``, the damping ratio, ``eta K``
         and ``K_ref``).
 
@@ -589,9 +686,7 @@ def static_bandit_grid(
     from grpo_core import bandit
     from grpo_core.bandit import prediction
 
-    spec = bandit.BanditSpec.binary(
-        arms=2, correct=1, group_size=group_size, baseline="leave_one_out", lag=lag
-    )
+    spec = bandit.BanditSpec.binary(arms=2, correct=1, group_size=group_size, baseline=baseline, lag=lag)
     k = np.asarray(k_refs, dtype=int)
     mf = bandit.simulate(spec, eta=eta, mu=mu, k_ref=k, beta=beta, steps=steps, mean_field=True,
                          record_every=record_every)
@@ -610,17 +705,20 @@ def static_bandit_grid(
                              (BANDIT_PREDICTIONS[0], discrete), (BANDIT_PREDICTIONS[1], closed)):
             ts, v = _until_exit(t, values)
             rows.append(pd.DataFrame({"k_ref": int(kr), "step": ts, "p": v, "curve": name}))
-        verdict = osc.VERDICT_LABELS[osc.regime_verdict(c.regime, pred["stable_exact"])]
+        verdict = osc.regime_verdict(c.regime, pred["stable_exact"])
+        measured = bandit_measured_verdict(t, mf.p[i, 0], pred["fixed_point"].p_star)
         labels.append({
             "k_ref": int(kr), "regime": c.regime_label, "stable_exact": pred["stable_exact"],
-            "text": f"oscillator predicts: {verdict}",
+            "measured_regime": measured["regime"], "period": measured["period"],
+            "measured": measured["text"],
+            "predicted": f"prediction (linearised): {BANDIT_PREDICTED[verdict]}",
             "detail": f"ζ = {c.damping_ratio:.2f} (continuous model), η·K = {c.a:.3f}, K_ref = {int(kr)}",
         })
     return {"curves": pd.concat(rows, ignore_index=True), "labels": pd.DataFrame(labels)}
 
 
-def static_bandit_chart(grid: dict[str, pd.DataFrame], k_ref: int = 4, *, width: int = 540,
-                        height: int = 260) -> alt.LayerChart:
+def static_bandit_chart(grid: dict[str, pd.DataFrame], k_ref: int = BANDIT_DEFAULTS["k_ref"], *,
+                        width: int = 540, height: int = 280) -> alt.LayerChart:
     """Bandit runs filtered by a ``K_ref`` slider on the page (no kernel).
 
     Parameters
@@ -635,9 +733,11 @@ def static_bandit_chart(grid: dict[str, pd.DataFrame], k_ref: int = 4, *, width:
     -------
     alt.LayerChart
         A param ``k_ref`` bound to a range slider; the curves of that ``K_ref`` (the oscillator's
-        exact recurrence dashed, its continuous closed form dotted) and two text marks inside the
-        plot: ``bandit_regime_label`` (the grid's ``text``: the verdict of
-        :func:`grpo_core.model.oscillator.regime_verdict`) and ``bandit_detail_label`` (``detail``).
+        exact recurrence dashed, its continuous closed form dotted) and three text marks inside the
+        plot: ``bandit_measured_label`` (the grid's ``measured``: the regime measured on the exact
+        mean field), ``bandit_regime_label`` (``predicted``: the linear prediction at the fixed
+        point) and ``bandit_detail_label`` (``detail``). The curves travel as codes with ``p``
+        rounded to 4 decimals (the page carries every ``K_ref``).
 
     Raises
     ------
@@ -647,27 +747,38 @@ def static_bandit_chart(grid: dict[str, pd.DataFrame], k_ref: int = 4, *, width:
     ks = grid_values(grid, "k_ref", k_ref)
     param = alt.param(name="k_ref", value=int(k_ref),
                       bind=alt.binding_range(min=int(ks[0]), max=int(ks[-1]), step=1, name="K_ref (lag) "))
-    names = list(dict.fromkeys(grid["curves"]["curve"]))
+    curves = grid["curves"]
+    names = list(dict.fromkeys(curves["curve"]))
+    code = {n: i for i, n in enumerate(names)}
+    # inline values (not a DataFrame): the grid's rows exceed Altair's default row limit, and the
+    # chart must draw without the book's set-up (Colab)
+    data = alt.Data(values=pd.DataFrame({
+        "k_ref": curves["k_ref"], "step": curves["step"], "p": curves["p"].round(4),
+        "c": curves["curve"].map(code)}).to_dict("records"))
     palette = [ACCENT, DARK2["green"], DARK2["magenta"], "#000000"]
     dashes = [[1, 0], [1, 0], [6, 3], [2, 3]]
     colour = alt.Color("curve:N", title=None, legend=alt.Legend(orient="bottom", columns=2, labelLimit=260),
                        scale=alt.Scale(domain=names, range=palette[: len(names)]))
-    lines = alt.Chart(grid["curves"]).transform_filter("datum.k_ref == k_ref").mark_line(
-        strokeWidth=2, clip=True).encode(
+    lines = alt.Chart(data).transform_filter("datum.k_ref == k_ref").transform_calculate(
+        curve=f"{json.dumps(names)}[datum.c]").mark_line(strokeWidth=2, clip=True).encode(
         x=step_x(),
         y=alt.Y("p:Q", title="expected reward p", scale=alt.Scale(domain=[-0.05, 1.05], nice=False)),
         color=colour, strokeDash=alt.StrokeDash("curve:N", legend=None, scale=alt.Scale(
             domain=names, range=dashes[: len(names)])),
         detail="curve:N",
     ).properties(name="bandit_curves")
-    # two short lines at the bottom left, inside the plot (the curves start at p = 1/2 and rise):
-    # the verdict, then its numbers; the longest fits in 400 px
-    label = alt.Chart(grid["labels"]).transform_filter("datum.k_ref == k_ref")
-    text = label.mark_text(
-        align="left", baseline="bottom", fontSize=14, fontWeight="bold", dx=6, dy=-24, limit=width - 12).encode(
-        x=alt.value(0), y=alt.value(height), text="text:N").properties(name="bandit_regime_label")
+    # three short lines at the bottom left, inside the plot (the runs stay above p = 0.4): what was
+    # measured, what the linearisation predicts, its numbers
+    label = alt.Chart(grid["labels"][["k_ref", "measured", "predicted", "detail"]]).transform_filter(
+        "datum.k_ref == k_ref")
+    measured = label.mark_text(
+        align="left", baseline="bottom", fontSize=13, fontWeight="bold", dx=6, dy=-40, limit=width - 12).encode(
+        x=alt.value(0), y=alt.value(height), text="measured:N").properties(name="bandit_measured_label")
+    predicted = label.mark_text(
+        align="left", baseline="bottom", fontSize=12, dx=6, dy=-23, limit=width - 12).encode(
+        x=alt.value(0), y=alt.value(height), text="predicted:N").properties(name="bandit_regime_label")
     detail = label.mark_text(
         align="left", baseline="bottom", fontSize=12, color=NOTE, dx=6, dy=-6, limit=width - 12).encode(
         x=alt.value(0), y=alt.value(height), text="detail:N").properties(name="bandit_detail_label")
-    return alt.layer(lines, text, detail).add_params(param).properties(
+    return alt.layer(lines, measured, predicted, detail).add_params(param).properties(
         width=width, height=height, usermeta={"embedOptions": {"renderer": "svg", "actions": False}})
