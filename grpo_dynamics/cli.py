@@ -73,11 +73,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The command line shows its warnings (user and runtime ones, as a plain Python process does) as
     # one line each, whatever filters its caller set (a test runner's "error"), and leaves the
     # caller's warning state as it was.
-    with warnings.catch_warnings():
-        for category in (UserWarning, RuntimeWarning):
-            warnings.simplefilter("default", category)
-        warnings.showwarning = _one_line_warnings
-        return _run(args)
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Escaped(out), _Escaped(err, keep="\t\n\r")
+    try:
+        with warnings.catch_warnings():
+            for category in (UserWarning, RuntimeWarning):
+                warnings.simplefilter("default", category)
+            warnings.showwarning = _one_line_warnings
+            return _run(args)
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+class _Escaped:
+    """A text stream that shows control characters as escapes (``\\x1b``) instead of sending them.
+
+    Everything the commands print can quote a log (a column name, a run name, a file name): a name
+    holding ANSI escape sequences would otherwise clear the terminal, retitle it or print fake
+    text. C0 controls other than ``keep``, DEL and the C1 range are written as ``\\xNN``; stderr also
+    keeps the carriage return its progress bars use.
+    """
+
+    def __init__(self, stream, keep: str = "\t\n"):
+        self._stream = stream
+        self._table = {c: f"\\x{c:02x}" for c in [*range(0x20), *range(0x7F, 0xA0)] if chr(c) not in keep}
+
+    def write(self, text: str) -> int:
+        self._stream.write(text.translate(self._table))
+        return len(text)
+
+    def __getattr__(self, name):  # flush, fileno, isatty, encoding, buffer ...
+        return getattr(self._stream, name)
 
 
 def _run(args) -> int:

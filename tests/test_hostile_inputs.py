@@ -37,3 +37,33 @@ def test_steps_up_to_2_53_are_read_exactly(tmp_path):
     log = read_log(csv)
     steps = log.train.index.to_numpy()
     assert len(steps) == 200 and steps[0] == first and steps[-1] == 2 ** 53  # no row merged, none negative
+
+
+ESCAPES = "\x1b[2J\x1b]0;pwned\x07\x9b31m\x08"
+
+
+def test_control_characters_from_a_log_are_shown_escaped_not_sent(tmp_path, capsys):
+    """A column name holding ANSI sequences (clear screen, set the window title, a C1 CSI) reaches
+    the terminal as visible escapes, on stdout (the table) and stderr (errors and warnings)."""
+    bad = tmp_path / "ansi.csv"
+    bad.write_text(f"step,rew{ESCAPES}ard,x\n1,0.1,1\n2,0.2,2\n")
+    assert main(["diagnose", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert not any(c in err for c in "\x1b\x07\x9b\x08")
+    assert "rew\\x1b[2J\\x1b]0;pwned\\x07\\x9b31m\\x08ard" in err
+    rows = "".join(f"{s},{0.1 + 0.003 * s},{s % 7}\n" for s in range(1, 201))
+    good = tmp_path / "named.csv"
+    good.write_text(f"step,reward,gr{ESCAPES}ad_norm\n{rows}")
+    main(["diagnose", str(good), "--no-forecast", "--map", f"grad_norm=gr{ESCAPES}ad_norm"])
+    out, err = capsys.readouterr()
+    assert not any(c in out + err for c in "\x1b\x07\x9b\x08")
+
+
+def test_the_escaping_stream_passes_plain_text_and_is_restored(capsys):
+    import sys
+
+    before = sys.stdout
+    assert main(["advise", "--eta", "0.02", "--mu", "0.5", "--k-ref", "4", "--curvature", "1"]) == 0
+    assert sys.stdout is before
+    out = capsys.readouterr().out
+    assert "\\x" not in out and "\n" in out
