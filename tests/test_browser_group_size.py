@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from grpo_core.groupsize import constants_by_spread
+from widgets.ustat_charts import GROUP_SIZE_DEFAULTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.book]
 
@@ -43,6 +44,12 @@ def test_group_size_sliders_move_the_curve_and_g_star(book_server, probe):
     assert page.locator('.vega-bind input[type=range][name="log2_budget"]').count() == 1
     assert page.locator('.vega-bind input[type=range][name="spread"]').count() == 1
     label0, curve0 = _state(page)
+    # it starts at the book's one default pool (mean 0.2, spread 0.1, N = 1024)
+    d = GROUP_SIZE_DEFAULTS
+    g0 = constants_by_spread([d["spread"]], mean=d["mean"]).g_star_exact.iloc[0]
+    assert _g_star(label0) == pytest.approx(round(float(g0), 1), abs=0.051)
+    assert page.locator("g.role-mark.budget_label_marks text").first.text_content() == (
+        f"N = {d['budget']} rollouts per step")
 
     _set_slider(page, "log2_budget", 8)
     assert page.locator("g.role-mark.budget_label_marks text").first.text_content() == "N = 256 rollouts per step"
@@ -67,3 +74,15 @@ def test_group_size_sliders_move_the_curve_and_g_star(book_server, probe):
     assert probe.external_requests == []
     assert probe.console_errors == []
     assert np.isfinite(g3)
+
+
+def test_group_size_slider_comes_early(book_server, probe):
+    """The chapter's interactive figure is met early: its first slider lies in the first fifth of
+    the page (right after the results box and the opening paragraph)."""
+    page = probe.page
+    page.goto(f"{book_server}/group_size.html", wait_until="networkidle")
+    page.wait_for_selector('.vega-bind input[type=range][name="log2_budget"]', timeout=20_000)
+    where = page.evaluate(
+        "() => { const el = document.querySelector('.vega-bind input[type=range]');"
+        " return (el.getBoundingClientRect().top + window.scrollY) / document.documentElement.scrollHeight; }")
+    assert where < 0.2, f"the first slider is {100 * where:.0f}% down the page"
