@@ -40,3 +40,124 @@ def test_vendor_base_url_depth():
     assert vendor_base_url(2) == "../../_static/vendor"
     with pytest.raises(ValueError, match="page_depth"):
         vendor_base_url(-1)
+
+
+# --- The book's chart renderer and its page script (book/assets/grpo-charts.js) ---------------
+
+import json  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+
+from conftest import ROOT  # noqa: E402
+
+CHARTS_JS = ROOT / "book" / "assets" / "grpo-charts.js"
+
+
+def test_book_renderer_calls_grpo_embed_with_a_plain_vega_embed_fallback(monkeypatch):
+    import altair as alt
+    import pandas as pd
+
+    from widgets.rendering import BOOK_RENDERER, book_embed_html, setup_book
+
+    monkeypatch.setenv("GRPO_BOOK_BUILD", "1")
+    previous = alt.renderers.active
+    try:
+        setup_book(1)
+        assert alt.renderers.active == BOOK_RENDERER
+        chart = alt.Chart(pd.DataFrame({"x": [1, 2]})).mark_point().encode(x="x:Q")
+        html = alt.renderers.get()(chart.to_dict())["text/html"]
+    finally:
+        alt.renderers.enable(previous)
+    assert '"../_static/vendor/vega-embed@7?noext"' in html  # the site's own Vega files
+    assert ('typeof grpoEmbed === "function" ? grpoEmbed(outputDiv, spec, embedOpt, vegaEmbed)'
+            " : vegaEmbed(outputDiv, spec, embedOpt)") in html
+    with pytest.raises(ValueError, match="vegaEmbed"):
+        book_embed_html("<div></div>")
+
+
+def test_setup_book_outside_the_build_keeps_altairs_renderer(monkeypatch):
+    import altair as alt
+
+    from widgets.rendering import setup_book
+
+    monkeypatch.delenv("GRPO_BOOK_BUILD", raising=False)
+    before = alt.renderers.active
+    setup_book()
+    assert alt.renderers.active == before
+
+
+def _node(script: str):
+    """Run ``script`` with node, ``g`` bound to grpo-charts.js's functions; its printed JSON."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    code = f"const g = require({json.dumps(str(CHARTS_JS))});\n{script}"
+    out = subprocess.run([node, "-e", code], capture_output=True, text=True, timeout=60, check=True)
+    return json.loads(out.stdout)
+
+
+def test_small_fonts_are_raised_to_ten_px():
+    spec = {"config": {"axis": {"labelFontSize": 8, "titleFontSize": 12}, "text": {"size": 7}},
+            "mark": {"type": "text", "fontSize": 9}, "encoding": {"size": {"value": 6}},
+            "facet": {"field": "p", "header": {"labelFontSize": 9.5}},
+            "data": {"values": [{"fontSize": 3}]}}
+    got = _node(f"const s = {json.dumps(spec)}; const n = g.floorFonts(s); console.log(JSON.stringify([n, s]));")
+    n, s = got
+    assert n == 5
+    assert s["config"]["axis"] == {"labelFontSize": 10, "titleFontSize": 12}
+    assert s["config"]["text"]["size"] == 10 and s["mark"]["fontSize"] == 10
+    assert s["encoding"]["size"]["value"] == 10 and s["facet"]["header"]["labelFontSize"] == 10
+    assert s["data"]["values"] == [{"fontSize": 3}]  # data is not touched
+
+
+def test_narrow_layout_stacks_panels_and_moves_side_legends_keeping_params():
+    params = [{"name": "k", "value": 2, "bind": {"input": "range", "min": 1, "max": 5}}]
+    panel = {"mark": "line", "width": 300, "height": 150,
+             "encoding": {"x": {"field": "x", "type": "quantitative"},
+                          "color": {"field": "c", "type": "nominal"},
+                          "strokeDash": {"field": "c", "type": "nominal"}}}
+    long_title = "a title far too long for a phone's column of text"
+    spec = {"params": params, "hconcat": [panel, dict(panel, title=long_title)],
+            "config": {"legend": {"orient": "right"}}}
+    facet = {"facet": {"column": {"field": "p", "type": "nominal"}}, "spec": panel}
+    wrapped = {"facet": {"field": "p", "type": "nominal"}, "columns": 3, "spec": panel}
+    got = _node(
+        f"const a = {json.dumps(spec)}, b = {json.dumps(facet)}, c = {json.dumps(wrapped)};"
+        " const ca = g.stack(a, 342), cb = g.stack(b, 342), cc = g.stack(c, 342);"
+        " console.log(JSON.stringify({a, b, c, ca, cb, cc}));")
+    a = got["a"]
+    assert "hconcat" not in a and len(a["vconcat"]) == 2 and a["params"] == params
+    assert a["vconcat"][0]["width"] == 300 and a["vconcat"][0]["height"] == 150  # widths are narrowed later
+    assert a["config"]["legend"]["orient"] == "bottom"
+    legends = [a["vconcat"][0]["encoding"][ch]["legend"] for ch in ("color", "strokeDash")]
+    assert legends[0] == legends[1] == {"orient": "bottom", "direction": "vertical"}  # one merged legend
+    assert isinstance(a["vconcat"][1]["title"], list) and " ".join(a["vconcat"][1]["title"]) == long_title
+    assert got["b"]["facet"] == {"field": "p", "type": "nominal"} and got["b"]["columns"] == 1
+    assert got["c"]["columns"] == 1 and "facet column->wrapped" in got["cb"]
+
+
+def test_narrowing_reduces_widths_and_moves_right_edge_labels_with_them():
+    spec = {"vconcat": [
+        {"width": 500, "layer": [{"mark": "line"},
+                                 {"mark": "text", "encoding": {"x": {"value": 500}, "text": {"value": "end"}}}]},
+        {"width": 200, "mark": "point"},
+        {"facet": {"field": "p", "header": {"labelLimit": 300}}, "spec": {"width": 400, "mark": "bar",
+         "encoding": {"color": {"field": "c", "legend": {"orient": "bottom", "columns": 3}}}}}]}
+    got = _node(f"const s = {json.dumps(spec)}; const ch = g.narrow(s, 180);"
+                " const t = {width: 300, mark: 'point'}; const tiny = g.narrow(t, 1000);"
+                " console.log(JSON.stringify({s, ch, t, tiny}));")
+    first, second, third = got["s"]["vconcat"]
+    assert got["ch"] and first["width"] == 320 and first["layer"][1]["encoding"]["x"]["value"] == 320
+    assert second["width"] == 200  # narrower than the new cap: unchanged
+    assert third["spec"]["width"] == 320
+    assert third["spec"]["encoding"]["color"]["legend"] == {"orient": "bottom", "columns": 1, "direction": "vertical"}
+    header = third["facet"]["header"]
+    assert header["labelLimit"] == 300 and header["labelExpr"].startswith("split(trim(replace(datum.label")
+    assert got["t"]["width"] == 140  # never below MIN_WIDTH
+
+
+def test_the_page_script_and_the_style_agree_on_the_smallest_font():
+    from widgets.style import FONT, MIN_FONT
+
+    assert _node("console.log(JSON.stringify(g.MIN_FONT));") == MIN_FONT == 10
+    assert min(FONT.values()) >= MIN_FONT

@@ -1,8 +1,12 @@
 """How charts are rendered: in the book (local JavaScript) or in a live notebook (defaults).
 
 During ``make book`` the environment variable ``GRPO_BOOK_BUILD=1`` is set; :func:`setup_book`
-then points Altair's ``html`` renderer at the Vega files the site serves itself, so no page asks a
-CDN for anything. In Jupyter, Colab or VS Code nothing changes: Altair keeps its default renderer.
+then enables the book's renderer (:data:`BOOK_RENDERER`): Altair's ``html`` renderer pointed at the
+Vega files the site serves itself, so no page asks a CDN for anything, whose page calls
+``grpoEmbed`` (``book/assets/grpo-charts.js``, loaded on every page) instead of ``vegaEmbed``, so
+a chart wider than its column is laid out for it (panels stacked, widths reduced) rather than
+scaled down with its text. In Jupyter, Colab or VS Code nothing changes: Altair keeps its default
+renderer.
 
 The chapters are also the notebooks people open on Colab, where neither myst-nb nor the repository
 is there: :func:`glue` is myst-nb's ``glue`` when myst-nb is installed and otherwise shows and keeps
@@ -20,13 +24,22 @@ import altair as alt
 
 from grpo_core.validation import check_integer
 
-__all__ = ["setup_book", "in_book_build", "vendor_base_url", "wrap_report", "glue", "GLUED", "repo_path", "DATA_ENV"]
+__all__ = ["setup_book", "in_book_build", "vendor_base_url", "wrap_report", "glue", "GLUED", "repo_path", "DATA_ENV",
+           "BOOK_RENDERER", "book_embed_html"]
 
 #: Environment variable naming a clone of the repository (set by the Colab set-up cells that fetch it).
 DATA_ENV = "GRPO_DYNAMICS_DATA"
 
 #: Values passed to :func:`glue` while myst-nb is not installed (name -> value).
 GLUED: dict[str, object] = {}
+
+#: Name of the Altair renderer :func:`setup_book` enables in the book build.
+BOOK_RENDERER = "grpo_book"
+#: The call Altair's html renderer writes, and what the book's renderer writes in its place: the
+#: page's ``grpoEmbed`` (book/assets/grpo-charts.js) when it is loaded, else the same vegaEmbed call.
+_VEGA_EMBED_CALL = "vegaEmbed(outputDiv, spec, embedOpt)"
+_GRPO_EMBED_CALL = ('(typeof grpoEmbed === "function" ? grpoEmbed(outputDiv, spec, embedOpt, vegaEmbed)'
+                    " : vegaEmbed(outputDiv, spec, embedOpt))")
 
 
 def in_book_build() -> bool:
@@ -52,7 +65,38 @@ def setup_book(page_depth: int = 0) -> None:
     """
     alt.data_transformers.disable_max_rows()
     if in_book_build():
-        alt.renderers.enable("html", base_url=vendor_base_url(page_depth))
+        alt.renderers.enable(BOOK_RENDERER, base_url=vendor_base_url(page_depth))
+
+
+def book_embed_html(html: str) -> str:
+    """Altair's html output with its ``vegaEmbed(...)`` call going through the page's ``grpoEmbed``.
+
+    ``grpoEmbed`` (``book/assets/grpo-charts.js``, loaded on every page of the book) draws the
+    chart laid out for its container's width; where it is not defined the original call runs.
+
+    Raises
+    ------
+    ValueError
+        ``html`` does not contain Altair's call exactly once (an Altair whose template changed).
+    """
+    count = html.count(_VEGA_EMBED_CALL)
+    if count != 1:
+        raise ValueError(f"expected one {_VEGA_EMBED_CALL!r} in Altair's html output; found {count}")
+    return html.replace(_VEGA_EMBED_CALL, _GRPO_EMBED_CALL)
+
+
+def _book_renderer(spec: dict, **metadata):
+    """Altair's ``html`` renderer, its page calling ``grpoEmbed`` (:func:`book_embed_html`)."""
+    from altair.vegalite.v6.display import html_renderer
+
+    out = html_renderer(spec, **metadata)
+    bundle, meta = out if isinstance(out, tuple) else (out, None)
+    bundle = dict(bundle)
+    bundle["text/html"] = book_embed_html(bundle["text/html"])
+    return bundle if meta is None else (bundle, meta)
+
+
+alt.renderers.register(BOOK_RENDERER, _book_renderer)
 
 
 def wrap_report(text: str, width: int = 78) -> str:

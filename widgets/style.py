@@ -13,7 +13,7 @@ regime, an estimator or a law has the same colour in every chapter.
   floored at half the mean (``floor=0.5``), so a noisy point keeps a finite bar.
 * Chart defaults. :data:`WIDTH` (default widths), :func:`step_x`, :func:`group_size_x`,
   :func:`k_ref_x` (the x axes that recur), :data:`LOG2` (the group-size scale) and the text sizes
-  :data:`FONT`.
+  :data:`FONT`, none below :data:`MIN_FONT`.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ __all__ = [
     "BANDIT_REGIME_COLORS",
     "WIDTH",
     "FONT",
+    "MIN_FONT",
     "LOG2",
     "color_scale",
     "two_se_bounds",
@@ -93,6 +94,11 @@ BANDIT_REGIME_COLORS = {
 WIDTH = {"column": 620, "wide": 560, "half": 420}
 #: Font sizes (px): a regime verdict, a point's label, an annotation, a small note.
 FONT = {"verdict": 18, "label": 13, "annotation": 12, "small": 11}
+#: The smallest text a chart draws (px, at its natural size). Vega's defaults are at or above it
+#: (axis and legend labels 10, their titles 11, a chart title 13); in the book any smaller font size
+#: of a spec is raised to it (book/assets/grpo-charts.js), and a chart too wide for its column is
+#: laid out for it rather than scaled down, so its text stays at least this size on a phone.
+MIN_FONT = 10
 
 #: The group-size axis: log scale, base 2 (G = 2, 4, 8, ...).
 LOG2 = {"type": "log", "base": 2}

@@ -1,0 +1,362 @@
+/* Charts that fit their column: every Altair chart of the book is embedded through grpoEmbed.
+ *
+ * The book's charts are Vega-Lite specs drawn in the browser (widgets.rendering's book renderer
+ * writes `grpoEmbed(outputDiv, spec, embedOpt, vegaEmbed)` where Altair's html renderer writes
+ * `vegaEmbed(outputDiv, spec, embedOpt)`). A chart wider than its column used to be scaled down by
+ * CSS with its text (a 620 px chart on a 342 px phone column drew 10 px labels at 5.5 px). Here:
+ *
+ * 1. Every font size below MIN_FONT (10 px) in the spec is raised to MIN_FONT.
+ * 2. The chart is drawn. If it is wider than its container, the spec is laid out for a narrow
+ *    column and drawn again: side-by-side panels are stacked (top-level hconcat -> vconcat,
+ *    concat/facet columns -> 1, a facet's column field -> one wrapped column), a legend on the
+ *    right or left goes under the plot, a title too long for the column is broken into lines.
+ * 3. If it is still too wide, each panel's numeric width is reduced by the excess (not below
+ *    MIN_WIDTH) and it is drawn again (twice at most). Heights are kept. Only what still
+ *    overflows then is scaled down by CSS (grpo.css: max-width 100%).
+ *
+ * Params, their bindings (sliders, radios) and the Vega expressions are untouched: a narrow layout
+ * keeps the top-level params, and vega-embed renders the bindings once per chart. When the
+ * container later changes width across the chart's natural width (a rotated phone, a resized
+ * window, a chart first shown in a closed dropdown), the chart is laid out again, its params
+ * keeping the values a reader set.
+ *
+ * The embedded element keeps its Vega view (`el.grpoView`), its natural (unscaled) width
+ * (`el.dataset.grpoNatural`), the spec it drew (`el.grpoSpec`) and which layout it got (`el.dataset.grpoLayout`: "natural",
+ * "stacked" or "narrowed"), which the browser tests read.
+ *
+ * In a notebook (Jupyter, Colab) this file is not loaded and Altair's own vegaEmbed call runs.
+ * The spec functions are plain functions of JSON (tested with node in tests/test_rendering.py).
+ */
+(function (root) {
+  "use strict";
+
+  var MIN_FONT = 10;      // px, every text of a chart at natural size
+  var MIN_WIDTH = 140;    // px, the narrowest a panel is made
+  var FONT_KEY = /fontsize$/i;
+  var LEGEND_CHANNELS = ["color", "fill", "stroke", "shape", "size", "opacity", "fillOpacity",
+                         "strokeOpacity", "strokeDash", "strokeWidth"];
+
+  function clone(x) { return JSON.parse(JSON.stringify(x)); }
+  function isObj(x) { return x !== null && typeof x === "object" && !Array.isArray(x); }
+  function markType(mark) { return isObj(mark) ? mark.type : mark; }
+
+  /* Raise every font size below MIN_FONT (config, marks, axes, legends, headers, titles and a
+     text mark's size channel) to MIN_FONT; returns the number of values raised. In place. */
+  function floorFonts(spec) {
+    var raised = 0;
+    function walk(o, parentMark) {
+      if (Array.isArray(o)) { o.forEach(function (v) { walk(v, parentMark); }); return; }
+      if (!isObj(o)) return;
+      var mark = o.mark !== undefined ? markType(o.mark) : parentMark;
+      Object.keys(o).forEach(function (k) {
+        var v = o[k];
+        if (FONT_KEY.test(k) && typeof v === "number" && v < MIN_FONT) { o[k] = MIN_FONT; raised++; }
+      });
+      // A text mark's "size" is its font size (mark property, config.text, encoding value).
+      if (isObj(o.mark) && o.mark.type === "text" && typeof o.mark.size === "number" && o.mark.size < MIN_FONT) {
+        o.mark.size = MIN_FONT; raised++;
+      }
+      if (mark === "text" && isObj(o.encoding) && isObj(o.encoding.size) &&
+          typeof o.encoding.size.value === "number" && o.encoding.size.value < MIN_FONT) {
+        o.encoding.size.value = MIN_FONT; raised++;
+      }
+      if (isObj(o.config) && isObj(o.config.text) && typeof o.config.text.size === "number" &&
+          o.config.text.size < MIN_FONT) { o.config.text.size = MIN_FONT; raised++; }
+      Object.keys(o).forEach(function (k) { if (k !== "data" && k !== "datasets") walk(o[k], mark); });
+    }
+    walk(spec, undefined);
+    return raised;
+  }
+
+  /* Break a title's text into lines of at most `width` px (about 0.6 em a character). */
+  function wrapText(text, width, fontSize) {
+    if (Array.isArray(text) || typeof text !== "string") return text;
+    var perLine = Math.max(12, Math.floor(width / (0.6 * fontSize)));
+    if (text.length <= perLine) return text;
+    var lines = [], line = "";
+    text.split(" ").forEach(function (word) {
+      if (line && (line + " " + word).length > perLine) { lines.push(line); line = word; }
+      else { line = line ? line + " " + word : word; }
+    });
+    if (line) lines.push(line);
+    return lines;
+  }
+
+  function wrapTitle(o, width) {
+    if (o.title === undefined || o.title === null) return;
+    if (typeof o.title === "string") { o.title = wrapText(o.title, width, 13); return; }
+    if (isObj(o.title)) {
+      var fs = typeof o.title.fontSize === "number" ? o.title.fontSize : 13;
+      o.title.text = wrapText(o.title.text, width, fs);
+      if (o.title.subtitle !== undefined) {
+        var sfs = typeof o.title.subtitleFontSize === "number" ? o.title.subtitleFontSize : 11;
+        o.title.subtitle = wrapText(o.title.subtitle, width, sfs);
+      }
+    }
+  }
+
+  /* The encoding channels of `enc` that draw a legend. */
+  function legendDefs(enc) {
+    return LEGEND_CHANNELS.map(function (ch) { return enc[ch]; }).filter(function (def) {
+      return isObj(def) && def.legend !== null &&
+        (def.field !== undefined || def.condition !== undefined || def.datum !== undefined);
+    });
+  }
+
+  /* A Vega expression breaking the string `e` into lines of at most `n` characters, at spaces. */
+  function wrapExpr(e, n) {
+    return "split(trim(replace(" + e + ", regexp('(.{1," + n + "})( +|$)', 'g'), '$1\\n')), '\\n')";
+  }
+
+  /* Every view of the spec (the spec itself, concat/layer children, a facet's or repeat's inner
+     spec), with its parent's key. */
+  function views(spec, fn) {
+    (function walk(o) {
+      if (!isObj(o)) return;
+      fn(o);
+      ["hconcat", "vconcat", "concat", "layer"].forEach(function (k) {
+        if (Array.isArray(o[k])) o[k].forEach(walk);
+      });
+      if (isObj(o.spec)) walk(o.spec);
+    })(spec);
+  }
+
+  /* The narrow layout of a spec, in place: panels stacked, side legends moved under the plot,
+     titles wrapped to `width`. Returns the list of changes made (empty: nothing to do). */
+  function stack(spec, width) {
+    var changes = [];
+    var config = isObj(spec.config) ? spec.config : null;
+    var configOrient = config && isObj(config.legend) ? config.legend.orient : undefined;
+    views(spec, function (o) {
+      if (Array.isArray(o.hconcat)) {
+        o.vconcat = o.hconcat; delete o.hconcat; changes.push("hconcat->vconcat");
+      }
+      if ((Array.isArray(o.concat) || o.facet !== undefined || o.repeat !== undefined) &&
+          typeof o.columns === "number" && o.columns > 1) {
+        o.columns = 1; changes.push("columns->1");
+      }
+      // A facet by a column field: one wrapped column (headers stay on top of each panel).
+      if (isObj(o.facet) && o.facet.column !== undefined && o.facet.row === undefined) {
+        o.facet = o.facet.column; o.columns = 1; changes.push("facet column->wrapped");
+      }
+      if (isObj(o.repeat) && Array.isArray(o.repeat.column) && o.repeat.row === undefined) {
+        o.repeat = o.repeat.column; o.columns = 1; changes.push("repeat column->wrapped");
+      }
+      if (isObj(o.encoding)) {
+        var enc = o.encoding;
+        if (enc.column !== undefined && enc.row === undefined && enc.facet === undefined) {
+          enc.facet = enc.column; enc.facet.columns = 1; delete enc.column;
+          changes.push("encoding column->facet");
+        }
+        var defs = legendDefs(enc);
+        var laidOut = defs.some(function (d) {
+          return isObj(d.legend) && (d.legend.direction !== undefined || d.legend.columns !== undefined);
+        });
+        defs.forEach(function (def) {
+          var legend = isObj(def.legend) ? def.legend : {};
+          var orient = legend.orient !== undefined ? legend.orient : configOrient;
+          if (orient === undefined || orient === "right" || orient === "left") {
+            legend.orient = "bottom";
+            if (!laidOut) legend.direction = "vertical";
+            def.legend = legend; changes.push("legend->bottom");
+          }
+        });
+      }
+      wrapTitle(o, width);
+    });
+    if (configOrient === "right" || configOrient === "left") {
+      config.legend.orient = "bottom"; changes.push("config legend->bottom");
+    }
+    return changes;
+  }
+
+  /* The pixel positions (x, x2 given as a value) and text limits of a view's marks, scaled with
+     its width from `from` to `to` px (a label placed at the right edge stays there). */
+  function scalePositions(o, from, to) {
+    (function walk(v) {
+      if (!isObj(v)) return;
+      if (isObj(v.encoding)) {
+        ["x", "x2"].forEach(function (ch) {
+          var d = v.encoding[ch];
+          if (isObj(d) && typeof d.value === "number") d.value = Math.round(d.value * to / from);
+        });
+      }
+      if (Array.isArray(v.layer)) v.layer.forEach(walk);
+    })(o);
+  }
+
+  /* Reduce every panel's numeric width by `excess` px, relative to the widest panel (a panel
+     narrower than the widest by more than the excess keeps its width), not below MIN_WIDTH;
+     legends above or under a plot get one column, facet headers wrap to their panel's width.
+     Returns true when something changed. */
+  function narrow(spec, excess) {
+    var widest = 0, changed = false;
+    views(spec, function (o) { if (typeof o.width === "number") widest = Math.max(widest, o.width); });
+    var cap = Math.max(MIN_WIDTH, Math.floor(widest - excess));
+    views(spec, function (o) {
+      if (typeof o.width === "number" && o.width > cap) {
+        scalePositions(o, o.width, cap);
+        o.width = cap; changed = true;
+      }
+      if (isObj(o.encoding)) {
+        legendDefs(o.encoding).forEach(function (def) {
+          var legend = isObj(def.legend) ? def.legend : {};
+          if (legend.columns !== 1 || legend.direction !== "vertical") {
+            legend.columns = 1; legend.direction = "vertical"; def.legend = legend; changed = true;
+          }
+        });
+      }
+      if (isObj(o.facet)) {
+        var facets = o.facet.field !== undefined ? [o.facet] : [o.facet.row, o.facet.column];
+        facets.forEach(function (f) {
+          if (!isObj(f) || f.header === null) return;
+          var header = isObj(f.header) ? f.header : {};
+          var fs = typeof header.labelFontSize === "number" ? header.labelFontSize : 11;
+          if (header.labelExpr === undefined) {
+            header.labelExpr = wrapExpr("datum.label", Math.max(12, Math.floor(cap / (0.6 * fs))));
+            changed = true;
+          }
+          if (typeof header.labelLimit === "number" && header.labelLimit > cap) {
+            header.labelLimit = cap; changed = true;
+          }
+          f.header = header;
+        });
+      }
+    });
+    return changed;
+  }
+
+  /* Set every panel's numeric width to at most `width` px (positions scaled with it). */
+  function capWidths(spec, width) {
+    views(spec, function (o) {
+      if (typeof o.width === "number" && o.width > width) { scalePositions(o, o.width, width); o.width = width; }
+    });
+  }
+
+  /* Natural (unscaled) width in px of the chart drawn in `el`. */
+  function naturalWidth(el) {
+    var svg = el.querySelector("svg.marks, svg");
+    if (svg) {
+      var vb = svg.viewBox && svg.viewBox.baseVal;
+      return vb && vb.width ? vb.width : parseFloat(svg.getAttribute("width"));
+    }
+    var canvas = el.querySelector("canvas");
+    return canvas ? parseFloat(canvas.style.width) || canvas.width : 0;
+  }
+
+  /* Width in px available to the chart: the container's content width. */
+  function available(el) {
+    var r = el.getBoundingClientRect().width;
+    if (!r) return 0;
+    var cs = getComputedStyle(el);
+    return r - (parseFloat(cs.paddingLeft) || 0) - (parseFloat(cs.paddingRight) || 0);
+  }
+
+  /* The values a reader set on the bound params, carried into a new layout. */
+  function carryParams(spec, view) {
+    if (!view || !Array.isArray(spec.params)) return;
+    spec.params.forEach(function (p) {
+      if (p && p.bind !== undefined && p.name) {
+        try { p.value = view.signal(p.name); } catch (e) { /* not a signal of this view */ }
+      }
+    });
+  }
+
+  function draw(el, spec, opt, embed, state) {
+    if (state.result && state.result.finalize) state.result.finalize();
+    el.innerHTML = "";
+    return embed(el, spec, opt).then(function (result) {
+      state.result = result;
+      el.grpoView = result.view;
+      el.grpoSpec = spec;
+      return result;
+    });
+  }
+
+  /* Lay the chart out for its container; resolves to the last vega-embed result. */
+  function layout(el, state) {
+    var avail = available(el);
+    if (!avail) return Promise.resolve(state.result);  // hidden: laid out when shown
+    if (avail >= state.fullWidth - 0.5) {
+      if (state.layout === "natural") return Promise.resolve(state.result);
+      var full = clone(state.spec);
+      carryParams(full, state.result && state.result.view);
+      return draw(el, full, state.opt, state.embed, state).then(function (r) {
+        return finish(el, state, "natural", r);
+      });
+    }
+    if (state.layout !== "natural" && state.layoutWidth === avail) return Promise.resolve(state.result);
+    var spec = clone(state.spec);
+    carryParams(spec, state.result && state.result.view);
+    var changes = stack(spec, avail);
+    var kind = changes.length ? "stacked" : "natural";
+    var start = changes.length || state.layout !== "natural"
+      ? draw(el, spec, state.opt, state.embed, state) : Promise.resolve(state.result);
+    var tries = 0, before = null;
+    function shrink(result) {
+      var w = naturalWidth(el);
+      if (w <= avail + 0.5) return finish(el, state, kind, result, avail);
+      if (before !== null && before.width - w < 0.5 * (before.width - avail) && !before.capped) {
+        // Narrower panels did not make the chart much narrower: something of fixed size (a long
+        // annotation) sets its width. Keep panels of a reasonable width for the column instead.
+        spec = before.spec; narrow(spec, 0); capWidths(spec, Math.max(MIN_WIDTH, Math.floor(avail - 80)));
+        before = {spec: null, width: w, capped: true};
+        return draw(el, spec, state.opt, state.embed, state).then(function (r) {
+          return finish(el, state, kind, r, avail);
+        });
+      }
+      if (tries >= 2) return finish(el, state, kind, result, avail);
+      var previous = clone(spec);
+      if (!narrow(spec, w - avail)) return finish(el, state, kind, result, avail);
+      before = {spec: previous, width: w, capped: false};
+      tries++;
+      kind = "narrowed";
+      return draw(el, spec, state.opt, state.embed, state).then(shrink);
+    }
+    return start.then(shrink);
+  }
+
+  function finish(el, state, kind, result, avail) {
+    state.layout = kind;
+    state.layoutWidth = avail || 0;
+    el.dataset.grpoLayout = kind;
+    el.dataset.grpoNatural = String(Math.round(naturalWidth(el)));
+    return result;
+  }
+
+  /* Embed `spec` in `el` like vegaEmbed(el, spec, opt), laid out for el's width. `embed` is
+     the vegaEmbed function (from RequireJS on pages with widgets); default window.vegaEmbed. */
+  function grpoEmbed(el, spec, opt, embed) {
+    embed = embed || root.vegaEmbed;
+    var base = clone(spec);
+    if (root.grpoChartsOff) {  // drawn as given (a measurement of the page without this file)
+      return draw(el, base, opt || {}, embed, {});
+    }
+    floorFonts(base);
+    var state = {spec: base, opt: opt || {}, embed: embed, result: null, layout: "natural", layoutWidth: 0,
+                 fullWidth: 0};
+    var first = draw(el, clone(base), state.opt, embed, state).then(function (r) {
+      finish(el, state, "natural", r);
+      state.fullWidth = naturalWidth(el);
+      return layout(el, state);
+    });
+    if (typeof ResizeObserver === "function") {
+      var busy = first, lastWidth = null;
+      first.then(function () {
+        lastWidth = available(el);
+        new ResizeObserver(function () {
+          var w = available(el);
+          if (!w || Math.abs(w - lastWidth) < 1) return;
+          lastWidth = w;
+          busy = busy.then(function () { return layout(el, state); }, function () {});
+        }).observe(el);
+      }, function () {});
+    }
+    return first;
+  }
+
+  var api = {grpoEmbed: grpoEmbed, floorFonts: floorFonts, stack: stack, narrow: narrow,
+             capWidths: capWidths, wrapText: wrapText, wrapExpr: wrapExpr, MIN_FONT: MIN_FONT, MIN_WIDTH: MIN_WIDTH};
+  if (typeof module === "object" && module.exports) module.exports = api;
+  else { root.grpoEmbed = grpoEmbed; root.grpoCharts = api; }
+})(typeof window !== "undefined" ? window : this);
