@@ -28,6 +28,10 @@ __all__ = [
     "metric_chart",
     "diagnosis_charts",
     "diagnosis_dashboard",
+    "stack_panels",
+    "step_domain",
+    "wrapped_table",
+    "mode_name",
     "zero_spread_expectation_chart",
     "instability_sweep_chart",
 ]
@@ -92,21 +96,65 @@ def _onset_rules(diagnosis, height_domain=None) -> list[alt.Chart]:
     ]
 
 
+def step_domain(log: RunLog, diagnosis=None, *, forecast: bool = True) -> list[float]:
+    """The x domain that holds every logged step (train and eval) and, with ``forecast``, the steps
+    the diagnosis' forecast covers (up to its horizon): one domain for every panel of a run.
+
+    Examples
+    --------
+    >>> from grpo_core.runs.synthetic import synthetic_log
+    >>> step_domain(synthetic_log("healthy", n_steps=80))
+    [1.0, 80.0]
+    """
+    _check_log(log)
+    steps = [pd.to_numeric(frame["step"], errors="coerce").to_numpy(float)
+             for frame in (log.train, log.eval) if len(frame) and "step" in frame]
+    steps = np.concatenate(steps) if steps else np.array([])
+    steps = steps[np.isfinite(steps)]
+    if not steps.size:
+        raise DataError(f"{log.source} has no step to draw")
+    lo, hi = float(steps.min()), float(steps.max())
+    fc = diagnosis.forecast if diagnosis is not None else None
+    if forecast and fc is not None and "horizon" in fc:
+        hi = max(hi, float(fc["horizon"]))
+    return [lo, hi if hi > lo else lo + 1.0]
+
+
+def _step_scale(domain):
+    """The step scale over ``domain`` exactly (no rounding to nice values, no forced zero); Vega's
+    default when ``domain`` is None."""
+    if domain is None:
+        return alt.Undefined
+    return alt.Scale(domain=[float(v) for v in domain], nice=False, zero=False)
+
+
+def _x(domain) -> alt.X:
+    """The step axis over ``domain`` (:func:`_step_scale`)."""
+    return step_x() if domain is None else step_x(scale=_step_scale(domain))
+
+
 def reward_chart(log: RunLog, diagnosis=None, *, metric: str = "reward", eval_metric: str | None = None,
-                 width: int = WIDTH["column"], height: int = 260, max_points: int = 1500) -> alt.LayerChart:
-    """The reward per step with its smoothed curve, the fitted law, the forecast plateau and band.
+                 forecast: bool = True, x_domain=None, width: int = WIDTH["column"], height: int = 260,
+                 max_points: int = 1500) -> alt.LayerChart:
+    """The reward per step with its smoothed curve, the fitted law, the forecast and its band, with a
+    legend that names every mark.
 
     Parameters
     ----------
     log : RunLog
     diagnosis : Diagnosis, optional
-        From :func:`grpo_core.runs.diagnostics.diagnose`; adds the smoothed curve, the fitted law with
-        its band, the plateau (dashed) with its band (shaded), and the findings' onsets. A forecast
-        marked unreliable (an unstable run) is drawn as the smoothed curve only.
+        From :func:`grpo_core.runs.diagnostics.diagnose`; adds the smoothed curve, the fitted law,
+        the forecast with its band (shaded), the forecaster's current level (dotted) and the findings'
+        onsets. A forecast marked unreliable (an unstable run) draws no law.
     metric : str
         Training column to draw (``"reward"``).
     eval_metric : str, optional
         Eval column to overlay (default: the eval ``reward`` if the log has one).
+    forecast : bool
+        Draw the forecast, its band and its current level (``False``: the logged steps only).
+    x_domain : pair of float, optional
+        The step axis' domain (default :func:`step_domain`: the logged steps, and the forecast's
+        horizon when the forecast is drawn).
     width, height : int
         Size in pixels.
     max_points : int
@@ -115,7 +163,7 @@ def reward_chart(log: RunLog, diagnosis=None, *, metric: str = "reward", eval_me
     Returns
     -------
     altair.LayerChart
-        Raw reward (grey), smoothed curve, fitted law with its band, eval points, finding onsets.
+        Raw reward (grey), smoothed curve, fitted law, forecast band, eval points, finding onsets.
 
     Raises
     ------
@@ -135,68 +183,71 @@ def reward_chart(log: RunLog, diagnosis=None, *, metric: str = "reward", eval_me
     """
     _check_log(log)
     raw = _series(log, metric, max_points)
-    x = step_x()
-    y_title = metric
-    layers = [
-        alt.Chart(raw).mark_line(strokeWidth=0.6, opacity=0.5, color=_DATA).encode(
-            x=x, y=alt.Y("value:Q", title=y_title)),
-        alt.Chart(raw).mark_circle(size=10, opacity=0.5, color=_DATA).encode(
-            x=x, y="value:Q", tooltip=["step:Q", alt.Tooltip("value:Q", format=".4g")]),
-    ]
     fc = diagnosis.forecast if diagnosis is not None else None
-    if fc is not None and fc.get("metric", "reward") == metric and fc.get("law") is not None:
+    fc = fc if fc is not None and fc.get("metric", "reward") == metric else None
+    x = _x(x_domain if x_domain is not None else step_domain(log, diagnosis, forecast=forecast))
+    if eval_metric is None and len(log.eval) and log.has("reward", "eval") and metric == "reward":
+        eval_metric = "reward"
+    # (frame, label, colour, dash, width, tooltip) of every line; the legend names each by its label
+    lines: list[tuple] = [(raw, "per step", _DATA, [1, 0], 0.6, ["step:Q", alt.Tooltip("value:Q", format=".4g")])]
+    band = None
+    if fc is not None and fc.get("law") is not None:
         sm_t, sm = _thin(np.asarray(fc["smoothed_t"], float), np.asarray(fc["smoothed"], float), max_points)
-        smooth = pd.DataFrame({"step": sm_t, "value": sm, "curve": f"rolling mean ({fc['window']} points)"})
         if fc.get("reliable", True):  # the law that describes the curve (its own band is not the forecast's)
             ft, fv = np.asarray(fc["t"], float), np.asarray(fc["fitted"], float)
             keep = np.unique(np.linspace(0, ft.size - 1, min(ft.size, max_points)).astype(int))
-            fit = pd.DataFrame({"step": ft[keep], "value": fv[keep],
-                                "law": f"{fc['law']} law (R² {fc['r2_smoothed']:.2f} on the smoothed curve)"})
-            color = LAW_COLORS.get(fc["law"], OKABE_ITO["blue"])
-            layers.append(alt.Chart(fit).mark_line(color=color, strokeWidth=2.5).encode(
-                x=x, y="value:Q", tooltip=["law:N", alt.Tooltip("value:Q", format=".4g")]))
-        layers.append(alt.Chart(smooth).mark_line(color=INK, strokeWidth=1.5).encode(
-            x=x, y="value:Q", tooltip=["curve:N", "step:Q", alt.Tooltip("value:Q", format=".4g")]))
-    if fc is not None and fc.get("metric", "reward") == metric:  # on top: the forecast and its "now"
-        layers += _forecast_layers(fc, x)
-    if eval_metric is None and len(log.eval) and log.has("reward", "eval") and metric == "reward":
-        eval_metric = "reward"
+            lines.append((pd.DataFrame({"step": ft[keep], "value": fv[keep]}),
+                          f"{fc['law'].replace('_', '-')} law fitted to the curve (R² {fc['r2_smoothed']:.2f})",
+                          LAW_COLORS.get(fc["law"], OKABE_ITO["blue"]), [1, 0], 2.5,
+                          [alt.Tooltip("value:Q", format=".4g")]))
+        lines.append((pd.DataFrame({"step": sm_t, "value": sm}), f"rolling mean ({fc['window']} points)", INK,
+                      [1, 0], 1.5, ["step:Q", alt.Tooltip("value:Q", format=".4g")]))
+    if forecast and fc is not None and "final" in fc:  # on top: the forecast and its "now"
+        h = float(fc["horizon"])
+        a, b = fc["now_steps"]
+        color = OKABE_ITO["vermillion"]
+        lines.append((pd.DataFrame({"step": [a, b], "value": fc["now"]}),
+                      f"current level (mean of steps {a:.0f}-{b:.0f})", color, [2, 2], 2.5,
+                      [alt.Tooltip("value:Q", format=".4g", title="now (current level)"), "step:Q"]))
+        lines.append((pd.DataFrame({"step": [0.8 * h, h], "value": fc["final"]}),
+                      f"forecast: mean of steps {0.8 * h:.0f}-{h:.0f} if trained to step {h:.0f}", color,
+                      [1, 0], 2.5, [alt.Tooltip("value:Q", format=".4g", title="forecast (mean of these steps)")]))
+        band = pd.DataFrame({"step": [0.8 * h, h], "low": fc["final_low"], "high": fc["final_high"],
+                             "band": "90% band of the forecast"})
     if eval_metric is not None:
         ev = _series(log, eval_metric, max_points, split="eval")
-        layers.append(
-            alt.Chart(ev)
-            .mark_line(point=alt.OverlayMarkDef(color=_EVAL), color=_EVAL, strokeDash=[2, 2])
-            .encode(
-                x=x,
-                y="value:Q",
-                tooltip=["step:Q", alt.Tooltip("value:Q", format=".4g", title=f"eval {eval_metric}")],
-            )
-        )
+        lines.append((ev, f"eval {eval_metric}", _EVAL, [2, 2], 1.5,
+                      ["step:Q", alt.Tooltip("value:Q", format=".4g", title=f"eval {eval_metric}")]))
+    # drawn in list order (the rolling mean over the law); listed with the rolling mean second
+    order = sorted(range(len(lines)), key=lambda i: (i > 0, not lines[i][1].startswith("rolling mean"), i))
+    labels = [lines[i][1] for i in order]
+    legend = alt.Legend(title=None, orient="top", columns=2, labelLimit=0, symbolType="stroke",
+                        symbolStrokeWidth=2.5, symbolOpacity=1)
+    stroke = alt.Stroke("mark:N", scale=alt.Scale(domain=labels, range=[lines[i][2] for i in order]),
+                        legend=legend)
+    dash = alt.StrokeDash("mark:N", scale=alt.Scale(domain=labels, range=[lines[i][3] for i in order]),
+                          legend=legend)
+    layers = []
+    if band is not None:
+        layers.append(alt.Chart(band).mark_area(opacity=0.18).encode(
+            x=x, y=alt.Y("low:Q", title=metric), y2="high:Q",
+            fill=alt.Fill("band:N", scale=alt.Scale(domain=["90% band of the forecast"],
+                                                    range=[OKABE_ITO["vermillion"]]),
+                          legend=alt.Legend(title=None, orient="top", labelLimit=0, symbolType="square",
+                                            symbolOpacity=0.3)),
+            tooltip=[alt.Tooltip("low:Q", format=".4g"), alt.Tooltip("high:Q", format=".4g")]))
+    for frame, label, _, _, stroke_width, tooltip in lines:
+        frame = frame.assign(mark=label)
+        mark = (alt.Chart(frame).mark_line(strokeWidth=stroke_width, opacity=0.5 if label == "per step" else 1,
+                                           point=alt.OverlayMarkDef(color=_EVAL) if label.startswith("eval ")
+                                           else False))
+        layers.append(mark.encode(x=x, y=alt.Y("value:Q", title=metric), stroke=stroke, strokeDash=dash,
+                                  tooltip=["mark:N", *tooltip]))
+        if label == "per step":  # the raw values as points too
+            layers.append(alt.Chart(frame).mark_circle(size=10, opacity=0.5, color=_DATA).encode(
+                x=x, y="value:Q", tooltip=["step:Q", alt.Tooltip("value:Q", format=".4g")]))
     layers += _onset_rules(diagnosis)
-    return alt.layer(*layers).properties(width=width, height=height)
-
-
-def _forecast_layers(fc: dict, x) -> list:
-    """The forecast of :func:`~grpo_core.runs.diagnostics.diagnose` (the benchmarked forecaster): its
-    band over the steps whose mean it forecasts (the last 20% up to the horizon), a rule at the
-    forecast, and the current level over the steps it averages. Nothing when it has no forecast."""
-    if "final" not in fc:
-        return []
-    h = float(fc["horizon"])
-    color = OKABE_ITO["vermillion"]
-    box = pd.DataFrame({"step": [0.8 * h, h], "low": fc["final_low"], "high": fc["final_high"],
-                        "forecast": fc["final"]})
-    a, b = fc["now_steps"]
-    now = pd.DataFrame({"step": [a, b], "now": fc["now"]})
-    return [
-        alt.Chart(box).mark_area(opacity=0.18, color=color).encode(x=x, y="low:Q", y2="high:Q"),
-        alt.Chart(box).mark_line(color=color, strokeWidth=2.5).encode(
-            x=x, y="forecast:Q",
-            tooltip=[alt.Tooltip("forecast:Q", format=".4g", title="forecast (mean of these steps)"),
-                     alt.Tooltip("low:Q", format=".4g"), alt.Tooltip("high:Q", format=".4g")]),
-        alt.Chart(now).mark_line(color=color, strokeWidth=2.5, strokeDash=[2, 2]).encode(
-            x=x, y="now:Q", tooltip=[alt.Tooltip("now:Q", format=".4g", title="now (current level)"), "step:Q"]),
-    ]
+    return alt.layer(*layers).resolve_scale(color="independent").properties(width=width, height=height)
 
 
 def zero_spread_chart(
@@ -206,6 +257,7 @@ def zero_spread_chart(
     group_size: int | None = None,
     binary_reward: bool | None = None,
     num_prompts: int | None = None,
+    x_domain=None,
     width: int = WIDTH["column"],
     height: int = 200,
     max_points: int = 1500,
@@ -223,6 +275,8 @@ def zero_spread_chart(
     diagnosis : Diagnosis, optional
     group_size, binary_reward, num_prompts
         As :func:`grpo_core.runs.diagnostics.zero_spread_series`.
+    x_domain : pair of float, optional
+        The step axis' domain, exactly (default: Vega's, from the data).
     width, height, max_points : int
 
     Returns
@@ -250,7 +304,7 @@ def zero_spread_chart(
     s, obs = _thin(table["step"].to_numpy(float), table["observed"].to_numpy(), max_points)
     _, sm = _thin(table["step"].to_numpy(float), table["smoothed"].to_numpy(), max_points)
     _, ex = _thin(table["step"].to_numpy(float), table["expected_smoothed"].to_numpy(), max_points)
-    x = step_x()
+    x = _x(x_domain)
     y = alt.Y("value:Q", title="zero-spread fraction", scale=alt.Scale(domain=[0, 1]))
     lines = [
         pd.DataFrame({"step": s, "value": sm, "series": f"rolling mean ({table.attrs['window']} steps)"})
@@ -278,9 +332,14 @@ def zero_spread_chart(
     layers = []
     f = diagnosis.find("advantage_degeneration") if diagnosis is not None else None
     if f is not None:
-        span = pd.DataFrame({"start": [f.steps[0]], "end": [f.steps[1]], "severity": [f.severity]})
-        layers.append(alt.Chart(span).mark_rect(opacity=0.12, color=SEVERITY_COLORS[f.severity]).encode(
-            x="start:Q", x2="end:Q"))
+        name = f"advantage-degeneration finding ({f.severity}), steps {f.steps[0]}-{f.steps[1]}"
+        span = pd.DataFrame({"start": [f.steps[0]], "end": [f.steps[1]], "finding": [name]})
+        layers.append(alt.Chart(span).mark_rect(opacity=0.12).encode(
+            x=alt.X("start:Q", scale=_step_scale(x_domain)), x2="end:Q",
+            fill=alt.Fill("finding:N", scale=alt.Scale(domain=[name], range=[SEVERITY_COLORS[f.severity]]),
+                          legend=alt.Legend(title=None, orient="top", labelLimit=0, symbolType="square",
+                                            symbolOpacity=0.3)),
+            tooltip=["finding:N"]))
     layers += [
         alt.Chart(pd.DataFrame({"step": s, "value": obs}))
         .mark_circle(size=10, opacity=0.4, color=_DATA)
@@ -344,6 +403,7 @@ def metric_chart(
     *,
     title: str | None = None,
     log_scale: bool | None = None,
+    x_domain=None,
     width: int = WIDTH["column"],
     height: int = 180,
     max_points: int = 1500,
@@ -362,6 +422,8 @@ def metric_chart(
     log_scale : bool, optional
         Logarithmic y axis; by default when every value is positive and they span more than two
         decades (growing KL and gradient norms).
+    x_domain : pair of float, optional
+        The step axis' domain, exactly (default: Vega's, from the data).
     width, height, max_points : int
 
     Returns
@@ -392,7 +454,7 @@ def metric_chart(
         log_scale = bool(np.all(v > 0) and v.max() / v.min() > 100)
     scale = alt.Scale(type="log") if log_scale else alt.Scale(zero=False)
     y = alt.Y("value:Q", title=title or ", ".join(present), scale=scale)
-    enc = dict(x=step_x(), y=y,
+    enc = dict(x=_x(x_domain), y=y,
                tooltip=["series:N", "step:Q", alt.Tooltip("value:Q", format=".4g")])
     if len(present) > 1:
         # none of the severity colours of the onset rules: a series must not read as an onset
@@ -415,7 +477,9 @@ def diagnosis_charts(log: RunLog, diagnosis=None, *, group_size: int | None = No
                      binary_reward: bool | None = None, num_prompts: int | None = None,
                      width: int = WIDTH["column"], max_points: int = 1500) -> dict[str, alt.LayerChart]:
     """Every panel the log allows, by name: ``reward``, ``zero_spread``, ``entropy``, ``kl``,
-    ``grad_norm``, ``clip`` (those whose columns exist), in that order.
+    ``grad_norm``, ``clip`` (those whose columns exist), in that order. Every panel has the same
+    step axis (:func:`step_domain`: the logged steps and the forecast's horizon), so that panels
+    stacked with :func:`stack_panels` line up step for step.
 
     Parameters
     ----------
@@ -443,8 +507,9 @@ def diagnosis_charts(log: RunLog, diagnosis=None, *, group_size: int | None = No
     """
     _check_log(log)
     out: dict[str, alt.LayerChart] = {}
+    dom = step_domain(log, diagnosis)
     if log.has("reward"):
-        out["reward"] = reward_chart(log, diagnosis, width=width, max_points=max_points)
+        out["reward"] = reward_chart(log, diagnosis, x_domain=dom, width=width, max_points=max_points)
     if log.has("frac_reward_zero_std") or log.has("reward_std"):
         out["zero_spread"] = zero_spread_chart(
             log,
@@ -452,6 +517,7 @@ def diagnosis_charts(log: RunLog, diagnosis=None, *, group_size: int | None = No
             group_size=group_size,
             binary_reward=binary_reward,
             num_prompts=num_prompts,
+            x_domain=dom,
             width=width,
             max_points=max_points,
         )
@@ -463,12 +529,28 @@ def diagnosis_charts(log: RunLog, diagnosis=None, *, group_size: int | None = No
     ]
     for name, metrics, title in panels:
         if any(log.has(m) for m in metrics):
-            out[name] = metric_chart(log, metrics, diagnosis, title=title, width=width, max_points=max_points)
+            out[name] = metric_chart(log, metrics, diagnosis, title=title, x_domain=dom, width=width,
+                                     max_points=max_points)
     return out
 
 
+def stack_panels(*charts) -> alt.VConcatChart:
+    """Panels of one run stacked vertically: one step scale shared by all (the same domain, so a step
+    sits at the same place in every panel), each panel's colours and legends its own.
+
+    Examples
+    --------
+    >>> from grpo_core.runs.synthetic import synthetic_log
+    >>> panels = diagnosis_charts(synthetic_log("healthy", n_steps=80))
+    >>> stack_panels(panels["reward"], panels["kl"]).to_dict()["resolve"]["scale"]["x"]
+    'shared'
+    """
+    return alt.vconcat(*charts).resolve_scale(x="shared", color="independent", stroke="independent",
+                                              strokeDash="independent", fill="independent")
+
+
 def diagnosis_dashboard(log: RunLog, diagnosis=None, **kwargs) -> alt.VConcatChart:
-    """:func:`diagnosis_charts` stacked vertically with independent colour scales.
+    """:func:`diagnosis_charts` stacked vertically (:func:`stack_panels`).
 
     Examples
     --------
@@ -476,8 +558,7 @@ def diagnosis_dashboard(log: RunLog, diagnosis=None, **kwargs) -> alt.VConcatCha
     >>> isinstance(diagnosis_dashboard(synthetic_log("healthy", n_steps=80)), alt.VConcatChart)
     True
     """
-    charts = list(diagnosis_charts(log, diagnosis, **kwargs).values())
-    return alt.vconcat(*charts).resolve_scale(color="independent")
+    return stack_panels(*diagnosis_charts(log, diagnosis, **kwargs).values())
 
 
 def zero_spread_expectation_chart(group_sizes=(2, 4, 8, 16), *, mark_p: float | None = None,
@@ -606,3 +687,54 @@ def instability_sweep_chart(table: pd.DataFrame, *, threshold: float | None = No
         .resolve_scale(y="independent")
         .properties(width=width, height=height)
     )
+
+
+def wrapped_table(frame: pd.DataFrame, *, max_width: str = "16em", index: bool = True):
+    """A table whose long cells wrap inside the page's column instead of running past it.
+
+    A table wider than the page's column scrolls sideways, and its last columns are cut off at the
+    edge; here every cell wraps between words (``white-space: normal``; a word longer than the cell is
+    broken) and is at most ``max_width`` wide, and the text sits at the top of its row. Write mode names
+    with spaces (:func:`mode_name`): ``a_b_c`` has no place to break.
+
+    Parameters
+    ----------
+    frame : DataFrame
+    max_width : str
+        CSS width of the widest cell.
+    index : bool
+        Show the index.
+
+    Returns
+    -------
+    pandas.io.formats.style.Styler
+        Displays as HTML in a notebook and on a book page.
+
+    Examples
+    --------
+    >>> html = wrapped_table(pd.DataFrame({"finding": ["off_policy_mismatch (critical)"]})).to_html()
+    >>> "white-space: normal" in html and "max-width: 16em" in html
+    True
+    """
+    if not isinstance(frame, pd.DataFrame):
+        raise ParameterError("frame", f"`frame` must be a DataFrame; got {type(frame).__name__}")
+    cell = (f"white-space: normal; overflow-wrap: break-word; max-width: {max_width}; vertical-align: top; "
+            "text-align: left; padding: 0.2em 0.6em 0.2em 0")
+    styler = frame.style.set_table_styles([{"selector": "td, th", "props": cell}])
+    return styler if index else styler.hide(axis="index")
+
+
+#: How a mode is written in a sentence or a table cell, where it differs from its name with spaces.
+_MODE_NAMES = {"train_eval_decoupling": "train-eval decoupling", "off_policy_mismatch": "off-policy mismatch",
+               "kl_drift": "KL drift"}
+
+
+def mode_name(mode: str) -> str:
+    """A finding's mode as words (``"off_policy_mismatch"`` -> ``"off-policy mismatch"``).
+
+    Examples
+    --------
+    >>> mode_name("off_policy_mismatch"), mode_name("not_learning")
+    ('off-policy mismatch', 'not learning')
+    """
+    return _MODE_NAMES.get(mode, mode.replace("_", " "))
