@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import altair as alt
 import numpy as np
@@ -232,3 +233,86 @@ def test_analysis_refuses_bad_arguments(runs):
         analysis.constants_table(runs, phase="middle")
     with pytest.raises(ParameterError, match="`runs` must hold at least one run"):
         analysis.fitted_curves([])
+
+
+# --- the chapter's figures on the committed runs ----------------------------------------------------
+
+def _committed(name):
+    from pathlib import Path
+
+    return load_runs(Path(__file__).resolve().parents[1] / "book" / "experiments" / "runs" / name)
+
+
+def test_lr_time_chart_draws_every_falling_run_dashed():
+    """Fig. 'fig-llm-lr-time' of book/llm.md: its caption says the drawn runs are those the collapse rule
+    did not flag, that every one rises but one (AdamW, num_iterations 4, at 1.5e-3, seed 1), and that
+    this one is dashed. Checked on the committed sweep: every drawn run ends at least half its start
+    and either ends above its start or is marked 'falls' in the chart's data."""
+    from grpo_core.llm.probe_check import classify_run, lr_time_curves
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sweep = _committed("lr-sweep")
+        curves, scales = lr_time_curves(sweep)
+    trends = llm_charts.curve_trends(curves)
+    drawn = {(r.config["optimizer"], int(r.config["num_iterations"]), float(r.config["learning_rate"]), r.seed)
+             for r in sweep if classify_run(r.reward()[1]) != "collapsed"}
+    assert set(zip(trends.optimizer, trends.num_iterations, trends.learning_rate, trends.seed)) == drawn
+    assert (trends["last"] >= trends["first"] / 2).all()           # none of them collapsed by the rule
+    rising = trends[trends.trend == "rises"]
+    assert (rising["last"] > rising["first"] + 0.2).all()           # the others rise, clearly
+    falls = trends[trends.trend == "falls"]
+    assert [tuple(x) for x in falls[["optimizer", "num_iterations", "learning_rate", "seed"]].to_numpy()] == [
+        ("adamw", 4, 0.0015, 1)]
+    (fall,) = falls.itertuples()
+    assert fall.last < fall.first - 0.05 and f"{fall.first:.2f}" == "0.29" and f"{fall.last:.2f}" == "0.19"
+    with alt.data_transformers.disable_max_rows():   # as setup_book() does for the chapters
+        spec = llm_charts.lr_time_chart(curves, scales).to_dict()
+    rows = [row for data in spec["datasets"].values() for row in data if row.get("kind") == "run"]
+    dashed = {(row["optimizer"], row["num_iterations"], row["learning_rate"], row["seed"])
+              for row in rows if row["trend"] == "falls"}
+    assert dashed == {("adamw", 4, 0.0015, 1)}
+    line = spec["spec"]["layer"][0]["encoding"]["strokeDash"]
+    assert line["field"] == "trend" and line["scale"]["domain"] == ["rises", "falls"]
+    assert line["scale"]["range"][1] != [1, 0]                    # 'falls' is drawn dashed
+
+
+def test_llm_chapter_charts_fit_the_text_column():
+    """Every chart of book/llm.md, built as the chapter builds it, is at most 720 px wide at its natural
+    size (the text column at a 1280 px window) with no text under 10 px, read from the rendered SVG."""
+    import re
+
+    vlc = pytest.importorskip("vl_convert")
+    from grpo_core.llm.probe_check import lr_sweep_table, lr_time_curves
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dynamics = _committed("cpu-dynamics")
+        fixed = [r for r in _committed("prompts-fixed-dynamics") + dynamics if r.group_size in (4, 16)]
+        sweep_lr, budget = _committed("lr-sweep"), _committed("budget-sweep-dynamics")
+        sweep = analysis.budget_sweep_table(budget)
+        start = analysis.constants_table(budget, "start")
+        pooled = start.set_index("run").loc["pooled (means)"]
+        end = analysis.constants_table(budget, "end")
+        seeds = start[start.seed >= 0]
+        transfer = analysis.transfer_table(fixed)
+        charts = {
+            "fig-llm-lr-sweep": llm_charts.lr_sweep_chart(*lr_sweep_table(sweep_lr)),
+            "fig-llm-lr-time": llm_charts.lr_time_chart(*lr_time_curves(sweep_lr)),
+            "fig-llm-dynamics": llm_charts.fits_grid_chart(analysis.fitted_curves(dynamics)),
+            "fig-llm-fits": llm_charts.fits_grid_chart(analysis.fitted_curves(fixed)),
+            "fig-llm-traj": llm_charts.trajectories_chart(analysis.mean_trajectories(fixed, window=10)),
+            "fig-llm-transfer": (llm_charts.transfer_chart(transfer, width=250)
+                                 | llm_charts.transfer_chart(transfer, sampled=True, width=250)),
+            "fig-llm-budget": alt.hconcat(*(llm_charts.budget_chart(
+                sweep, g_star=pooled.g_star_exact, g_star_interval=(seeds.g_star_lo.min(), seeds.g_star_hi.max()),
+                g_star_end=float(end[end.seed >= 0].g_star_exact.mean()), metric=m, width=240)
+                for m in ("auc", "final_reward"))),
+        }
+    for name, chart in charts.items():
+        with alt.data_transformers.disable_max_rows():   # as setup_book() does for the chapters
+            svg = vlc.vegalite_to_svg(chart.to_dict())
+        width = float(re.search(r'<svg[^>]*\swidth="([\d.]+)"', svg).group(1))
+        sizes = [float(x) for x in re.findall(r'font-size="([\d.]+)px"', svg)]
+        assert width <= 720, (name, width)
+        assert sizes and min(sizes) >= 10, (name, min(sizes or [0]))

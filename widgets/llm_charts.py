@@ -8,8 +8,8 @@ Pure functions returning Altair charts; the tables come from :mod:`grpo_core.llm
 * :func:`transfer_chart` -- accuracy change from the start to the end of GRPO, per evaluation set,
   nearest to the training distribution first.
 * :func:`budget_chart` -- the fixed-budget sweep: final reward against G with the predicted G*.
-* :func:`lr_time_chart` -- the sweep's surviving runs in learning-rate time, with the probe's
-  predicted time scale.
+* :func:`lr_time_chart` -- the sweep's runs that the collapse rule did not flag, in learning-rate time,
+  with the probe's predicted time scale (a run that ends below its start drawn dashed; :func:`curve_trends`).
 * :func:`lr_sweep_chart` -- the learning-rate sweep: each run's final reward against its rate, per
   optimizer, with the probe's predicted critical rates as rules.
 * :func:`colab_url`, :func:`colab_badge` -- the "Open in Colab" link of a notebook of the repository,
@@ -34,6 +34,7 @@ __all__ = [
     "budget_chart",
     "lr_sweep_chart",
     "lr_time_chart",
+    "curve_trends",
     "colab_url",
     "colab_badge",
 ]
@@ -326,10 +327,39 @@ def lr_sweep_chart(runs: pd.DataFrame, critical: pd.DataFrame, *, width: int = 1
         facet=alt.Facet("panel:N", title=None), columns=3).configure_legend(orient="bottom", direction="vertical")
 
 
+#: The columns that name one run of a sweep in :func:`grpo_core.llm.probe_check.lr_time_curves`.
+_CURVE_KEY = ("optimizer", "num_iterations", "learning_rate", "seed")
+
+
+def curve_trends(curves: pd.DataFrame) -> pd.DataFrame:
+    """Per run of :func:`grpo_core.llm.probe_check.lr_time_curves`: the first and last point of its
+    trailing-mean reward and ``trend``, ``"falls"`` when it ends below where it started, else
+    ``"rises"``.
+
+    Parameters
+    ----------
+    curves : pandas.DataFrame
+        ``optimizer``, ``num_iterations``, ``learning_rate``, ``seed``, ``tau`` and ``reward``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per run: the four key columns, ``first``, ``last`` (reward units) and ``trend``.
+    """
+    require_columns(curves, "curves", [*_CURVE_KEY, "tau", "reward"])
+    ends = (curves.sort_values("tau").groupby(list(_CURVE_KEY)).reward.agg(["first", "last"]).reset_index())
+    return ends.assign(trend=np.where(ends["last"] < ends["first"], "falls", "rises"))
+
+
 def lr_time_chart(curves: pd.DataFrame, scales: pd.DataFrame, *, width: int = 170,
                   height: int = 150) -> alt.FacetChart:
-    """The runs of a sweep that did not collapse, reward against cumulative learning rate (log
-    scale), one colour per rate, and the probe's predicted time to 90% as a dashed rule.
+    """The runs of a sweep that the collapse rule did not flag, reward against cumulative learning
+    rate (log scale), one colour per rate, and the probe's predicted time to 90% as a dashed rule.
+
+    :func:`grpo_core.llm.probe_check.classify_run` calls a run collapsed only when its reward ends
+    below half its start, so a run that declines more slowly is drawn too: every curve whose trailing
+    mean ends below where it started is drawn dashed (``trend`` "falls", in the legend), so that no
+    falling run passes for a surviving one.
 
     Parameters
     ----------
@@ -339,7 +369,7 @@ def lr_time_chart(curves: pd.DataFrame, scales: pd.DataFrame, *, width: int = 17
     Returns
     -------
     altair.FacetChart
-        Configured (legend under the panels).
+        Configured (legends under the panels).
 
     Examples
     --------
@@ -348,18 +378,25 @@ def lr_time_chart(curves: pd.DataFrame, scales: pd.DataFrame, *, width: int = 17
     >>> s = pd.DataFrame({"optimizer": ["sgd"], "num_iterations": [1], "tau90_predicted": [0.5]})
     >>> lr_time_chart(c, s).to_dict()["facet"]["field"]
     'panel'
+    >>> sorted(curve_trends(c).trend)
+    ['rises']
     """
     require_columns(curves, "curves", ["optimizer", "num_iterations", "learning_rate", "seed", "tau", "reward"])
     require_columns(scales, "scales", ["optimizer", "num_iterations", "tau90_predicted"])
 
+    trends = curve_trends(curves).set_index(list(_CURVE_KEY)).trend
     data = curves.assign(panel=_sweep_panel(curves), kind="run",
-                         curve=curves.learning_rate.astype(str) + " s" + curves.seed.astype(str))
+                         curve=(curves.optimizer + curves.num_iterations.astype(str) + " "
+                                + curves.learning_rate.astype(str) + " s" + curves.seed.astype(str)),
+                         trend=[trends[k] for k in zip(*(curves[c] for c in _CURVE_KEY))])
     rules = scales.assign(panel=_sweep_panel(scales), kind="rule", tau=scales.tau90_predicted)
     scale = alt.Scale(type="log")
     line = alt.Chart().mark_line(strokeWidth=1.2).encode(
         x=alt.X("tau:Q", scale=scale, title="τ = Σ learning rate (log)"),
         y=alt.Y("reward:Q", title="training reward", scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("learning_rate:Q", title="learning rate", scale=alt.Scale(type="log", scheme="viridis")),
+        strokeDash=alt.StrokeDash("trend:N", title="reward over the run", scale=alt.Scale(
+            domain=["rises", "falls"], range=[[1, 0], [4, 2]])),
         detail="curve:N",
     ).transform_filter("datum.kind == 'run'")
     rule = alt.Chart().mark_rule(strokeDash=[5, 3], color="#444444").encode(
