@@ -67,3 +67,34 @@ def test_the_escaping_stream_passes_plain_text_and_is_restored(capsys):
     assert sys.stdout is before
     out = capsys.readouterr().out
     assert "\\x" not in out and "\n" in out
+
+
+def _read_seconds(tmp_path, text: str) -> float:
+    import time
+    import warnings
+
+    path = tmp_path / "long.log"
+    path.write_text(text)
+    t0 = time.process_time()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # notes about dropped rows are not the point here
+            read_log(path)
+    except DataError as exc:
+        assert len(str(exc)) < 2000  # a refusal quotes the file, not megabytes of it
+    return time.process_time() - t0
+
+
+@pytest.mark.parametrize("line", [
+    "Epoch:[1/1](1/10), " + "a" * 80_000,              # a MiniMind line whose key never ends
+    "Epoch:[1/1](1/10), " + "a " * 40_000,
+    ("  5%|#   | 10/200 [00:01<00:10, 1.2it/s]" + " " * 30) * 20_000,  # 1.4 MB of tqdm redraws
+    "step 1 | " + "a" * 80_000,
+    "," * 1_000_000,                                      # a header of a million empty names
+])
+def test_long_lines_are_read_in_linear_time(tmp_path, line):
+    """Each of these took from 15 s to minutes (regular expressions that backtrack over the whole
+    line, a header checked name by name against every other); each now reads or is refused in well
+    under the time a quadratic pass over the text takes. The bound is loose (10 s of CPU) so that a
+    slow machine does not fail it, while the old code exceeds it on every one of them."""
+    assert _read_seconds(tmp_path, line + "\n1\n") < 10.0

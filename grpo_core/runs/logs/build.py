@@ -180,7 +180,11 @@ def _user_mapping(frame: pd.DataFrame, mapping, source: str, notes: list[str]) -
 
 
 def _shown_columns(frame: pd.DataFrame) -> str:
-    return ", ".join(list(frame.columns)[:20]) + (" ..." if frame.shape[1] > 20 else "")
+    """The first 20 column names for a message, each cut to 60 characters (a broken file's "name" can
+    be a whole line)."""
+    names = [str(c) if len(str(c)) <= 60 else f"{str(c)[:57]}... ({len(str(c))} characters)"
+             for c in list(frame.columns)[:20]]
+    return ", ".join(names) + (" ..." if frame.shape[1] > 20 else "")
 
 
 def _format(frame: pd.DataFrame, fmt: str, mapping, protected: set[str], source: str,

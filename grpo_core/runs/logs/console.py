@@ -84,11 +84,16 @@ _FLOATISH = re.compile(r"[.eE]")
 # A tqdm bar: "| 5/200 [".
 _BAR = re.compile(r"\|\s*(\d+)/(\d+)\s*\[")
 # A bar, a clear (>= 20 blanks) and the same bar again: ProgressCallback.on_log wrote a log there.
-_REDRAW = re.compile(r"(\d+)/(\d+) \[[^\]\n]*\]\s{20,}[^|]*\|[^|]*\|\s*(\d+)/\2 \[")
+# A bar, a clear (>= 20 blanks) and the same bar again: ProgressCallback.on_log wrote a log there. Found
+# in two parts (_REDRAW_HEAD, then the two '|' of the redrawn bar by position, _REDRAW_TAIL) so that a long
+# text costs linear time: one pattern with `[^|]*` backtracked over the rest of the text at every bar.
+_REDRAW_HEAD = re.compile(r"(?<!\d)(\d{1,15})/(\d{1,15}) \[[^\]\n]{0,200}\]\s{20,}")
+_REDRAW_TAIL = re.compile(r"\s*(\d{1,15})/(\d{1,15}) \[")
 _VERL_LINE = re.compile(r"(?:^|[\s\]>])step:(\d+) - (.+)$", re.M)
 # MiniMind: "Epoch:[e/E](step/iters), key: value, ..." (groups: epoch, step, iters, the rest).
 _EPOCH_LINE = re.compile(r"^Epoch:\[(\d+)/\d+\]\((\d+)/(\d+)\),?\s*(.+)$", re.M)
-_EPOCH_PAIR = re.compile(rf"([A-Za-z_][\w ]*?)\s*:\s*({_NUM}|{_NONFINITE})(?![\w.])")
+# A key starts a word and is at most 64 characters (an unbounded key made a long line cost cubic time).
+_EPOCH_PAIR = re.compile(rf"(?<!\w)([A-Za-z_][\w ]{{0,63}}?)\s{{0,20}}:\s{{0,20}}({_NUM}|{_NONFINITE})(?![\w.])")
 #: MiniMind's names for what TRL logs (other keys are lower-cased, blanks as ``_``).
 _EPOCH_KEYS = {"reward": "reward", "kl_ref": "kl", "actor_loss": "loss", "avg_response_len": "completion_length",
                "learning_rate": "learning_rate", "lr": "learning_rate", "loss": "loss"}
@@ -238,9 +243,28 @@ def _given_step(record: dict) -> int | None:
     return int(step) if step == int(step) else None
 
 
+def _redraws(text: str) -> list[tuple[str, str]]:
+    """Each bar cleared and drawn again, as (the step it showed, the step redrawn): a bar
+    ``5/200 [...]``, >= 20 blanks, then ``|...|`` and the same total (``5/200 [``), left to right,
+    non-overlapping."""
+    import bisect
+
+    pipes = [m.start() for m in re.finditer(r"\|", text)]
+    out, pos = [], 0
+    while (head := _REDRAW_HEAD.search(text, pos)) is not None:
+        i = bisect.bisect_left(pipes, head.end())
+        tail = _REDRAW_TAIL.match(text, pipes[i + 1] + 1) if i + 1 < len(pipes) else None
+        if tail is not None and tail.group(2) == head.group(2):
+            out.append((head.group(1), tail.group(1)))
+            pos = tail.end()
+        else:
+            pos = head.start() + 1
+    return out
+
+
 def _bar_steps(text: str, positions: list[int], n_train: int, kinds: list[str]) -> tuple[list[int] | None, str]:
     """Steps of the training dicts from the progress bar, and how they were found."""
-    redraws = [int(m.group(1)) for m in _REDRAW.finditer(text) if m.group(1) == m.group(3)]
+    redraws = [int(shown) for shown, again in _redraws(text) if shown == again]
     if len(redraws) == n_train and all(b > a for a, b in zip(redraws, redraws[1:])):
         return redraws, "the progress bar's redraw at each log"
     if len(redraws) == len(kinds) and all(b >= a for a, b in zip(redraws, redraws[1:])):

@@ -159,9 +159,14 @@ def _parse_csv_text(text: str, source: str, notes: list[str] | None = None) -> p
     if counts[sep] == 0:
         sep = ","
     header = [h.strip() for h in next(csv.reader([first], delimiter=sep))]
-    repeated = sorted({h for h in header if header.count(h) > 1})
+    seen: dict[str, int] = {}
+    for h in header:  # counted in one pass: header.count per name was quadratic in the columns
+        seen[h] = seen.get(h, 0) + 1
+    repeated = sorted(h for h, n in seen.items() if n > 1)
     if repeated:
-        raise DataError(f"{source}: column name(s) {repeated} appear more than once in the header")
+        shown = [h if len(h) <= 40 else h[:37] + "..." for h in repeated[:5]]
+        more = f" and {len(repeated) - 5} more" if len(repeated) > 5 else ""
+        raise DataError(f"{source}: column name(s) {shown}{more} appear more than once in the header")
     if len(header) > 1:
         text = _drop_short_rows(text, sep, len(header), source, notes if notes is not None else [])
     # a semicolon-separated file with decimal commas (a spreadsheet's export in many locales): its
