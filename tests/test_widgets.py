@@ -386,7 +386,8 @@ def test_bandit_explorer_matches_the_simulator_and_prediction():
     from grpo_core import bandit
     from widgets.bandit_explorer import CHUNK_SEEDS, bandit_explorer
 
-    ex = bandit_explorer(eta=0.2, mu=0.5, k_ref=4, beta=1.0, group_size=8, seeds=CHUNK_SEEDS + 4, steps=120)
+    ex = bandit_explorer(eta=0.2, mu=0.5, k_ref=4, beta=1.0, group_size=8, seeds=CHUNK_SEEDS + 4, steps=120,
+                         baseline="leave_one_out")
     assert ex.values["seeds_done"] == CHUNK_SEEDS + 4 and ex.values["stopped"] is False
     spec = bandit.BanditSpec.binary(arms=2, correct=1, group_size=8, baseline="leave_one_out")
     fp = bandit.fixed_point(spec, 1.0)
