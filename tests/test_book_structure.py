@@ -107,3 +107,12 @@ def test_no_page_carries_project_internal_language():
             for m in INTERNAL.finditer(line):
                 found.append(f"{page.relative_to(ROOT)}:{n}: {m.group(0)!r}")
     assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_the_notation_page_is_linked_before_the_first_section(name):
+    """A reader meeting a symbol in the results box can look it up: the box (or the text before the
+    first section) links the notation page."""
+    text = _prose(_source(name))
+    first = re.search(r"^## ", text, flags=re.M)
+    assert "notation.md" in text[: first.start()], f"{name}.md does not link notation.md before its first section"
