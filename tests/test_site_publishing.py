@@ -212,9 +212,10 @@ def _notebook_cells(path):
     return jupytext.read(path).cells
 
 
-def _page_output(cell) -> str:
-    assert all(o["output_type"] == "stream" and o["name"] == "stdout" for o in cell.outputs), cell.outputs
-    return "".join(o["text"] for o in cell.outputs)
+def _page_output(cell, name: str = "stdout") -> str:
+    """The text the cell shows on stream ``name`` (a command's warnings go to stderr)."""
+    assert all(o["output_type"] == "stream" for o in cell.outputs), cell.outputs  # no error, no traceback
+    return "".join(o["text"] for o in cell.outputs if o["name"] == name)
 
 
 @pytest.mark.parametrize("index", range(5), ids=["diagnose", "diagnose-run22", "fit", "advise", "groupsize"])
@@ -225,10 +226,12 @@ def test_use_it_page_shows_real_output(use_it_executed, index, monkeypatch, caps
     shown = _page_output(cell)
     monkeypatch.chdir(ROOT)
     assert main(shlex.split(command)[1:]) == 0
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
     assert shown.split() == printed.split(), command
+    assert _page_output(cell, "stderr").split() == captured.err.split(), command
     printed_lines = {line.rstrip() for line in printed.splitlines()}
-    for line in shown.splitlines():
+    for line in shown.splitlines() + _page_output(cell, "stderr").splitlines():
         if len(line) > _WIDTH:
             assert _COLUMNS.search(line) and line.rstrip() in printed_lines, line
 
