@@ -4,6 +4,7 @@ wrong (exit 2), or handled; never a wrapped number, merged rows or a crash."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -98,3 +99,60 @@ def test_long_lines_are_read_in_linear_time(tmp_path, line):
     under the time a quadratic pass over the text takes. The bound is loose (10 s of CPU) so that a
     slow machine does not fail it, while the old code exceeds it on every one of them."""
     assert _read_seconds(tmp_path, line + "\n1\n") < 10.0
+
+
+def test_what_is_not_a_regular_file_is_refused_by_name(tmp_path, capsys):
+    import os
+
+    loop_a, loop_b = tmp_path / "a.json", tmp_path / "b.json"
+    loop_a.symlink_to(loop_b)
+    loop_b.symlink_to(loop_a)
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)  # read forever before: nothing ever writes to it
+    dangling = tmp_path / "gone.csv"
+    dangling.symlink_to(tmp_path / "missing.csv")
+    cases = {loop_a: "a loop of symbolic links", fifo: "a FIFO (named pipe), not a log file",
+             "/dev/zero": "a character device, not a log file", dangling: "a symbolic link to a missing file",
+             tmp_path: "is a directory"}
+    for path, message in cases.items():
+        with pytest.raises(DataError, match=re.escape(message)):
+            read_log(path)
+        assert main(["diagnose", str(path)]) == 2
+        assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["5", "null", "true", '"a string"', "-1e308"])
+def test_a_file_of_one_json_value_is_not_a_log(tmp_path, value):
+    path = tmp_path / "x.json"
+    path.write_text(value + "\n")
+    with pytest.raises(DataError, match=r"holds a single JSON value .*, not a log"):
+        read_log(path)
+
+
+def test_the_size_bound_refuses_a_large_log_and_can_be_raised(tmp_path, monkeypatch):
+    from grpo_core.runs.logs.read import MAX_BYTES_ENV
+
+    path = tmp_path / "log.csv"
+    path.write_text("step,reward\n" + "".join(f"{s},{0.1 + 0.001 * s}\n" for s in range(1, 2001)))
+    monkeypatch.setenv(MAX_BYTES_ENV, "1000")
+    with pytest.raises(DataError, match=rf"larger than the .* MiB a log may be; set {MAX_BYTES_ENV}"):
+        read_log(path)
+    monkeypatch.setenv(MAX_BYTES_ENV, str(10 ** 9))
+    assert len(read_log(path).train) == 2000
+
+
+@pytest.mark.parametrize("bad", [None, 5, ["a.csv"]])
+def test_read_log_names_a_path_that_is_not_one(bad):
+    from grpo_core.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="`path` must be a file path"):
+        read_log(bad)
+
+
+def test_a_table_given_as_the_path_points_at_from_frame():
+    import pandas as pd
+
+    from grpo_core.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="from_frame"):
+        read_log(pd.DataFrame({"step": [1], "reward": [0.1]}))

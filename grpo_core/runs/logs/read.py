@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import errno
+import json
+import os
+import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from ...errors import DataError
+from ...errors import DataError, ParameterError
 from ...validation import check_choice
 from .build import _build
 from .parsing import parse_text
@@ -80,14 +84,12 @@ def read_log(
     ('notebook', 250, 'group_mean_std')
     """
     check_choice("format", format, ("auto",) + FORMATS)
+    if not isinstance(path, (str, Path)):
+        raise ParameterError("path", f"`path` must be a file path (str or pathlib.Path); got {type(path).__name__}"
+                             + (" (for a table in memory use from_frame)" if isinstance(path, pd.DataFrame) else ""))
     p = Path(path)
     source = str(path)
-    if not p.exists():
-        raise DataError(f"{source}: no such file")
-    if p.is_dir():
-        raise DataError(f"{source}: is a directory; pass the log file itself (trainer_state.json, "
-                        "metrics.jsonl or a CSV)")
-    raw = p.read_bytes()
+    raw = _read_regular_file(p, source)
     try:
         # a UTF-16 file with its byte-order mark (Windows PowerShell's default export) was "not a text file"
         text = raw.decode("utf-16") if raw[:2] in (b"\xff\xfe", b"\xfe\xff") else raw.decode("utf-8-sig")
@@ -98,11 +100,79 @@ def read_log(
         raise DataError(f"{source}: the file is empty")
     if "\x00" in text[:4096]:  # valid UTF-8 but control bytes: a binary file read "no rows (only a header?)"
         raise DataError(f"{source}: not a text file (it holds NUL bytes); expected JSON, JSON lines or CSV")
+    _refuse_bare_json(text, source)
     notes: list[str] = []
     meta: dict[str, Any] = {}
     records, frame, container = parse_text(text, source, notes, meta)
     return _build(records, frame, container=container, fmt=format, mapping=mapping, source=source,
                   notes=notes, meta=meta, trl_version=trl_version, reward_std_kind=reward_std_kind, run=run)
+
+
+#: Environment variable that raises the largest log read (bytes); see :data:`MAX_LOG_BYTES`.
+MAX_BYTES_ENV = "GRPO_DYNAMICS_MAX_LOG_BYTES"
+#: The largest log read by default (512 MiB): a log is held in memory several times over while it is
+#: parsed, so a larger one would take gigabytes (a 2-million-row CSV is about 160 MB).
+MAX_LOG_BYTES = 512 * 2 ** 20
+
+
+def _max_bytes() -> int:
+    value = os.environ.get(MAX_BYTES_ENV, "").strip()
+    if not value:
+        return MAX_LOG_BYTES
+    try:
+        limit = int(float(value))
+    except ValueError:
+        raise DataError(f"{MAX_BYTES_ENV}={value!r} is not a number of bytes") from None
+    if limit < 1:
+        raise DataError(f"{MAX_BYTES_ENV} must be >= 1 (bytes); got {value}")
+    return limit
+
+
+def _read_regular_file(p: Path, source: str) -> bytes:
+    """The bytes of a regular file of at most :func:`_max_bytes`; a clear DataError for anything else
+    (no such file, a link loop, a folder, a device or FIFO that would be read forever, too large)."""
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        dangling = " (a symbolic link to a missing file)" if p.is_symlink() else ""
+        raise DataError(f"{source}: no such file{dangling}") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise DataError(f"{source}: a loop of symbolic links, not a file") from None
+        raise
+    if stat.S_ISDIR(st.st_mode):
+        raise DataError(f"{source}: is a directory; pass the log file itself (trainer_state.json, "
+                        "metrics.jsonl or a CSV)")
+    if not stat.S_ISREG(st.st_mode):
+        kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(st.st_mode) else "a character device" if stat.S_ISCHR(st.st_mode)
+                else "a block device" if stat.S_ISBLK(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
+                else "not a regular file")
+        raise DataError(f"{source}: {kind}, not a log file; save the log to a file first")
+    limit = _max_bytes()
+    if st.st_size > limit:
+        raise DataError(f"{source}: {st.st_size / 2 ** 20:.0f} MiB, larger than the {limit / 2 ** 20:.0f} MiB a log "
+                        f"may be; set {MAX_BYTES_ENV} to a larger number of bytes to read it anyway")
+    with p.open("rb") as fh:
+        raw = fh.read(limit + 1)  # a file that grew since stat() is still bounded
+    if len(raw) > limit:
+        raise DataError(f"{source}: larger than the {limit / 2 ** 20:.0f} MiB a log may be (it grew while read); "
+                        f"set {MAX_BYTES_ENV} to read it anyway")
+    return raw
+
+
+def _refuse_bare_json(text: str, source: str) -> None:
+    """A file holding one JSON number, string, true/false or null is no log (it read as "no rows")."""
+    head = text.lstrip()[:1]
+    if head in ("{", "[") or len(text) > 10_000:
+        return
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return
+    if not isinstance(value, (dict, list)):
+        shown = json.dumps(value)[:60]
+        raise DataError(f"{source}: holds a single JSON value ({shown}), not a log; expected a JSON object "
+                        "with log_history (trainer_state.json), a list of records, JSON lines or CSV")
 
 
 def from_records(
