@@ -190,8 +190,7 @@
      legends above or under a plot get one column, facet headers wrap to their panel's width.
      Returns true when something changed. */
   function narrow(spec, excess) {
-    var widest = 0, changed = false;
-    views(spec, function (o) { if (typeof o.width === "number") widest = Math.max(widest, o.width); });
+    var widest = widestPanel(spec), changed = false;
     var cap = Math.max(MIN_WIDTH, Math.floor(widest - excess));
     views(spec, function (o) {
       if (typeof o.width === "number" && o.width > cap) {
@@ -224,6 +223,13 @@
       }
     });
     return changed;
+  }
+
+  /* The largest numeric width of the spec's panels (0: none). */
+  function widestPanel(spec) {
+    var widest = 0;
+    views(spec, function (o) { if (typeof o.width === "number") widest = Math.max(widest, o.width); });
+    return widest;
   }
 
   /* Set every panel's numeric width to at most `width` px (positions scaled with it). */
@@ -299,7 +305,10 @@
       if (before !== null && before.width - w < 0.5 * (before.width - avail) && !before.capped) {
         // Narrower panels did not make the chart much narrower: something of fixed size (a long
         // annotation) sets its width. Keep panels of a reasonable width for the column instead.
-        spec = before.spec; narrow(spec, 0); capWidths(spec, Math.max(MIN_WIDTH, Math.floor(avail - 80)));
+        // The axes' room is what the natural layout drew beside its widest panel (at most 80 px: a
+        // legend moved under the plot no longer takes room beside it).
+        var axes = Math.min(80, Math.max(30, state.fullWidth - widestPanel(state.spec)));
+        spec = before.spec; narrow(spec, 0); capWidths(spec, Math.max(MIN_WIDTH, Math.floor(avail - axes)));
         before = {spec: null, width: w, capped: true};
         return draw(el, spec, state.opt, state.embed, state).then(function (r) {
           return finish(el, state, kind, r, avail);
