@@ -434,12 +434,12 @@ def test_group_size_explorer_matches_grpo_core():
     from grpo_core import groupsize
     from widgets.group_size_explorer import POOL_ARMS, POOL_PROMPTS, group_size_explorer
 
-    ex = group_size_explorer(budget=1024, spread=0.15, group_size=16)
-    for spread, budget in [(0.15, 1024), (0.3, 1024), (0.05, 4096)]:
+    ex = group_size_explorer(budget=1024, spread=0.1, group_size=16)  # the book's pool: mean 0.2
+    for spread, budget in [(0.1, 1024), (0.3, 1024), (0.05, 4096)]:
         ex.controls["spread"].value = spread
         ex.controls["budget"].value = budget
         k = groupsize.pool_constants(
-            groupsize.beta_difficulty_pool(POOL_PROMPTS, POOL_ARMS, mean=0.3, spread=spread)
+            groupsize.beta_difficulty_pool(POOL_PROMPTS, POOL_ARMS, mean=0.2, spread=spread)
         )
         assert ex.values["c1"] == pytest.approx(k.c1) and ex.values["c3"] == pytest.approx(k.c3)
         assert ex.values["g_star_exact"] == pytest.approx(1 + math.sqrt(k.c3 / k.c1))
