@@ -78,3 +78,13 @@ def test_huge_finite_rewards_decline_the_forecast_instead_of_crashing(tmp_path, 
     assert status in (0, 1, 3), status
     out = capsys.readouterr().out
     assert "no plateau forecast: values reach 1e+200, too large to fit in floating point" in out
+
+
+def test_python_dash_m_runs_the_command():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "grpo_dynamics", "advise", "--eta", "0.02", "--mu", "0.5",
+                           "--k-ref", "4", "--curvature", "1", "--json"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert '"exact_threshold"' in done.stdout or "threshold" in done.stdout
