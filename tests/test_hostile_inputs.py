@@ -156,3 +156,61 @@ def test_a_table_given_as_the_path_points_at_from_frame():
 
     with pytest.raises(ParameterError, match="from_frame"):
         read_log(pd.DataFrame({"step": [1], "reward": [0.1]}))
+
+
+def _run_beside(tmp_path, sibling: str):
+    """A 200-step TRL-style log with a learning rate, and ``sibling`` as the meta.json beside it."""
+    folder = tmp_path / "run"
+    folder.mkdir(exist_ok=True)
+    rows = [{"step": s, "reward": 0.8 - 0.7 * 0.98 ** s, "learning_rate": 1e-6} for s in range(1, 201)]
+    (folder / "trainer_state.json").write_text(json.dumps({"log_history": rows}))
+    (folder / "meta.json").write_text(sibling)
+    return folder / "trainer_state.json"
+
+
+SIBLINGS = {
+    "true for a number": ('{"adam_beta1": true, "num_iterations": 2}', "`beta1` = True (is not a number)"),
+    "Infinity": ('{"learning_rate": Infinity, "num_iterations": 2}', "`learning_rate` = inf (must be finite)"),
+    "NaN": ('{"adam_beta1": NaN}', "`beta1` = nan (must be finite)"),
+    "bad optim_args": ('{"optim": "sgd", "optim_args": "momentum=0.9.9.9"}', "`optim_args` = 'momentum=0.9.9.9'"),
+    "a huge count": ('{"num_iterations": 1e12}', "`num_iterations` = 1000000000000.0 (must be at most 1,000,000)"),
+    "a beta1 of 1.5": ('{"adam_beta1": 1.5, "num_iterations": 2}', "`beta1` = 1.5 (must be in [0, 1))"),
+    "nested 100k deep": ("[" * 100_000 + "]" * 100_000, "JSON nested too deeply"),
+    "not an object": ("[1, 2, 3]", "expected a JSON object of settings"),
+}
+
+
+@pytest.mark.parametrize("case", list(SIBLINGS))
+def test_another_tools_file_beside_the_log_is_used_where_it_parses(tmp_path, capsys, case):
+    """One rule for diagnose, fit and advise: what parses is used, the rest is named in a warning
+    (never a TypeError, OverflowError, RecursionError or an internal parameter's name), and
+    --ignore-config ignores the file."""
+    text, named = SIBLINGS[case]
+    log = _run_beside(tmp_path, text)
+    for argv in (["diagnose", str(log), "--no-forecast"], ["fit", str(log)], ["advise", "--from-log", str(log)]):
+        status = main(argv)
+        out, err = capsys.readouterr()
+        assert status in (0, 1, 3), (argv, status, err)
+        assert named in err, (argv, err)
+        assert "mass" not in err and "Traceback" not in err
+        assert main([*argv, "--ignore-config"]) in (0, 1, 3)
+        assert named not in capsys.readouterr().err
+
+
+def test_what_parses_in_a_bad_sibling_is_used(tmp_path):
+    from grpo_core.runs.settings import settings_for_log
+
+    log = _run_beside(tmp_path, '{"adam_beta1": true, "num_iterations": 2, "num_generations": 8}')
+    with pytest.warns(UserWarning, match=r"ignored `beta1` = True"):
+        s = settings_for_log(log)
+    assert (s.num_iterations, s.group_size, s.beta1) == (2, 8, 0.9)  # beta1: TRL's default
+    assert "beta1" in s.defaulted and any("beta1" in u for u in s.unreadable)
+
+
+def test_a_config_given_explicitly_is_read_strictly(tmp_path):
+    from grpo_core.runs.settings import read_settings
+
+    bad = tmp_path / "config.json"
+    bad.write_text('{"num_iterations": 1e12}')
+    with pytest.raises(DataError, match=r"`num_iterations` = 1000000000000.0 must be at most 1,000,000"):
+        read_settings(bad)

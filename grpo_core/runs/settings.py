@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -231,10 +232,25 @@ def _optim_args_momentum(flat: dict[str, Any]) -> float | None:
     return float(m.group(1)) if m else None
 
 
-def _from_mapping(d: dict[str, Any], source: str) -> RunSettings:
+#: The largest count a config may give (num_iterations, steps_per_generation, ...): beyond it a value
+#: is a typo or a sentinel, and the lag it implies would overflow the model's coefficients.
+MAX_COUNT = 10 ** 6
+
+
+def _from_mapping(d: dict[str, Any], source: str, lenient: bool = False) -> RunSettings:
+    """Settings from a JSON object. Each field is parsed and checked on its own; a bad one raises
+    DataError naming it, or, ``lenient`` (a file found beside a log, written by another tool), is
+    dropped for TRL's default and listed in ``unreadable`` with a warning."""
     flat = _flatten(d)
     values: dict[str, Any] = {}
     unreadable: list[str] = []
+    dropped: list[str] = []
+
+    def drop(name: str, hit: Any, why: str) -> None:
+        if not lenient:
+            raise DataError(f"{source}: `{name}` = {_shown(hit)} {why}")
+        dropped.append(f"`{name}` = {_shown(hit)} ({why})")
+
     for name, keys in _ALIASES.items():
         hit = next((flat[k] for k in keys if k in flat and flat[k] is not None), None)
         if hit is None:
@@ -243,24 +259,76 @@ def _from_mapping(d: dict[str, Any], source: str) -> RunSettings:
             # grpo-dynamics' own config.json records the lag in steps (steps_per_generation x
             # num_iterations), which the two counts already give; `lag` here is the lag model
             continue
-        values[name] = str(hit) if name in ("optimizer", "lag") else _number(name, hit, source)
-        if values[name] is _WORDS:
+        if name in ("optimizer", "lag"):
+            if not isinstance(hit, str):
+                drop(name, hit, "is not a name")
+                continue
+            values[name] = hit
+        else:
+            if isinstance(hit, bool) or not isinstance(hit, (int, float, str)):
+                drop(name, hit, "is not a number")
+                continue
+            try:
+                value = _number(name, hit, source)
+            except DataError:
+                drop(name, hit, "is not a number")
+                continue
+            if value is _WORDS:
+                unreadable.append(f"`{name}` = {hit!r}")
+                continue
+            values[name] = value
+        problem = _field_problem(name, values[name])
+        if problem:
             del values[name]
-            unreadable.append(f"`{name}` = {hit!r}")
-    momentum = _optim_args_momentum(flat)
+            drop(name, hit, problem)
+    try:
+        momentum = _optim_args_momentum(flat)
+    except ValueError:
+        momentum = None
+        drop("optim_args", flat.get("optim_args"), "has a momentum that is not a number")
     if momentum is not None:
-        values["sgd_momentum"] = momentum
+        problem = _field_problem("sgd_momentum", momentum)
+        if problem:
+            drop("optim_args", flat.get("optim_args"), f"gives momentum {momentum:g}, which {problem}")
+        else:
+            values["sgd_momentum"] = momentum
     if "beta1" not in values and "sgd_momentum" in values and _is_adam(values.get("optimizer")):
         # a config whose one `momentum` means Adam's beta1 (grpo-dynamics' experiment config)
         values["beta1"] = values.pop("sgd_momentum")
     for name in ("num_iterations", "steps_per_generation", "gradient_accumulation_steps", "group_size", "k_ref"):
         if name in values:
             values[name] = int(values[name])
-    _check(values, source)
+    if dropped:
+        warnings.warn(f"{source}: ignored {', '.join(dropped)}; TRL's defaults used for those", stacklevel=3)
+    unreadable += dropped
     defaulted = tuple(n for n in ("optimizer", "beta1", "num_iterations", "steps_per_generation",
                                   "gradient_accumulation_steps", "beta", "group_size", "learning_rate")
                       if n not in values)
     return RunSettings(**values, source=source, defaulted=defaulted, unreadable=tuple(unreadable))
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _field_problem(name: str, v: Any) -> str | None:
+    """Why a parsed value is out of range, or None (the words end a sentence "`name` = v ...")."""
+    if name in ("optimizer",):
+        return None
+    if name == "lag":
+        return None if v in ("refresh", "constant") else "must be 'refresh' or 'constant'"
+    if not math.isfinite(v):
+        return "must be finite"
+    if name in ("beta1", "beta2", "sgd_momentum"):
+        return None if 0.0 <= v < 1.0 else "must be in [0, 1)"
+    if name in ("num_iterations", "steps_per_generation", "gradient_accumulation_steps", "k_ref", "group_size"):
+        if v < 1 or v != int(v):
+            return "must be a whole number >= 1"
+        return None if v <= MAX_COUNT else f"must be at most {MAX_COUNT:,}"
+    if name in ("beta", "learning_rate"):
+        return None if v >= 0 else "must be >= 0"
+    return None
 
 
 def settings_from_mapping(d: Any, source: str = "trainer arguments") -> RunSettings:
@@ -292,24 +360,7 @@ def settings_from_mapping(d: Any, source: str = "trainer arguments") -> RunSetti
     return _from_mapping({k: getattr(v, "value", v) for k, v in d.items()}, source)
 
 
-def _check(values: dict[str, Any], source: str) -> None:
-    for name in ("beta1", "sgd_momentum"):
-        v = values.get(name)
-        if v is not None and not 0.0 <= v < 1.0:
-            raise DataError(f"{source}: `{name}` must be in [0, 1); got {v:g}")
-    for name in ("num_iterations", "steps_per_generation", "gradient_accumulation_steps", "k_ref"):
-        v = values.get(name)
-        if v is not None and v < 1:
-            raise DataError(f"{source}: `{name}` must be an integer >= 1; got {v}")
-    for name in ("beta", "learning_rate"):
-        v = values.get(name)
-        if v is not None and (not math.isfinite(v) or v < 0):
-            raise DataError(f"{source}: `{name}` must be finite and >= 0; got {v:g}")
-    if values.get("lag") not in (None, "refresh", "constant"):
-        raise DataError(f"{source}: `lag` must be 'refresh' or 'constant'; got {values['lag']!r}")
-
-
-def read_settings(path: Any) -> RunSettings:
+def read_settings(path: Any, *, lenient: bool = False) -> RunSettings:
     """Read a run's settings from a config file.
 
     Parameters
@@ -340,36 +391,57 @@ def read_settings(path: Any) -> RunSettings:
     >>> s.optimizer, s.beta, s.group_size, s.learning_rate, s.conventions().k_ref
     ('adamw_torch', 0.05, 4, 0.0001, 1)
     """
+    if not isinstance(path, (str, Path)):
+        raise ParameterError("config", f"`config` must be a path to a JSON file; got {type(path).__name__}")
     p = Path(path)
     if not p.is_file():
         raise ParameterError("config", f"`config` must be an existing JSON file; got {str(path)!r}")
+    if p.stat().st_size > 64 * 2 ** 20:
+        raise DataError(f"{p}: {p.stat().st_size / 2 ** 20:.0f} MiB is too large for a settings file")
     try:
         d = json.loads(p.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise DataError(f"{p}: not a JSON file ({exc})") from None
+    except RecursionError:
+        raise DataError(f"{p}: JSON nested too deeply to be a settings file") from None
     if not isinstance(d, dict):
         raise DataError(f"{p}: expected a JSON object of settings, got {type(d).__name__}")
     if "log_history" in d:  # trainer_state.json: only the batch and step counts; lr comes from the log
         d = {k: v for k, v in d.items() if k != "log_history"}
-    return _from_mapping(d, p.name)
+    return _from_mapping(d, p.name, lenient=lenient)
 
 
-def settings_for_log(log_path: Any, config: Any = None) -> RunSettings:
+def settings_for_log(log_path: Any, config: Any = None, *, ignore_beside: bool = False) -> RunSettings:
     """The settings of the run that wrote ``log_path``: ``config`` if given, else a file beside the log.
 
     Looked for beside the log, in this order: ``meta.json`` (a committed real run), ``config.json``,
-    ``training_args.json``; a ``trainer_state.json`` log is itself read. None found: TRL's defaults
-    (``source = "TRL defaults"``).
+    ``training_args.json``; a ``trainer_state.json`` log is itself read. None found (or
+    ``ignore_beside``): TRL's defaults (``source = "TRL defaults"``). ``config`` is read strictly (a
+    bad value raises DataError); a file found beside the log may be another tool's, so it is read
+    leniently: each value that parses and is in range is used, each other one is replaced by TRL's
+    default and named in a warning, and a file that is not a JSON object is ignored with a warning.
+
+    Raises
+    ------
+    ParameterError, DataError
+        ``config`` missing, not JSON, or with a bad value.
     """
     if config is not None:
         return read_settings(config)
     log = Path(log_path)
-    for name in ("meta.json", "config.json", "training_args.json"):
-        if (log.parent / name).is_file() and log.name != name:
-            return read_settings(log.parent / name)
-    if log.suffix == ".json" and log.is_file():
-        try:
-            return read_settings(log)
-        except DataError:
-            pass
+    if not ignore_beside:
+        for name in ("meta.json", "config.json", "training_args.json"):
+            if (log.parent / name).is_file() and log.name != name:
+                # another tool's file: what parses is used, the rest is named in a warning
+                try:
+                    return read_settings(log.parent / name, lenient=True)
+                except DataError as exc:
+                    warnings.warn(f"{exc}; the file is ignored, TRL's defaults used (--config gives the "
+                                  "settings, --ignore-config ignores files beside the log)", stacklevel=2)
+                    break
+        if log.suffix == ".json" and log.is_file():
+            try:
+                return read_settings(log, lenient=True)
+            except DataError:
+                pass
     return RunSettings(defaulted=tuple(k for k in TRL_DEFAULTS if k != "sgd_momentum" and k != "beta2"))

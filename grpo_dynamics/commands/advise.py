@@ -69,6 +69,9 @@ def register(subparsers) -> None:
                    help="with --from-log: the run's settings (TRL GRPOConfig/TrainingArguments JSON, "
                         "trainer_state.json, a real run's meta.json); default: a meta.json/config.json beside "
                         "the log, else TRL's defaults")
+    p.add_argument("--ignore-config", action="store_true",
+                   help="with --from-log: ignore a meta.json/config.json/training_args.json beside the log "
+                        "(another tool's file); use TRL's defaults unless --config is given")
     p.add_argument("--metric", default="reward", help="with --from-log: the curve to fit (default reward)")
     p.add_argument("--interval", default="delta", choices=("delta", "bootstrap"),
                    help="with --from-log: interval of eta*K from the fit's covariance (default) or a residual "
@@ -115,7 +118,7 @@ def _from_log(args: argparse.Namespace) -> int:
         raise ParameterError("curvature", "`--curvature` and `--from-log` exclude each other: the log gives K")
     log = read_log(args.from_log, format=args.format, mapping=mapping(args.map), trl_version=args.trl_version,
                    run=args.run)
-    found = settings.settings_for_log(args.from_log, args.config)
+    found = settings.settings_for_log(args.from_log, args.config, ignore_beside=args.ignore_config)
     out = curvature.advise_from_log(log, found, metric=args.metric, eta=args.eta, method=args.interval,
                                     level=args.level)
     caveat = _not_a_relaxation(log) if args.metric == "reward" else None

@@ -66,6 +66,9 @@ def register(subparsers) -> None:
     p.add_argument("--config", default=None, metavar="FILE",
                    help="the run's settings for the reward's time scale eta*K (TRL config JSON, trainer_state.json, "
                         "a real run's meta.json); default: a file beside the log, else TRL's defaults")
+    p.add_argument("--ignore-config", action="store_true",
+                   help="ignore a meta.json/config.json/training_args.json beside the log (another tool's file); "
+                        "use TRL's defaults unless --config is given")
     p.add_argument("--no-curvature", dest="curvature", action="store_false",
                    help="skip the reward's time scale (eta*K, K and t90 read off the reward curve)")
     p.add_argument(
@@ -103,7 +106,7 @@ def handler(args: argparse.Namespace) -> int:
                 eval_metric=args.eval_metric,
                 correctness=args.correctness,
                 forecast=args.forecast,
-                settings=args.config,
+                settings=_settings(args),
                 curvature=args.curvature,
                 reward_range=args.reward_range,
             )
@@ -122,3 +125,12 @@ def handler(args: argparse.Namespace) -> int:
         if args.report:
             print(f"report: {args.report}")
     return {"healthy": EXIT_HEALTHY, "inconclusive": EXIT_INCONCLUSIVE}.get(diagnosis.verdict, EXIT_FINDINGS)
+
+
+def _settings(args):
+    """--config, or TRL's defaults with --ignore-config, or None (a file beside the log, read leniently)."""
+    if args.config is None and args.ignore_config:
+        from grpo_core.runs.settings import TRL_DEFAULTS, RunSettings
+
+        return RunSettings(defaulted=tuple(k for k in TRL_DEFAULTS if k not in ("sgd_momentum", "beta2")))
+    return args.config

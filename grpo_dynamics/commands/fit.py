@@ -87,6 +87,9 @@ def register(subparsers) -> None:
     p.add_argument("--config", default=None, metavar="FILE",
                    help="the run's settings for the reward time-scale line (eta*K, K, t90; TRL config JSON, "
                         "trainer_state.json, meta.json); default: a file beside the log, else TRL's defaults")
+    p.add_argument("--ignore-config", action="store_true",
+                   help="ignore a meta.json/config.json/training_args.json beside the log (another tool's file); "
+                        "use TRL's defaults unless --config is given")
     p.add_argument("--eta", default=None,
                    help="learning rate for the reward time-scale line when the log has none (default: the config's)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
@@ -298,7 +301,7 @@ def _implied(log, args):
     """The time scale eta*K (per step), K and t90 of the fitted metric under the run's conventions."""
     from grpo_core.runs import curvature, settings
 
-    found = settings.settings_for_log(args.log, args.config)
+    found = settings.settings_for_log(args.log, args.config, ignore_beside=args.ignore_config)
     return curvature.implied_curvature_from_log(log, found, metric=args.metric, split=args.split, eta=args.eta,
                                                 level=args.level)
 def _series(log, metric: str, split: str):
