@@ -70,3 +70,19 @@ def test_toc_lists_notation_under_tools():
     files = [c["file"] for c in tools["chapters"]]
     assert "notation" in files
     assert files.index("use_it") < files.index("notation") < files.index("explorers")
+
+
+def test_every_section_a_row_points_at_exists():
+    """A row's "[Chapter](page.md), *Section*" names a heading of that page (its start), so a
+    reader who follows it finds the place; a renamed or moved section fails here."""
+    import re
+
+    text = (BOOK / "notation.md").read_text()
+    missing = []
+    for m in re.finditer(r"\]\(([a-z_]+)\.md\),?\s*\*([^*]+)\*(?:\s*and\s*\*([^*]+)\*)?", text):
+        heads = [re.sub(r"\s+", " ", h.strip())
+                 for h in re.findall(r"^#+ (.+)$", (BOOK / f"{m.group(1)}.md").read_text(), flags=re.M)]
+        for section in filter(None, (m.group(2), m.group(3))):
+            if not any(h.startswith(re.sub(r"\s+", " ", section.strip())) for h in heads):
+                missing.append(f"{m.group(1)}.md: {section}")
+    assert not missing, sorted(set(missing))
