@@ -154,8 +154,9 @@ def test_optimizer_and_lag_controls_switch_the_model(lag, momentum, eta, mu, k_r
     thr = [t for t in texts if t.startswith("unstable above")][0]
     words = {"constant": "constant lag", "refresh": "refresh lag", "ratio": "ratio-corrected reuse"}[lag]
     assert f"{exact:.3g} (exact, {words})" in thr
-    if lag == "ratio":  # no lag: no continuous threshold (was printed as "Infinity")
-        assert thr.startswith("unstable above η = none (continuous)")
+    if lag == "ratio":  # no lag: no continuous threshold (was printed as "Infinity", then "none")
+        assert thr == f"unstable above η = {exact:.3g} (exact, {words}); no continuous threshold (no lag)"
+        assert "none" not in thr
 
 
 def test_switched_expressions_equal_grpo_core_on_a_grid():
@@ -363,3 +364,191 @@ def test_slider_threshold_label_has_significant_digits():
     continuous = (1 - 0.99) / 16 / 5.0
     assert thr == f"unstable above η = {continuous:.3g} (continuous), {exact:.3g} (exact, constant lag)"
     assert f"{continuous:.3g}" != f"{exact:.3g}"
+
+
+# --- The hero explorer: one spec, two views, one set of controls ----------------------------------
+
+
+def _d3_r3(v: float) -> str:
+    """d3's ``format(v, '.3~r')`` (three significant digits, decimal notation, zeros trimmed)."""
+    return np.format_float_positional(float(f"{v:.3g}"), trim="-")
+
+
+def _page_eta(log_eta: float) -> float:
+    return float(oc.hero_eta_expression().evaluate(log_eta=log_eta))
+
+
+@pytest.fixture(scope="module")
+def hero_spec():
+    return oc.hero_explorer().to_dict()
+
+
+def _used_params(view: dict) -> set[str]:
+    """The params a view's expressions read (names as whole words in its JSON, outside the data)."""
+    import json
+
+    text = json.dumps(view)
+    return {p for p in oc.HERO_PARAMS if re.search(rf"(?<![\w.'\"]){p}(?![\w'\"])", text)}
+
+
+def test_hero_is_one_spec_whose_params_both_views_read(hero_spec):
+    """One set of top-level params (the controls and eta derived from log_eta), none inside a view,
+    and both views read every control that acts on them: a reader's setting is never lost between
+    the trajectory and the phase diagram."""
+    params = {p["name"]: p for p in hero_spec["params"]}
+    assert set(params) == set(oc.HERO_PARAMS)
+    assert [p["name"] for p in hero_spec["params"] if "bind" in p] == list(oc.HERO_CONTROLS)
+    top, phase = hero_spec["vconcat"]
+    assert all("params" not in v and "params" not in layer for v in (top, phase) for layer in v["layer"])
+    shared = {"eta", "mu", "k_ref", "curvature", "optimizer", "lag_model"}
+    assert shared <= _used_params(top) and shared | {"phase_lo", "phase_hi"} <= _used_params(phase)
+    # the step size: a range slider over log10(eta); eta is derived from it, and is what the chart prints
+    bind = params["log_eta"]["bind"]
+    assert (bind["input"], bind["min"], bind["max"], bind["step"]) == ("range", -5.0, 4.0, 0.01)
+    assert params["log_eta"]["value"] == pytest.approx(-1.70) and "log_eta" in params["eta"]["expr"]
+    assert "eta" not in {p["name"] for p in hero_spec["params"] if "bind" in p}
+    # one K_ref control, a select over the phase diagram's K_ref grid (1 to 64)
+    assert params["k_ref"]["bind"] == {"input": "select", "options": list(oc.PHASE_K_REFS),
+                                       "name": "K_ref (refresh interval) "}
+    # the defaults of the chapter and of the Explorers page
+    assert (params["mu"]["value"], params["k_ref"]["value"], params["curvature"]["value"]) == (0.8, 4, 1.0)
+    assert (params["optimizer"]["value"], params["lag_model"]["value"]) == (0, 0)
+    # stacked, one width for both views (a phone script narrows widths, it does not rearrange)
+    assert top["width"] == phase["width"] == oc.HERO_WIDTH and oc.HERO_WIDTH <= 620
+    assert hero_spec["usermeta"]["embedOptions"]["renderer"] == "svg"
+    # no text below 10 px
+    sizes = [layer["mark"].get("fontSize") for v in (top, phase) for layer in v["layer"]
+             if isinstance(layer["mark"], dict) and layer["mark"]["type"] == "text"]
+    assert sizes and all(s is None or s >= 10 for s in sizes)
+
+
+def test_hero_eta_slider_reaches_past_every_threshold():
+    """log_eta runs from 1e-5 to 1e4: past the largest exact and continuous threshold of every
+    optimizer and lag model on the controls' grid (mu 0..0.99, K_ref 1..64, K 0.1..5), Adam's included,
+    and below the smallest; eta is 10**log_eta to three significant digits (0.02 at -1.70)."""
+    mu = np.round(np.arange(0.0, 0.995, 0.01), 2)[:, None]
+    k = np.asarray(oc.PHASE_K_REFS)[None, :]
+    k_lo, k_hi, _ = oc.HERO_CURVATURE
+    least, most = np.inf, 0.0
+    for lag, ks in (("constant", k), ("refresh", k), ("refresh", np.ones_like(k))):  # last: ratio-corrected
+        for momentum in ("heavy_ball", "ema"):
+            with np.errstate(divide="ignore"):
+                a = np.concatenate([np.ravel(stability.critical_a_exact(mu, ks, lag, momentum)),
+                                    np.ravel(stability.critical_a_continuous(mu, ks, lag, momentum))])
+            a = a[np.isfinite(a)]
+            least, most = min(least, a.min() / k_hi), max(most, a.max() / k_lo)
+    lo, hi = oc.HERO_LOG_ETA
+    assert 10.0**lo < least < 1e-4 and 1e3 < most < 10.0**hi  # 3.1e-5 and 3980
+    adam = float(stability.critical_a_exact(0.8, 4, "constant", "ema")[()])
+    assert adam == pytest.approx(0.2786, abs=1e-4)  # the defaults' Adam threshold, well inside
+    notches = np.round(np.arange(lo, hi + 1e-9, 0.01), 2)
+    etas = oc.hero_eta_expression().evaluate(log_eta=notches)
+    np.testing.assert_allclose(etas, 10.0**notches, rtol=5e-3)
+    assert np.all(np.diff(etas) >= 0) and float(etas[0]) == 1e-5 and float(etas[-1]) == 1e4
+    for eta in (0.02, 0.2, 0.001, 1.0, 100.0):
+        assert _page_eta(round(np.log10(eta), 2)) == eta
+
+
+def test_hero_table_holds_grpo_core_thresholds_and_the_critical_damping_curve():
+    """The table the page looks up: the exact threshold at full precision, the continuous one, and the
+    critical-damping a at which the coefficients' damping ratio C / (2 sqrt(M K_eff)) is 1."""
+    rows = {r["key"]: r for r in oc.hero_table()}
+    assert len(rows) == 2 * 2 * 100 * len(oc.PHASE_K_REFS)
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        li, mi = int(rng.integers(2)), int(rng.integers(2))
+        m, k = int(rng.integers(100)), int(rng.choice(oc.PHASE_K_REFS))
+        lag, momentum = ("constant", "refresh")[li], oc.OPTIMIZERS[mi][0]
+        r = rows[oc.hero_key(li, mi, m, k)]
+        assert r["x"] == float(stability.critical_a_exact(m / 100, k, lag, momentum)[()])
+        if lag == "refresh" and k == 1:
+            assert r["c"] is None
+        else:
+            assert r["c"] == pytest.approx(float(stability.critical_a_continuous(m / 100, k, lag, momentum)[()]),
+                                           rel=1e-5)
+        c = osc.coefficients(eta=r["z"], mu=m / 100, k_ref=k, curvature=1.0, lag=lag, momentum=momentum)
+        assert c.damping_ratio == pytest.approx(1.0, abs=1e-5)
+        assert osc.coefficients(r["z"] * 0.99, m / 100, k, 1.0, lag=lag, momentum=momentum).regime == "overdamped"
+        assert osc.coefficients(r["z"] * 1.01, m / 100, k, 1.0, lag=lag, momentum=momentum).regime == "underdamped"
+    # every mode's frame holds all its boundaries (the axis changes only with the optimizer or lag model)
+    frames = oc.hero_frames(list(rows.values()))
+    assert frames[(0, 0)] == (1e-5, 10.0) and frames[(2, 1)] == (1e-3, 1e3)
+
+
+def _hero_texts(set_values=None, **kw):
+    """The SVG and its texts, drawn by Vega (vl-convert) with the params ``set_values`` moved."""
+    import vl_convert as vlc
+
+    spec = oc.hero_explorer(**kw).to_dict()
+    for p in spec["params"]:
+        if p["name"] in (set_values or {}):
+            p["value"] = set_values[p["name"]]
+    svg = vlc.vegalite_to_svg(spec)
+    return svg, re.findall(r"<text[^>]*>([^<]*)</text>", svg)
+
+
+@pytest.mark.parametrize("log_eta, mu, k_ref, lag, momentum", [
+    (-1.70, 0.8, 4, "constant", "heavy_ball"),   # the defaults: underdamped
+    (-1.25, 0.8, 4, "constant", "heavy_ball"),   # past the exact threshold 0.0557
+    (-1.27, 0.8, 4, "constant", "heavy_ball"),   # between the thresholds: stable (exact recurrence only)
+    (-0.55, 0.8, 4, "constant", "ema"),          # Adam past its exact threshold 0.279
+    (-1.70, 0.8, 16, "refresh", "heavy_ball"),
+    (0.5, 0.8, 16, "ratio", "heavy_ball"),      # ratio-corrected: on-policy edge 3.6
+    (1.30, 0.8, 4, "ratio", "ema"),             # Adam, ratio-corrected: edge 18
+])
+def test_hero_labels_in_vega_equal_grpo_core(log_eta, mu, k_ref, lag, momentum):
+    """Vega itself (vl-convert) computes both views' labels: the verdict in each view, eta and eta K, the
+    damping ratio, and the thresholds in eta K, as grpo_core gives them; ratio-corrected reuse says that
+    K_ref has no effect and no label reads "none"."""
+    eta = _page_eta(log_eta)
+    svg, texts = _hero_texts(mu=mu, k_ref=k_ref, lag=lag, momentum=momentum, set_values={"log_eta": log_eta})
+    lib_lag, lib_k = ("refresh", 1) if lag == "ratio" else (lag, k_ref)
+    c = osc.coefficients(eta, mu, lib_k, 1.0, lag=lib_lag, momentum=momentum)
+    verdict = osc.VERDICT_LABELS[osc.coefficients_verdict(c)]
+    assert texts.count(verdict) == 2  # the trajectory's regime_label and the phase diagram's
+    assert f"η = {_d3_r3(eta)}, η·K = {_d3_r3(eta)}" in texts
+    assert f"damping ratio ζ = {c.damping_ratio:.2f}".replace("-", "−") in texts
+    exact = float(stability.critical_a_exact(mu, lib_k, lib_lag, momentum)[()])
+    words = {"constant": "constant lag", "refresh": "refresh lag", "ratio": "ratio-corrected reuse"}[lag]
+    (thr,) = [t for t in texts if t.startswith("threshold η·K = ")]
+    (point,) = [t for t in texts if t.startswith("point: ")]
+    if lag == "ratio":
+        assert thr == f"threshold η·K = {_d3_r3(exact)} (exact, {words}); no continuous threshold (no lag)"
+        assert point == (f"point: η·K = {_d3_r3(eta)}; exact threshold η·K = {_d3_r3(exact)} at every K_ref"
+                         f" (μ = {mu:.2f})")
+        assert oc.K_REF_NO_EFFECT in texts
+    else:
+        cont = float(stability.critical_a_continuous(mu, k_ref, lag, momentum)[()])
+        assert thr == f"threshold η·K = {_d3_r3(cont)} (continuous, C = 0) and {_d3_r3(exact)} (exact, {words})"
+        assert point == (f"point: K_ref = {k_ref}, η·K = {_d3_r3(eta)}; exact threshold η·K = {_d3_r3(exact)}"
+                         f" (μ = {mu:.2f})")
+        assert oc.K_REF_NO_EFFECT not in texts
+    assert not any("none" in t for t in texts)
+    drawn = set(re.findall(r'class="mark-[a-z]+ role-mark ([^"]*)_marks"', svg))
+    assert drawn == {oc.hero_mark(n) for view in oc.HERO_MARKS for n in view}  # every mark, by its name
+    for mark in ("exact_boundary", "critical_damping", "trajectory", "exact_trajectory", "continuous_boundary"):
+        tag, body = re.search(rf'role-mark {oc.hero_mark(mark)}_marks"[^>]*?(/>|>(.*?)</g>)', svg).group(1, 2)
+        drawn_line = tag != "/>" and 'd="M' in (body or "")
+        assert drawn_line == (mark != "continuous_boundary" or lag != "ratio"), mark  # no C = 0 without lag
+
+
+def test_hero_refuses_values_off_its_controls():
+    for kw, name in [(dict(eta=1e-6), "eta"), (dict(k_ref=7), "k_ref"), (dict(mu=0.995), "mu"),
+                     (dict(curvature=6.0), "curvature"), (dict(lag="x"), "lag"), (dict(momentum="x"), "momentum")]:
+        with pytest.raises(ParameterError, match=name):
+            oc.hero_explorer(**kw)
+
+
+def test_phase_and_ratio_charts_share_one_encoding():
+    """Figs. 3 and 4: colour = lag model (the same colours, with a legend), one panel per mu; Fig. 3 also
+    dashes the continuous threshold, with a legend."""
+    k = np.arange(1, 17)
+    fig3 = oc.phase_diagram_chart(k_refs=k).to_dict()
+    fig4 = oc.threshold_ratio_chart(k_refs=k).to_dict()
+    for spec in (fig3, fig4):
+        assert spec["facet"]["column"]["field"] == "mu"
+        colour = spec["spec"]["encoding"]["color"]
+        assert colour["field"] == "lag" and colour["title"] == "lag model" and "legend" in colour
+        assert colour["scale"] == {"domain": list(oc.LAG_COLORS), "range": list(oc.LAG_COLORS.values())}
+        assert spec["spec"]["encoding"]["strokeDash"]["field"] == "method"
+    assert fig3["spec"]["encoding"]["strokeDash"]["scale"]["domain"] == ["exact", "continuous"]

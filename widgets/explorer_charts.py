@@ -65,8 +65,9 @@ __all__ = [
 #: Plotted values of ``e / e0`` (or progress) are clipped to this range, so an unstable run
 #: leaves the frame instead of flattening the stable part of the chart.
 CLIP = (-1.0, 3.0)
-#: ``K_ref`` values of the phase diagrams (log-spaced; the slider snaps to them).
-PHASE_K_REFS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64)
+#: ``K_ref`` values of the phase diagrams (log-spaced; the slider snaps to them); defined beside
+#: :func:`widgets.oscillator_charts.hero_explorer`, which snaps to the same values.
+PHASE_K_REFS = oscillator_charts.PHASE_K_REFS
 #: Names of :func:`static_phase_chart`'s params (the browser tests move them).
 STATIC_PHASE_PARAMS = ("eta", "curvature", "mu", "k_ref")
 
