@@ -130,11 +130,12 @@ def check_integer(
     """
     what = "integer" if low is None and high is None else f"integer {describe_range(low, high)}"
     x = _to_float(name, value, what)
+    shown = repr(value) if len(repr(value)) <= 40 else f"{float(x):.4g}"  # not 300 digits of an int
     if not float(x).is_integer():
-        raise ParameterError(name, f"`{name}` must be an {what}; got {value!r}")
+        raise ParameterError(name, f"`{name}` must be an {what}; got {shown}")
     n = int(x)
     if (low is not None and n < low) or (high is not None and n > high):
-        raise ParameterError(name, f"`{name}` must be an {what}; got {value!r}")
+        raise ParameterError(name, f"`{name}` must be an {what}; got {shown}")
     return n
 
 

@@ -214,3 +214,15 @@ def test_a_config_given_explicitly_is_read_strictly(tmp_path):
     bad.write_text('{"num_iterations": 1e12}')
     with pytest.raises(DataError, match=r"`num_iterations` = 1000000000000.0 must be at most 1,000,000"):
         read_settings(bad)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["bandit", "--eta", "0.2", "--seed", "1e308"], "`seed` must be an integer in [0, "),
+    (["bandit", "--eta", "0.2", "--seed", "1e19"], "`seed` must be an integer in [0, "),
+    (["bandit", "--eta", "0.5", "--sweep", "k_ref", "--k-max", "1e308"], "`k_max` must be an integer in [1, 4096]"),
+    (["probe", "--preset", "cpu-tiny", "--seed", "1e308"], "`seed` must be an integer in [0, 4294967295]; got 1e+308"),
+])
+def test_huge_seeds_and_bounds_are_refused_by_name(capsys, argv, message):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1

@@ -77,6 +77,10 @@ def _h(text: str, **kw) -> Any:
     return field(metadata={"help": text}, **kw)
 
 
+
+#: The largest seed (torch, numpy and Python's random all take it; 1e308 made torch fail).
+MAX_SEED = 2 ** 32 - 1
+
 @dataclass(frozen=True)
 class ExperimentConfig:
     """All settings of one GRPO experiment (defaults: the ``cpu-tiny`` preset).
@@ -315,13 +319,13 @@ _TRAINING_RANGES = (
 )
 _RUN_RANGES = (
     ("format_reward", check_real, {"low": 0}),
-    ("seed", check_integer, {"low": 0}),
+    ("seed", check_integer, {"low": 0, "high": MAX_SEED}),
     ("save_every", check_integer, {"low": 1}),
     ("diagnose_every", check_integer, {"low": 0}),
     ("stop_collapsed", check_integer, {"low": 0}),
     ("num_threads", check_integer, {"low": 0}),
     ("warmup_steps", check_integer, {"low": 0}),
-    ("warmup_seed", check_integer, {"low": -1}),
+    ("warmup_seed", check_integer, {"low": -1, "high": MAX_SEED}),
     ("warmup_batch_size", check_integer, {"low": 1}),
     ("warmup_learning_rate", check_real, _POSITIVE),
     ("warmup_anneal", check_real, {"low": 0, "high": 1}),

@@ -132,7 +132,8 @@ def handler(args: argparse.Namespace) -> int:
     if args.sweep == "k_ref":
         if args.eta is None:
             raise ParameterError("eta", "`eta` is required with --sweep k_ref")
-        k_max = check_integer("k_max", 64 if args.k_max is None else args.k_max, low=1)
+        # the mean-field runs of the search cost ~k_max^2: a bound a machine finishes
+        k_max = check_integer("k_max", 64 if args.k_max is None else args.k_max, low=1, high=K_MAX_LIMIT)
         df = bandit_thresholds.critical_k_ref(spec, eta=args.eta, mu=args.mu, beta=beta, k_max=k_max)
         row = df.iloc[0]
         extended = _extended_k_max(row, k_max) if args.k_max is None else None
@@ -169,7 +170,7 @@ def handler(args: argparse.Namespace) -> int:
     if args.eta is None:
         raise ParameterError("eta", "`eta` is required (a finite number > 0)")
     seeds = check_integer("seeds", args.seeds, low=1, high=bandit.MAX_SEEDS)
-    first = check_integer("seed", args.seed, low=0)
+    first = check_integer("seed", args.seed, low=0, high=2 ** 32 - seeds)  # numpy's seeds: 32-bit here
     run = bandit.simulate(spec, eta=args.eta, mu=args.mu, k_ref=args.k_ref, beta=beta,
                           steps=args.steps, seeds=np.arange(first, first + seeds), mean_field=args.mean_field,
                           progress=True if args.progress else None)
@@ -242,6 +243,8 @@ def _emit(args, out: dict, report: str) -> int:
 
 #: Largest k_ref the default --sweep k_ref extends its search to (the mean-field runs cost ~k_max^2).
 K_MAX_EXTENDED = 1024
+#: Largest --k-max accepted.
+K_MAX_LIMIT = 4096
 
 
 def _extended_k_max(row, k_max: int) -> int | None:
