@@ -161,3 +161,30 @@ def test_the_page_script_and_the_style_agree_on_the_smallest_font():
 
     assert _node("console.log(JSON.stringify(g.MIN_FONT));") == MIN_FONT == 10
     assert min(FONT.values()) >= MIN_FONT
+
+
+def test_long_annotations_wrap_and_their_stack_moves_apart():
+    text = {"type": "text", "align": "left", "baseline": "bottom"}
+    spec = {"width": 300, "layer": [
+        {"mark": "line"},
+        {"mark": dict(text, fontSize=18), "encoding": {"x": {"value": 0}, "y": {"value": -24},
+                                                       "text": {"field": "verdict", "type": "nominal"}}},
+        {"mark": dict(text, fontSize=12), "encoding": {"x": {"value": 0}, "y": {"value": -6},
+                                                       "text": {"field": "label", "type": "nominal"}}},
+        {"mark": dict(text, align="right", fontSize=13), "encoding": {"x": {"value": 300}, "y": {"value": -6},
+                                                                      "text": {"field": "note", "type": "nominal"}}}]}
+    got = _node(f"const s = {json.dumps(spec)};"
+                " const ch = g.annotations(s, 300, {layer_1_marks: 120, layer_2_marks: 450, layer_3_marks: 80});"
+                " console.log(JSON.stringify({ch, layers: s.layer.slice(1)}));")
+    verdict, label, note = got["layers"]
+    assert got["ch"]
+    # the long label: two lines (Vega draws them down from the first), its last line where it was
+    assert label["encoding"]["text"] == {"field": "grpo_wrap_2", "type": "nominal"}
+    assert label["transform"][0]["calculate"].startswith('trim(replace(datum["label"], regexp(')
+    assert label["mark"]["lineBreak"] == "\n" and label["mark"]["lineHeight"] == 15
+    assert label["encoding"]["y"]["value"] == -6 - 15
+    # the right-aligned note joins the stack above it, the verdict above both
+    assert note["mark"]["align"] == "left" and note["encoding"]["x"]["value"] == 0
+    assert note["encoding"]["y"]["value"] == -6 - 15 - 12 - 3
+    assert verdict["encoding"]["y"]["value"] < note["encoding"]["y"]["value"] - 13
+    assert "transform" not in verdict  # short enough: one line

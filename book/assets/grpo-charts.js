@@ -239,6 +239,87 @@
     });
   }
 
+  /* The widest text item of each text mark of a drawn view (mark name -> px), read from its
+     scenegraph: how long its annotations are at the natural layout. */
+  function textWidths(view) {
+    var out = {};
+    (function walk(mark) {
+      if (!mark) return;
+      (mark.items || []).forEach(function (item) {
+        if (mark.marktype === "text" && mark.name && item.bounds) {
+          out[mark.name] = Math.max(out[mark.name] || 0, item.bounds.x2 - item.bounds.x1);
+        } else if (item.items) item.items.forEach(walk);
+      });
+    })(view && view.scenegraph().root);
+    return out;
+  }
+
+  /* Annotations of a layered chart laid out for a panel `width` px wide: a text placed at fixed
+     pixels (x and y given as values: a verdict, a note above the plot) that was measured wider
+     than its room is broken into lines at spaces, and the texts of a stack are moved apart so
+     that the added lines overlap none (texts standing on their baseline, above the plot, move
+     up; texts hanging from their top move down); a right-aligned text joins the left-aligned
+     stack.
+     `measured`: mark name -> drawn width at the natural layout. Returns true when a text changed. */
+  function annotations(spec, width, measured) {
+    if (!Array.isArray(spec.layer)) return false;
+    var items = [];
+    spec.layer.forEach(function (l, i) {
+      if (!isObj(l) || markType(l.mark) !== "text" || !isObj(l.encoding)) return;
+      var e = l.encoding, t = e.text;
+      if (!isObj(e.x) || typeof e.x.value !== "number" || !isObj(e.y) || typeof e.y.value !== "number") return;
+      if (!isObj(t) || t.condition !== undefined || t.format !== undefined || t.aggregate !== undefined ||
+          !((typeof t.field === "string" && (t.type === undefined || t.type === "nominal")) ||
+            typeof t.value === "string")) return;
+      if (!isObj(l.mark)) l.mark = {type: "text"};
+      var m = l.mark;
+      if (typeof m.dy !== "number" && m.dy !== undefined) return;
+      var fs = typeof m.fontSize === "number" ? m.fontSize : 11;
+      items.push({l: l, m: m, e: e, i: i, fs: fs, lh: Math.round(fs * 1.25), lines: 1,
+                  measured: measured[(l.name || "layer_" + i) + "_marks"] || 0,
+                  p: e.y.value + (m.dy || 0), baseline: m.baseline || "middle"});
+    });
+    var left = items.filter(function (it) { return (it.m.align || "center") === "left"; });
+    if (!left.length) return false;
+    var dx = typeof left[0].m.dx === "number" ? left[0].m.dx : 0, x0 = left[0].e.x.value;
+    var changed = false;
+    items.forEach(function (it) {
+      var align = it.m.align || "center";
+      if (align === "right") { it.m.align = "left"; it.m.dx = dx; it.e.x.value = x0; changed = true; }
+      else if (align !== "left") return;
+      var room = width - it.e.x.value - (it.m.dx || 0);
+      if (it.measured <= room || room < 40) return;
+      it.lines = Math.ceil(it.measured * 1.1 / room);
+      var chars = Math.max(10, Math.floor(room / ((it.m.fontWeight === "bold" ? 0.68 : 0.62) * it.fs)));
+      var wrapped = "trim(replace(" + (typeof it.e.text.value === "string" ? JSON.stringify(it.e.text.value)
+        : "datum[" + JSON.stringify(it.e.text.field) + "]") + ", regexp('(.{1," + chars + "})( +|$)', 'g'), '$1\\n'))";
+      var as = "grpo_wrap_" + it.i;
+      it.l.transform = (it.l.transform || []).concat([{calculate: wrapped, as: as}]);
+      it.e.text = {field: as, type: "nominal"};
+      it.m.lineBreak = "\n"; it.m.lineHeight = it.lh; it.m.limit = 0;
+      changed = true;
+    });
+    // Move the texts of each stack apart: "bottom" (growing up) from the lowest, "top" from the highest.
+    function place(group, up) {
+      group.sort(function (a, b) { return up ? b.p - a.p : a.p - b.p; });
+      var edge = null;
+      group.forEach(function (it) {
+        var height = (it.lines - 1) * it.lh + it.fs;
+        var p = it.p;
+        if (edge !== null) p = up ? Math.min(p, edge - 3) : Math.max(p, edge + 3);
+        // Vega draws the lines of a text down from its first line: a stack growing up puts its
+        // first line higher by the added lines, so that its last line sits where the text was.
+        var anchor = up ? p - (it.lines - 1) * it.lh : p;
+        if (anchor !== it.p) { it.e.y.value = anchor - (it.m.dy || 0); changed = true; }
+        edge = up ? p - height : p + height;
+      });
+    }
+    var ofLeft = items.filter(function (it) { return it.m.align === "left"; });
+    place(ofLeft.filter(function (it) { return it.baseline === "bottom" || it.baseline === "alphabetic"; }), true);
+    place(ofLeft.filter(function (it) { return it.baseline === "top"; }), false);
+    return changed;
+  }
+
   /* Natural (unscaled) width in px of the chart drawn in `el`. */
   function naturalWidth(el) {
     var svg = el.querySelector("svg.marks, svg");
@@ -308,7 +389,10 @@
         // The axes' room is what the natural layout drew beside its widest panel (at most 80 px: a
         // legend moved under the plot no longer takes room beside it).
         var axes = Math.min(80, Math.max(30, state.fullWidth - widestPanel(state.spec)));
-        spec = before.spec; narrow(spec, 0); capWidths(spec, Math.max(MIN_WIDTH, Math.floor(avail - axes)));
+        spec = before.spec; narrow(spec, 0);
+        var panel = Math.max(MIN_WIDTH, Math.floor(avail - axes));
+        capWidths(spec, panel);
+        annotations(spec, Math.min(panel, widestPanel(spec) || panel), state.textWidths || {});
         before = {spec: null, width: w, capped: true};
         return draw(el, spec, state.opt, state.embed, state).then(function (r) {
           return finish(el, state, kind, r, avail);
@@ -347,6 +431,7 @@
     var first = draw(el, clone(base), state.opt, embed, state).then(function (r) {
       finish(el, state, "natural", r);
       state.fullWidth = naturalWidth(el);
+      state.textWidths = textWidths(r && r.view);
       return layout(el, state);
     });
     if (typeof ResizeObserver === "function") {
@@ -365,7 +450,7 @@
   }
 
   var api = {grpoEmbed: grpoEmbed, floorFonts: floorFonts, stack: stack, narrow: narrow,
-             capWidths: capWidths, wrapText: wrapText, wrapExpr: wrapExpr, MIN_FONT: MIN_FONT, MIN_WIDTH: MIN_WIDTH};
+             capWidths: capWidths, annotations: annotations, wrapText: wrapText, wrapExpr: wrapExpr, MIN_FONT: MIN_FONT, MIN_WIDTH: MIN_WIDTH};
   if (typeof module === "object" && module.exports) module.exports = api;
   else { root.grpoEmbed = grpoEmbed; root.grpoCharts = api; }
 })(typeof window !== "undefined" ? window : this);
