@@ -65,6 +65,18 @@ def _all_texts(page, i) -> list[str]:
     return evaluate_chart(page, "i => [...CHART(i).querySelectorAll('svg text')].map(t => t.textContent)", i)
 
 
+def _assert_texts_inside(page, i) -> None:
+    """Every text of chart ``i`` lies inside its SVG (a long label is not cut at the edge)."""
+    out = evaluate_chart(
+        page,
+        """i => { const svg = CHART(i).querySelector('svg'), s = svg.getBoundingClientRect();
+            return [...svg.querySelectorAll('text')].filter(t => t.textContent).map(t => {
+                const r = t.getBoundingClientRect();
+                return [t.textContent, r.left >= s.left - 0.5 && r.right <= s.right + 0.5]; })
+                .filter(([, inside]) => !inside).map(([text]) => text); }""", i)
+    assert out == [], out
+
+
 def _phase_box(page, i) -> dict:
     """The phase diagram's plot area in page pixels (the background of the view holding the point)."""
     return evaluate_chart(
@@ -187,6 +199,7 @@ def _check_modes(probe, i, tag):
         {k: v for k, v in before.items() if k != "phase_point_label"}  # ... and nothing else changes
     assert after["regime_label"] == [_verdict(_eta(log_eta - 0.01), mu, 16, lag="ratio", momentum="ema")]
     assert not [t for t in _all_texts(page, i) if "none" in t]
+    _assert_texts_inside(page, i)
     scroll_to(page, i)
     probe.screenshot(f"hero-{tag}-adam-ratio")
     _click(page, i, "lag_model", 0)
@@ -222,6 +235,7 @@ def test_hero_defaults_and_log_eta_slider(hero):
     sizes = evaluate_chart(page, "i => [...CHART(i).querySelectorAll('svg text')]"
                                  ".map(t => parseFloat(getComputedStyle(t).fontSize))", i)
     assert min(sizes) >= 10
+    _assert_texts_inside(page, i)
     scroll_to(page, i)
     probe.screenshot("hero-defaults")
 

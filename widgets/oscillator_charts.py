@@ -681,11 +681,27 @@ def hero_frames(rows: list[dict]) -> dict[tuple[int, int], tuple[float, float]]:
     critical damping, every ``mu`` and ``K_ref``) with a quarter of room: the axis stays put while
     ``mu`` and ``K_ref`` move and changes only with the optimizer or the lag model.
 
+    Parameters
+    ----------
+    rows : list of dict
+        :func:`hero_table`'s records (every lag model and optimizer).
+
     Returns
     -------
     dict
-        ``(lag_model, optimizer) -> (lo, hi)``, ``lag_model`` a key of :data:`LAG_MODELS` (2: ratio-
-        corrected reuse, the refresh rows at ``K_ref = 1``).
+        ``(lag_model, optimizer) -> (lo, hi)`` in ``eta K`` (per step), ``lag_model`` a key of
+        :data:`LAG_MODELS` (2: ratio-corrected reuse, the refresh rows at ``K_ref = 1``).
+
+    Raises
+    ------
+    ParameterError
+        If ``rows`` lack a mode's records.
+
+    Examples
+    --------
+    >>> frames = hero_frames(hero_table())
+    >>> frames[(0, 0)], frames[(2, 1)]  # heavy ball, constant lag; Adam, ratio-corrected reuse
+    ((1e-05, 10.0), (0.001, 1000.0))
     """
     out = {}
     for lag_model in LAG_MODELS:
@@ -694,6 +710,9 @@ def hero_frames(rows: list[dict]) -> dict[tuple[int, int], tuple[float, float]]:
                       if (r["key"] // 10000) == (1 if lag_model else 0) * 2 + optimizer
                       and (lag_model < 2 or r["key"] % 100 == 1)
                       for v in (r["x"], r["c"], r["z"]) if v is not None and v > 0]
+            if not values:
+                raise ParameterError("rows", f"`rows` hold no thresholds of lag model {lag_model}, "
+                                             f"optimizer {optimizer} (use hero_table)")
             least, most = min(values), max(values)
             out[(lag_model, optimizer)] = (10.0 ** math.floor(math.log10(least / 1.25)),
                                            10.0 ** math.ceil(math.log10(most * 1.25)))
@@ -887,10 +906,7 @@ def hero_explorer(
 
     # --- the trajectory --------------------------------------------------------------------------
     traj_height, phase_height = HERO_HEIGHTS
-    # the legend inside the plot's lower right corner, by its curves (below the stacked views it
-    # would sit under the phase diagram)
-    least, rules, line, exact = _trajectory_layers(ex["response"], horizon,
-                                                   legend_at=(width - 290, traj_height - 24))
+    least, rules, line, exact = _trajectory_layers(ex["response"], horizon)
     regime_text = current.mark_text(align="left", baseline="bottom", fontSize=FONT["verdict"],
                                     fontWeight="bold").encode(
         x=alt.value(0), y=alt.value(-46), text="verdict:N",
@@ -901,8 +917,9 @@ def hero_explorer(
         x=alt.value(0), y=alt.value(-27), text="label:N").properties(name="eta_label")
     zeta_text = current.transform_calculate(
         label=str("damping ratio ζ = " + fn.format(ex["damping_ratio"], ".2f")),
-    ).mark_text(align="left", baseline="bottom", fontSize=FONT["label"]).encode(
-        x=alt.value(width // 2), y=alt.value(-27), text="label:N").properties(name="zeta_label")
+    ).mark_text(align="right", baseline="bottom", fontSize=FONT["label"]).encode(
+        # at the plot's right edge, wherever a narrower page puts it
+        x=alt.value("width"), y=alt.value(-27), text="label:N").properties(name="zeta_label")
     thr_text = current.transform_calculate(
         label=str(where(has_c,
                         "threshold η·K = " + _d3_r3(c_star) + " (continuous, C = 0) and " + _d3_r3(x_star)
@@ -978,7 +995,9 @@ def hero_explorer(
         x=alt.value(0), y=alt.value(phase_height + 40), text="text:N").properties(name="phase_key")
     phase = alt.layer(exact_line, cont_line, damping_line, damping_text, point, phase_regime, point_text, note,
                       key).properties(width=width, height=phase_height)
-    return alt.vconcat(trajectory, phase, spacing=30).add_params(*params).properties(
+    # the curves' legend under the trajectory's own axis (shared, it would sit under the phase diagram)
+    return alt.vconcat(trajectory, phase, spacing=30).resolve_scale(
+        color="independent", strokeDash="independent").add_params(*params).properties(
         datasets={HERO_TABLE_NAME: rows}, usermeta={"embedOptions": {"renderer": "svg", "actions": False}})
 
 
