@@ -189,7 +189,8 @@ def test_one_default_bandit_setting_on_both_pages_and_in_the_live_explorer():
     keys = ("eta", "mu", "beta", "group_size", "k_ref", "steps", "baseline")
     for page in ("bandit.md", "explorers.md"):
         cells = [c.source for c in jupytext.read(book / page).cells if c.cell_type == "code"]
-        calls = [node for cell in cells for node in ast.walk(ast.parse(re.sub(r"^(\s*)[%!].*$", r"\1pass", cell, flags=re.M)))
+        trees = [ast.parse(re.sub(r"^(\s*)[%!].*$", r"\1pass", cell, flags=re.M)) for cell in cells]
+        calls = [node for tree in trees for node in ast.walk(tree)
                  if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None))
                  in ("static_bandit_grid", "static_bandit_chart", "bandit_explorer")]
         names = sorted(getattr(c.func, "attr", getattr(c.func, "id", None)) for c in calls)

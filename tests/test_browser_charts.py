@@ -4,8 +4,10 @@ book build): the drawn marks are read back from the SVG, for the charts that mis
 * Fig. 2 of the oscillator chapter (:func:`widgets.oscillator_charts.regime_trajectories_chart`):
   the unstable panel's curves run out of the frame once, no vertical strokes.
 * The bandit slider chart (:func:`widgets.explorer_charts.static_bandit_chart`, bandit chapter and
-  Explorers): its labels stay inside the chart at every K_ref, and the dashed prediction (the exact
-  recurrence) stays in the frame exactly when the label, the library's verdict, says stable.
+  Explorers): its labels stay inside the chart at every K_ref, the dashed prediction (the exact
+  recurrence) stays in the frame exactly when the prediction label, the library's verdict, says
+  stable, and where the bandit cycles the measured label is the chapter's classification of the
+  mean-field line the chart draws.
 * The oscillator slider chart (:func:`widgets.oscillator_charts.slider_chart`): a barely growing
   oscillation (zeta = -0.01) is drawn for its whole horizon, slow growth as slow growth.
 * The group-size slider chart (:func:`widgets.ustat_charts.group_size_slider_chart`): the budget
@@ -103,51 +105,91 @@ def text_boxes(page, mark: str) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def bandit_grid():
-    from widgets.explorer_charts import static_bandit_grid
+    from widgets.explorer_charts import BANDIT_DEFAULTS, static_bandit_grid
 
-    return static_bandit_grid(eta=0.2, mu=0.5, beta=1.0, group_size=8)  # as in the chapter and Explorers
+    d = BANDIT_DEFAULTS  # as in the chapter and Explorers
+    return static_bandit_grid(eta=d["eta"], mu=d["mu"], beta=d["beta"], group_size=d["group_size"])
 
 
 def test_bandit_chart_labels_fit_and_agree_with_the_dashed_prediction(chart_server, probe, bandit_grid):
     from vega_page import set_param, wait_text
 
-    from grpo_core.model import oscillator as osc
     from widgets.explorer_charts import BANDIT_PREDICTIONS, static_bandit_chart
 
     labels = bandit_grid["labels"].set_index("k_ref")
     chart_server(probe, static_bandit_chart(bandit_grid, k_ref=4), "bandit")
     page = probe.page
-    stable = osc.VERDICT_LABELS["stable_exact_only"]
-    assert labels.loc[7, "text"].endswith(stable) and labels.loc[8, "text"].endswith(stable)
-    assert labels.loc[9, "text"].endswith(osc.VERDICT_LABELS["unstable"])
+    stable = "fixed point stable (exact recurrence only)"
+    assert labels.loc[7, "predicted"].endswith(stable) and labels.loc[8, "predicted"].endswith(stable)
+    assert labels.loc[9, "predicted"].endswith("fixed point unstable")
+    marks = ("bandit_measured_label", "bandit_regime_label", "bandit_detail_label")
     for k in range(1, 17):
         set_param(page, 0, "k_ref", k)
-        wait_text(page, 0, "bandit_regime_label", lambda t, k=k: t == labels.loc[k, "text"])
-        wait_text(page, 0, "bandit_detail_label", lambda t, k=k: t == labels.loc[k, "detail"])
-        for mark in ("bandit_regime_label", "bandit_detail_label"):
+        for mark, column in zip(marks, ("measured", "predicted", "detail")):
+            wait_text(page, 0, mark, lambda t, k=k, column=column: t == labels.loc[k, column])
             (box,) = text_boxes(page, mark)
             assert box["svg_left"] <= box["left"] and box["right"] <= box["svg_right"], (k, box)
             assert "…" not in box["text"]  # not cut short by the mark's limit either
-        marks = drawn(page, "bandit_curves")
-        width, height = marks[0]["frame"]
+        tops = [text_boxes(page, mark)[0] for mark in marks]
+        assert tops[0]["bottom"] <= tops[1]["top"] + 1 and tops[1]["bottom"] <= tops[2]["top"] + 1  # no overlap
+        marks_drawn = drawn(page, "bandit_curves")
+        width, height = marks_drawn[0]["frame"]
         dashes = page.evaluate(
             "() => [...document.querySelectorAll('g.bandit_curves_marks path')]"
             ".map(p => p.getAttribute('stroke-dasharray'))")
-        paths = [d for m in marks for d in m["paths"]]
+        paths = [d for m in marks_drawn for d in m["paths"]]
         assert len(paths) == len(dashes) == 4
         (d,) = [d for d, dash in zip(paths, dashes) if dash and dash.replace(" ", "") == "6,3"]
         pts = path_vertices(d)
         inside = all(-0.5 <= y <= height + 0.5 for _, y in pts)
-        # the dashed curve is the exact recurrence: in the frame for all 200 steps iff the verdict is stable
-        assert inside == bool(labels.loc[k, "stable_exact"]), (k, labels.loc[k, "text"])
+        # the dashed curve is the exact recurrence: in the frame for all steps iff the verdict is stable
+        assert inside == bool(labels.loc[k, "stable_exact"]), (k, labels.loc[k, "predicted"])
         if inside:
             assert pts[-1][0] == pytest.approx(width, abs=0.5)
-        if k == 8:
+        if k == 9:
             page.evaluate("document.querySelector('.vega-embed').scrollIntoView({block: 'center'})")
-            probe.screenshot("bandit-k_ref-8")
+            probe.screenshot("bandit-k_ref-9")
     assert BANDIT_PREDICTIONS[0] in set(bandit_grid["curves"].curve)
     assert probe.console_errors == []
     assert probe.external_requests == []
+
+
+def test_bandit_chart_shows_the_measured_cycle_of_the_curve_it_draws(chart_server, probe, bandit_grid):
+    """At the first K_ref where the bandit cycles, the chart's measured label is the chapter's
+    classification (classify_trajectory) of the exact mean field read back from the drawn line, and
+    its period is that line's."""
+    import numpy as np
+    from vega_page import set_param, wait_text
+
+    from grpo_core import bandit
+    from grpo_core.bandit import BanditSpec
+    from grpo_core.bandit.stability import classify_trajectory
+    from widgets.explorer_charts import BANDIT_MEASURED, bandit_measured_verdict, static_bandit_chart
+    from widgets.style import DARK2
+
+    labels = bandit_grid["labels"].set_index("k_ref")
+    k = int(labels.index[labels.measured_regime == "divergent"].min())
+    p_star = bandit.fixed_point(BanditSpec.binary(group_size=8), 1.0).p_star
+    chart_server(probe, static_bandit_chart(bandit_grid, k_ref=4), "bandit-cycle")
+    page = probe.page
+    set_param(page, 0, "k_ref", k)
+    shown = wait_text(page, 0, "bandit_measured_label", lambda t: t.startswith("measured: bounded cycle"))
+    (frame,) = {tuple(m["frame"]) for m in drawn(page, "bandit_curves")}
+    width, height = frame
+    green = DARK2["green"].lower()
+    (d,) = page.evaluate(
+        "(c) => [...document.querySelectorAll('g.bandit_curves_marks path')]"
+        ".filter(p => (p.getAttribute('stroke') || '').toLowerCase() === c).map(p => p.getAttribute('d'))", green)
+    xy = np.array(path_vertices(d))
+    steps = int(bandit_grid["curves"].step.max())
+    t = xy[:, 0] / width * steps
+    p = 1.05 - xy[:, 1] / height * 1.1  # the y scale: [-0.05, 1.05] over the plot's height
+    assert classify_trajectory(p, p_star)[()] == "divergent"
+    from_page = bandit_measured_verdict(t, p, p_star)
+    assert shown == labels.loc[k, "measured"] == from_page["text"]
+    assert shown == f"measured: {BANDIT_MEASURED['divergent']}, period ≈ {from_page['period']:.0f} steps"
+    assert labels.loc[k, "stable_exact"] is False or not labels.loc[k, "stable_exact"]
+    assert probe.console_errors == []
 
 
 @pytest.mark.parametrize("eta, zeta_text", [(0.02, "0.41"), (0.051, "-0.01"), (0.1, "-0.24")])
@@ -532,3 +574,77 @@ def test_forecast_slider_shows_the_products_forecast(chart_server, probe):
         assert f"[{fc['final_low']:.3f}, {fc['final_high']:.3f}]; actual {fc['actual']:.3f}" in text, text
     assert list(grid["labels"]["fraction"]) == [20, 30, 40, 50, 60, 70, 80, 90]  # none declined
     assert probe.console_errors == []
+
+
+#: JavaScript: the smallest text size as drawn (px on screen) in the first chart of the page, after
+#: the book's own rule for charts (``book/assets/grpo.css``: an SVG is scaled down to its column) in
+#: a 720 px column, the fitting chapter's text column at a 1280 px viewport: each text's font size
+#: times the SVG's rendered width over its viewBox width.
+_DRAWN_TEXT_PX = """() => {
+    const style = document.createElement('style');
+    style.textContent = '#vis, .vega-embed { width: 720px; max-width: 720px; }'
+        + ' .vega-embed svg { max-width: 100%; height: auto; }';
+    document.head.appendChild(style);
+    const svg = document.querySelector('.vega-embed svg');
+    const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+    const sizes = [...svg.querySelectorAll('text')].filter(t => t.textContent.trim())
+        .map(t => parseFloat(getComputedStyle(t).fontSize) * scale);
+    return {natural: svg.viewBox.baseVal.width, scale, n: sizes.length, smallest: Math.min(...sizes)};
+}"""
+
+
+def test_fig15_real_run_forecasts_are_drawn_at_readable_size(chart_server, probe):
+    """Fitting chapter, Fig. 15 ("Each real run's forecast of its end from 20%, 40% and 60% of its
+    steps", :func:`widgets.laws_charts.forecast_runs_chart` on bench/results/forecast.json): at a
+    1280 px viewport the book's text column is about 720 px wide; a wider chart is scaled down with
+    its text (it once drew 981 px wide, its 10 px labels at 7 px). It now fits the column at its
+    natural size and every text is drawn at 10 px or more."""
+    import json
+
+    from widgets.laws_charts import forecast_runs_chart
+    from widgets.rendering import repo_path
+
+    rows = json.loads(repo_path("bench/results/forecast.json").read_text())
+    records = [r for r in rows if r["method"] == "record"]
+    assert len({r["run"] for r in records}) == 37
+    chart_server(probe, forecast_runs_chart(records), "fig15")
+    assert probe.page.viewport_size["width"] == 1280
+    got = probe.page.evaluate(_DRAWN_TEXT_PX)
+    assert got["natural"] <= 720, got
+    assert got["scale"] == pytest.approx(1.0, abs=1e-3), got
+    assert got["n"] > 37 + 3, got  # the run labels, the cut headers, the axes and the legends
+    assert got["smallest"] >= 10, got
+    assert probe.console_errors == []
+
+
+def test_ustat_mse_chart_shows_the_oracle_on_top(chart_server, probe):
+    """The U-statistic chapter's MSE figure (:func:`widgets.ustat_charts.mse_chart`) in Chromium: the
+    oracle's exact line, which nearly coincides with the mean baseline's from G = 8 on, is the last
+    line painted (over the mean baseline's), dashed, in its own colour, with its "oracle" label."""
+    import numpy as np
+
+    from grpo_core.groupsize.ustat import monte_carlo_mse
+    from widgets import ustat_charts as uc
+
+    probs = np.array([0.2] + [0.8 / 7] * 7)  # the chapter's hard prompt
+    df = monte_carlo_mse(probs, np.array([1.0] + [0.0] * 7), 2 ** np.arange(1, 11), 2_000, seed=1)
+    chart = uc.mse_chart(df).properties(usermeta={"embedOptions": {"renderer": "svg"}})
+    chart_server(probe, chart, "ustat_mse")
+    page = probe.page
+    lines = page.evaluate(
+        "() => [...document.querySelectorAll('.vega-embed svg g.mark-line.role-mark path')].map(p =>"
+        " [p.closest('g.mark-line').getAttribute('class'), p.getAttribute('aria-label') || '',"
+        "  p.getAttribute('stroke'), p.getAttribute('stroke-dasharray') || '', p.getAttribute('d')])")
+    assert len(lines) == 5
+    group, label, stroke, dash, d = lines[-1]
+    assert "oracle_line_marks" in group and "label: oracle" in label  # painted last, on top
+    assert stroke == uc.ESTIMATOR_COLORS["oracle"] and dash == ",".join(map(str, uc.ORACLE_DASH))
+    (mean,) = [line for line in lines if "label: mean baseline" in line[1]]
+    assert mean[2] != stroke and mean[3] != dash
+    # the two lines really overlap from G = 8 on (why the oracle must be on top): within 3 px
+    oracle_pts, mean_pts = path_vertices(d)[2:], path_vertices(mean[4])[2:]
+    assert max(abs(a[1] - b[1]) for a, b in zip(oracle_pts, mean_pts)) < 3.0
+    texts = page.evaluate(
+        "() => [...document.querySelectorAll('.vega-embed svg g.oracle_label_marks text')].map(t => t.textContent)")
+    assert texts == ["oracle"]
+    assert probe.console_errors == [] and probe.external_requests == []

@@ -1,6 +1,6 @@
 """The Explorers page in a real browser: saved explorers render, static sliders compute, offline.
 
-Static charts: :func:`widgets.explorer_charts.static_phase_chart`,
+Static charts: :func:`widgets.oscillator_charts.hero_explorer`,
 :func:`~widgets.explorer_charts.static_bandit_chart`, :func:`~widgets.laws_charts.static_forecast_chart`.
 Labels are checked against what :mod:`grpo_core` computes for the same settings.
 """
@@ -164,56 +164,68 @@ def test_saved_view_text_is_readable(opened, page_name):
                          "'.grpo-static-widget .widget-slider')).opacity") == "0.6"
 
 
-@pytest.mark.parametrize("page_name, eta, curvature, mu, k_ref", [
-    (PAGE, 0.2, 1.0, 0.5, 4),     # past the exact threshold 0.156: unstable
-    (PAGE, 0.14, 1.0, 0.5, 4),    # between the continuous (0.125) and the exact threshold
-    (PAGE, 0.05, 1.0, 0.5, 4),    # underdamped
-    (PAGE, 0.01, 1.0, 0.5, 4),    # overdamped
-    (PAGE, 0.05, 1.0, 0.5, 16),   # K_ref from the select: past both thresholds
-    (PAGE, 0.3, 2.0, 0.9, 1),
-    ("oscillator.html", 0.14, 1.0, 0.5, 4),  # the same chart on the derivation chapter
-    ("oscillator.html", 0.01, 1.0, 0.5, 4),
+@pytest.mark.parametrize("page_name, log_eta, curvature, mu, k_ref", [
+    (PAGE, -0.70, 1.0, 0.5, 4),     # eta 0.2, past the exact threshold 0.156: unstable
+    (PAGE, -0.85, 1.0, 0.5, 4),     # eta 0.141, between the continuous (0.125) and the exact threshold
+    (PAGE, -1.30, 1.0, 0.5, 4),     # eta 0.0501, underdamped
+    (PAGE, -2.00, 1.0, 0.5, 4),     # eta 0.01, overdamped
+    (PAGE, -1.30, 1.0, 0.5, 16),    # K_ref from the select: past both thresholds
+    (PAGE, -0.52, 2.0, 0.9, 1),
+    ("oscillator.html", -0.85, 1.0, 0.5, 4),  # the same chart on the derivation chapter
+    ("oscillator.html", -2.00, 1.0, 0.5, 4),
 ])
-def test_static_phase_chart_labels_the_current_point(opened, page_name, eta, curvature, mu, k_ref):
+def test_hero_phase_view_labels_the_current_point(opened, page_name, log_eta, curvature, mu, k_ref):
+    """The hero explorer's phase diagram (:func:`widgets.oscillator_charts.hero_explorer`): the point's
+    verdict and label, thresholds in eta K, as grpo_core computes them."""
+    import numpy as np
+
+    from widgets.oscillator_charts import hero_eta_expression, hero_mark
+
     explorers = opened(page_name)
     page = explorers.page
-    i = chart_index(page, {"eta", "curvature", "mu", "k_ref"}, mark="phase_regime_label")
-    # k_ref is a <select> here (snapped to the phase grid); the slider chart has a range instead.
-    assert (
-        evaluate_chart(page, "i => CHART(i).querySelector('[name=k_ref]').tagName", i)
-        == "SELECT"
-    )
-    before = point_positions(page, i, "phase_point")
-    for name, value in (("curvature", curvature), ("mu", mu), ("k_ref", k_ref), ("eta", eta)):
+    i = chart_index(page, {"log_eta", "curvature", "mu", "k_ref"}, mark=hero_mark("phase_regime_label"))
+    # k_ref is a <select> (snapped to the phase grid), one control for both views
+    assert evaluate_chart(page, "i => CHART(i).querySelector('[name=k_ref]').tagName", i) == "SELECT"
+    before = point_positions(page, i, hero_mark("phase_point"))
+    for name, value in (("curvature", curvature), ("mu", mu), ("k_ref", k_ref), ("log_eta", log_eta)):
         set_param(page, i, name, value)
+    eta = float(hero_eta_expression().evaluate(log_eta=log_eta))
     expected = _verdict(eta, curvature, mu, k_ref)
-    wait_text(page, i, "phase_regime_label", lambda t: t == expected)
+    for mark in ("phase_regime_label", "regime_label"):
+        wait_text(page, i, hero_mark(mark), lambda t: t == expected)
     a_exact = float(stability.critical_a_exact(mu, k_ref, "constant"))
-    label = mark_texts(page, i, "phase_point_label")[0]
-    # Vega's format(x, '.3g') keeps trailing zeros, like Python's '#.3g'.
-    assert label == f"η·K = {eta * curvature:.3g}, K_ref = {k_ref} (exact threshold {a_exact:.3g})"
-    if (eta, curvature, k_ref) != (0.02, 1.0, 4):
-        assert point_positions(page, i, "phase_point") != before
+
+    def r3(v):  # d3's format(v, '.3~r'), as the chart prints
+        return np.format_float_positional(float(f"{v:.3g}"), trim="-")
+
+    label = mark_texts(page, i, hero_mark("phase_point_label"))[0]
+    assert label == f"point: K_ref = {k_ref}, η·K = {r3(eta * curvature)}; exact threshold η·K = {r3(a_exact)} " \
+                    f"(μ = {mu:.2f})"
+    assert point_positions(page, i, hero_mark("phase_point")) != before
     scroll_to(page, i)
-    explorers.screenshot(f"{page_name[:-5]}-phase-{expected.split()[0]}")
+    explorers.screenshot(f"{page_name[:-5]}-hero-phase-{expected.split()[0]}")
 
 
 @pytest.mark.parametrize("page_name", [PAGE, "bandit.html"])
 def test_static_bandit_chart_follows_k_ref(opened, page_name):
-    from widgets.explorer_charts import static_bandit_grid
+    from widgets.explorer_charts import BANDIT_DEFAULTS, static_bandit_grid
 
     explorers = opened(page_name)
-    grid = static_bandit_grid(eta=0.2, mu=0.5, beta=1.0, group_size=8)  # as on both pages
+    d = BANDIT_DEFAULTS  # one setting on both pages
+    grid = static_bandit_grid(eta=d["eta"], mu=d["mu"], beta=d["beta"], group_size=d["group_size"])
     labels = grid["labels"].set_index("k_ref")
     page = explorers.page
-    i = chart_index(page, {"k_ref"}, mark="bandit_regime_label")
+    i = chart_index(page, {"k_ref"}, mark="bandit_measured_label")
     first_unstable = int(labels.index[~labels.stable_exact].min())
     seen = []
     for k in (2, first_unstable, 16):
         set_param(page, i, "k_ref", k)
-        wait_text(page, i, "bandit_regime_label", lambda t, k=k: t == labels.loc[k, "text"])
+        wait_text(page, i, "bandit_regime_label", lambda t, k=k: t == labels.loc[k, "predicted"])
+        wait_text(page, i, "bandit_measured_label", lambda t, k=k: t == labels.loc[k, "measured"])
         seen.append(path_data(page, i, "bandit_curves"))
-    assert "unstable" in labels.loc[first_unstable, "text"]
+    assert labels.loc[first_unstable, "predicted"].endswith("fixed point unstable")
+    # the nonlinear bandit does not diverge: past the threshold it is measured on a bounded cycle
+    assert labels.loc[first_unstable, "measured"].startswith("measured: bounded cycle, period")
     assert seen[0] != seen[1] != seen[2]  # the curves follow the slider, not only the label
     scroll_to(page, i)
     explorers.screenshot(f"{page_name[:-5]}-bandit-unstable")
@@ -239,21 +251,24 @@ def test_static_forecast_chart_follows_the_fit_window(opened, page_name, qwen_fo
 
 
 def test_slider_input_to_redraw_is_fast(explorers):
-    """Time from a slider input to the redrawn label (Vega's dataflow + SVG render), median of 15."""
+    """Time from a slider input to the redrawn label (Vega's dataflow + SVG render), median of 15, on
+    the hero explorer (both views redraw)."""
+    from widgets.oscillator_charts import hero_mark
+
     page = explorers.page
-    i = chart_index(page, {"eta", "curvature", "mu", "k_ref"}, mark="phase_regime_label")
+    i = chart_index(page, {"log_eta", "curvature", "mu", "k_ref"}, mark=hero_mark("phase_regime_label"))
     ms = evaluate_chart(
         page,
-        """async (i) => {
+        """async ([i, mark]) => {
             const el = CHART(i);
-            const input = el.querySelector('[name=eta]');
-            const label = () => [...el.querySelectorAll('g.phase_point_label_marks text')]
+            const input = el.querySelector('[name=log_eta]');
+            const label = () => [...el.querySelectorAll(`g.${mark}_marks text`)]
                 .map(t => t.textContent).join();
             const times = [];
             for (let n = 0; n < 15; n++) {
                 const before = label();
                 const t0 = performance.now();
-                input.value = String(0.01 + 0.004 * (n + 1));
+                input.value = String(-2 + 0.03 * (n + 1));
                 input.dispatchEvent(new Event('input', {bubbles: true}));
                 while (label() === before) { await new Promise(r => requestAnimationFrame(r)); }
                 times.push(performance.now() - t0);
@@ -261,6 +276,6 @@ def test_slider_input_to_redraw_is_fast(explorers):
             times.sort((a, b) => a - b);
             return times[7];
         }""",
-        i,
+        [i, hero_mark("phase_point_label")],
     )
     assert math.isfinite(ms) and ms < 1000  # the benchmark reports the number; this only guards a hang

@@ -93,7 +93,8 @@ def test_adam_late_approach_is_exponential_in_steps_at_rate_set_by_beta2(eta):
 
 
 def _clip_batches(eta, k, batches=4):
-    """Check 2 of book/how_oscillator.md, its run: p at each batch's start and end, the ceiling, the crossing step's move."""
+    """Check 2 of book/how_oscillator.md, its run: p at each batch's start and end, the ceiling, the
+    crossing step's move."""
     spec = BanditSpec.binary(group_size=8, lag="refresh", estimator="surrogate")
     p = simulate(spec, eta=eta, k_ref=k, beta=0.0, steps=batches * k, mean_field=True, theta0=[-1.0, 0.0]).p[0, 0]
     start, end = p[:-1:k], p[k::k]

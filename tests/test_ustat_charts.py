@@ -183,7 +183,8 @@ def test_one_default_group_size_pool_on_every_page():
         assert re.search(r"constants_by_spread\(spreads, mean=0\.2\)", text), page
         assert re.search(r"group_size_slider_chart\(\w+, budget=1024, spread=0\.1\)", text), page
         calls = re.findall(r"group_size_explorer\(([^)]*)\)", text)
-        assert calls and all("spread=0.1," in c and "mean=0.2" in c and "budget=1024" in c for c in calls), (page, calls)
+        assert calls and all("spread=0.1," in c and "mean=0.2" in c and "budget=1024" in c for c in calls), \
+            (page, calls)
     # the static chart starts at the default: its G* label is the default pool's
     spreads = np.round(np.arange(0.01, 0.305, 0.01), 2)
     _, texts = _svg_texts(uc.group_size_slider_chart(constants_by_spread(spreads, mean=d["mean"])))

@@ -18,8 +18,8 @@ import pandas as pd
 from grpo_core import groupsize
 
 from . import ustat_charts
-from .ustat_charts import GROUP_SIZE_DEFAULTS
 from ._controls import Explorer, NumberControl, readout_table, toggle
+from .ustat_charts import GROUP_SIZE_DEFAULTS
 
 __all__ = ["GroupSizeExplorer", "group_size_explorer", "compute_group_size_view", "DEFAULTS"]
 
