@@ -70,7 +70,12 @@
 
   /* Break a title's text into lines of at most `width` px (about 0.6 em a character). */
   function wrapText(text, width, fontSize) {
-    if (Array.isArray(text) || typeof text !== "string") return text;
+    if (Array.isArray(text)) {  // lines already: each one broken further if too long
+      var out = [];
+      text.forEach(function (line) { out = out.concat(wrapText(line, width, fontSize)); });
+      return out.length === text.length ? text : out;
+    }
+    if (typeof text !== "string") return text;
     var perLine = Math.max(12, Math.floor(width / (0.6 * fontSize)));
     if (text.length <= perLine) return text;
     var lines = [], line = "";
@@ -192,12 +197,18 @@
   function narrow(spec, excess) {
     var widest = widestPanel(spec), changed = false;
     var cap = Math.max(MIN_WIDTH, Math.floor(widest - excess));
+    // What the narrowest panels cannot absorb comes off long y-axis labels (ellipsis), down to 80 px.
+    var rest = Math.max(0, Math.ceil(MIN_WIDTH - (widest - excess)));
     views(spec, function (o) {
       if (typeof o.width === "number" && o.width > cap) {
         scalePositions(o, o.width, cap);
         o.width = cap; changed = true;
       }
       if (isObj(o.encoding)) {
+        var y = o.encoding.y;
+        if (rest > 0 && isObj(y) && isObj(y.axis) && typeof y.axis.labelLimit === "number" && y.axis.labelLimit > 80) {
+          y.axis.labelLimit = Math.max(80, y.axis.labelLimit - rest); changed = true;
+        }
         legendDefs(o.encoding).forEach(function (def) {
           var legend = isObj(def.legend) ? def.legend : {};
           if (legend.columns !== 1 || legend.direction !== "vertical") {
