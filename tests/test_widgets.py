@@ -133,8 +133,10 @@ def test_log_explorer_shows_the_library_fit(log_ex):
     )
     # the forecast is forecast_run's, the one fit and diagnose print
     from grpo_core.runs.diagnostics import forecast_run
+    from grpo_core.runs.diagnostics.forecast import WINDOW_N_BOOT
     from widgets.log_explorer import LIVE_BOOTSTRAP
 
+    assert LIVE_BOOTSTRAP == WINDOW_N_BOOT  # one band: the slider figure's and fit's
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fc = forecast_run(log, fit_fraction=0.4, n_boot=LIVE_BOOTSTRAP)

@@ -19,13 +19,15 @@ import ipywidgets as widgets
 from grpo_core import laws
 from grpo_core.errors import GrpoError
 from grpo_core.runs import datasets, logs
+from grpo_core.runs.diagnostics.forecast import WINDOW_N_BOOT
 
 from ._controls import Explorer, NumberControl, readout_table, short_message
 
 __all__ = ["LogExplorer", "log_explorer"]
 
-#: Bootstrap replicates of the live forecast band (``fit`` and ``diagnose`` use 30).
-LIVE_BOOTSTRAP = 30
+#: Bootstrap replicates of the live forecast band: the slider figure's and ``fit``'s (WINDOW_N_BOOT), so the
+#: explorer shows the band they show.
+LIVE_BOOTSTRAP = WINDOW_N_BOOT
 #: Files the upload button offers (any text log :func:`grpo_core.runs.logs.read_log` reads).
 UPLOAD_ACCEPT = ".csv,.tsv,.txt,.json,.jsonl"
 
