@@ -259,3 +259,91 @@ def test_a_chart_that_fits_is_drawn_as_given(browser, grpo_chart_server):
         assert chart_offenders([chart]) == []
     finally:
         context.close()
+
+
+def _phone_chart(browser, grpo_chart_server, chart, name):
+    context = browser.new_context(viewport=VIEWPORTS["phone"], device_scale_factor=1, is_mobile=True)
+    probe = PageProbe(context.new_page())
+    grpo_chart_server(probe, chart, name)
+    return context, probe
+
+
+def _vconcat_with_long_fixed_labels():
+    """Two layered views stacked with shared params (like the oscillator's hero explorer): labels
+    placed at fixed pixels above the plot, one far longer than a phone's column, a right-edge label
+    on the row of a left one, and a two-line key under the second plot."""
+    import altair as alt
+    import pandas as pd
+
+    k = alt.param(name="k", value=2, bind=alt.binding_range(min=1, max=5, step=1, name="k "))
+    data = pd.DataFrame({"x": range(10), "y": [v * v for v in range(10)]})
+    one = alt.Chart(alt.Data(values=[{"_": 0}]))
+    line = alt.Chart(data).mark_line().encode(x=alt.X("x:Q", title="step"), y=alt.Y("y:Q", title="a y title"))
+    verdict = one.mark_text(align="left", baseline="bottom", fontSize=18, fontWeight="bold").encode(
+        x=alt.value(0), y=alt.value(-46), text=alt.value("underdamped")).properties(name="verdict")
+    left = one.transform_calculate(label="'k = ' + k + ', k squared = ' + k * k").mark_text(
+        align="left", baseline="bottom", fontSize=13).encode(x=alt.value(0), y=alt.value(-27), text="label:N")
+    right = one.transform_calculate(label="'damping ratio = ' + format(1 / k, '.2f')").mark_text(
+        align="right", baseline="bottom", fontSize=13).encode(x=alt.value("width"), y=alt.value(-27), text="label:N")
+    long = one.transform_calculate(
+        label="'threshold = ' + k + ' (continuous, C = 0) and ' + (k + 0.5) + ' (exact, the constant lag model)'",
+    ).mark_text(align="left", baseline="bottom", fontSize=12).encode(x=alt.value(0), y=alt.value(-10), text="label:N")
+    key = alt.Chart(alt.Data(values=[{"t": "solid: the exact threshold; dashed: the continuous threshold C = 0\n"
+                                            "dotted: critical damping of the continuous model (overdamped below)"}])
+                    ).mark_text(align="left", baseline="top", fontSize=11, lineBreak="\n").encode(
+        x=alt.value(0), y=alt.value(200), text="t:N")
+    top = alt.layer(line, verdict, left, right, long).properties(width=600, height=200)
+    bottom = alt.layer(line, key).properties(width=600, height=160)
+    return alt.vconcat(top, bottom, spacing=30).add_params(k)
+
+
+def _stacked_panels_with_long_legends():
+    """Panels stacked with a shared x scale (widgets.diagnostics_charts.stack_panels): several
+    legends above each plot, unlimited labels, one far longer than a phone's column."""
+    import altair as alt
+    import pandas as pd
+
+    data = pd.DataFrame({"x": list(range(20)) * 2, "y": [v % 7 for v in range(40)],
+                         "curve": ["per step"] * 20 + ["forecast: mean of steps 400-500 if trained to step 500"] * 20})
+    band = pd.DataFrame({"x": [10, 19], "lo": [1, 1], "hi": [5, 5], "what": ["90% band of the forecast"] * 2})
+    top = {"orient": "top", "labelLimit": 0, "title": None}
+    panel = alt.layer(
+        alt.Chart(band).mark_area(opacity=0.3).encode(x="x:Q", y="lo:Q", y2="hi:Q",
+                                                      fill=alt.Fill("what:N", legend=alt.Legend(**top))),
+        alt.Chart(data).mark_line().encode(x=alt.X("x:Q", title="optimizer step"), y=alt.Y("y:Q", title="reward"),
+                                           stroke=alt.Stroke("curve:N", legend=alt.Legend(**top))),
+    ).properties(width=600, height=200)
+    from widgets.diagnostics_charts import stack_panels
+
+    return stack_panels(panel, panel.properties(title="groups with zero reward spread"))
+
+
+@pytest.mark.parametrize("make", [_vconcat_with_long_fixed_labels, _stacked_panels_with_long_legends])
+def test_stacked_views_with_fixed_size_texts_fit_a_phone(browser, grpo_chart_server, make):
+    context, probe = _phone_chart(browser, grpo_chart_server, make(), make.__name__)
+    try:
+        (chart,) = probe.page.evaluate(CHART_TEXT)
+        assert chart_offenders([chart]) == [], chart
+        assert chart["natural"] <= chart["container"] + 1 and chart["scale"] == pytest.approx(1.0), chart
+        assert chart["layout"] == "narrowed", chart
+        # no two texts of the chart overlap (their boxes, read from the scenegraph)
+        boxes = probe.page.evaluate("""() => { const v = document.querySelector('.vega-embed').grpoView; const out = [];
+            (function walk(mark, ox, oy) { for (const it of mark.items || []) {
+                if (mark.marktype === 'text' && it.text != null && String(it.text).trim() !== '' && it.bounds)
+                    out.push([String(it.text).slice(0, 30), ox + it.bounds.x1, oy + it.bounds.y1, ox + it.bounds.x2, oy + it.bounds.y2]);
+                if (it.items) it.items.forEach(m => walk(m, ox + (it.x || 0), oy + (it.y || 0))); } })(v.scenegraph().root, 0, 0);
+            return out; }""")
+        overlaps = [(a[0], b[0]) for i, a in enumerate(boxes) for b in boxes[i + 1:]
+                    if a[1] < b[3] - 1 and b[1] < a[3] - 1 and a[2] < b[4] - 1 and b[2] < a[4] - 1]
+        assert overlaps == [], overlaps
+        if make is _vconcat_with_long_fixed_labels:
+            set_param(probe.page, 0, "k", 4)
+            got = probe.page.wait_for_function(
+                "() => { const v = document.querySelector('.vega-embed').grpoView; const out = [];"
+                " (function w(m) { for (const it of m.items || []) { if (m.marktype === 'text') out.push(String(it.text));"
+                " else if (it.items) it.items.forEach(w); } })(v.scenegraph().root);"
+                " return out.some(t => t.startsWith('k = 4')) ? out : null; }", timeout=10000).json_value()
+            assert any(t.startswith("k = 4") for t in got)
+        assert probe.console_errors == []
+    finally:
+        context.close()

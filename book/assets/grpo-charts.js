@@ -11,8 +11,12 @@
  *    concat/facet columns -> 1, a facet's column field -> one wrapped column), a legend on the
  *    right or left goes under the plot, a title too long for the column is broken into lines.
  * 3. If it is still too wide, each panel's numeric width is reduced by the excess (not below
- *    MIN_WIDTH) and it is drawn again (twice at most). Heights are kept. Only what still
- *    overflows then is scaled down by CSS (grpo.css: max-width 100%).
+ *    MIN_WIDTH) and it is drawn again (twice at most). Heights are kept. If narrower panels did not
+ *    make it much narrower, parts of fixed size set its width: each panel gets the column's room
+ *    (less the axes), long texts at fixed pixels in any layered view (a concatenation's panels
+ *    too) are broken into lines, and, when a legend reaches past the column, legends sharing a
+ *    side go one under another with long labels broken. Only what still overflows then is scaled
+ *    down by CSS (grpo.css: max-width 100%).
  *
  * Params, their bindings (sliders, radios) and the Vega expressions are untouched: a narrow layout
  * keeps the top-level params, and vega-embed renders the bindings once per chart. When the
@@ -236,6 +240,57 @@
     return changed;
   }
 
+  /* Legends in a column `width` px wide, in place: the legends sharing a side of a plot (above or
+     under it) are placed one under the other instead of side by side, and a label longer than the
+     room beside its symbol (its labelLimit 0, unlimited, or above the room) is broken into lines
+     at spaces. Returns true when something changed. */
+  function legends(spec, width) {
+    var changed = false, any = false;
+    var config = isObj(spec.config) ? spec.config : {};
+    var base = isObj(config.legend) ? config.legend : {};
+    var room = Math.max(60, Math.floor(width - 24));  // the symbol and its padding take the rest
+    views(spec, function (o) {
+      if (!isObj(o.encoding)) return;
+      legendDefs(o.encoding).forEach(function (def) {
+        any = true;
+        var legend = isObj(def.legend) ? def.legend : {};
+        var limit = legend.labelLimit !== undefined ? legend.labelLimit
+          : base.labelLimit !== undefined ? base.labelLimit : 160;  // Vega's default
+        if (legend.labelExpr !== undefined || typeof limit !== "number" || (limit > 0 && limit <= room)) return;
+        var fs = typeof legend.labelFontSize === "number" ? legend.labelFontSize
+          : typeof base.labelFontSize === "number" ? base.labelFontSize : 10;
+        legend.labelExpr = wrapExpr("datum.label", Math.max(12, Math.floor(room / (0.6 * fs))));
+        legend.labelLimit = room;
+        def.legend = legend; changed = true;
+      });
+    });
+    if (any) {
+      var layout = isObj(base.layout) ? base.layout : {};
+      ["top", "bottom"].forEach(function (side) {
+        var l = isObj(layout[side]) ? layout[side] : {};
+        if (l.direction !== "vertical") { l.direction = "vertical"; layout[side] = l; changed = true; }
+      });
+      base.layout = layout; config.legend = base; spec.config = config;
+    }
+    return changed;
+  }
+
+  /* Whether a legend of the drawn `view` reaches past `width` px from the chart's left edge. */
+  function legendsOverflow(view, width) {
+    if (!view) return false;
+    var root = view.scenegraph().root, left = Infinity, right = -Infinity;
+    (function walk(mark, ox) {
+      (mark.items || []).forEach(function (item) {
+        var b = item.bounds;
+        if (!b) return;
+        left = Math.min(left, ox + b.x1);
+        if (mark.role === "legend") { right = Math.max(right, ox + b.x2); return; }
+        (item.items || []).forEach(function (m) { walk(m, ox + (item.x || 0)); });
+      });
+    })(root, 0);
+    return right > -Infinity && right - left > width + 0.5;
+  }
+
   /* The largest numeric width of the spec's panels (0: none). */
   function widestPanel(spec) {
     var widest = 0;
@@ -250,6 +305,22 @@
     });
   }
 
+  /* Set every panel's numeric width to its width in `original` (the same spec, not narrowed) but
+     at most `width` px, positions scaled with it: narrowed panels widen again up to `width`.
+     Returns true when a width changed. */
+  function fitWidths(spec, original, width) {
+    var widths = [], changed = false;
+    views(original, function (o) { widths.push(o.width); });
+    var i = 0;
+    views(spec, function (o) {
+      var w = widths[i++];
+      if (typeof o.width !== "number" || typeof w !== "number") return;
+      var target = Math.min(w, width);
+      if (target !== o.width) { scalePositions(o, o.width, target); o.width = target; changed = true; }
+    });
+    return changed;
+  }
+
   /* The widest text item of each text mark of a drawn view (mark name -> px), read from its
      scenegraph: how long its annotations are at the natural layout. */
   function textWidths(view) {
@@ -258,27 +329,96 @@
       if (!mark) return;
       (mark.items || []).forEach(function (item) {
         if (mark.marktype === "text" && mark.name && item.bounds) {
-          out[mark.name] = Math.max(out[mark.name] || 0, item.bounds.x2 - item.bounds.x1);
+          var w = item.bounds.x2 - item.bounds.x1;
+          if (w > (out[mark.name] || 0) && (typeof item.text === "string" || Array.isArray(item.text))) {
+            out[mark.name + " text"] = Array.isArray(item.text) ? item.text.join("\n")
+              : item.lineBreak ? item.text.split(item.lineBreak).join("\n") : item.text;
+          }
+          out[mark.name] = Math.max(out[mark.name] || 0, w);
+          // a text drawn on several lines (its own line breaks): how many, at most
+          var lines = typeof item.text === "string" && typeof item.lineBreak === "string" && item.lineBreak
+            ? item.text.split(item.lineBreak).length : Array.isArray(item.text) ? item.text.length : 1;
+          if (lines > 1) out[mark.name + " lines"] = Math.max(out[mark.name + " lines"] || 1, lines);
         } else if (item.items) item.items.forEach(walk);
       });
     })(view && view.scenegraph().root);
     return out;
   }
 
-  /* Annotations of a layered chart laid out for a panel `width` px wide: a text placed at fixed
-     pixels (x and y given as values: a verdict, a note above the plot) that was measured wider
-     than its room is broken into lines at spaces, and the texts of a stack are moved apart so
-     that the added lines overlap none (texts standing on their baseline, above the plot, move
-     up; texts hanging from their top move down); a right-aligned text joins the left-aligned
-     stack.
-     `measured`: mark name -> drawn width at the natural layout. Returns true when a text changed. */
+  /* Annotations of a chart laid out for panels `width` px wide (each layered view of the spec, a
+     concatenation's panels too, for its own width when narrower): a text placed at fixed pixels
+     (x and y given as values: a verdict, a note above or under the plot) that was measured wider
+     than its room is broken into lines at spaces (lines it already has are kept), and the texts of
+     a stack are moved apart so that the added lines overlap none (texts standing on their
+     baseline, above the plot, move up; texts hanging from their top move down). A right-aligned
+     text (at a number of pixels or at the plot's right edge, "width") stays on the row of the
+     left-aligned text beside it when both fit in the row, moving with it; otherwise it joins the
+     left-aligned stack as a row of its own.
+     `measured`: mark name -> drawn width at the natural layout (and "<name> lines": the lines of a
+     text drawn on several); a text not drawn then (its data filtered out) is estimated from its
+     characters where the spec holds them. Returns true when a text changed. */
   function annotations(spec, width, measured) {
-    if (!Array.isArray(spec.layer)) return false;
+    var changed = false;
+    // Vega-Lite's names of the views (a concatenation's "concat_0", its layers' "concat_0_layer_2"),
+    // by which the drawn marks were measured
+    (function walk(o, name) {
+      if (!isObj(o)) return;
+      if (typeof o.name === "string") name = o.name;
+      var prefix = name ? name + "_" : "";
+      if (Array.isArray(o.layer)) {
+        var w = typeof o.width === "number" ? Math.min(width, o.width) : width;
+        if (layerAnnotations(o, w, measured || {}, prefix)) changed = true;
+        o.layer.forEach(function (l, i) { walk(l, prefix + "layer_" + i); });
+      }
+      ["hconcat", "vconcat", "concat"].forEach(function (k) {
+        if (Array.isArray(o[k])) o[k].forEach(function (c, i) { walk(c, prefix + "concat_" + i); });
+      });
+      if (isObj(o.spec)) walk(o.spec, prefix + "child");
+    })(spec, "");
+    return changed;
+  }
+
+  /* The longest text a layer can show, estimated from the characters of its value or of its field
+     in the layer's inline data (0: unknown). */
+  function estimatedWidth(l, t, fs, bold) {
+    var longest = 0;
+    if (typeof t.value === "string") longest = t.value.length;
+    else if (isObj(l.data) && Array.isArray(l.data.values)) {
+      l.data.values.forEach(function (row) {
+        if (isObj(row) && row[t.field] !== undefined && row[t.field] !== null) {
+          String(row[t.field]).split("\n").forEach(function (line) { longest = Math.max(longest, line.length); });
+        }
+      });
+    }
+    return longest * (bold ? 0.68 : 0.62) * fs;
+  }
+
+  /* The longest string literal of the expression that calculates `field` in layer `l` (0: none). */
+  function longestLiteral(l, field) {
+    var most = 0;
+    (l.transform || []).forEach(function (t) {
+      if (!isObj(t) || t.as !== field || typeof t.calculate !== "string") return;
+      (t.calculate.match(/'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"/g) || []).forEach(function (lit) {
+        most = Math.max(most, lit.length - 2);
+      });
+    });
+    return most;
+  }
+
+  /* `text` broken into lines of at most `chars` characters at spaces (its own line breaks kept),
+     as the Vega expression of layerAnnotations breaks it. */
+  function breakLines(text, chars) {
+    return text.replace(new RegExp("(.{1," + chars + "})( +|$|\n)", "g"), "$1\n").trim().split("\n");
+  }
+
+  function layerAnnotations(spec, width, measured, prefix) {
     var items = [];
     spec.layer.forEach(function (l, i) {
       if (!isObj(l) || markType(l.mark) !== "text" || !isObj(l.encoding)) return;
       var e = l.encoding, t = e.text;
-      if (!isObj(e.x) || typeof e.x.value !== "number" || !isObj(e.y) || typeof e.y.value !== "number") return;
+      var align = isObj(l.mark) && l.mark.align ? l.mark.align : "center";
+      if (!isObj(e.x) || !(typeof e.x.value === "number" || (e.x.value === "width" && align === "right")) ||
+          !isObj(e.y) || typeof e.y.value !== "number") return;
       if (!isObj(t) || t.condition !== undefined || t.format !== undefined || t.aggregate !== undefined ||
           !((typeof t.field === "string" && (t.type === undefined || t.type === "nominal")) ||
             typeof t.value === "string")) return;
@@ -286,29 +426,59 @@
       var m = l.mark;
       if (typeof m.dy !== "number" && m.dy !== undefined) return;
       var fs = typeof m.fontSize === "number" ? m.fontSize : 11;
+      var name = (l.name || (prefix || "") + "layer_" + i) + "_marks";
       items.push({l: l, m: m, e: e, i: i, fs: fs, lh: Math.round(fs * 1.25), lines: 1,
-                  measured: measured[(l.name || "layer_" + i) + "_marks"] || 0,
+                  own: measured[name + " lines"] || 1, text: measured[name + " text"],
+                  measured: measured[name] || estimatedWidth(l, t, fs, m.fontWeight === "bold"),
                   p: e.y.value + (m.dy || 0), baseline: m.baseline || "middle"});
     });
     var left = items.filter(function (it) { return (it.m.align || "center") === "left"; });
     if (!left.length) return false;
     var dx = typeof left[0].m.dx === "number" ? left[0].m.dx : 0, x0 = left[0].e.x.value;
     var changed = false;
-    items.forEach(function (it) {
-      var align = it.m.align || "center";
-      if (align === "right") { it.m.align = "left"; it.m.dx = dx; it.e.x.value = x0; changed = true; }
-      else if (align !== "left") return;
+    function wrap(it) {
       var room = width - it.e.x.value - (it.m.dx || 0);
-      if (it.measured <= room || room < 40) return;
-      it.lines = Math.ceil(it.measured * 1.1 / room);
-      var chars = Math.max(10, Math.floor(room / ((it.m.fontWeight === "bold" ? 0.68 : 0.62) * it.fs)));
+      var most = it.measured;
+      if (typeof it.text === "string" && it.text.length && typeof it.e.text.field === "string") {
+        var n = Math.max.apply(null, it.text.split("\n").map(function (s) { return s.length; }));
+        most = Math.max(most, it.measured / n * longestLiteral(it.l, it.e.text.field));
+      }
+      if (most <= room || room < 40) return;
+      if (it.m.lineBreak !== undefined && it.m.lineBreak !== "\n") return;  // its own line breaks: kept as they are
+      var chars, text = it.text;
+      if (typeof text === "string" && text.length) {
+        // the drawn text: its font's width of a character, and the lines it breaks into
+        var longest = Math.max.apply(null, text.split("\n").map(function (s) { return s.length; }));
+        var perChar = it.measured / longest;
+        chars = Math.max(10, Math.floor(room / (1.05 * perChar)));
+        it.lines = breakLines(text, chars).length;
+        // a text that changes with the params (a field) gets room for a longer one: its drawn
+        // length plus 15%, or the longest literal its expression can choose
+        if (typeof it.e.text.field === "string") {
+          var most = Math.max(longest * 1.15, longestLiteral(it.l, it.e.text.field));
+          it.lines = Math.max(it.lines, Math.ceil(most * 1.1 / chars));
+        }
+      } else {
+        chars = Math.max(10, Math.floor(room / ((it.m.fontWeight === "bold" ? 0.68 : 0.62) * it.fs)));
+        it.lines = it.own * Math.ceil(it.measured * 1.1 / room);
+      }
       var wrapped = "trim(replace(" + (typeof it.e.text.value === "string" ? JSON.stringify(it.e.text.value)
-        : "datum[" + JSON.stringify(it.e.text.field) + "]") + ", regexp('(.{1," + chars + "})( +|$)', 'g'), '$1\\n'))";
+        : "datum[" + JSON.stringify(it.e.text.field) + "]") + ", regexp('(.{1," + chars + "})( +|$|\\n)', 'g'), '$1\\n'))";
       var as = "grpo_wrap_" + it.i;
       it.l.transform = (it.l.transform || []).concat([{calculate: wrapped, as: as}]);
       it.e.text = {field: as, type: "nominal"};
       it.m.lineBreak = "\n"; it.m.lineHeight = it.lh; it.m.limit = 0;
       changed = true;
+    }
+    left.forEach(wrap);
+    // A right-aligned text: beside its row's left-aligned text when both fit, else a row of its own.
+    items.forEach(function (it) {
+      if ((it.m.align || "center") !== "right") return;
+      var partner = left.filter(function (o) { return Math.abs(o.p - it.p) < 2 && o.baseline === it.baseline; })[0];
+      if (partner && partner.lines === 1 && partner.e.x.value + (partner.m.dx || 0) + partner.measured + 8 +
+          it.measured <= width) { it.follow = partner; return; }
+      it.m.align = "left"; it.m.dx = dx; it.e.x.value = x0; changed = true;
+      wrap(it);
     });
     // Move the texts of each stack apart: "bottom" (growing up) from the lowest, "top" from the highest.
     function place(group, up) {
@@ -322,12 +492,18 @@
         // first line higher by the added lines, so that its last line sits where the text was.
         var anchor = up ? p - (it.lines - 1) * it.lh : p;
         if (anchor !== it.p) { it.e.y.value = anchor - (it.m.dy || 0); changed = true; }
+        it.at = anchor;
         edge = up ? p - height : p + height;
       });
     }
     var ofLeft = items.filter(function (it) { return it.m.align === "left"; });
     place(ofLeft.filter(function (it) { return it.baseline === "bottom" || it.baseline === "alphabetic"; }), true);
     place(ofLeft.filter(function (it) { return it.baseline === "top"; }), false);
+    items.forEach(function (it) {
+      if (it.follow && it.follow.at !== undefined && it.follow.at !== it.p) {
+        it.e.y.value = it.follow.at - (it.m.dy || 0); changed = true;
+      }
+    });
     return changed;
   }
 
@@ -402,8 +578,13 @@
         var axes = Math.min(80, Math.max(30, state.fullWidth - widestPanel(state.spec)));
         spec = before.spec; narrow(spec, 0);
         var panel = Math.max(MIN_WIDTH, Math.floor(avail - axes));
-        capWidths(spec, panel);
-        annotations(spec, Math.min(panel, widestPanel(spec) || panel), state.textWidths || {});
+        // each panel as wide as that room allows, up to its own width (the narrowing before may
+        // have taken more off it than the fixed-size parts, laid out below, leave necessary)
+        var stacked = clone(state.spec); stack(stacked, avail);
+        fitWidths(spec, stacked, panel);
+        var room = Math.min(panel, widestPanel(spec) || panel);
+        annotations(spec, room, state.textWidths || {});
+        if (legendsOverflow(result && result.view, avail)) legends(spec, room);
         before = {spec: null, width: w, capped: true};
         return draw(el, spec, state.opt, state.embed, state).then(function (r) {
           return finish(el, state, kind, r, avail);
@@ -461,7 +642,7 @@
   }
 
   var api = {grpoEmbed: grpoEmbed, floorFonts: floorFonts, stack: stack, narrow: narrow,
-             capWidths: capWidths, annotations: annotations, wrapText: wrapText, wrapExpr: wrapExpr, MIN_FONT: MIN_FONT, MIN_WIDTH: MIN_WIDTH};
+             capWidths: capWidths, fitWidths: fitWidths, annotations: annotations, legends: legends, wrapText: wrapText, wrapExpr: wrapExpr, MIN_FONT: MIN_FONT, MIN_WIDTH: MIN_WIDTH};
   if (typeof module === "object" && module.exports) module.exports = api;
   else { root.grpoEmbed = grpoEmbed; root.grpoCharts = api; }
 })(typeof window !== "undefined" ? window : this);
