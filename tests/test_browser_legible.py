@@ -330,8 +330,10 @@ def test_stacked_views_with_fixed_size_texts_fit_a_phone(browser, grpo_chart_ser
         boxes = probe.page.evaluate("""() => { const v = document.querySelector('.vega-embed').grpoView; const out = [];
             (function walk(mark, ox, oy) { for (const it of mark.items || []) {
                 if (mark.marktype === 'text' && it.text != null && String(it.text).trim() !== '' && it.bounds)
-                    out.push([String(it.text).slice(0, 30), ox + it.bounds.x1, oy + it.bounds.y1, ox + it.bounds.x2, oy + it.bounds.y2]);
-                if (it.items) it.items.forEach(m => walk(m, ox + (it.x || 0), oy + (it.y || 0))); } })(v.scenegraph().root, 0, 0);
+                    out.push([String(it.text).slice(0, 30), ox + it.bounds.x1, oy + it.bounds.y1,
+                              ox + it.bounds.x2, oy + it.bounds.y2]);
+                if (it.items) it.items.forEach(m => walk(m, ox + (it.x || 0), oy + (it.y || 0))); }
+            })(v.scenegraph().root, 0, 0);
             return out; }""")
         overlaps = [(a[0], b[0]) for i, a in enumerate(boxes) for b in boxes[i + 1:]
                     if a[1] < b[3] - 1 and b[1] < a[3] - 1 and a[2] < b[4] - 1 and b[2] < a[4] - 1]
@@ -340,7 +342,7 @@ def test_stacked_views_with_fixed_size_texts_fit_a_phone(browser, grpo_chart_ser
             set_param(probe.page, 0, "k", 4)
             got = probe.page.wait_for_function(
                 "() => { const v = document.querySelector('.vega-embed').grpoView; const out = [];"
-                " (function w(m) { for (const it of m.items || []) { if (m.marktype === 'text') out.push(String(it.text));"
+                " (function w(m) { for (const it of m.items || []) { if (m.marktype === 'text') out.push(String(it.text));"  # noqa: E501
                 " else if (it.items) it.items.forEach(w); } })(v.scenegraph().root);"
                 " return out.some(t => t.startsWith('k = 4')) ? out : null; }", timeout=10000).json_value()
             assert any(t.startswith("k = 4") for t in got)

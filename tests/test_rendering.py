@@ -200,7 +200,7 @@ def test_annotations_of_a_concatenation_wrap_in_each_panel_and_a_right_edge_text
          "encoding": {"x": {"value": "width"}, "y": {"value": -27}, "text": {"field": "zeta", "type": "nominal"}}},
         {"name": "note", "mark": dict(text),
          "encoding": {"x": {"value": 0}, "y": {"value": -10}, "text": {"field": "note", "type": "nominal"}}}]}
-    key = {"name": "key", "data": {"values": [{"k": "solid: the exact threshold of the recurrence; dashed: the continuous one"}]},
+    key = {"name": "key", "data": {"values": [{"k": "solid: the exact threshold of the recurrence; dashed: the continuous one"}]},  # noqa: E501
            "mark": dict(text, baseline="top", lineBreak="\n"),
            "encoding": {"x": {"value": 0}, "y": {"value": 300}, "text": {"field": "k", "type": "nominal"}}}
     spec = {"params": [{"name": "k", "value": 1, "bind": {"input": "range"}}],
