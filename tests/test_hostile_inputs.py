@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 
+import numpy as np
 import pytest
 
 from grpo_core.errors import DataError
@@ -226,3 +227,31 @@ def test_huge_seeds_and_bounds_are_refused_by_name(capsys, argv, message):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["groupsize", "--budget", "1024", "--c1", "1", "--c2", "1", "--c3", "10", "--bootstrap", "abc"], "--bootstrap"),
+    (["groupsize", "--budget", "1024", "--c1", "1", "--c2", "1", "--c3", "10", "--confidence", "0.5"],
+     "--confidence"),
+    (["groupsize", "--budget", "1024", "--c1", "1", "--c2", "1", "--c3", "10", "--seed", "3"], "--seed"),
+    (["bandit", "--eta", "0.5", "--sweep", "k_ref", "--out", "x.csv"], "`--out` writes one run's"),
+    (["advise", "--eta", "0.02", "--mu", "0.5", "--k-ref", "4", "--curvature", "1", "--config", "c.json"],
+     "need `--from-log LOG`"),
+    (["diagnose", "x.csv", "--no-forecast", "--reward-range", "0", "1"], "with `--no-forecast` it does nothing"),
+])
+def test_a_flag_that_would_do_nothing_is_refused(capsys, argv, named):
+    """Flags that had no effect in the combination given were accepted silently (any value, even "abc")."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert named in err and err.count("\n") == 1
+
+
+def test_the_bootstrap_flags_still_work_with_samples(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    scores = rng.normal(size=(24, 6, 3))
+    rewards = (rng.random((24, 6)) < 0.4).astype(float)
+    path = tmp_path / "groups.npz"
+    np.savez(path, scores=scores, rewards=rewards)
+    assert main(["groupsize", "--samples", str(path), "--budget", "512", "--bootstrap", "50", "--confidence",
+                 "0.8", "--seed", "1", "--json"]) == 0
+    assert '"g_star' in capsys.readouterr().out

@@ -88,6 +88,9 @@ def handler(args: argparse.Namespace) -> int:
 
     if args.from_log is not None:
         return _from_log(args)
+    if args.config is not None or args.ignore_config:
+        raise ParameterError("config", "`--config` and `--ignore-config` name the settings of a logged run: "
+                             "they need `--from-log LOG`")
     for flag, value in (("--eta", args.eta), ("--mu", args.mu), ("--k-ref", args.k_ref),
                         ("--curvature", args.curvature)):
         if value is None:

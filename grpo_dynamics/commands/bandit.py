@@ -127,6 +127,9 @@ def handler(args: argparse.Namespace) -> int:
 
     spec = _spec(args)
     beta = check_beta(args.beta)
+    if args.out is not None and args.sweep:
+        raise ParameterError("--out", "`--out` writes one run's trajectories; a --sweep writes none (its table "
+                             "is printed; --json prints it as JSON)")
     if args.out is not None and Path(args.out).is_dir():
         raise ParameterError("--out", f"`--out` {args.out!r} is a directory; give a file name (e.g. run.csv)")
     if args.sweep == "k_ref":

@@ -87,6 +87,11 @@ def handler(args: argparse.Namespace) -> int:
     from grpo_core.runs.diagnostics import diagnose
     from grpo_core.validation import check_integer
 
+    if args.reward_range is not None and not args.forecast:
+        from grpo_core.errors import ParameterError
+
+        raise ParameterError("reward_range", "`--reward-range` is the range the forecast is shown within; with "
+                             "`--no-forecast` it does nothing (drop one of them)")
     group_size = None if args.group_size is None else check_integer("group_size", args.group_size, low=2)
     num_prompts = None if args.num_prompts is None else check_integer("num_prompts", args.num_prompts, low=1)
     binary = {"auto": None, "yes": True, "no": False}[args.binary_reward]

@@ -54,10 +54,10 @@ def register(subparsers) -> None:
         "--samples", help=".npz file with arrays 'scores' (P x G x D) and 'rewards' (P x G), G >= 3"
     )
     p.add_argument(
-        "--bootstrap", default="1000", help="bootstrap resamples for --samples (default 1000; 0: none)"
+        "--bootstrap", default=None, help="bootstrap resamples for --samples (default 1000; 0: none)"
     )
-    p.add_argument("--confidence", default="0.9", help="level of the bootstrap intervals (default 0.9)")
-    p.add_argument("--seed", default="0", help="seed of the bootstrap (default 0)")
+    p.add_argument("--confidence", default=None, help="with --samples: level of the bootstrap intervals (default 0.9)")
+    p.add_argument("--seed", default=None, help="with --samples: seed of the bootstrap (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
     p.set_defaults(func=handler)
 
@@ -81,6 +81,14 @@ def handler(args: argparse.Namespace) -> int:
     given = [args.c1 is not None, args.c2 is not None, args.c3 is not None]
     if args.samples is not None and any(given):
         raise ParameterError("samples", "give either `--samples` or `--c1/--c2/--c3`, not both")
+    loose = [flag for flag, v in (("--bootstrap", args.bootstrap), ("--confidence", args.confidence),
+                                  ("--seed", args.seed)) if v is not None]
+    if args.samples is None and loose:
+        raise ParameterError(loose[0].lstrip("-"), f"{', '.join(loose)} set(s) the bootstrap of constants estimated "
+                             "from `--samples`; with `--c1/--c2/--c3` given there is no bootstrap")
+    args.bootstrap = "1000" if args.bootstrap is None else args.bootstrap
+    args.confidence = "0.9" if args.confidence is None else args.confidence
+    args.seed = "0" if args.seed is None else args.seed
     if args.samples is None and not all(given):
         raise ParameterError(
             "c1", "give `--c1`, `--c2` and `--c3` (or `--samples FILE.npz` to estimate them)"
