@@ -171,8 +171,10 @@ class RealRun:
 #: The collections of real runs: ``"real_runs"`` (the first 20), ``"holdout_runs"`` (17 collected later
 #: as an out-of-sample test of the forecaster; its record is ``bench/results/forecast_holdout_v1.json``;
 #: the forecasting benchmark and the shipped prior use these 37) and ``"holdout_runs_2"`` (collected from
-#: other repositories for the second, pre-registered test: ``bench/results/preregistration_v2.md``).
-RUN_COLLECTIONS = ("real_runs", "holdout_runs", "holdout_runs_2")
+#: other repositories for the second, pre-registered test: ``bench/results/preregistration_v2.md``) and
+#: ``"holdout_runs_3"`` (15 runs from 15 further repositories, the third pre-registered test:
+#: ``bench/results/preregistration_v3.md``).
+RUN_COLLECTIONS = ("real_runs", "holdout_runs", "holdout_runs_2", "holdout_runs_3")
 
 
 def _runs_folder(collection: str = "real_runs") -> Path:
@@ -186,9 +188,9 @@ def real_runs(collection: str = "real_runs") -> list[str]:
 
     Parameters
     ----------
-    collection : {"real_runs", "holdout_runs", "holdout_runs_2"}
+    collection : {"real_runs", "holdout_runs", "holdout_runs_2", "holdout_runs_3"}
         ``"real_runs"``: the 20 runs; ``"holdout_runs"``: the 17 runs of the first out-of-sample test;
-        ``"holdout_runs_2"``: the runs of the second.
+        ``"holdout_runs_2"``: the runs of the second; ``"holdout_runs_3"``: those of the third.
 
     Raises
     ------
@@ -212,7 +214,7 @@ def real_run(run_id: str, collection: str = "real_runs") -> RealRun:
     ----------
     run_id : str
         An id from :func:`real_runs`, or its number (``"01"``, ``"13"``).
-    collection : {"real_runs", "holdout_runs", "holdout_runs_2"}
+    collection : {"real_runs", "holdout_runs", "holdout_runs_2", "holdout_runs_3"}
         Where to look (see :func:`real_runs`).
 
     Returns
