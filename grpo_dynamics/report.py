@@ -55,8 +55,11 @@ def _fmt(v: Any) -> str:
 
 
 def _script_json(obj: Any) -> str:
-    """JSON safe to place inside a <script> element."""
-    return json.dumps(obj, allow_nan=False).replace("</", "<\\/")
+    """Strict JSON (no NaN) safe to place inside a <script> element: no raw ``<``, ``>``, ``&``,
+    U+2028 or U+2029, whatever names the log holds (:func:`widgets.rendering.script_json`)."""
+    from widgets.rendering import script_json
+
+    return script_json(obj, allow_nan=False)
 
 
 def render_report(log, diagnosis, *, group_size: int | None = None, binary_reward: bool | None = None,

@@ -163,7 +163,8 @@ def fits_chart(
     if not isinstance(comparison, _laws.FitComparison):
         raise ParameterError("comparison", "`comparison` must be a FitComparison from grpo_core.laws.fit_all")
     any_fit = next(iter(comparison.results.values()))
-    data = pd.DataFrame({"step": any_fit.t, metric: any_fit.y})
+    # the log's name is a title only: as a Vega field, "." or "[" would be read as nested access
+    data = pd.DataFrame({"step": any_fit.t, "value": any_fit.y})
     grid = _curve_grid(any_fit.t)
     rows = []
     labels = []
@@ -172,7 +173,7 @@ def fits_chart(
         labels.append(label)
         rows.append(
             pd.DataFrame(
-                {"step": grid, metric: res.predict(grid), "law": label, "best": name == comparison.preferred}
+                {"step": grid, "value": res.predict(grid), "law": label, "best": name == comparison.preferred}
             )
         )
     curves = pd.concat(rows, ignore_index=True)
@@ -180,14 +181,14 @@ def fits_chart(
     points = (
         alt.Chart(data)
         .mark_circle(size=14, color=GREY, opacity=0.55)
-        .encode(x=step_x(), y=alt.Y(f"{metric}:Q", title=metric))
+        .encode(x=step_x(), y=alt.Y("value:Q", title=metric))
     )
     lines = (
         alt.Chart(curves)
         .mark_line()
         .encode(
             x="step:Q",
-            y=f"{metric}:Q",
+            y="value:Q",
             color=alt.Color(
                 "law:N",
                 scale=scale,
@@ -200,7 +201,7 @@ def fits_chart(
                 ],
             ),
             strokeWidth=alt.condition("datum.best", alt.value(3.2), alt.value(1.6)),
-            tooltip=["law:N", alt.Tooltip("step:Q", format=".0f"), alt.Tooltip(f"{metric}:Q", format=".3f")],
+            tooltip=["law:N", alt.Tooltip("step:Q", format=".0f"), alt.Tooltip("value:Q", format=".3f", title=metric)],
         )
     )
     return alt.layer(points, lines).properties(width=width, height=height)
@@ -339,7 +340,7 @@ def forecast_chart(
     pts = pd.DataFrame(
         {
             "step": np.concatenate([fc.fit.t, fc.actual_t]),
-            metric: np.concatenate([fc.fit.y, fc.actual_y]),
+            "value": np.concatenate([fc.fit.y, fc.actual_y]),  # the log's name: titles only
             "part": ["fit window"] * fc.fit.n + ["after the window"] * fc.actual_t.size,
         }
     )
@@ -357,7 +358,7 @@ def forecast_chart(
         .mark_circle(size=16)
         .encode(
             x=step_x(),
-            y=alt.Y(f"{metric}:Q", title=metric),
+            y=alt.Y("value:Q", title=metric),
             color=alt.Color(
                 "part:N",
                 scale=alt.Scale(domain=["fit window", "after the window"], range=[INK, GREYS["soft"]]),
@@ -379,8 +380,8 @@ def forecast_chart(
             ],
         }
     )
-    y_lo = float(np.min(np.concatenate([pts[metric].to_numpy(), fc.curve])))
-    y_hi = float(np.max(np.concatenate([pts[metric].to_numpy(), fc.curve])))
+    y_lo = float(np.min(np.concatenate([pts["value"].to_numpy(), fc.curve])))
+    y_hi = float(np.max(np.concatenate([pts["value"].to_numpy(), fc.curve])))
     clip_lo, clip_hi = y_lo - 0.5 * (y_hi - y_lo), y_hi + 0.5 * (y_hi - y_lo)
     plateau["low_c"] = plateau["low"].clip(clip_lo, clip_hi)
     plateau["high_c"] = plateau["high"].clip(clip_lo, clip_hi)

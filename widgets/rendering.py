@@ -16,6 +16,7 @@ next to the book or, on Colab, in the clone the set-up cell made (``GRPO_DYNAMIC
 
 from __future__ import annotations
 
+import json
 import os
 import textwrap
 from pathlib import Path
@@ -25,7 +26,7 @@ import altair as alt
 from grpo_core.validation import check_integer
 
 __all__ = ["setup_book", "in_book_build", "vendor_base_url", "wrap_report", "glue", "GLUED", "repo_path", "DATA_ENV",
-           "BOOK_RENDERER", "book_embed_html"]
+           "BOOK_RENDERER", "book_embed_html", "ScriptJSONEncoder", "script_json"]
 
 #: Environment variable naming a clone of the repository (set by the Colab set-up cells that fetch it).
 DATA_ENV = "GRPO_DYNAMICS_DATA"
@@ -40,6 +41,64 @@ BOOK_RENDERER = "grpo_book"
 _VEGA_EMBED_CALL = "vegaEmbed(outputDiv, spec, embedOpt)"
 _GRPO_EMBED_CALL = ('(typeof grpoEmbed === "function" ? grpoEmbed(outputDiv, spec, embedOpt, vegaEmbed)'
                     " : vegaEmbed(outputDiv, spec, embedOpt))")
+
+
+#: Characters JSON inside an HTML ``<script>`` element must not hold raw, and their JSON escapes:
+#: ``<`` (a ``</script>`` ends the element early; ``<!--<script>`` makes the parser skip the real
+#: ``</script>``, so every chart after it is blank), ``>`` and ``&`` (the same parsing rules in
+#: XHTML and in attributes), and the line terminators U+2028/U+2029 (a syntax error in JavaScript
+#: before ES2019). Outside strings JSON has none of them, so the replacement never changes a value.
+_SCRIPT_UNSAFE = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026",
+                  0x2028: "\\u2028", 0x2029: "\\u2029"}
+
+
+class ScriptJSONEncoder(json.JSONEncoder):
+    """:class:`json.JSONEncoder` whose output is safe inside an HTML ``<script>`` element.
+
+    ``<``, ``>``, ``&``, U+2028 and U+2029 are written as ``\\u003c``, ``\\u003e``, ``\\u0026``,
+    ``\\u2028``, ``\\u2029`` (the same string to a JSON parser); anything without them is encoded
+    byte for byte as :class:`json.JSONEncoder` encodes it. Pass it as ``cls=`` to :func:`json.dumps`
+    or in Altair's ``json_kwds``.
+    """
+
+    def encode(self, o) -> str:
+        return super().encode(o).translate(_SCRIPT_UNSAFE)
+
+    def iterencode(self, o, _one_shot: bool = False):
+        for chunk in super().iterencode(o, _one_shot):
+            yield chunk.translate(_SCRIPT_UNSAFE)
+
+
+def script_json(obj, **kwargs) -> str:
+    """``json.dumps(obj, **kwargs)`` safe to place inside an HTML ``<script>`` element.
+
+    A run, file or metric name from a log (``<!--<script>``, ``</script>``, U+2028) can reach a chart's
+    spec; written raw it would end or hide the script and blank every chart of the page. See
+    :class:`ScriptJSONEncoder` for what is escaped.
+
+    Parameters
+    ----------
+    obj : object
+        Anything :func:`json.dumps` accepts.
+    **kwargs
+        Passed to :func:`json.dumps` (``allow_nan=False`` for strict JSON).
+
+    Returns
+    -------
+    str
+        The JSON text, with no raw ``<``, ``>``, ``&``, U+2028 or U+2029.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`json.dumps` (an object it cannot encode; NaN with ``allow_nan=False``).
+
+    Examples
+    --------
+    >>> print(script_json({"title": "</script><!--"}))
+    {"title": "\\u003c/script\\u003e\\u003c!--"}
+    """
+    return json.dumps(obj, cls=ScriptJSONEncoder, **kwargs)
 
 
 def in_book_build() -> bool:
@@ -89,6 +148,8 @@ def _book_renderer(spec: dict, **metadata):
     """Altair's ``html`` renderer, its page calling ``grpoEmbed`` (:func:`book_embed_html`)."""
     from altair.vegalite.v6.display import html_renderer
 
+    # the spec's JSON goes into a <script> element: escaped so a name from a log cannot end it
+    metadata.setdefault("json_kwds", {"cls": ScriptJSONEncoder})
     out = html_renderer(spec, **metadata)
     bundle, meta = out if isinstance(out, tuple) else (out, None)
     bundle = dict(bundle)

@@ -431,7 +431,9 @@ def _save_plot(comparison, end, path: Path, metric: str, series) -> None:
     chart = alt.vconcat(*charts).resolve_scale(color="independent")
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix.lower() == ".html":
-        chart.save(str(path), format="html", inline=True)
+        from widgets.rendering import ScriptJSONEncoder  # the spec's names may hold "</script>"
+
+        chart.save(str(path), format="html", inline=True, json_kwds={"cls": ScriptJSONEncoder})
     else:
         chart.save(str(path), format="png", scale_factor=1.5)
 
