@@ -139,8 +139,10 @@ def looks_like_console(text: str) -> bool:
         return True
     if head[:1] in "[{" and not head.startswith("{'"):
         return False
-    return (bool(_find_dicts(text, limit=1)) or bool(_VERL_LINE.search(text)) or bool(_EPOCH_LINE.search(text))
-            or bool(_pipe_records(text[:200_000])))
+    # each pattern's fixed text first: a plain substring search is ~10x faster than the pattern's (which has
+    # no literal prefix to skip ahead with), seconds on a 2-million-row CSV
+    return (bool(_find_dicts(text, limit=1)) or ("step:" in text and bool(_VERL_LINE.search(text)))
+            or ("Epoch:[" in text and bool(_EPOCH_LINE.search(text))) or bool(_pipe_records(text[:200_000])))
 
 
 def stream_text(text: str, source: str) -> str:
