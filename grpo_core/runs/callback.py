@@ -333,20 +333,27 @@ class DynamicsCallback(_Base):
                  print_forecast: bool = True, max_points: int = 2000, correctness: list[str] | None = None,
                  settings: Any = None, print_curvature: bool = True,
                  reward_range: tuple[float, float] | None = None):
-        from ..errors import ParameterError
+        from ..validation import check_flag, check_names, check_path
         from .diagnostics.forecast import check_reward_range
+        from .settings import RunSettings
 
-        self.output_dir = Path(output_dir)
+        self.output_dir = check_path("output_dir", output_dir, what="a folder path")
+        if settings is not None and not isinstance(settings, RunSettings):
+            check_path("settings", settings, what="a RunSettings or a path to the run's config JSON")
+        for flag, value in (("stop_on_critical", stop_on_critical), ("print_forecast", print_forecast),
+                            ("quiet", quiet), ("print_curvature", print_curvature)):
+            check_flag(flag, value)
+        if binary_reward is not None:
+            check_flag("binary_reward", binary_reward)
+        if correctness is not None:
+            correctness = list(check_names("correctness", correctness))
         self.every = check_integer("every", every, low=0)
         self.n_boot = check_n_boot("n_boot", n_boot)
         self.min_steps = check_integer("min_steps", min_steps, low=1)
         self.group_size = None if group_size is None else check_integer("group_size", group_size, low=2)
         self.num_prompts = None if num_prompts is None else check_integer("num_prompts", num_prompts, low=1)
         self.max_points = check_integer("max_points", max_points, low=8)
-        bad = [x for x in print_severities if x not in _SEVERITIES]
-        if bad:
-            raise ParameterError("print_severities", f"`print_severities` must be among {_SEVERITIES}; got {bad}")
-        self.print_severities = tuple(print_severities)
+        self.print_severities = check_names("print_severities", print_severities, choices=_SEVERITIES)
         self.stop_on_critical = bool(stop_on_critical)
         self.print_forecast = bool(print_forecast)
         self.correctness = correctness

@@ -18,13 +18,16 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 import re
+import sys
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ..errors import DataError, ParameterError
+from ..validation import check_path
 
 __all__ = ["RunSettings", "Conventions", "read_settings", "settings_for_log", "settings_from_mapping", "TRL_DEFAULTS"]
 
@@ -209,7 +212,11 @@ def _number(name: str, value: Any, source: str) -> float | None:
     if value is None or isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an int beyond the float range
+            raise DataError(f"{source}: `{name}` = an integer of {len(str(abs(value)))} digits is beyond the "
+                            "float range (1.8e308)") from None
     m = re.match(r"\s*([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)", str(value))  # "8 (scripts/...; README says 4)"
     if m is None:
         if not re.search(r"\d", str(value)):
@@ -235,6 +242,12 @@ def _optim_args_momentum(flat: dict[str, Any]) -> float | None:
 #: The largest count a config may give (num_iterations, steps_per_generation, ...): beyond it a value
 #: is a typo or a sentinel, and the lag it implies would overflow the model's coefficients.
 MAX_COUNT = 10 ** 6
+
+
+#: The positive learning rates whose reciprocal is a normal float: ``K = (eta K) / eta`` is computed with it,
+#: and a subnormal ``eta`` makes ``K`` overflow, an ``eta`` above ``1 / 2.2e-308`` leaves it subnormal
+#: (digits lost) for any rate below 1 per step.
+LEARNING_RATE_RANGE = (1.0 / sys.float_info.max, 1.0 / sys.float_info.min)
 
 
 def _from_mapping(d: dict[str, Any], source: str, lenient: bool = False) -> RunSettings:
@@ -271,7 +284,7 @@ def _from_mapping(d: dict[str, Any], source: str, lenient: bool = False) -> RunS
             try:
                 value = _number(name, hit, source)
             except DataError:
-                drop(name, hit, "is not a number")
+                drop(name, hit, "is beyond the float range (1.8e308)" if isinstance(hit, int) else "is not a number")
                 continue
             if value is _WORDS:
                 unreadable.append(f"`{name}` = {hit!r}")
@@ -309,6 +322,8 @@ def _from_mapping(d: dict[str, Any], source: str, lenient: bool = False) -> RunS
 
 def _shown(value: Any) -> str:
     text = repr(value)
+    if isinstance(value, int) and len(text) > 60:
+        return f"an integer of {len(text.lstrip('-'))} digits"
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -326,6 +341,9 @@ def _field_problem(name: str, v: Any) -> str | None:
         if v < 1 or v != int(v):
             return "must be a whole number >= 1"
         return None if v <= MAX_COUNT else f"must be at most {MAX_COUNT:,}"
+    if name == "learning_rate" and v > 0 and not LEARNING_RATE_RANGE[0] <= v <= LEARNING_RATE_RANGE[1]:
+        return (f"must be 0 or in [{LEARNING_RATE_RANGE[0]:.3g}, {LEARNING_RATE_RANGE[1]:.3g}] (its reciprocal, "
+                "which turns the fitted rate eta*K per step into K, must be a normal float)")
     if name in ("beta", "learning_rate"):
         return None if v >= 0 else "must be >= 0"
     return None
@@ -346,8 +364,11 @@ def settings_from_mapping(d: Any, source: str = "trainer arguments") -> RunSetti
 
     Raises
     ------
+    ParameterError
+        ``d`` is not a mapping or a config object (a string, a number, ``None``, a DataFrame).
     DataError
-        A value out of range (as :func:`read_settings`).
+        A value out of range (as :func:`read_settings`; ``learning_rate`` must be 0 or in
+        :data:`LEARNING_RATE_RANGE`).
 
     Examples
     --------
@@ -355,9 +376,27 @@ def settings_from_mapping(d: Any, source: str = "trainer arguments") -> RunSetti
     >>> s.conventions().momentum, s.sgd_momentum, s.conventions().k_ref
     ('heavy_ball', 0.9, 2)
     """
-    if not isinstance(d, dict):
-        d = d.to_dict() if callable(getattr(d, "to_dict", None)) else dict(vars(d))
+    d = _as_mapping(d)
     return _from_mapping({k: getattr(v, "value", v) for k, v in d.items()}, source)
+
+
+def _as_mapping(d: Any) -> dict[str, Any]:
+    """The settings of ``d`` as a dict: a mapping, ``d.to_dict()`` (a config object), or ``vars(d)``."""
+    if isinstance(d, Mapping):
+        return dict(d)
+    if isinstance(d, str | bytes | numbers.Number) or d is None or hasattr(d, "columns") or hasattr(d, "dtype"):
+        # a table's to_dict() is its columns, not settings; a string or a number has none
+        raise ParameterError("d", "`d` must be a mapping of settings (a dict, a GRPOConfig or TrainingArguments); "
+                                  f"got {type(d).__name__}")
+    if callable(getattr(d, "to_dict", None)):
+        out = d.to_dict()
+        if isinstance(out, Mapping):
+            return dict(out)
+        raise ParameterError("d", f"`d`.to_dict() must return a mapping of settings; got {type(out).__name__}")
+    if hasattr(d, "__dict__"):
+        return dict(vars(d))
+    raise ParameterError("d", "`d` must be a mapping of settings (a dict, a GRPOConfig or TrainingArguments); "
+                              f"got {type(d).__name__}")
 
 
 def read_settings(path: Any, *, lenient: bool = False) -> RunSettings:
@@ -391,9 +430,7 @@ def read_settings(path: Any, *, lenient: bool = False) -> RunSettings:
     >>> s.optimizer, s.beta, s.group_size, s.learning_rate, s.conventions().k_ref
     ('adamw_torch', 0.05, 4, 0.0001, 1)
     """
-    if not isinstance(path, (str, Path)):
-        raise ParameterError("config", f"`config` must be a path to a JSON file; got {type(path).__name__}")
-    p = Path(path)
+    p = check_path("config", path, what="a path to a JSON file")
     if not p.is_file():
         raise ParameterError("config", f"`config` must be an existing JSON file; got {str(path)!r}")
     if p.stat().st_size > 64 * 2 ** 20:
@@ -426,9 +463,9 @@ def settings_for_log(log_path: Any, config: Any = None, *, ignore_beside: bool =
     ParameterError, DataError
         ``config`` missing, not JSON, or with a bad value.
     """
+    log = check_path("log_path", log_path, what="the log's file path")
     if config is not None:
         return read_settings(config)
-    log = Path(log_path)
     if not ignore_beside:
         for name in ("meta.json", "config.json", "training_args.json"):
             if (log.parent / name).is_file() and log.name != name:
