@@ -29,8 +29,13 @@ def _prepare(t, y, *, min_points: int = MIN_POINTS) -> tuple[np.ndarray, np.ndar
     strictly increasing non-negative t, at least ``min_points`` points, not constant."""
     arrays = []
     for name, v in (("t", t), ("y", y)):
+        if v is None or isinstance(v, bytes):  # None would read as one NaN point, bytes as a number
+            raise ParameterError(name, f"`{name}` must be a 1-D array of numbers; got {type(v).__name__}")
         try:
             a = np.asarray(v, dtype=float)
+        except OverflowError:
+            raise ParameterError(name, f"`{name}` must be a 1-D array of finite numbers; got an integer beyond the "
+                                       "float range (1.8e308)") from None
         except (TypeError, ValueError):
             raise ParameterError(name, f"`{name}` must be a 1-D array of numbers; got {type(v).__name__}") from None
         if a.ndim != 1:

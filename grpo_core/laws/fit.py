@@ -25,7 +25,7 @@ from scipy import optimize, stats
 
 from .._json import json_ready
 from ..errors import DataError, ParameterError
-from ..validation import check_array, check_choice, check_integer, check_real
+from ..validation import check_array, check_choice, check_integer, check_names, check_real
 from .curves import (
     _lag1_autocorrelation,
     _prepare,
@@ -33,7 +33,7 @@ from .curves import (
     noise_variance,
     plateau_outside_unit_interval,
 )
-from .models import Law, _gradient, _time_to_fraction, get_law, oscillator_quantities
+from .models import LAWS, Law, _gradient, _time_to_fraction, get_law, oscillator_quantities
 
 #: Laws compared by :func:`fit_all` unless told otherwise.
 DEFAULT_LAWS = ("three_phase", "exponential", "logistic")
@@ -744,7 +744,8 @@ def fit_all(t, y, *, laws=DEFAULT_LAWS, criterion: str = "aic") -> FitComparison
     Raises
     ------
     ParameterError
-        Bad ``t``/``y`` (see :func:`fit_law`), an unknown law or criterion, an empty ``laws``.
+        Bad ``t``/``y`` (see :func:`fit_law`), an unknown law or criterion, an empty ``laws`` or one law
+        given as a string (``["logistic"]``, not ``"logistic"``).
     DataError
         Fewer than 5 usable points or a constant curve.
 
@@ -763,9 +764,7 @@ def fit_all(t, y, *, laws=DEFAULT_LAWS, criterion: str = "aic") -> FitComparison
     (['exponential', 'logistic', 'three_phase'], 1.0)
     """
     criterion = check_choice("criterion", criterion, CRITERIA + ("auto",))
-    law_objs = [get_law(law) for law in laws]
-    if not law_objs:
-        raise ParameterError("laws", "`laws` must name at least one law")
+    law_objs = [get_law(law) for law in check_names("laws", laws, choices=tuple(LAWS), objects=Law, min_size=1)]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         t_arr, y_arr, dropped = _prepare(t, y)

@@ -47,7 +47,7 @@ from scipy import optimize
 
 from ..errors import ParameterError
 from ..model import oscillator
-from ..validation import check_array, check_choice, check_real
+from ..validation import check_array, check_choice, check_flag, check_real
 
 
 class Law(abc.ABC):
@@ -253,7 +253,7 @@ class ThreePhaseLaw(Law):
     """
 
     def __init__(self, onset: bool = False, max_tau_spans: float = 4.0):
-        self.onset = bool(onset)
+        self.onset = check_flag("onset", onset)
         self.max_tau_spans = check_real("max_tau_spans", max_tau_spans, low=0.0, low_inclusive=False)
         self.name = "three_phase_onset" if self.onset else "three_phase"
         self.title = "three-phase (inertial), with onset" if self.onset else "three-phase (inertial)"
