@@ -22,7 +22,7 @@ from .stability import (
     critical_value,
     spectral_radius,
 )
-from .trajectories import _MAX_DISCRETE_STEPS, settling_time, time_to_fraction
+from .trajectories import _MAX_DISCRETE_STEPS, check_time_scale, settling_time, time_to_fraction
 
 __all__ = ["Advice", "advise"]
 
@@ -241,7 +241,9 @@ def advise(
     Raises
     ------
     ParameterError
-        Any invalid hyperparameter (the message names it and its allowed range).
+        Any invalid hyperparameter (the message names it and its allowed range); an ``eta`` so small
+        (below about 1.9e-307 (1 - mu) / K) that the time to converge overflows float64
+        (:func:`grpo_core.model.trajectories.check_time_scale`).
 
     References
     ----------
@@ -255,6 +257,7 @@ def advise(
     ('underdamped', True, 10.0, 12.0)
     """
     c = coefficients(eta, mu, k_ref, curvature, beta, kl_curvature=kl_curvature, lag=lag, momentum=momentum)
+    check_time_scale(c, "eta")  # an eta near 1e-307: the time to converge is beyond the float range
     k_total = c.stiffness_per_eta
     a_cont_paper = float(critical_a_continuous(c.mu, 1, "constant", c.momentum)[()])  # = (1 - mu) or 1, per k_ref
     a_cont = float(critical_a_continuous(c.mu, c.k_ref, c.lag, c.momentum)[()])

@@ -14,13 +14,14 @@ Book chapter "From update rule to oscillator", noise section.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..errors import ParameterError
-from ..validation import check_array, check_integer, check_real
+from ..validation import check_array, check_integer, check_memory, check_real, check_seed
 from .oscillator import OscillatorCoefficients, _check_coeffs
 from .stability import is_stable_exact
 
@@ -49,7 +50,14 @@ def _checked_noise_variance(coeffs: Any, noise_scale: Any, group_size: Any) -> t
     coeffs = _check_coeffs(coeffs)
     noise_scale = check_real("noise_scale", noise_scale, low=0.0)
     group_size = check_integer("group_size", group_size, low=1)
-    return coeffs, _noise_std_per_step(coeffs, noise_scale, group_size) ** 2
+    sd = _noise_std_per_step(coeffs, noise_scale, group_size)
+    if not math.isfinite(sd * sd):
+        # the per-step variance (noise_gain eta s)^2 / G must be a float: s <= sqrt(1.8e308 G) / (noise_gain eta)
+        most = math.sqrt(sys.float_info.max) * math.sqrt(group_size) / (coeffs.noise_gain * coeffs.eta)
+        raise ParameterError("noise_scale", f"`noise_scale` must be at most {most:.3g} at this eta and group size (the "
+                                            f"per-step noise variance (eta s)^2 / G overflows float64 above it); "
+                                            f"got {noise_scale!r}")
+    return coeffs, sd * sd
 
 
 def _check_sim_args(n_steps, n_seeds, noise_scale, group_size, e0):
@@ -67,7 +75,7 @@ def _rng(seed: Any) -> np.random.Generator:
         return seed
     if seed is None:
         return np.random.default_rng()
-    return np.random.default_rng(check_integer("seed", seed, low=0))
+    return np.random.default_rng(check_seed("seed", seed))
 
 
 def _noise_array(noise: Any, seed: Any, shape: tuple[int, int, int], noise_scale: float, squeeze: bool) -> np.ndarray:
@@ -251,6 +259,8 @@ def simulate(
     [[1.0, 0.95, 0.875, 0.7875]]
     """
     single = isinstance(coeffs, OscillatorCoefficients)
+    if not single and (isinstance(coeffs, str | bytes | dict) or not isinstance(coeffs, Iterable)):
+        _check_coeffs(coeffs)  # neither one configuration nor a sequence of them: refused by name
     confs = [coeffs] if single else [_check_coeffs(c) for c in coeffs]
     if not confs:
         raise ParameterError("coeffs", "`coeffs` must hold at least one configuration")
@@ -320,6 +330,7 @@ def simulate_reference(
     """
     coeffs = _check_coeffs(coeffs)
     n_steps, n_seeds, noise_scale, group_size, e0 = _check_sim_args(n_steps, n_seeds, noise_scale, group_size, e0)
+    check_memory("n_steps", n_steps + 1, 8 * n_seeds, what=f"one value per seed, {n_seeds} seed(s)")
     given = None if noise is None else _noise_array(noise, seed, (1, n_seeds, n_steps), noise_scale, squeeze=True)[0]
     rng = _rng(seed) if given is None and noise_scale > 0 else None
     sigma = _noise_std_per_step(coeffs, noise_scale, group_size)
@@ -542,6 +553,7 @@ def variance_trajectory(
     """
     coeffs, sigma2 = _checked_noise_variance(coeffs, noise_scale, group_size)
     n_steps = check_integer("n_steps", n_steps, low=1)
+    check_memory("n_steps", n_steps + 1, 8, what="one variance per step")
     maps, b = _step_maps(coeffs)
     q = sigma2 * np.outer(b, b)
     p = np.zeros_like(q)
@@ -621,9 +633,14 @@ def noise_bands(
     """
     import pandas as pd
 
+    coeffs = _check_coeffs(coeffs)
+    seed = check_seed("seed", seed)
+    if isinstance(group_sizes, str | bytes) or np.ndim(group_sizes) != 1:
+        raise ParameterError("group_sizes", f"`group_sizes` must be a sequence of integers >= 1; got {group_sizes!r}")
+    group_sizes = [check_integer("group_sizes", g, low=1) for g in group_sizes]
     frames = []
     for g in group_sizes:
-        rng = np.random.default_rng([int(seed), int(g)])
+        rng = np.random.default_rng([seed, g])
         paths = simulate(coeffs, n_steps, n_seeds, noise_scale=noise_scale, group_size=g, seed=rng)
         prog = 1.0 - paths
         mean = 1.0 - simulate(coeffs, n_steps, 1)[0]  # the deterministic recurrence

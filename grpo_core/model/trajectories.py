@@ -12,10 +12,12 @@ Units: ``t`` in optimizer steps; ``e`` in reward units. Book chapter "From updat
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 import numpy as np
 
+from ..errors import ParameterError
 from ..validation import check_choice, check_real
 from .noise import simulate
 from .oscillator import OscillatorCoefficients, _check_coeffs, relaxation
@@ -140,7 +142,8 @@ def time_to_fraction(coeffs: OscillatorCoefficients, fraction: float = 0.9, meth
     Raises
     ------
     ParameterError
-        Bad ``coeffs``, ``fraction`` outside ``(0, 1)``, unknown ``method``.
+        Bad ``coeffs``, ``fraction`` outside ``(0, 1)``, unknown ``method``; coefficients whose time to
+        converge overflows float64 (``eta`` below about 1.9e-307 (1 - mu) / K: :func:`check_time_scale`).
 
     References
     ----------
@@ -174,6 +177,7 @@ def time_to_fraction(coeffs: OscillatorCoefficients, fraction: float = 0.9, meth
             horizon = min(_MAX_DISCRETE_STEPS, horizon * 4)
     if coeffs.damping <= 0:
         return math.inf
+    check_time_scale(coeffs)
     m, c, k = coeffs.mass, coeffs.damping, coeffs.stiffness
     f = lambda t: float(relaxation(t, m, c, k)) - level  # noqa: E731
     disc = c * c - 4 * m * k
@@ -184,6 +188,45 @@ def time_to_fraction(coeffs: OscillatorCoefficients, fraction: float = 0.9, meth
         while f(hi) > 0:
             hi *= 2.0
     return float(brentq(f, 0.0, hi, xtol=1e-10, rtol=1e-12))
+
+
+#: The time to converge is timed only where a few multiples of it are still floats (the root search
+#: brackets it by doubling): the estimate times this factor must stay below 1.8e308.
+_TIME_HEADROOM = 8.0
+
+
+def check_time_scale(coeffs: OscillatorCoefficients, name: str = "coeffs") -> None:
+    """Refuse coefficients whose time to converge is beyond the float range.
+
+    A slow (overdamped) response relaxes at ``k / c`` per step for a small gain ``k = eta K`` (times
+    ``1 - mu`` for EMA momentum), so the time to reach 90% of the plateau is about
+    ``(ln 10 + 2) c / k`` steps (:func:`_estimate_time`; ``c = 1 - mu - ...``). With ``eta`` below
+    about ``1.9e-307 (1 - mu) / K`` (heavy ball) that time, times 8, exceeds the largest float, 1.8e308.
+
+    Parameters
+    ----------
+    coeffs : OscillatorCoefficients
+    name : str
+        The parameter the message blames (``"eta"`` for :func:`grpo_core.model.advice.advise`).
+
+    Raises
+    ------
+    ParameterError
+        The time exceeds ``1.8e308 / 8``; the message gives the least ``eta`` that can be timed.
+    """
+    coeffs = _check_coeffs(coeffs)
+    if coeffs.damping <= 0:
+        return
+    t = _estimate_time(coeffs, 0.1)
+    if math.isfinite(_TIME_HEADROOM * t):
+        return
+    per_gain = (1.0 if coeffs.momentum == "heavy_ball" else 1.0 - coeffs.mu) * coeffs.stiffness_per_eta
+    least = _TIME_HEADROOM * (math.log(10.0) + 2.0) * (1.0 - coeffs.mu) / sys.float_info.max / per_gain
+    given = f"`eta` = {coeffs.eta:.3g}" if name == "eta" else f"`{name}` (eta = {coeffs.eta:.3g})"
+    raise ParameterError(
+        name, f"{given} is too small to time: a = eta K = {coeffs.a:.3g} per step, and the time to reach 90% of "
+        f"the plateau, about (ln 10 + 2) (1 - mu) / a steps, overflows float64 (1.8e308); eta must be at least "
+        f"{least:.3g} at this curvature and mu")
 
 
 def _estimate_time(coeffs: OscillatorCoefficients, level: float) -> float:
@@ -242,7 +285,8 @@ def settling_time(coeffs: OscillatorCoefficients, tolerance: float = 0.1) -> flo
     half = math.pi / omega
     if gamma * half < 1e-12:  # decays by less than 1e-12 per half period: never settles in practice
         return math.inf
-    n_last = math.floor(math.log(1.0 / tolerance) / (gamma * half))  # last n with exp(-gamma t_n) > tol
+    # last n with exp(-gamma t_n) > tol; -log(tol), as 1 / tol overflows for a subnormal tol
+    n_last = math.floor(-math.log(tolerance) / (gamma * half))
     if math.exp(-gamma * n_last * half) <= tolerance:
         n_last -= 1
     if n_last < 0:  # pragma: no cover - the first extremum is e0 itself, always above the band
