@@ -24,7 +24,7 @@ from ..softmax import log_softmax
 from ..validation import check_array, check_choice, check_integer, check_real
 from .gradients import _Algebra, _mean_field_gradient, _policies
 from .simulation import simulate
-from .spec import _EDGE, BanditSpec
+from .spec import _EDGE, BanditSpec, check_spec
 
 __all__ = ["FixedPoint", "fixed_point", "reduced_flow", "stiffness", "beta_for_fixed_point", "smallest_anchoring_beta"]
 
@@ -98,6 +98,11 @@ def _flow(spec: BanditSpec, beta: float):
     return alg, f
 
 
+#: The widest logit gap :func:`fixed_point` searches (nats): ``exp(-745)`` is below the smallest float64
+#: (5e-324), so past it the probabilities, hence the flow, are exactly constant.
+MAX_GAP = 745.0
+
+
 def fixed_point(spec: BanditSpec, beta: float, *, max_gap: float = 60.0) -> FixedPoint:
     """Fixed point of the on-policy mean-field flow reached from the spec's initial policy.
 
@@ -121,7 +126,7 @@ def fixed_point(spec: BanditSpec, beta: float, *, max_gap: float = 60.0) -> Fixe
         and estimator do not: the flow is on-policy).
     beta : float >= 0
         KL weight.
-    max_gap : float > 0
+    max_gap : float in (0, 745]
         How far (nats) to look for a sign change of ``F``.
 
     Returns
@@ -131,7 +136,7 @@ def fixed_point(spec: BanditSpec, beta: float, *, max_gap: float = 60.0) -> Fixe
     Raises
     ------
     ParameterError
-        ``beta`` < 0 or not finite; ``max_gap`` <= 0.
+        ``beta`` < 0 or not finite; ``max_gap`` outside (0, 745] (:data:`MAX_GAP`).
 
     References
     ----------
@@ -143,8 +148,10 @@ def fixed_point(spec: BanditSpec, beta: float, *, max_gap: float = 60.0) -> Fixe
     >>> round(fp.p_star, 4), round(fp.stiffness, 4)
     (0.7311, 0.3932)
     """
+    check_spec(spec)
     b = check_beta(beta)
-    max_gap = check_real("max_gap", max_gap, low=0.0, low_inclusive=False)
+    # beyond 745 nats exp(-gap) underflows to 0 in float64: the flow is flat there, no sign change to find
+    max_gap = check_real("max_gap", max_gap, low=0.0, high=MAX_GAP, low_inclusive=False)
     alg, f = _flow(spec, b)
     hi = _symmetric_levels(spec)
     ref = np.asarray(spec.ref_logits)
@@ -198,6 +205,7 @@ def reduced_flow(spec: BanditSpec, beta: float, gaps) -> np.ndarray:
     >>> reduced_flow(spec, 1.0, [0.0, 1.0]).round(4).tolist()
     [0.5, 0.0]
     """
+    check_spec(spec)
     b = check_beta(beta)
     x = check_array("gaps", gaps)
     hi = _symmetric_levels(spec.replace(init_logits=spec.ref_logits))
@@ -341,6 +349,7 @@ def stiffness(
     >>> round(stiffness(spec, 1.0, method="relaxation"), 4)
     0.3932
     """
+    check_spec(spec)
     check_choice("method", method, ("derivative", "relaxation"))
     fp = fixed_point(spec, beta)
     if not fp.interior:

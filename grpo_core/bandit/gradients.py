@@ -17,8 +17,8 @@ from scipy.special import gammaln, xlog1py, xlogy
 from ..errors import ParameterError
 from ..grpo import clipped_surrogate, group_advantages
 from ..softmax import log_softmax
-from ..validation import check_array, check_integer, check_real
-from .spec import BanditSpec
+from ..validation import check_array, check_integer, check_memory, check_real, check_seed
+from .spec import BanditSpec, check_spec
 
 __all__ = ["advantage_coefficients", "expected_gradient", "sample_gradient", "gradient_covariance"]
 
@@ -57,6 +57,7 @@ def advantage_coefficients(spec: BanditSpec) -> tuple[np.ndarray, np.ndarray]:
     >>> ap.tolist(), am.tolist()
     ([0.0, 0.75, 0.5, 0.25, 0.0], [0.0, -0.25, -0.5, -0.75, 0.0])
     """
+    check_spec(spec)
     if spec.group_size_is_infinite:
         raise ParameterError("group_size", "`group_size` must be finite for the advantage tables")
     g = int(spec.group_size)
@@ -213,6 +214,7 @@ def expected_gradient(spec: BanditSpec, theta, theta_behaviour=None, beta: Any =
     >>> expected_gradient(spec, [0.0, 0.0]).round(4).tolist()
     [0.1875, -0.1875]
     """
+    check_spec(spec)
     alg = _Algebra(spec)
     th = _check_logits("theta", theta, alg.num_arms)
     thb = th if theta_behaviour is None else _check_logits("theta_behaviour", theta_behaviour, alg.num_arms)
@@ -342,6 +344,7 @@ def sample_gradient(
     >>> sample_gradient(spec, [0.0, 0.0], num_draws=3, seed=1).shape
     (3, 2)
     """
+    check_spec(spec)
     if spec.group_size_is_infinite:
         raise ParameterError("group_size", "`group_size` must be finite to sample gradients")
     alg = _Algebra(spec)
@@ -349,7 +352,9 @@ def sample_gradient(
     thb = th if theta_behaviour is None else _check_logits("theta_behaviour", theta_behaviour, alg.num_arms, ndim=1)
     b = check_real("beta", beta, low=0.0)
     n = check_integer("num_draws", num_draws, low=1)
-    rng = np.random.default_rng(seed)
+    check_memory("num_draws", n, 8 * 4 * spec.num_prompts * int(spec.group_size) * alg.num_arms,
+                 what=f"a draw's {spec.num_prompts} x {int(spec.group_size)} samples x {alg.num_arms} arms x 4 arrays")
+    rng = np.random.default_rng(check_seed("seed", seed))
     u = rng.random((n, spec.num_prompts, int(spec.group_size))).transpose(2, 0, 1)
     logp_t, pi_t = _policies(np.broadcast_to(th, (1, n, alg.num_arms)))
     logp_b, pi_b = _policies(np.broadcast_to(thb, (1, n, alg.num_arms)))
@@ -402,6 +407,7 @@ def gradient_covariance(spec: BanditSpec, theta, theta_behaviour=None) -> tuple[
     >>> m.round(4).tolist(), round(float(np.trace(c)), 4)
     ([0.25, -0.25], 0.125)
     """
+    check_spec(spec)
     if spec.group_size_is_infinite:
         raise ParameterError("group_size", "`group_size` must be finite for the gradient covariance")
     if spec.kl_estimator != "exact":

@@ -78,6 +78,10 @@ class MomentumSGD:
         self.vel = self.mu * self.vel + ((1.0 - self.mu) * g if self.ema else g)
         return (scale * self.eta) * self.vel
 
+    def reset(self, runs: np.ndarray) -> None:
+        """Restart the runs selected by the boolean mask ``runs`` (shape (C, S)) from rest."""
+        self.vel[runs] = 0.0
+
     def state(self) -> dict:
         return {}
 
@@ -101,6 +105,11 @@ class Adam:
         m_hat = self.m / (1.0 - self.b1**self.t)
         v_hat = self.v / (1.0 - self.b2**self.t)
         return (scale * self.eta) * m_hat / (np.sqrt(v_hat) + self.eps)
+
+    def reset(self, runs: np.ndarray) -> None:
+        """Zero the moments of the runs selected by the boolean mask ``runs`` (shape (C, S))."""
+        self.m[runs] = 0.0
+        self.v[runs] = 0.0
 
     def state(self) -> dict:
         """``exp_avg_sq``: the bias-corrected second moment ``v_hat`` at the end, shape (C, S, A)."""

@@ -20,10 +20,10 @@ from ..model.hyperparameters import (
     check_k_ref,
     check_mu,
 )
-from ..validation import check_array, check_choice, check_integer, check_real
+from ..validation import check_array, check_choice, check_flag, check_integer, check_real
 from .gradients import _Algebra, _check_logits, _mean_field_gradient, _policies, _stochastic_gradient
 from .optimizers import OPTIMIZERS, Adam, MomentumSGD, check_adam_betas, check_lr_schedule
-from .spec import BanditSpec
+from .spec import BanditSpec, check_spec
 
 __all__ = ["PROGRESS_THRESHOLD", "MAX_MEMORY_BYTES", "MAX_SEEDS", "BanditRun", "simulate"]
 
@@ -77,6 +77,9 @@ class BanditRun:
     optimizer_state : dict of str to ndarray
         With ``optimizer="adam"``: ``exp_avg_sq``, the bias-corrected second moment ``v_hat`` after the
         last step, shape (C, S, A); empty for SGD.
+    overflow_step : ndarray of int, shape (C, S), or None
+        The step at which a run's logits left the float range (``|theta| > 1.8e308``: it diverged), 0
+        for a run that did not; from that step on its ``p`` and metrics are NaN and its ``theta`` is NaN.
     """
 
     spec: BanditSpec
@@ -91,6 +94,7 @@ class BanditRun:
     theta: np.ndarray
     metrics: dict = field(default_factory=dict)
     optimizer_state: dict = field(default_factory=dict)
+    overflow_step: np.ndarray | None = None
 
     @property
     def mean(self) -> np.ndarray:
@@ -169,17 +173,35 @@ class _UniformStreams:
 
 
 def _check_memory(n_conf: int, n_seeds: int, n_steps: int, every: int, arms: int, depth: int, per_step: int,
-                  metrics: bool) -> None:
-    """Refuse a run whose arrays would exceed :data:`MAX_MEMORY_BYTES` (8-byte floats)."""
+                  metrics: bool, num_prompts: int = 1) -> None:
+    """Refuse a run whose arrays would exceed :data:`MAX_MEMORY_BYTES` (8-byte floats), naming the
+    parameter that makes them large: the samples of one step (``num_prompts`` x ``group_size``, held
+    three times over per arm) or the recorded steps and seeds."""
     n_rec = n_steps // every + 2
     runs = n_conf * n_seeds
-    need = 8 * runs * (n_rec * (8 if metrics else 1) + arms * (depth + 8) + 3 * per_step * arms)
+    fixed = n_rec * (8 if metrics else 1) + arms * (depth + 8)
+    samples = 3 * per_step * arms
+    need = 8 * runs * (fixed + samples)
+    if need > MAX_MEMORY_BYTES and samples > fixed:
+        gib, limit = need / 2**30, MAX_MEMORY_BYTES / 2**30
+        group = per_step // num_prompts
+        most = (MAX_MEMORY_BYTES // (8 * runs) - fixed) // (3 * group * arms)
+        fits = (f"`num_prompts` must be at most {most:,} here" if most >= 1 else
+                "lower `seeds` or `group_size` (not even one prompt per step fits)")
+        raise ParameterError(
+            "num_prompts", f"`num_prompts` ({_count(num_prompts)}) x `group_size` ({group}) samples per step x "
+            f"`seeds` ({n_seeds}) x configurations ({n_conf}) need about {gib:.3g} GiB (limit {limit:g} GiB): {fits}")
     if need > MAX_MEMORY_BYTES:
         gib, limit = need / 2**30, MAX_MEMORY_BYTES / 2**30
         raise ParameterError(
             "steps", f"`steps` ({n_steps}) x `seeds` ({n_seeds}) x configurations ({n_conf}) needs about {gib:.3g} GiB "
             f"(limit {limit:g} GiB): lower `steps` or `seeds`, or record every n-th step "
             "(`record_every` of grpo_core.bandit.simulate)")
+
+
+def _count(n: int) -> str:
+    """A count for a message: its digits, or ``1e+308`` for one too long to read."""
+    return f"{n:,}" if n < 10 ** 15 else f"{float(n):.3g}"
 
 
 def _configs(eta: Any, mu: Any, k_ref: Any, beta: Any) -> tuple[np.ndarray, ...]:
@@ -379,7 +401,9 @@ def simulate(
     Returns
     -------
     BanditRun
-        ``p`` of shape (C, S, T') (S = 1 in mean field).
+        ``p`` of shape (C, S, T') (S = 1 in mean field). A run whose logits overflow float64 (a
+        divergent one at a huge ``eta``) is NaN from that step on and its step is in
+        :attr:`BanditRun.overflow_step`; the other runs of the batch are unaffected.
 
     Raises
     ------
@@ -402,20 +426,24 @@ def simulate(
     >>> round(float(run.p[0, 0, -1]), 4)   # p* = sigmoid(7/8) at G = 8 (mean baseline)
     0.7058
     """
+    check_spec(spec)
     alg = _Algebra(spec)
     eta_c, mu_c, k_c, beta_c = _configs(eta, mu, k_ref, beta)
     n_conf = eta_c.size
     n_steps = check_integer("steps", steps, low=1)
     every = check_integer("record_every", record_every, low=1)
+    metrics = check_flag("metrics", metrics)
+    progress = None if progress is None else check_flag("progress", progress)
     seed_vals = _run_seeds(spec, seeds, mean_field)
     n_seeds, a = seed_vals.size, alg.num_arms
     _check_memory(n_conf, n_seeds, n_steps, every, a, int(k_c.max()) if spec.lag == "constant" else 1,
-                  0 if mean_field else spec.num_prompts * int(spec.group_size), metrics)
+                  0 if mean_field else spec.num_prompts * int(spec.group_size), metrics, spec.num_prompts)
     th0 = _initial_logits(spec, theta0, n_conf, a)
     opt = _optimizer(optimizer, adam_betas, adam_eps, mu_c, (n_conf, n_seeds, a), eta_c, spec.momentum == "ema")
     schedule = check_lr_schedule(lr_schedule, n_steps)
 
     theta = np.broadcast_to(th0[:, None, :], (n_conf, n_seeds, a)).copy()
+    overflow_step = np.zeros((n_conf, n_seeds), dtype=np.int64)
     beta3 = beta_c[:, None, None]
     logp_t, pi_t = _policies(theta)
     lagged = _LagBuffer(spec.lag, k_c, logp_t)
@@ -436,16 +464,32 @@ def simulate(
         else:
             u = streams.next()
             g, step_m = _stochastic_gradient(alg, u, logp_t, pi_t, logp_b, pi_b, beta3, want_metrics=want)
-        theta = theta + opt.update(g, 1.0 if schedule is None else float(schedule[t]))
-        logp_t, pi_t = _policies(theta)
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflow is caught just below
+            theta = theta + opt.update(g, 1.0 if schedule is None else float(schedule[t]))
+            gone = ~np.isfinite(theta).all(axis=-1)
+            theta[gone] = 0.0
+            logp_t, pi_t = _policies(theta)
+        gone |= ~np.isfinite(logp_t).all(axis=-1)
+        if gone.any():
+            # logits (or their spread) beyond the float range, 1.8e308: that run diverged at this step.
+            # It is recorded as NaN from here on and carried on from rest at zero logits (finite
+            # numbers, so that no NaN spreads into the other runs of the batch)
+            overflow_step[gone & (overflow_step == 0)] = t + 1
+            theta[gone] = 0.0
+            opt.reset(gone)
+            logp_t, pi_t = _policies(theta)
         rec.record(t, logp_t, pi_t, g, step_m)
         if bar is not None:
             bar.update(1)
     if bar is not None:
         bar.close()
+    dead = (overflow_step > 0)[..., None] & (rec.steps >= overflow_step[..., None])
+    for arr in (rec.p, *rec.metrics.values()):
+        arr[dead] = np.nan
+    theta[overflow_step > 0] = np.nan
     return BanditRun(spec=spec, eta=eta_c.copy(), mu=mu_c.copy(), k_ref=k_c.copy(), beta=beta_c.copy(),
                      seeds=seed_vals, mean_field=bool(mean_field), steps=rec.steps, p=rec.p, theta=theta,
-                     metrics=rec.metrics, optimizer_state=opt.state())
+                     metrics=rec.metrics, optimizer_state=opt.state(), overflow_step=overflow_step)
 
 
 def _optimizer(name: Any, betas: Any, eps: Any, mu_c: np.ndarray, shape: tuple[int, ...], eta_c: np.ndarray,

@@ -19,7 +19,7 @@ from ..model.hyperparameters import (
     LAG_MODELS,
     MOMENTUM_STYLES,
 )
-from ..validation import check_array, check_choice, check_integer, check_real
+from ..validation import check_array, check_choice, check_instance, check_integer, check_real
 
 __all__ = [
     "LAGS", "ESTIMATORS", "MOMENTA", "KL_ESTIMATORS", "BASELINES", "SCALES", "MAX_ARMS", "MAX_GROUP_SIZE", "BanditSpec",
@@ -204,3 +204,15 @@ class BanditSpec:
         from dataclasses import replace
 
         return replace(self, **changes)
+
+
+def check_spec(spec: Any, name: str = "spec") -> BanditSpec:
+    """Validate a bandit specification argument.
+
+    Raises
+    ------
+    ParameterError
+        If ``spec`` is not a :class:`BanditSpec`.
+    """
+    return check_instance(name, spec, BanditSpec,
+                          "a BanditSpec (BanditSpec.binary(...) or BanditSpec(reward_probs=...))")

@@ -200,6 +200,8 @@ def handler(args: argparse.Namespace) -> int:
         "final_p_mean": float(final.mean()) if final.size else None,
         "final_p_spread": float(final.std(ddof=1)) if final.size > 1 else (0.0 if final.size else None),
         "overflowed_seeds": overflowed,
+        # the first step at which a seed's logits left the float range (None: none did)
+        "overflow_step": int(run.overflow_step[0][run.overflow_step[0] > 0].min()) if overflowed else None,
         "p_star": fp.p_star,
         "interior_fixed_point": fp.interior,
         "curvature": fp.stiffness if fp.interior else None,
@@ -234,6 +236,12 @@ def handler(args: argparse.Namespace) -> int:
         frame.to_csv(args.out, index=False)
         out["out"] = args.out
     return _emit(args, out, _run_report(out))
+
+
+def _from_step(o: dict) -> str:
+    """`` (logits past 1.8e308; the first at step N)`` for a run that says when it overflowed."""
+    step = o.get("overflow_step")
+    return f" (logits past 1.8e308; the first at step {step})" if step else ""
 
 
 def _emit(args, out: dict, report: str) -> int:
@@ -281,10 +289,10 @@ def _run_report(o: dict) -> str:
     if o["final_p_mean"] is not None:
         lines.append(
             f"final p: {o['final_p_mean']:.4f} (spread over seeds {o['final_p_spread']:.4f})"
-            + (f"; {o['overflowed_seeds']} more seed(s) overflowed" if o["overflowed_seeds"] else "")
+            + (f"; {o['overflowed_seeds']} more seed(s) overflowed{_from_step(o)}" if o["overflowed_seeds"] else "")
         )
     else:
-        lines.append("final p: none, the run diverged (every seed overflowed float64: unstable)")
+        lines.append(f"final p: none, the run diverged: every seed overflowed float64{_from_step(o)}, unstable")
     if o["interior_fixed_point"]:
         lines += [
             f"fixed point p* = {o['p_star']:.4f}, stiffness K = {o['curvature']:.4g}, "
