@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ParameterError
-from ..validation import check_integer, check_real
+from ..validation import check_integer, check_real, check_seed
 from .law import GroupSizeConstants
 from .ustat import check_groups, group_gradient
 
@@ -147,7 +147,7 @@ def estimate_constants(
     c1, c2, c3, cross = (float(v[0]) for v in constants(np.ones((1, p))))
     intervals = {}
     if nb > 0:
-        rng = np.random.default_rng(seed)
+        rng = np.random.default_rng(check_seed("seed", seed))
         draws = [constants(rng.multinomial(p, np.full(p, 1.0 / p), size=min(256, nb - i)).astype(float))
                  for i in range(0, nb, 256)]
         b1, b2, b3, _ = (np.concatenate(parts) for parts in zip(*draws))

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ParameterError
-from ..validation import check_array, check_choice, check_integer, check_real
+from ..validation import check_array, check_choice, check_flag, check_integer, check_real
 
 #: Largest rollout budget N accepted: 2**53, the largest integer a float64 holds exactly.
 MAX_BUDGET = 2**53
@@ -349,6 +349,7 @@ def minibatch_mse(
     >>> minibatch_mse([2, 4, 8], 1.0, 2.0, 12.0, budget=64).round(4).tolist()   # G* = 1 + sqrt(12)
     [0.25, 0.1562, 0.183]
     """
+    exact = check_flag("exact", exact)
     g = check_array("group_size", group_size, low=2)
     if not np.all(g == np.round(g)):
         raise ParameterError("group_size", "`group_size` must contain integers >= 2")
@@ -398,6 +399,7 @@ def optimal_group_size(c1: float, c3: float, *, exact: bool = True) -> float:
     >>> optimal_group_size(1.0, 961.0, exact=False), optimal_group_size(1.0, 961.0)
     (31.0, 32.0)
     """
+    exact = check_flag("exact", exact)
     a = check_real("c1", c1)
     b = check_real("c3", c3, low=0.0)
     if a <= 0:
@@ -439,6 +441,7 @@ def best_group_size(budget: int, c1: float, c2: float, c3: float, *, candidates=
     >>> best_group_size(1000, 1.0, 5.0, 961.0)   # G* = 32 does not divide 1000; 40 does (B = 25)
     40
     """
+    exact = check_flag("exact", exact)
     n = check_integer("budget", budget, low=2, high=MAX_BUDGET)
     if candidates is None:
         cand = group_size_candidates(n)

@@ -19,9 +19,9 @@ import pandas as pd
 from ..errors import ParameterError
 from ..grpo import DEFAULT_STD_EPS, group_advantages
 from ..softmax import arm_counts, sample_categorical, softmax
-from ..validation import check_choice, check_integer, check_real
+from ..validation import check_choice, check_instance, check_integer, check_memory, check_real
 from .law import num_prompts_for_budget, optimal_group_size
-from .pool import PromptPool, _draw_rewards, pool_constants
+from .pool import PromptPool, _draw_rewards, check_pool, pool_constants
 
 
 def train_fixed_budget(
@@ -117,12 +117,14 @@ def train_fixed_budget(
     >>> df.groupby(["group_size", "step"]).size().tolist()
     [2, 2, 2, 2]
     """
-    if not isinstance(pool, PromptPool):
-        raise ParameterError("pool", f"`pool` must be a PromptPool; got {type(pool).__name__}")
+    check_pool(pool)
     n = check_integer("budget", budget, low=2)
+    check_memory("budget", n, 8 * 4 * pool.num_arms, what=f"a sample's {pool.num_arms} arms x 4 arrays")
     sizes = [check_integer("group_sizes", g, low=2, high=n) for g in np.atleast_1d(group_sizes)]
     prompts = [num_prompts_for_budget(n, g) for g in sizes]
     s = check_integer("num_seeds", num_seeds, low=1)
+    check_memory("num_seeds", s, 8 * 4 * n * pool.num_arms,
+                 what=f"a seed's {n} samples x {pool.num_arms} arms x 4 arrays")
     t_max = check_integer("num_steps", num_steps, low=1)
     lr = check_real("learning_rate", learning_rate, low=0.0, low_inclusive=False)
     check_choice("baseline", baseline, ("leave_one_out", "mean", "none"))
@@ -201,6 +203,7 @@ def summarise_study(study: pd.DataFrame) -> pd.DataFrame:
     >>> summarise_study(df)[["group_size", "best"]].values.tolist()
     [[2, False], [4, True]]
     """
+    check_instance("study", study, pd.DataFrame, "the DataFrame of train_fixed_budget(...)")
     need = {"budget", "group_size", "seed", "step", "reward"}
     missing = need - set(study.columns)
     if missing:
@@ -258,6 +261,8 @@ def study_path(study: pd.DataFrame, pool: PromptPool, *, reference_group_size: i
     >>> study_path(st, pool, reference_group_size=4)[["step", "best_g"]].shape
     (2, 2)
     """
+    check_pool(pool)
+    check_instance("study", study, pd.DataFrame, "the DataFrame of train_fixed_budget(...)")
     cols = [_logit_column(j) for j in range(pool.num_arms)]
     if any(c not in study.columns for c in cols):
         raise ParameterError("study", "`study` has no logits: run train_fixed_budget(..., record_theta=True)")
@@ -315,6 +320,7 @@ def study_logits(study: pd.DataFrame, *, group_size: int, step: int, budget: int
     >>> study_logits(st, group_size=4, step=0).tolist()     # every run starts at theta = 0
     [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
     """
+    check_instance("study", study, pd.DataFrame, "the DataFrame of train_fixed_budget(...)")
     cols = []
     while _logit_column(len(cols)) in study.columns:
         cols.append(_logit_column(len(cols)))

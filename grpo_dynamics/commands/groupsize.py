@@ -185,7 +185,11 @@ def _considered(budget: int, max_g: int, candidates: list[int]) -> str:
 
 def _report(k, budget: int, best: int, table: list[dict], considered: str) -> str:
     def star(x: float) -> str:
-        return "inf (no between-prompt variance: one prompt per step)" if not math.isfinite(x) else f"{x:.2f}"
+        if math.isfinite(x):
+            return f"{x:.2f}"
+        if k.c1 > 0:  # c3/c1 beyond the float range: G* exceeds any budget
+            return "beyond 1.8e308 (c3/c1 overflows float64; G* exceeds any budget: one prompt per step)"
+        return "inf (no between-prompt variance: one prompt per step)"
 
     source = (
         f" (estimated from {k.num_prompts} prompts x {k.group_size} completions)" if k.num_prompts else ""

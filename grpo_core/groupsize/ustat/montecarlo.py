@@ -18,7 +18,7 @@ import pandas as pd
 from ...errors import ParameterError
 from ...grpo import DEFAULT_SPREAD_RTOL, DEFAULT_STD_EPS
 from ...softmax import check_probabilities
-from ...validation import check_array, check_choice, check_integer, check_real
+from ...validation import check_array, check_choice, check_integer, check_names, check_real, check_seed
 from .estimators import ESTIMATORS
 from .moments import _check_arm_rewards, bandit_moments, std_scaled_mse
 
@@ -262,11 +262,9 @@ def monte_carlo_mse(
     sizes = [check_integer("group_sizes", g, low=2) for g in np.atleast_1d(group_sizes)]
     m = check_integer("num_groups", num_groups, low=2)
     chunk = check_integer("chunk_size", chunk_size, low=1)
-    names = tuple(estimators)
-    for name in names:
-        check_choice("estimators", name, ESTIMATORS)
+    names = check_names("estimators", estimators, choices=ESTIMATORS)
     need = tuple(dict.fromkeys((*names, "leave_one_out", "oracle")))
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
     arm_r = np.asarray(rewards, dtype=float)
     std_exact_ok = bool(np.all(moments.probs > 0) and (bernoulli or np.all((arm_r == 0) | (arm_r == 1))))
     sd = np.sqrt(moments.reward_var)
