@@ -16,6 +16,12 @@ and the growth of the process's peak resident set over the timed run (``VmHWM`` 
 high-water mark, less ``VmRSS`` before; Linux). The aim: a
 100,000-step log read and diagnosed in under 2 s (``under_2s`` says; never asserted). ``report_s``
 is the HTML report of the ``trainer_state.json`` log (charts thinned to 1,500 points per series).
+
+Then a long CSV (2,000,000 rows of eight float columns, 163 MB; 200,000 rows with ``--quick``), past the
+100,000 steps :func:`~grpo_core.runs.logs.read_log` reads in full: read and diagnosed as read by default
+(thinned) and with ``max_rows=0`` (every row, as before logs were thinned; the parser is the current one),
+each in a fresh process, with the absolute peak resident set of read + diagnose (``peak_rss_MB``), and a
+row of the ratios (every row / thinned) and whether the verdict and findings agree.
 """
 
 from __future__ import annotations
@@ -168,6 +174,61 @@ def _measure(name: str, path: str, n_steps: int, report: bool) -> dict:
     return row
 
 
+def _write_long_csv(path: Path, n_rows: int) -> None:
+    """A GRPO-like run of ``n_rows`` steps as a CSV of eight float columns (163 MB at 2,000,000 rows)."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    s = np.arange(1, n_rows + 1)
+    pd.DataFrame({
+        "step": s, "reward": 0.9 - 0.7 * np.exp(-s / (0.15 * n_rows)) + 0.05 * rng.standard_normal(n_rows),
+        "reward_std": 0.3 + 0.01 * rng.standard_normal(n_rows), "loss": 0.01 * rng.standard_normal(n_rows),
+        "kl": 0.002 + 0.02 * s / n_rows + 1e-4 * rng.random(n_rows),
+        "grad_norm": 0.5 + 0.05 * rng.standard_normal(n_rows), "learning_rate": np.full(n_rows, 1e-6),
+        "completion_length": 200 + 10 * rng.standard_normal(n_rows),
+    }).to_csv(path, index=False, float_format="%.8g")
+
+
+def _measure_long(path: str, n_rows: int, max_rows: int | None) -> dict:
+    """Read + diagnose the long CSV in a process of its own: seconds and the absolute peak resident set."""
+    from grpo_core.runs.diagnostics import diagnose
+    from grpo_core.runs.logs import read_log
+    from grpo_core.runs.synthetic import synthetic_log
+
+    warnings.simplefilter("ignore")
+    diagnose(synthetic_log("healthy", n_steps=200), n_boot=10)  # the one-off imports (scipy ...)
+    rss0 = _reset_peak_rss()
+    t0 = time.perf_counter()
+    log = read_log(path, max_rows=max_rows)
+    t1 = time.perf_counter()
+    diagnosis = diagnose(log)
+    t2 = time.perf_counter()
+    return {"steps": n_rows, "format": "long csv, " + ("thinned" if max_rows is None else "every row (max_rows=0)"),
+            "container": log.container, "rows": len(log.train), "MB": round(Path(path).stat().st_size / 1e6, 1),
+            "read_s": t1 - t0, "diagnose_s": t2 - t1, "total_s": t2 - t0, "peak_rss_MB": _peak_rss(),
+            "rss_growth_MB": _peak_rss() - rss0, "verdict": diagnosis.verdict, "modes": ",".join(diagnosis.modes),
+            "findings": ",".join(f"{f.mode}:{f.severity}" for f in diagnosis.findings)}
+
+
+def _long_rows(folder: Path, n_rows: int, spawn) -> list[dict]:
+    """The long CSV read thinned and whole, and the ratios of the two."""
+    path = folder / "long.csv"
+    _write_long_csv(path, n_rows)
+    rows = []
+    for max_rows in (None, 0):
+        with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
+            rows.append(pool.submit(_measure_long, str(path), n_rows, max_rows).result())
+    thin, whole = rows
+    rows.append({"steps": n_rows, "format": "long csv, every row / thinned",
+                 "total_s_ratio": whole["total_s"] / thin["total_s"],
+                 "read_s_ratio": whole["read_s"] / thin["read_s"],
+                 "peak_rss_ratio": whole["peak_rss_MB"] / thin["peak_rss_MB"],
+                 "same_verdict": thin["verdict"] == whole["verdict"],
+                 "same_findings": thin["findings"] == whole["findings"]})
+    return rows
+
+
 def main(quick: bool = False) -> list[dict]:
     sizes = [2_000] if quick else [10_000, 100_000]
     rows = []
@@ -180,4 +241,5 @@ def main(quick: bool = False) -> list[dict]:
             for name, path in paths.items():
                 with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
                     rows.append(pool.submit(_measure, name, str(path), n, name == "trainer_state.json").result())
+        rows += _long_rows(Path(tmp), 200_000 if quick else 2_000_000, spawn)
     return rows

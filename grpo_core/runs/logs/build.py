@@ -20,6 +20,10 @@ raised as a :class:`LogWarning`)
   *last* line of a JSONL file, or a CSV row cut short (fewer fields than the other rows), from a run
   killed mid-write, is dropped with a warning; corrupt lines (short CSV rows) elsewhere are skipped with
   a warning that counts them and gives their line numbers, up to 10 % of the lines (more is an error).
+* A log of more than ``max_rows`` training steps (:data:`MAX_ROWS`, 100,000, by default in
+  :func:`~grpo_core.runs.logs.read_log`) is **thinned**, with a warning: every ``k``-th value of each metric,
+  every NaN, infinite or extreme value with its neighbours, and every evaluation and summary row are kept
+  (:func:`_thin` says what and why); ``RunLog.meta["thinned"]`` holds the counts.
 * A ``mapping`` key that is not a normalised column name is a
   :class:`~grpo_core.errors.ParameterError` (a typo would rename a column to a name no check reads).
 
@@ -45,8 +49,9 @@ from .trl import _reward_std_kind, parse_version
 
 
 def _build(records, frame, *, container, fmt, mapping, source, notes, meta, trl_version, reward_std_kind,
-           run=None) -> RunLog:
-    """The pipeline: rows -> versions -> user mapping -> format -> names -> steps -> numbers -> splits."""
+           run=None, max_rows: int = 0) -> RunLog:
+    """The pipeline: rows -> versions -> user mapping -> format -> names -> steps -> numbers -> thinning (a log
+    of more than ``max_rows`` training steps, :func:`_thin`; 0 keeps every row) -> splits."""
     if reward_std_kind is not None:
         check_choice("reward_std_kind", reward_std_kind, ("group_mean_std", "batch_std", "unknown"))
     frame = _rows(records, frame, source)
@@ -62,11 +67,16 @@ def _build(records, frame, *, container, fmt, mapping, source, notes, meta, trl_
     # Numbers: every cell that is not a number becomes NaN (with a warning unless it is a
     # known placeholder such as "No log"); a column with no number at all is dropped.
     values, logged_nan = _numeric_columns(frame, [c for c in frame.columns if c != step_col], source, notes)
+    values, logged_nan, steps, split_of_row, thinned = _thin(values, logged_nan, steps, split_of_row, targets,
+                                                             max_rows, source, notes)
+    if thinned:
+        meta["thinned"] = thinned
     dropped: dict[str, dict[str, str]] = {}
     for col in frame.columns:
         if col != step_col and col not in values and targets[col][1] in ("train", "eval"):
             dropped.setdefault(targets[col][1], {})[targets[col][0]] = "it holds no numbers"
-    tables, summary = _split_tables(values, targets, split_of_row, steps, source, notes, dropped, logged_nan)
+    tables, summary = _split_tables(values, targets, split_of_row, steps, source, notes, dropped, logged_nan,
+                                    among=" among the kept steps" if thinned else "")
     nan_steps = _logged_nan_steps(logged_nan, targets, split_of_row, steps, tables)
     kind, era = _reward_std_kind(tables["train"], frame.columns, fmt, versions, reward_std_kind, notes, source)
     if versions:
@@ -302,6 +312,7 @@ def _split_tables(
     notes: list[str],
     dropped: dict[str, dict[str, str]] | None = None,
     logged_nan: dict[str, np.ndarray] | None = None,
+    among: str = "",
 ) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
     """The train and eval tables and the summary row.
 
@@ -323,7 +334,7 @@ def _split_tables(
             continue
         data = {c: values[c][keep] for c in cols}
         tables[split] = _tidy(data, steps[keep], {c: targets[c][0] for c in cols}, split, source, notes,
-                              dropped if dropped is not None else {})
+                              dropped if dropped is not None else {}, among=among)
     if not used.all():
         # a row with a step but not one value (every cell empty or not a number; a NaN the run wrote is a
         # value, and its row stays): say so, never drop it quietly
@@ -338,6 +349,121 @@ def _split_tables(
     if tables["train"].empty or tables["train"].shape[1] <= 1:
         raise DataError(f"{source}: no training rows with metrics (rows: {n_rows}; eval rows: {len(tables['eval'])})")
     return tables, summary
+
+
+#: The most training steps :func:`~grpo_core.runs.logs.read_log` keeps every row of (``max_rows``); a longer
+#: log is thinned (:func:`_thin`). 100,000 steps is past any GRPO run we know of; a 2-million-row CSV took
+#: 3 GB and 40 s to diagnose in full, most of it in fits that gain nothing from the extra rows.
+MAX_ROWS = 100_000
+#: Values per block over which a metric's usual level is measured when a log is thinned.
+_BLOCK = 128
+#: A value at least this many times the median magnitude of its block is kept when a log is thinned: the
+#: recurring-spikes check calls 10x the running median a spike; 8 leaves room for a block median above the
+#: running one. Lower would keep, and so over-represent, the ordinary tail of a noisy metric.
+_SPIKE_RATIO = 8.0
+#: ... and so is a value this many median absolute deviations from its block's median (about 11 standard
+#: deviations of Gaussian noise): a drop or a negative excursion no ratio to the magnitude sees.
+_OUTLIER_MADS = 16.0
+
+
+def _extreme(w: np.ndarray) -> np.ndarray:
+    """Which of the finite values ``w`` (one metric, in log order) stand out from their block of
+    :data:`_BLOCK` neighbours: ``|w| >= _SPIKE_RATIO x`` the block's median ``|w|`` (with that median 0, any
+    value but 0), or more than :data:`_OUTLIER_MADS` median absolute deviations from the block's median. Fewer
+    than 8 values are all kept (bool array, shape of ``w``)."""
+    m = w.size
+    if m < 8:
+        return np.ones(m, bool)
+    size = min(_BLOCK, m)
+    n_full, rest = divmod(m, size)
+    # the last, partial block is measured on the last `size` values (overlapping the one before)
+    blocks = w[:n_full * size].reshape(n_full, size)
+    if rest:
+        blocks = np.concatenate([blocks, w[-size:].reshape(1, size)])
+    mid = (size - 1) // 2
+    mag = np.abs(blocks)
+    scale = np.partition(mag, mid, axis=1)[:, mid:mid + 1]
+    centre = np.partition(blocks, mid, axis=1)[:, mid:mid + 1]
+    dev = np.abs(blocks - centre)
+    mad = np.partition(dev, mid, axis=1)[:, mid:mid + 1]
+    flag = ((mag >= _SPIKE_RATIO * scale) & (mag > 0)) | ((dev > _OUTLIER_MADS * mad) & (mad > 0))
+    out = flag[:n_full].ravel()
+    return np.concatenate([out, flag[n_full, size - rest:]]) if rest else out
+
+
+def _sorted_unique(a: np.ndarray) -> np.ndarray:
+    """``np.unique`` of integers by sorting (numpy's hashing took 2 s for 2 million steps; sorting, 0.1 s)."""
+    a = np.sort(a)
+    return a[np.concatenate([[True], a[1:] != a[:-1]])] if a.size else a
+
+
+def _thin(values: dict[str, np.ndarray], logged_nan: dict[str, np.ndarray], steps: np.ndarray, split_of_row,
+          targets: dict[str, tuple[str, str]], max_rows: int, source: str, notes: list[str]):
+    """A log of more than ``max_rows`` training steps, thinned to about that many: ``(values, logged_nan,
+    steps, split_of_row, thinned)`` with the rows kept, and ``thinned`` the counts for ``RunLog.meta``
+    (``{}`` when every row is kept).
+
+    What is kept, so that every check sees what it would in the full log:
+
+    * every ``k``-th value of each training metric, ``k = ceil(steps / max_rows)``, counted along the
+      rows that logged that metric (TRL logs the reward keys on generation steps only: one stride over
+      the steps could miss them all), and the first and last step;
+    * every value logged NaN or infinite (the numerical-failure check counts them all, and asks whether the
+      metric was finite after the last), and every value that stands out from its block of 128 neighbours
+      (:func:`_extreme`: 8x their median magnitude, a margin below the recurring-spikes check's default of
+      10x its running median, which is not the block's; or 16 median absolute deviations off their median),
+      with the value before and after it in the metric's order, so that two spikes stay two episodes;
+    * every row of a kept step (partial rows merge as in the full log), and every evaluation and summary
+      row, and every row with no training value (so that their counts stay exact).
+
+    A sample, not bin means: a kept value is a single step's, with its noise (a mean of ``k`` steps would
+    shrink it by ``sqrt(k)`` and hide every spike); only the rare extremes are added beyond the stride. A
+    test over the whole run sees ``k`` times fewer points (100,000 still make a slope's standard error
+    tiny). Where extremes are common (a metric that is 0 on most steps, heavy tails) more rows are kept
+    than ``max_rows``. Notes that count steps after this stage (sorted, merged) count the kept ones.
+    A check whose threshold a user sets below 8x the running median sees the extremes between 8x and
+    the threshold only where the stride kept them.
+    """
+    n = steps.size
+    cols, train = _rows_of_split("train", values, targets, split_of_row, n, logged_nan)
+    if not max_rows or not train.any():
+        return values, logged_nan, steps, split_of_row, {}
+    train_steps = _sorted_unique(steps[train])
+    if train_steps.size <= max_rows:
+        return values, logged_nan, steps, split_of_row, {}
+    every = -(-train_steps.size // max_rows)
+    kept = [train_steps[[0, -1]]]
+    for col in cols:
+        if targets[col][0] == "epoch":
+            continue
+        v = values[col]
+        has = ~np.isnan(v)
+        if col in logged_nan:
+            has |= logged_nan[col]
+        at = np.flatnonzero(train & has)
+        if at.size == 0:
+            continue
+        pick = np.zeros(at.size, bool)
+        pick[::every] = True
+        pick[-1] = True
+        w = v[at]
+        finite = np.isfinite(w)
+        odd = ~finite
+        odd[finite] = _extreme(w[finite])
+        pick |= odd
+        pick[1:] |= odd[:-1]
+        pick[:-1] |= odd[1:]
+        kept.append(steps[at[pick]])
+    kept_steps = _sorted_unique(np.concatenate(kept))
+    rows = ~train | np.isin(steps, kept_steps)
+    thinned = {"training_steps": int(train_steps.size), "kept_steps": int(kept_steps.size), "every": int(every)}
+    _note(notes, f"{source}: {train_steps.size:,} training steps, more than the {max_rows:,} read in full "
+                 f"(max_rows); kept {kept_steps.size:,}: 1 in {every} values of each metric, every NaN, "
+                 "infinite or extreme value (8x its neighbours' median magnitude) with the values beside it, "
+                 "and every evaluation and summary row", warn=True)
+    keep = np.flatnonzero(rows)
+    return ({c: v[keep] for c, v in values.items()}, {c: m[keep] for c, m in logged_nan.items()}, steps[keep],
+            None if split_of_row is None else split_of_row.iloc[keep], thinned)
 
 
 def _logged_nan_steps(logged_nan: dict[str, np.ndarray], targets, split_of_row, steps: np.ndarray,
@@ -420,6 +546,9 @@ def _numeric_columns(frame: pd.DataFrame, cols: list[str], source: str,
     logged_nan: dict[str, np.ndarray] = {}
     for col in cols:
         s = frame[col]
+        if s.dtype == np.float64:
+            out[col] = s.to_numpy()  # no copy: a 2-million-row column is 16 MB
+            continue
         if s.dtype.kind in "fiub":
             out[col] = s.to_numpy(dtype=float, na_value=np.nan)
             continue
@@ -453,9 +582,10 @@ def _numeric_columns(frame: pd.DataFrame, cols: list[str], source: str,
 
 def _tidy(
     data: dict[str, np.ndarray], steps: np.ndarray, names: dict[str, str], split: str, source: str, notes: list[str],
-    dropped: dict[str, dict[str, str]] | None = None,
+    dropped: dict[str, dict[str, str]] | None = None, among: str = "",
 ) -> pd.DataFrame:
-    """Rename, merge columns of one meaning and rows of one step, sort by step."""
+    """Rename, merge columns of one meaning and rows of one step, sort by step (``among`` qualifies the counts
+    of a thinned log's notes: " among the kept steps")."""
     if len(steps) == 0:
         return pd.DataFrame({"step": pd.Series([], dtype=np.int64)}, index=pd.Index([], dtype=np.int64))
     merged_cols: dict[str, np.ndarray] = {}
@@ -495,7 +625,8 @@ def _tidy(
         n_back = int(np.sum(np.diff(steps) < 0))
         _note(
             notes,
-            f"{source}: steps were out of order ({n_back} place(s) where the step goes back, {split}); sorted them",
+            f"{source}: steps were out of order ({n_back} place(s) where the step goes back, {split}{among}); "
+            "sorted them",
             warn=True,
         )
         table = table.sort_values("step", kind="stable")
@@ -515,14 +646,14 @@ def _tidy(
             _note(
                 notes,
                 f"{source}: {len(conflict_steps)} step(s) logged more than once with different values "
-                f"({split}; first at step {conflict_steps[0]}), e.g. a run resumed from a checkpoint; "
+                f"({split}{among}; first at step {conflict_steps[0]}), e.g. a run resumed from a checkpoint; "
                 "kept the last value of each",
                 warn=True,
             )
         if n_dup > len(conflict_steps):
             _note(
                 notes,
-                f"merged the partial rows of {n_dup - len(conflict_steps)} step(s) ({split}; TRL logs "
+                f"merged the partial rows of {n_dup - len(conflict_steps)} step(s) ({split}{among}; TRL logs "
                 "some keys in separate rows)",
                 warn=False,
             )

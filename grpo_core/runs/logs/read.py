@@ -13,8 +13,8 @@ from typing import Any
 import pandas as pd
 
 from ...errors import DataError, ParameterError
-from ...validation import check_choice
-from .build import _build
+from ...validation import check_choice, check_integer
+from .build import MAX_ROWS, _build
 from .parsing import parse_text
 from .runlog import RunLog
 from .schema import FORMATS
@@ -28,6 +28,7 @@ def read_log(
     trl_version: str | None = None,
     reward_std_kind: str | None = None,
     run: str | None = None,
+    max_rows: int | None = None,
 ) -> RunLog:
     """Read a training log of any supported format into a :class:`RunLog`.
 
@@ -54,6 +55,13 @@ def read_log(
     run : str, optional
         Which run of a file holding several (a label of its run column, ``"arm=pure-GRPO"``, or a
         W&B export's run name); see :mod:`grpo_core.runs.logs.aliases`.
+    max_rows : int, optional
+        The most training steps read in full (>= 0; 0 reads every row). A longer log is thinned to about
+        this many steps: every ``k``-th value of each metric, and every NaN, infinite or extreme value
+        (with its neighbours) and every evaluation row, so that the checks for numerical failure and
+        spikes still see them (:func:`grpo_core.runs.logs.build._thin`; the counts are in
+        ``RunLog.meta["thinned"]``). Default: the environment variable ``GRPO_DYNAMICS_MAX_LOG_ROWS``, else
+        :data:`~grpo_core.runs.logs.build.MAX_ROWS` (100,000).
 
     Returns
     -------
@@ -68,13 +76,14 @@ def read_log(
         formats and how to map columns).
     ParameterError
         ``format`` or ``reward_std_kind`` is not an allowed value, ``trl_version`` is not a
-        version number, or a ``mapping`` key is not a normalised column name.
+        version number, a ``mapping`` key is not a normalised column name, or ``max_rows`` is not an
+        integer >= 0.
 
     Warns
     -----
     LogWarning
-        When rows were merged, sorted or dropped, cells were not numbers, or the last JSONL line
-        was incomplete (:mod:`grpo_core.runs.logs.build`, "Row handling").
+        When rows were merged, sorted, dropped or thinned, cells were not numbers, or the last JSONL
+        line was incomplete (:mod:`grpo_core.runs.logs.build`, "Row handling").
 
     Examples
     --------
@@ -87,6 +96,7 @@ def read_log(
     if not isinstance(path, (str, Path)):
         raise ParameterError("path", f"`path` must be a file path (str or pathlib.Path); got {type(path).__name__}"
                              + (" (for a table in memory use from_frame)" if isinstance(path, pd.DataFrame) else ""))
+    rows = _max_rows(max_rows)
     p = Path(path)
     source = str(path)
     raw = _read_regular_file(p, source)
@@ -96,7 +106,8 @@ def read_log(
     except UnicodeDecodeError as exc:
         raise DataError(f"{source}: not a text file (byte {exc.start} is not UTF-8); "
                         "expected JSON, JSON lines or CSV") from None
-    if not text.strip():
+    del raw  # a long log is not held twice (nor copied by strip)
+    if not text or text.isspace():
         raise DataError(f"{source}: the file is empty")
     if "\x00" in text[:4096]:  # valid UTF-8 but control bytes: a binary file read "no rows (only a header?)"
         raise DataError(f"{source}: not a text file (it holds NUL bytes); expected JSON, JSON lines or CSV")
@@ -104,15 +115,38 @@ def read_log(
     notes: list[str] = []
     meta: dict[str, Any] = {}
     records, frame, container = parse_text(text, source, notes, meta)
+    del text
     return _build(records, frame, container=container, fmt=format, mapping=mapping, source=source,
-                  notes=notes, meta=meta, trl_version=trl_version, reward_std_kind=reward_std_kind, run=run)
+                  notes=notes, meta=meta, trl_version=trl_version, reward_std_kind=reward_std_kind, run=run,
+                  max_rows=rows)
 
 
 #: Environment variable that raises the largest log read (bytes); see :data:`MAX_LOG_BYTES`.
 MAX_BYTES_ENV = "GRPO_DYNAMICS_MAX_LOG_BYTES"
-#: The largest log read by default (512 MiB): a log is held in memory several times over while it is
-#: parsed, so a larger one would take gigabytes (a 2-million-row CSV is about 160 MB).
+#: The largest log read by default (512 MiB): a log is held in memory twice while it is decoded (its bytes and
+#: its text), and its table beside its text while parsed (a 2-million-row CSV, 160 MB, peaks near 600 MB
+#: in ``grpo-dynamics diagnose``), so a larger one would take gigabytes.
 MAX_LOG_BYTES = 512 * 2 ** 20
+
+
+#: Environment variable that sets the default ``max_rows`` of :func:`read_log` (0 reads every row).
+MAX_ROWS_ENV = "GRPO_DYNAMICS_MAX_LOG_ROWS"
+
+
+def _max_rows(value) -> int:
+    """``max_rows`` checked, or the default (:data:`MAX_ROWS_ENV`, else :data:`~.build.MAX_ROWS`)."""
+    if value is not None:
+        return check_integer("max_rows", value, low=0)
+    env = os.environ.get(MAX_ROWS_ENV, "").strip()
+    if not env:
+        return MAX_ROWS
+    try:
+        rows = float(env)
+    except ValueError:
+        raise DataError(f"{MAX_ROWS_ENV}={env!r} is not a number of rows") from None
+    if not (rows >= 0 and rows.is_integer()):
+        raise DataError(f"{MAX_ROWS_ENV} must be a whole number >= 0 (0 reads every row); got {env}")
+    return int(rows)
 
 
 def _max_bytes() -> int:
@@ -186,7 +220,8 @@ def from_records(
 ) -> RunLog:
     """Build a :class:`RunLog` from log entries in memory (a TRL ``log_history`` list, dicts).
 
-    Parameters and behaviour as :func:`read_log` (``records`` replaces the file).
+    Parameters and behaviour as :func:`read_log` (``records`` replaces the file), but every row is kept
+    (no ``max_rows``: the records are in memory already).
 
     Raises
     ------
@@ -220,8 +255,8 @@ def from_frame(
 ) -> RunLog:
     """Build a :class:`RunLog` from a table in memory (one row per log entry).
 
-    Parameters and behaviour as :func:`read_log`; a named index that is not in the columns
-    (``step``) is used as a column.
+    Parameters and behaviour as :func:`read_log`, but every row is kept (no ``max_rows``); a named index
+    that is not in the columns (``step``) is used as a column.
 
     Raises
     ------
