@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from grpo_core.errors import DataError, ParameterError
+from grpo_core.laws.clock import learning_rate_clock
 from grpo_core.model import oscillator
 from grpo_core.runs import curvature, datasets, logs, settings
 
@@ -101,12 +102,12 @@ def test_a_flat_curve_has_no_time_scale():
 
 
 def test_learning_rate_clock():
-    clock, peak = curvature.learning_rate_clock([1, 3, 10], [1, 10], [2.0, 2.0])
+    clock, peak = learning_rate_clock([1, 3, 10], [1, 10], [2.0, 2.0])
     assert peak == 2.0 and clock.tolist() == [1.0, 3.0, 10.0]
-    clock, peak = curvature.learning_rate_clock([2, 4], [1, 2, 3, 4], [1.0, 2.0, 4.0, 4.0])
+    clock, peak = learning_rate_clock([2, 4], [1, 2, 3, 4], [1.0, 2.0, 4.0, 4.0])
     assert peak == 4.0 and clock.tolist() == pytest.approx([0.75, 2.75])
     with pytest.raises(DataError, match="no positive value"):
-        curvature.learning_rate_clock([1, 2], [1, 2], [0.0, 0.0])
+        learning_rate_clock([1, 2], [1, 2], [0.0, 0.0])
     with pytest.raises(ParameterError, match="eta"):
         curvature.implied_curvature(STEPS, STEPS * 1.0, settings.RunSettings().conventions())
 

@@ -8,7 +8,7 @@ anchor, in learning-rate time ``tau`` (our derivation): with ``x = logit((R - fl
 
 :class:`AnchorlessLaw` is that curve as a :class:`~grpo_core.laws.Law`, fitted in any clock (steps
 at a constant learning rate, or the cumulative learning rate in equivalent steps at the peak,
-:func:`grpo_core.runs.curvature.learning_rate_clock`), so its ``rate`` is ``s * eta_ref`` per clock
+:func:`grpo_core.laws.clock.learning_rate_clock`), so its ``rate`` is ``s * eta_ref`` per clock
 unit. Parameters ``(x0, rate)`` with the ceiling fixed (the law's own claim: the policy runs to the
 reward's reachable maximum), or ``(x0, r_inf, rate)`` with a free ceiling (an LLM's capability ceiling
 below the reward's maximum). It is not in :data:`grpo_core.laws.LAWS` (the default comparison and

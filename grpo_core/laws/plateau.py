@@ -7,7 +7,8 @@ the last 20% of the run's planned steps (``final``) and the asymptote (``plateau
    update rule to oscillator": the update is ``eta_t`` times a gradient), so with a learning-rate
    schedule the curve is fitted in ``u(t) = sum_{s <= t} eta_s / max(eta)`` (steps at the peak
    rate). A warm-up stretches the early steps' clock, a decay compresses the late steps' clock:
-   the fit sees through both. Without a schedule ``u = t``.
+   the fit sees through both (:func:`grpo_core.laws.clock.learning_rate_clock`). Without a schedule
+   ``u = t``.
 2. **Laws by evidence.** Four laws are fitted in ``u``: the constant (hold the level), the
    saturating exponential, the 4-parameter logistic and the Janoschek curve
    ``c - (c - b) exp(-k u^d)`` (a stretched exponential; Domhan et al. 2015 use it among their
@@ -15,7 +16,7 @@ the last 20% of the run's planned steps (``final``) and the asymptote (``plateau
    weights ``exp(-AIC / 2)`` computed with the effective number of points ``n (1 - rho)/(1 + rho)``
    (rho: the residuals' lag-1 autocorrelation), so correlated noise does not buy false evidence.
    Each law's rate (``k``; the logistic's ``r``, over 3) has a weak log-normal prior
-   :data:`RATE_PRIOR` (a penalty in the least squares, scaled by the successive-difference noise):
+   :data:`SHIPPED_RATE_PRIOR` (a penalty in the least squares, scaled by the successive-difference noise):
    it keeps a fit from reading the window as a jump already finished (a huge rate) or as a slope
    that goes on far beyond the data (a tiny rate) unless the points insist. A law whose forecast
    rests on the window's last few points is left out (:func:`_end_sensitive`): refitted without the
@@ -36,7 +37,7 @@ the last 20% of the run's planned steps (``final``) and the asymptote (``plateau
    ``std_gain * std_end * min(r, STD_CAP)`` instead: ``std_end`` the mean of its last 20% of values in
    the window. GRPO's advantage is zero in a group of equal rewards, so the learning signal still to come,
    and the rise, scale with how much the rewards within groups still differ; a run that has levelled off
-   (its groups agree) gets little. This was pre-registered and won the second out-of-sample test (below).
+   (its groups agree) gets little. This was pre-registered and won the second out-of-sample test (the record).
 4. **Band.** A moving-block residual bootstrap (blocks of the AR(1) integrated autocorrelation
    time) refits every law and re-weights them in each replicate, so law uncertainty and
    autocorrelation are in the spread ``s_boot``. The band is ``final +- q sigma`` with
@@ -51,117 +52,15 @@ the last 20% of the run's planned steps (``final``) and the asymptote (``plateau
 6. **Declining.** A window of fewer than 8 points, or one that does not change, is declined with
    the reason (:attr:`PlateauForecast.declined`).
 
-Where it stands, and what did not help
---------------------------------------
-On the benchmark (``python -m bench forecast``, 20 real runs, everything tuned leave-one-run-out) the
-late gain took the median error at the cuts 0.2 / 0.4 / 0.6 from 0.261 / 0.385 / 0.090 to
-0.156 / 0.373 / 0.094 spreads and the pooled mean error capped at one spread (the tuning objective)
-from 0.315 to 0.289; ``gain`` came out 0.11-0.12 for every held-out run. Its form (window spread times
-remaining learning-rate time) was chosen among ten (the window's noise, its standard deviation, the
-spread of its last half, ``|m - c|``; remaining steps or learning-rate time, or none): choosing the
-form inside each leave-one-run-out fold as well gives 0.159 / 0.373 / 0.104 and 0.298, the honest
-figure for the procedure. Tuning ``lam`` and ``gain`` jointly instead of in turn: 0.203 / 0.370 /
-0.096, 0.300. The cost: on a curve that has truly stopped rising (an exact exponential past its
-bend) the shipped prior forecasts ``gain * s_w * r`` too high (about 0.1 on a rise of 0.6 seen over
-80 of 300 steps, ``tests/test_callback_live.py``); the band widens by as much, so it still covers.
-At 0.4 the forecaster is still not better than every anchor: the median over 20 runs is coarse
-(90% bootstrap interval over runs 0.18 to 0.51), and picking for each run the best of all benchmarked
-methods *after* seeing its end gives 0.09, so issue 14's target (0.12 at 0.4) is close to that
-hindsight bound. Variants of the method before the late gain, scored the same way (point
-forecasts, leave-one-run-out shrinkage; median at 0.2 / 0.4 / 0.6, then the pooled capped mean; that
-method: 0.261 / 0.385 / 0.090, 0.315), none adopted:
-
-* stacking (Wolpert 1992; Breiman 1996): simplex weights over the level, the window mean, each law's
-  forecast and the Akaike average, tuned leave-one-run-out on the capped mean error: at best
-  0.262 / 0.391 / 0.110, 0.309 (within noise of the adopted on the pooled objective, worse at 0.4 and
-  0.6; weights per cut: 0.46-0.50 at 0.4); adding the benchmark's plain
-  ``curve_fit`` anchors (exponential, Janoschek, Weibull, logistic, the Domhan average) to the stack:
-  0.212 / 0.354 / 0.109, 0.312;
-* the median of some of the law forecasts and the level instead of their Akaike average: 0.32-0.38 /
-  0.41-0.44 / 0.12-0.20;
-* AICc weights: 0.316 / 0.414 / 0.112, 0.329; BIC weights: 0.256 / 0.418 / 0.206, 0.326;
-* the constant law's forecast as the filtered level of a local-level model (random walk plus noise,
-  variance ratio by maximum likelihood; Harvey 1989): 0.266 / 0.376 / 0.076, 0.318;
-* the step as the clock: 0.247 / 0.384 / 0.123, 0.316; the laws in both clocks in one Akaike average:
-  0.258 / 0.384 / 0.083, 0.314;
-* a robust ``soft_l1`` loss in the fits (scale: 1x / 2x the noise): 0.312 / 0.499 / 0.240, 0.378 and
-  0.281 / 0.341 / 0.113, 0.320;
-* the shrinkage ``lam`` allowed above 1 (the laws under-forecast 15 of the 20 runs at 0.4: later rises),
-  grid [0, 1.5]: 0.276 / 0.431 / 0.103, 0.320; separate shrinkages for forecast rises and falls (a GRPO
-  reward is pushed up, so a fitted decline is more often noise): grid [0, 1] 0.263 / 0.355 / 0.071,
-  0.318, grid [0, 1.5] 0.222 / 0.393 / 0.069, 0.312 (the falls' shrinkage tuned anywhere from 0 to
-  0.95 across the held-out runs: not a stable estimate);
-* bagging (the median, or mean, of 30 block-bootstrap refits as the point forecast): 0.330 / 0.456 /
-  0.178 and 0.345 / 0.441 / 0.081.
-
-Out of sample: on 17 real runs collected after all of the above was fixed (``grpo_core/data/holdout_runs``),
-with the prior tuned on the 20 runs (``bench/results/forecast_holdout_v1.json``), the median errors at
-0.2 / 0.4 / 0.6 were 0.661 / 0.286 / 0.130 (holding the level: 0.577 / 0.403 / 0.114), the band covered
-94% at every cut, and one forecast was 25 spreads off (run 51, see :func:`_end_sensitive`, which was
-added then). With it, scored leave-one-run-out on all 37 runs (``python -m bench forecast``, what the
-book shows): 0.255 / 0.286 / 0.114, pooled capped mean 0.313 (0.345 without it), the worst error of any
-forecast 1.4 spreads (25 without), band coverage 0.89 / 0.89 / 0.95, nothing declined; the prior tuned
-on all 37 runs is the one tuned on the 20 (``lam`` 1, ``gain`` 0.11, ``q`` 2.66).
-
-The second out-of-sample test, pre-registered (``bench/results/preregistration_v2.md``, record
-``forecast_holdout_v2.json``): 15 runs from 15 repositories new to the project (``grpo_core/data/holdout_runs_2``).
-The forecaster as it was (late gain in window spreads): 0.597 / 0.139 / 0.066, pooled 0.300, band coverage
-0.73 / 1.0 / 1.0; the late gain in ``reward_std`` units: 0.674 / 0.099 / 0.053, pooled 0.268 (adopted by the
-rule fixed beforehand); holding the level: 0.452 / 0.066 / 0.044, pooled 0.269 (most of these runs had
-levelled off by 40%). With ``reward_std`` units, scored leave-one-run-out on the 37 runs: 0.243 / 0.243 /
-0.097, pooled 0.297 (``std_gain`` 0.15 for every held-out run; the plain Janoschek fit with the hold
-fallback, 0.238 at 0.4, is the only anchor within 0.01 of it at any cut).
-
-Tried after the second test, none adopted (medians at 0.2 / 0.4 / 0.6):
-
-* a rate per run from GRPO's own law: with std-normalised advantages the bandit's reward rises at
-  ``dR/du = k sigma`` (``sigma`` the within-group standard deviation), so ``k`` was fitted in each window
-  by regressing the reward on ``integral sigma du``. Over the 52 runs its rank correlation with the ``k``
-  the run's end needed is 0.04 / 0.13 / 0.01, and at 0.4 the window's ``k`` (median 1.08) is five times
-  the later one (0.21): the rise per unit of spread falls as the learnable prompts are used up, so the
-  window's rate does not carry over and one learned ``std_gain`` does better;
-* tuning ``lam``, ``gain`` and ``std_gain`` on one grid (37 runs: 0.287 / 0.301 / 0.093), per cut
-  (0.287 / 0.265 / 0.089), or with the error capped at 0.5 or 0.25 spreads, nearer the median
-  (0.270 / 0.320 / 0.091 and 0.319 / 0.270 / 0.094): within the median's noise of the shipped tuning;
-* declining the 20% of windows with the widest band: 0.264 / 0.226 / 0.060 on the forecasts kept, still
-  far from 0.12 at 0.4.
-* the learning-rate clock rebuilt from the run's configuration where its log has no ``learning_rate``
-  (cosine or linear decay with warm-up, read from its ``meta.json`` or training notebook; seven Unsloth
-  runs' notebooks checked against the published ones): 0.243 / 0.247 / 0.114 on the 37 runs, 0.338 /
-  0.186 / 0.089 on all 52 (shipped: 0.324 / 0.221 / 0.096), the pooled capped mean 0.288 against 0.294:
-  within noise;
-* an analog forecaster (the rest of the run of the nearest other runs, matched on the window's shape
-  in units of its spread): 0.33-0.43 at 0.4 on the 37 runs;
-* a tail-noise term in the band (the end's own scatter about its mean, as a fraction of the spread):
-  coverage unchanged at 0.89 / 0.89 / 0.95, the band 3.4 / 2.4 / 1.8 spreads wide at the median;
-* the trend of ``reward_std`` over the window as a predictor of a later rise: rank correlation 0.19 /
-  0.30 / 0.00 with the rise that came.
-
-Why 0.12 at 0.4 is out of reach on these runs: an oracle that knows each run's expected curve and is
-off only by the end's own noise has a median error of 0.049, so noise alone does not bind; but on 13 of
-the 37 runs the reward changes after 40% in a way the window does not show (a later second rise, a
-collapse, a schedule's late decay), and on 6 the last 20% scatters by a third of the spread or more.
-On all 52 runs (the 37 and the second held-out set) this forecaster beats every anchor with its hold
-fallback at every cut (0.324 / 0.221 / 0.096; Janoschek 0.518 / 0.236 / 0.099; hold 0.531 / 0.309 /
-0.099; the hindsight best of six 0.124 / 0.047 / 0.020); tuning it on the 52 instead lowers their error
-and raises the 37's at 0.4 to 0.292, so the benchmark keeps the 37.
-
-Choosing for each run after seeing its end between this forecast and holding the level gives 0.223 at
-0.4 on the 37 runs, and among the six methods the benchmark records run by run 0.132 (the fitting
-chapter computes both): no rule that decides from the window whether a run has levelled off can reach
-issue 14's 0.12.
-
-Not tried: the zero-spread fraction (``p^G + (1 - p)^G`` inverted to the success probability; 2 of the
-20 runs log it) and a known reward ceiling as a bound (it caps forecasts from above, and the misses at
-0.4 are under-forecasts of later rises or collapses far below any ceiling).
+The variants tried, the out-of-sample tests and what did not help: ``bench/results/forecast_design_record.md``.
 
 References
 ----------
 Kuensch (1989) (moving-block bootstrap); Burnham & Anderson (2002) (Akaike weights);
 Domhan, Springenberg & Hutter (2015) (the Janoschek family);
 Vovk et al. (2005), Lei et al. (2018) (split-conformal quantiles); Wolpert (1992), Breiman (1996)
-(stacked generalisation and regressions); Harvey (1989) (the local-level model); issue 14 of this project
-(the forecasting benchmark, ``python -m bench forecast``).
+(stacked generalisation and regressions); Harvey (1989) (the local-level model); the project's
+forecasting benchmark (``python -m bench forecast``).
 """
 
 from __future__ import annotations
@@ -174,16 +73,16 @@ from scipy import optimize
 
 from ..errors import ParameterError
 from ..validation import check_n_boot
+from .clock import learning_rate_clock
 
 __all__ = [
     "PlateauPrior",
     "PlateauForecast",
-    "learning_rate_clock",
     "forecast_plateau",
     "tune_prior",
     "leave_one_out",
     "PLATEAU_LAWS",
-    "RATE_PRIOR",
+    "SHIPPED_RATE_PRIOR",
     "SHIPPED_PRIOR",
     "METHOD",
     "MIN_WINDOW",
@@ -201,8 +100,9 @@ PLATEAU_LAWS = ("constant", "exponential", "logistic", "janoschek")
 #: way at one sd): weak, chosen among sd 1, 2.5, 4 and none by a nested leave-one-run-out on the
 #: benchmark (sd 4 was picked for 18 of the 20 held-out runs). A gain at the cuts 0.4 and 0.6 only:
 #: the three-law forecaster without Janoschek or prior ties on the tuning objective (the mean error
-#: capped at 1 spread, 0.314 against 0.315 over all cuts) and is better at 0.2 (issue 14's notes).
-RATE_PRIOR: dict[str, tuple[float, float]] | None = {
+#: capped at 1 spread, 0.314 against 0.315 over all cuts) and is better at 0.2. The default of
+#: :func:`forecast_plateau`'s ``rate_prior``.
+SHIPPED_RATE_PRIOR: dict[str, tuple[float, float]] = {
     "exponential": (math.log(3.0), 4.0), "janoschek": (math.log(3.0), 4.0), "logistic": (math.log(9.0), 4.0)}
 #: Share of the window's last points (at least 2) refitted without, and the move of a law's forecast
 #: (in window spreads) beyond which that law is left out as resting on them (:func:`_end_sensitive`).
@@ -312,36 +212,6 @@ SHIPPED_PRIOR = PlateauPrior(lam=1.0, q=2.6675, gain=0.11, std_gain=0.15,
                              runs=("the 37 real runs of grpo_core/data/real_runs and grpo_core/data/holdout_runs",))
 
 
-def learning_rate_clock(t, lr) -> np.ndarray:
-    """Cumulative learning rate in steps at the peak rate: ``u_i = sum_{j <= i} eta_j dt_j / max(eta)``.
-
-    Parameters
-    ----------
-    t : array_like, shape (n,)
-        Steps (increasing); ``dt_j = t_j - t_{j-1}`` (``dt_0 = t_0``, counted from step 0).
-    lr : array_like, shape (n,)
-        Learning rate at each step (>= 0, not all 0).
-
-    Returns
-    -------
-    ndarray, shape (n,)
-        ``u`` (equal to ``t`` for a constant rate).
-
-    Raises
-    ------
-    ParameterError
-        Shapes differ, a negative or non-finite rate, or all rates 0.
-    """
-    t = np.asarray(t, float)
-    lr = np.asarray(lr, float)
-    if t.shape != lr.shape or t.ndim != 1:
-        raise ParameterError("lr", f"`lr` must have the shape of `t` {t.shape}; got {lr.shape}")
-    if not np.all(np.isfinite(lr)) or np.any(lr < 0) or not np.any(lr > 0):
-        raise ParameterError("lr", "`lr` must be finite, >= 0 and not all 0")
-    dt = np.diff(t, prepend=0.0)
-    return np.cumsum(lr * dt) / float(np.max(lr))
-
-
 # ---------------------------------------------------------------------------------------------
 # The laws, fitted in the clock u (scaled so that the window ends at u = 1)
 # ---------------------------------------------------------------------------------------------
@@ -362,9 +232,10 @@ def _logistic(u, p):
     return lo + (hi - lo) / (1 + np.exp(np.clip(-r * (u - m), -50, 50)))
 
 
-def _fit_law(name: str, u: np.ndarray, y: np.ndarray, start=None):
+def _fit_law(name: str, u: np.ndarray, y: np.ndarray, start=None, rate_prior=None):
     """Least squares in u in [0, 1] (window end): returns (f, params, rss) or None. ``start``:
-    one starting point instead of the usual three (the bootstrap's warm start)."""
+    one starting point instead of the usual three (the bootstrap's warm start); ``rate_prior``: as
+    :func:`forecast_plateau`'s (``None``: none)."""
     lo_y, hi_y = float(np.min(y)), float(np.max(y))
     span = max(hi_y - lo_y, 1e-12)
     a, b = lo_y - 3 * span, hi_y + 3 * span
@@ -380,10 +251,10 @@ def _fit_law(name: str, u: np.ndarray, y: np.ndarray, start=None):
         x0s = [[lo_y, hi_y, 10.0, 0.5], [y[0], y[-1], 5.0, 0.3], [lo_y, hi_y, 20.0, 0.8]]
         lb, ub = [a, a, 0.5, -0.5], [b, b, 200.0, 3.0]
     rate = 3 if name == "logistic" else 2
-    if RATE_PRIOR is None:
+    if rate_prior is None:
         resid = lambda p: f(u, p) - y  # noqa: E731
     else:
-        mu, tau = RATE_PRIOR[name]
+        mu, tau = rate_prior[name]
         noise = max(float(np.std(np.diff(y))) / math.sqrt(2.0), 1e-12)
         resid = lambda p: np.append(f(u, p) - y, noise * (math.log(p[rate]) - mu) / tau)  # noqa: E731
     best = None
@@ -406,10 +277,10 @@ def _lag1(r: np.ndarray) -> float:
     return 0.0 if d <= 0 else float(r[1:] @ r[:-1]) / d
 
 
-def _fit_all(u, y, u_tail, u_far, starts=None, exclude=()):
+def _fit_all(u, y, u_tail, u_far, starts=None, exclude=(), rate_prior=None):
     """Every law: the weighted (final, far) forecasts, Akaike weights, weighted fitted curve,
     residual lag-1 autocorrelation and each law's parameters (``starts``: warm starts; ``exclude``:
-    laws left out, see :func:`_end_sensitive`)."""
+    laws left out, see :func:`_end_sensitive`; ``rate_prior``: as :func:`forecast_plateau`'s)."""
     n = y.size
     out, aic, curves, params = {}, {}, {}, {}
     c = float(np.mean(y))
@@ -420,7 +291,7 @@ def _fit_all(u, y, u_tail, u_far, starts=None, exclude=()):
     for name in PLATEAU_LAWS[1:]:
         if name in exclude:
             continue
-        fit = _fit_law(name, u, y, None if starts is None else starts.get(name))
+        fit = _fit_law(name, u, y, None if starts is None else starts.get(name), rate_prior)
         if fit is None:
             continue
         f, p, r = fit
@@ -446,7 +317,7 @@ def _fit_all(u, y, u_tail, u_far, starts=None, exclude=()):
 _LAW_FUNCTIONS = {"exponential": _exp, "logistic": _logistic, "janoschek": _janoschek}
 
 
-def _end_sensitive(u, y, u_tail, params, weights, spread: float) -> tuple[str, ...]:
+def _end_sensitive(u, y, u_tail, params, weights, spread: float, rate_prior=None) -> tuple[str, ...]:
     """The laws whose forecast hinges on the window's last few points: refitted without its last
     ``max(2, 5%)`` points (the clock rescaled so the shorter window ends at 1, as the rate prior
     expects), their forecast of the tail moves by more than :data:`END_TOLERANCE` window spreads.
@@ -463,7 +334,7 @@ def _end_sensitive(u, y, u_tail, params, weights, spread: float) -> tuple[str, .
         if weights.get(name, 0.0) < 1e-3:
             continue
         full = float(np.mean(_LAW_FUNCTIONS[name](u_tail, p)))
-        fit = _fit_law(name, u[:-k] / scale, y[:-k])
+        fit = _fit_law(name, u[:-k] / scale, y[:-k], rate_prior=rate_prior)
         if fit is None or abs(float(np.mean(fit[0](u_tail / scale, fit[1]))) - full) > END_TOLERANCE * spread:
             out.append(name)
     return tuple(out)
@@ -489,6 +360,7 @@ def forecast_plateau(
     seed: int = 0,
     spread: float | None = None,
     reward_std=None,
+    rate_prior: dict[str, tuple[float, float]] | None = SHIPPED_RATE_PRIOR,
 ) -> PlateauForecast:
     """Forecast the end of a run from its first part (the window).
 
@@ -520,6 +392,9 @@ def forecast_plateau(
         (:attr:`PlateauForecast.std_unit`): GRPO's advantage is zero in a group of equal rewards, so the
         learning signal left, and the rise still to come, scale with it. ``None`` (or too few values): the
         window's spread is the unit.
+    rate_prior : dict or None
+        Law name -> (mean, sd) of the Gaussian prior on the log of its rate in window units (every law
+        but the constant); default :data:`SHIPPED_RATE_PRIOR`. ``None``: no prior (plain least squares).
 
     Returns
     -------
@@ -560,17 +435,17 @@ def forecast_plateau(
     u, u_tail, u_far = _clock(t, t_tail, 100.0 * horizon, lr)
     scale = u[-1]
     u, u_tail, u_far = u / scale, u_tail / scale, u_far / scale
-    m, far, w, fitted, rho, params = _fit_all(u, y, u_tail, u_far)
+    m, far, w, fitted, rho, params = _fit_all(u, y, u_tail, u_far, rate_prior=rate_prior)
     w_spread = window_spread(y) if spread is None else float(spread)
-    dropped = _end_sensitive(u, y, u_tail, params, w, w_spread)
+    dropped = _end_sensitive(u, y, u_tail, params, w, w_spread, rate_prior)
     if dropped:
-        m, far, w, fitted, rho, params = _fit_all(u, y, u_tail, u_far, exclude=dropped)
+        m, far, w, fitted, rho, params = _fit_all(u, y, u_tail, u_far, exclude=dropped, rate_prior=rate_prior)
     n_last = max(3, int(math.ceil(LEVEL_FRACTION * y.size)))
     level = float(np.mean(y[-n_last:]))
     resid = y - fitted
     block = _block(rho, y.size)
     s_level = float(np.std(resid)) * math.sqrt(block / n_last)
-    s_boot = _bootstrap_sd(u, fitted, resid, (u_tail, u_far), params, block, n_boot, seed, dropped)
+    s_boot = _bootstrap_sd(u, fitted, resid, (u_tail, u_far), params, block, n_boot, seed, dropped, rate_prior)
     sigma = math.sqrt(s_boot ** 2 + (m - level) ** 2 + s_level ** 2)
     remaining = float(np.mean(u_tail)) - 1.0
     gain_unit = w_spread * remaining
@@ -618,13 +493,15 @@ def _clock(t, t_tail, t_far, lr):
         raise ParameterError("lr", "`lr` must be (steps, rates), two increasing 1-d arrays of one shape")
     if t_lr[0] > t[0] or t_lr[-1] < t[-1]:
         raise ParameterError("lr", "the `lr` schedule must cover the window")
+    if not np.all(np.isfinite(eta)) or np.any(eta < 0) or not np.any(eta > 0):
+        raise ParameterError("lr", "`lr` rates must be finite, >= 0 and not all 0")
     grid = np.unique(np.concatenate([t_lr, t, t_tail, [t_far]]))
-    rate = np.interp(grid, t_lr, eta)  # held at the last logged rate past it
-    u_grid = learning_rate_clock(grid, np.maximum(rate, 0.0) + 1e-12 * np.max(eta))
-    return np.interp(t, grid, u_grid), np.interp(t_tail, grid, u_grid), float(u_grid[-1])
+    # the rate is held at its last logged value past it; the floor keeps the clock rising where it is 0
+    u = learning_rate_clock(np.concatenate([t, t_tail, [t_far]]), t_lr, eta, grid=grid, floor=1e-12)[0]
+    return u[:t.size], u[t.size:-1], float(u[-1])
 
 
-def _bootstrap_sd(u, fitted, resid, ends, params, block, n_boot, seed, exclude=()) -> float:
+def _bootstrap_sd(u, fitted, resid, ends, params, block, n_boot, seed, exclude=(), rate_prior=None) -> float:
     if n_boot <= 0:
         return 0.0
     rng = np.random.default_rng(seed)
@@ -634,7 +511,7 @@ def _bootstrap_sd(u, fitted, resid, ends, params, block, n_boot, seed, exclude=(
     for b in range(n_boot):
         starts = rng.integers(0, n - block + 1, n_blocks)
         idx = (starts[:, None] + np.arange(block)[None, :]).ravel()[:n]
-        finals[b] = _fit_all(u, fitted + resid[idx], *ends, starts=params, exclude=exclude)[0]
+        finals[b] = _fit_all(u, fitted + resid[idx], *ends, starts=params, exclude=exclude, rate_prior=rate_prior)[0]
     return float(np.std(finals, ddof=1))
 
 

@@ -283,7 +283,7 @@ def lr_time_curves(runs: Sequence[Run], *, window: int = 10) -> tuple[pd.DataFra
     """The runs that did not collapse, in learning-rate time, with the probe's predicted time scale.
 
     The oscillator model's clock is the cumulative learning rate ``tau = sum_t eta_t``
-    (:func:`grpo_core.runs.curvature.learning_rate_clock`, the logged warm-up included): runs that
+    (:func:`grpo_core.laws.clock.learning_rate_clock`, the logged warm-up included): runs that
     differ only in their (stable) rate follow one curve in ``tau``. The probe's prediction of the
     time to 90% of the plateau, in steps at the probe's rate, is turned into ``tau`` the same way.
 
@@ -309,7 +309,7 @@ def lr_time_curves(runs: Sequence[Run], *, window: int = 10) -> tuple[pd.DataFra
     DataError
         A run without ``probe.json`` or without a logged learning rate.
     """
-    from ..runs.curvature import learning_rate_clock
+    from ..laws.clock import learning_rate_clock
 
     curves, scales = [], {}
     for run in runs:

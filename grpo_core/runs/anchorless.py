@@ -4,7 +4,7 @@
 reward runs to its ceiling along a closed-form curve in learning-rate time (our derivation).
 :func:`anchorless_real_runs` fits that law (:class:`grpo_core.laws.anchorless.AnchorlessLaw`), and the
 plain exponential and logistic laws, to each committed real run with ``beta = 0`` (or 0.001) and a
-bounded reward, in the run's learning-rate clock (:func:`grpo_core.runs.curvature.learning_rate_clock`
+bounded reward, in the run's learning-rate clock (:func:`grpo_core.laws.clock.learning_rate_clock`
 when the log has ``learning_rate``, else steps at the configured constant rate), and reports R^2 and
 the error of a forecast from the first half (:func:`grpo_core.laws.anchorless.compare_anchorless`).
 
@@ -24,8 +24,8 @@ import pandas as pd
 
 from ..laws import noise_variance
 from ..laws.anchorless import COMPARED_LAWS, compare_anchorless
+from ..laws.clock import learning_rate_clock
 from . import datasets, logs
-from .curvature import learning_rate_clock
 
 __all__ = ["ANCHORLESS_RUNS", "anchorless_real_runs"]
 

@@ -50,11 +50,12 @@ from scipy import stats
 
 from ..errors import DataError, ParameterError
 from ..laws import Law, fit_law, get_law
+from ..laws.clock import learning_rate_clock
 from ..validation import check_choice, check_integer, check_real
 from .settings import Conventions, RunSettings
 
 __all__ = ["ImpliedCurvature", "LogAdvice", "ModelLaw", "advise_implied", "advise_from_log", "implied_curvature",
-           "implied_curvature_from_log", "learning_rate_clock", "reason_kind", "gain_from_rate", "INTERVAL_METHODS",
+           "implied_curvature_from_log", "reason_kind", "gain_from_rate", "INTERVAL_METHODS",
            "FLAT_P_VALUE", "BEND_P_VALUE", "K_THRESHOLD_TOO_PERMISSIVE", "SHARPNESS_EDGE_FACTOR",
            "NO_STABILITY_VERDICT", "ASSUMED_K_CAVEAT"]
 
@@ -271,42 +272,6 @@ def gain_from_rate(rate: Any, conventions: Conventions) -> np.ndarray:
     return g if conventions.momentum == "heavy_ball" else g / (1.0 - mu)
 
 
-def learning_rate_clock(steps: Any, lr_steps: Any, lr_values: Any) -> tuple[np.ndarray, float]:
-    """Cumulative learning rate at ``steps``, in equivalent steps at the peak rate.
-
-    The logged rate is interpolated to every integer step ``1 .. max(steps)`` (held constant before
-    the first and after the last logged value) and summed: ``s_t = sum_{j=1}^{t} eta_j / eta_ref``.
-
-    Parameters
-    ----------
-    steps : array_like of int, shape (n,)
-        Steps where the curve is logged.
-    lr_steps, lr_values : array_like, shape (m,)
-        The logged learning rate (``m >= 1``, values ``>= 0``, some ``> 0``).
-
-    Returns
-    -------
-    clock : ndarray, shape (n,)
-    eta_ref : float
-        The peak logged rate.
-
-    Raises
-    ------
-    DataError
-        No positive learning rate logged.
-    """
-    t = np.asarray(steps, dtype=float)
-    ls, lv = np.asarray(lr_steps, dtype=float), np.asarray(lr_values, dtype=float)
-    ok = np.isfinite(ls) & np.isfinite(lv) & (lv >= 0)
-    ls, lv = ls[ok], lv[ok]
-    if lv.size == 0 or float(lv.max()) <= 0:
-        raise DataError("the log's `learning_rate` has no positive value: no clock to measure K against")
-    eta_ref = float(lv.max())
-    grid = np.arange(1, int(max(1.0, t.max())) + 1, dtype=float)
-    cum = np.concatenate([[0.0], np.cumsum(np.interp(grid, ls, lv) / eta_ref)])
-    return np.interp(t, np.arange(cum.size, dtype=float), cum), eta_ref
-
-
 class ModelLaw(Law):
     """The three-phase law with the run's conventions built in: one time-scale parameter ``a = eta K``.
 
@@ -463,7 +428,7 @@ def implied_curvature(
         The constant learning rate, used when no schedule is given; ``> 0``.
     lr_steps, lr_values : array_like, optional
         The logged learning rate; when given the clock is the cumulative learning rate and
-        ``eta_ref`` its peak (:func:`learning_rate_clock`).
+        ``eta_ref`` its peak (:func:`~grpo_core.laws.clock.learning_rate_clock`).
     level : float
         Interval coverage in (0, 1), default 0.9.
     method : {"delta", "bootstrap"}
@@ -567,7 +532,7 @@ def implied_curvature_from_log(log, settings: RunSettings | None = None, *, metr
     """:func:`implied_curvature` of one metric of a :class:`~grpo_core.runs.logs.RunLog`.
 
     The clock is the log's ``learning_rate`` when it has one (cumulative, see
-    :func:`learning_rate_clock`), else ``eta`` or ``settings.learning_rate`` held constant.
+    :func:`~grpo_core.laws.clock.learning_rate_clock`), else ``eta`` or ``settings.learning_rate`` held constant.
 
     Parameters
     ----------

@@ -5,7 +5,7 @@ different that a log can check:
 
 **(a) The learning-rate warm-up.** The update is the learning rate times a gradient, so steps at a
 small rate move the policy little. If that is the slow start, it disappears in *learning-rate time*
-``s_t = sum_{j <= t} eta_j / max(eta)`` (:func:`~grpo_core.runs.curvature.learning_rate_clock`):
+``s_t = sum_{j <= t} eta_j / max(eta)`` (:func:`~grpo_core.laws.clock.learning_rate_clock`):
 there the single exponential, which has no slow start, fits as well as any law.
 
 **(b) The logistic start.** The mean-field flow of a success probability carries a factor
@@ -82,9 +82,9 @@ import numpy as np
 
 from ..errors import DataError, ParameterError
 from ..laws import fit_law, noise_variance, rolling_mean
+from ..laws.clock import learning_rate_clock
 from ..laws.fit import FitResult
 from ..validation import check_array
-from .curvature import learning_rate_clock
 from .settings import Conventions, RunSettings
 
 __all__ = ["SlowStart", "momentum_inertia", "slow_start", "slow_start_of_run", "slow_start_table",
