@@ -158,6 +158,7 @@ _COUNT_MARKS = """sel => [...document.querySelectorAll(sel)].map(el => [el.id ||
                         + ' g.mark-rule line').length, !!el.querySelector('svg')])"""
 
 
+@pytest.mark.browser
 @pytest.mark.parametrize("which, selector, panels", [
     ("report", "div.chart", None),
     ("fit", "g[class*='concat_'][class*='_group']", 3),  # fits, residuals, forecast
