@@ -19,7 +19,7 @@ forecast line of ``grpo-dynamics fit --fit-fraction``; band: its block bootstrap
 Janoschek laws in learning-rate time with a weak rate prior, plus a late gain (the continued rise
 after the laws' bend); its shrinkage, late gain and band quantile tuned leave-one-run-out: the run
 being scored never takes part in the tuning; what
-``grpo_core.runs.diagnostics.forecast_run`` runs, behind ``fit --fit-fraction``'s end-of-run line,
+``grpo_core.runs.forecast.forecast_end`` runs, behind ``fit --fit-fraction``'s end-of-run line,
 ``diagnose``'s ``end_of_run`` and the live callback). This is a printed comparison, not a timed test.
 The book's fitting chapter reads the committed ``bench/results/forecast.json`` of a ``--quick`` run.
 Besides the rows per method and cut (see :func:`summarise` for the statistics of how sure they are), the

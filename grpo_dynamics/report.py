@@ -150,37 +150,36 @@ def render_report(log, diagnosis, *, group_size: int | None = None, binary_rewar
         parts.append("</ul>")
     parts.append("<h2>Forecast</h2>")
     fc = diagnosis.forecast
-    if fc:
-        from grpo_core.runs.diagnostics.forecast import late_gain_text, range_text, wide_band_note
+    if fc is not None:
+        from grpo_core.runs.forecast import range_text
 
-        h, (a, b) = fc["horizon"], fc["now_steps"]
-        wide = wide_band_note(fc)
-        where = ("at the planned end of the run" if fc["horizon_kind"] == "planned"
+        h, (a, b) = fc.horizon, fc.now_steps
+        wide = fc.wide_band_note
+        where = ("at the planned end of the run" if fc.horizon_kind == "planned"
                  else "if trained on to twice its length")
         rows = [
-            (f"where the reward ends: mean of steps {round(0.8 * h):d}-{h:g} ({where})", fc["final"]),
-            (f"{fc['level']:.0%} band (benchmarked forecaster, {fc['clock']} clock"
-             + (f"; clipped to {range_text(fc['shown_range'])}"
-                if fc.get("band_clipped") else "") + ")",
-             f"{fc['final_low']:.4g} to {fc['final_high']:.4g}"
+            (f"where the reward ends: mean of steps {round(0.8 * h):d}-{h:g} ({where})", fc.shown_point),
+            (f"{fc.level:.0%} band (benchmarked forecaster, {fc.clock} clock"
+             + (f"; clipped to {range_text(fc.shown_range)}" if fc.band_clipped else "") + ")",
+             f"{fc.shown_low:.4g} to {fc.shown_high:.4g}"
              + (f" ({wide})" if wide else "")),
             ("of which the late gain learned from real runs" + (
-                " (scaled by the logged reward_std)" if fc["end_of_run"].get("late_gain_unit") == "reward_std" else ""),
-             late_gain_text(fc["end_of_run"])),
-            ("plateau", fc["asymptote"] if fc["plateau_determined"]
+                " (scaled by the logged reward_std)" if fc.late_gain_unit == "reward_std" else ""),
+             fc.late_gain_text),
+            ("plateau", fc.asymptote if fc.plateau_determined
              else f"not determined (the laws have not levelled off by step {h:g})"),
-            (f"now (the current level as the forecaster sees it: mean of steps {a:g}-{b:g})", fc["now"]),
+            (f"now (the current level as the forecaster sees it: mean of steps {a:g}-{b:g})", fc.now),
         ]
-        if fc.get("law") is not None:  # the law that describes the curve (not a second forecast)
+        if fc.law_fit is not None:  # the law that describes the curve (not a second forecast)
             rows += [
-                ("law describing the curve (lowest AIC)", fc["law"]),
-                ("R² (raw / smoothed)", f"{fc['r2']:.3f} / {fc['r2_smoothed']:.3f}"),
+                ("law describing the curve (lowest AIC)", fc.law_fit.law),
+                ("R² (raw / smoothed)", f"{fc.law_fit.r2:.3f} / {fc.law_fit.r2_smoothed:.3f}"),
             ]
         parts.append(
             "<table>" + "".join(f"<tr><th>{html.escape(k)}</th><td>{_fmt(v)}</td></tr>" for k, v in rows) + "</table>"
         )
-        if fc.get("forecast_caveat"):
-            parts.append(f"<p><b>Caveat:</b> {html.escape(fc['forecast_caveat'])}.</p>")
+        if fc.caveat:
+            parts.append(f"<p><b>Caveat:</b> {html.escape(fc.caveat)}.</p>")
     else:
         why = next((n for n in diagnosis.notes if n.startswith("no plateau forecast")), "no reward column")
         parts.append(f"<p>{html.escape(why)}.</p>")

@@ -552,13 +552,13 @@ def test_variants_chart_gives_each_curve_its_own_colour(chart_server, probe):
 
 def test_forecast_slider_shows_the_products_forecast(chart_server, probe):
     """Issue 14: the fitting chapter's slider chart is the forecaster of ``fit`` and ``diagnose``
-    (``forecast_run``): at every slider position the label gives its numbers for that window."""
+    (``forecast_end``): at every slider position the label gives its numbers for that window."""
     import warnings
 
     from vega_page import set_param, wait_text
 
-    from grpo_core.runs import datasets, diagnostics, logs
-    from grpo_core.runs.diagnostics.forecast import WINDOW_N_BOOT
+    from grpo_core.runs import datasets, logs
+    from grpo_core.runs.forecast import WINDOW_N_BOOT, forecast_end
     from widgets.laws_charts import static_forecast_chart, static_forecast_grid
 
     log = logs.read_log(datasets.real_log_path("qwen2.5-3b-instruct_gsm8k_unsloth"))
@@ -567,11 +567,11 @@ def test_forecast_slider_shows_the_products_forecast(chart_server, probe):
     for pct in grid["labels"]["fraction"]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            fc = diagnostics.forecast_run(log, fit_fraction=pct / 100, n_boot=WINDOW_N_BOOT)  # what `fit` uses
+            fc = forecast_end(log, fit_fraction=pct / 100, n_boot=WINDOW_N_BOOT)  # what `fit` uses
         set_param(probe.page, 0, "fraction", int(pct))
         text = wait_text(probe.page, 0, "forecast_label", lambda t, p=pct: t.startswith(f"fit on the first {p}%"))
-        assert f"now {fc['current']:.3f}; end of run {fc['final']:.3f} " in text, text
-        assert f"[{fc['final_low']:.3f}, {fc['final_high']:.3f}]; actual {fc['actual']:.3f}" in text, text
+        assert f"now {fc.now:.3f}; end of run {fc.point:.3f} " in text, text
+        assert f"[{fc.low:.3f}, {fc.high:.3f}]; actual {fc.actual:.3f}" in text, text
     assert list(grid["labels"]["fraction"]) == [20, 30, 40, 50, 60, 70, 80, 90]  # none declined
     assert probe.console_errors == []
 

@@ -122,10 +122,10 @@ def test_the_forecast_is_recorded_with_its_step(tmp_path):
     # the forecast is diagnose's (the benchmarked forecaster's), and "now" is its current level over the
     # steps it names: what diagnose returns on the same records
     d = diagnose(from_records(cb.records), group_size=4, num_prompts=4, n_boot=0)
-    assert last["now"] == pytest.approx(d.forecast["now"]) and last["now_steps"] == d.forecast["now_steps"]
-    assert last["final"] == pytest.approx(d.forecast["final"])
+    assert last["now"] == pytest.approx(d.forecast.now) and last["now_steps"] == list(d.forecast.now_steps)
+    assert last["final"] == pytest.approx(d.forecast.shown_point)
     assert last["final_low"] <= last["final"] <= last["final_high"]
-    assert last["current"] == pytest.approx(d.forecast["current"])  # the law fit's, kept
+    assert last["current"] == pytest.approx(d.forecast.law_fit.current)  # the law fit's, kept
     printed = out.getvalue()
     assert printed.count("the mean reward over steps") == 7 and printed.count("(the forecaster's current level") == 7
     assert "(logistic law)" not in printed  # no second, law-banded plateau beside it
@@ -200,9 +200,9 @@ def test_planted_failure_stops_a_real_grpo_trainer(tmp_path):
 
 def test_with_max_steps_the_forecast_of_the_planned_end_is_recorded(tmp_path):
     """state.max_steps known: each diagnosis also forecasts the mean reward over the last 20% of the
-    planned run with the benchmarked forecaster (forecast_run), the same numbers as on the records."""
+    planned run with the benchmarked forecaster (forecast_end), the same numbers as on the records."""
     from grpo_core.laws import plateau
-    from grpo_core.runs.diagnostics import forecast_run
+    from grpo_core.runs.forecast import forecast_end
 
     out = io.StringIO()
     cb = DynamicsCallback(tmp_path, every=40, min_steps=30, n_boot=0, stream=out)
@@ -211,15 +211,15 @@ def test_with_max_steps_the_forecast_of_the_planned_end_is_recorded(tmp_path):
     end = cb.forecasts[-1]["end_of_run"]
     log = from_records(cb.records)
     log.meta["max_steps"] = 300
-    want = forecast_run(log, n_boot=0)
-    assert end["horizon"] == 300 and end["final"] == pytest.approx(want["final"])
+    want = forecast_end(log, n_boot=0)
+    assert end["horizon"] == 300 and end["final"] == pytest.approx(want.point) and want.horizon_kind == "planned"
     # the curve's level at steps 240-300 is 0.8 (1 - e^-9.6 of the rise made): the band covers it and the
     # laws' forecast is within 0.05 of it; the shipped prior adds a late gain (real runs keep rising after
     # the laws' bend; this exact exponential does not): std_gain x the logged reward_std 0.3 x the remaining
     # time, 190 steps = 2.4 window lengths, capped at 1.5
-    assert end["final_low"] <= 0.8 <= end["final_high"] and abs(end["final"] - want["late_gain"] - 0.8) < 0.05
-    assert want["late_gain_unit"] == "reward_std"
-    assert want["late_gain"] == pytest.approx(plateau.SHIPPED_PRIOR.std_gain * 0.3 * plateau.STD_CAP)
-    assert 0 < want["late_gain"] < 0.15
+    assert end["final_low"] <= 0.8 <= end["final_high"] and abs(end["final"] - want.late_gain - 0.8) < 0.05
+    assert want.late_gain_unit == "reward_std"
+    assert want.late_gain == pytest.approx(plateau.SHIPPED_PRIOR.std_gain * 0.3 * plateau.STD_CAP)
+    assert 0 < want.late_gain < 0.15
     assert ("forecast: at the planned end of the run (step 300), the mean reward over steps 240-300 is "
             in out.getvalue())

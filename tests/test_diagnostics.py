@@ -30,7 +30,6 @@ from grpo_core.runs.diagnostics import (
     not_learning,
     off_policy_mismatch,
     oscillation,
-    plateau_forecast,
     policy_concentration,
     recurring_spikes,
     train_eval_decoupling,
@@ -458,7 +457,11 @@ def test_case10_dead_run_from_a_console_log():
     assert (log.train[["loss", "grad_norm", "reward", "reward_std"]] == 0).all().all()
     f = diagnose(log, forecast=False).find("not_learning")
     assert f.severity == "critical" and f.steps == (1, 30)
-    assert f.evidence == {"dead_columns": ["reward", "loss", "grad_norm"]}
+    # the cause the log shows is named: every group's rewards equal, hence no advantage; not truncation (its
+    # clipped_ratio is 0, though the mean length is 396.375 on every step)
+    assert f.evidence == {"dead_columns": ["reward", "loss", "grad_norm"],
+                          "zero_spread": "frac_reward_zero_std 1 on every step"}
+    assert "(advantage_degeneration)" in f.message and "truncation" not in f.message
 
 
 def test_case11_no_update_while_groups_have_spread(case_diagnoses):
@@ -504,19 +507,25 @@ def test_qwen_three_phase_fit_on_the_smoothed_reward(qwen):
 def test_qwen_diagnosis(qwen):
     d = diagnose(qwen, num_prompts=1)
     fc = d.forecast
-    assert fc is not None and fc["r2_smoothed"] >= 0.9
-    assert fc["current"] == pytest.approx(float(qwen.series("reward")[1][-50:].mean()))
-    assert fc["plateau_low"] <= fc["current"] + 0.1 and fc["plateau_high"] >= fc["current"] - 0.1
+    law = fc.law_fit
+    assert fc is not None and law.r2_smoothed >= 0.9
+    assert law.current == pytest.approx(float(qwen.series("reward")[1][-50:].mean()))
+    assert law.plateau_low <= law.current + 0.1 and law.plateau_high >= law.current - 0.1
     # the forecast is the benchmarked forecaster's (forecast_end: the finished log trained on to twice its
     # length); "now" is its current level, the mean of the last 10% of the 250 steps (226-250), not of
     # the last 50 rows
-    from grpo_core.runs.diagnostics import forecast_end
+    from grpo_core.runs.forecast import fit_curve_laws, forecast_end
 
     end = forecast_end(qwen, n_boot=30)
-    assert fc["horizon"] == 500 and fc["horizon_kind"] == "doubled" and fc["end_of_run"] == end
-    assert (fc["final"], fc["final_low"], fc["final_high"]) == (end["final"], end["final_low"], end["final_high"])
+    assert fc.horizon == 500 and fc.horizon_kind == "doubled" and fc.forecaster_dict() == end.forecaster_dict()
+    assert (fc.shown_point, fc.shown_low, fc.shown_high) == (end.point, end.low, end.high)
+    assert law.plateau == fit_curve_laws(qwen, n_boot=50).plateau
     steps, r = qwen.series("reward")
-    assert fc["now_steps"] == [226, 250] and fc["now"] == pytest.approx(float(r[steps >= 226].mean()))
+    assert fc.now_steps == (226, 250) and fc.now == pytest.approx(float(r[steps >= 226].mean()))
+    # the JSON and the lines are the result's
+    js = d.to_dict()["forecast"]
+    assert js["final"] == fc.shown_point and js["law_fit"]["law"] == law.law and "t" not in js["law_fit"]
+    assert d.summary().count(fc.lines()[0]) == 1
     f = d.find("advantage_degeneration")
     # one prompt per step: the reward_std == 0 steps are the zero-spread fraction exactly
     assert f is not None and not f.evidence["lower_bound"]
@@ -532,9 +541,11 @@ def test_custom_thresholds_change_the_verdict():
     assert "advantage_degeneration" in strict.modes and lax.find("advantage_degeneration") is None
 
 
-def test_plateau_forecast_too_short():
+def test_curve_law_fit_too_short():
+    from grpo_core.runs.forecast import fit_curve_laws
+
     with pytest.raises(DataError, match="at least 25 points"):
-        plateau_forecast(from_records([{"step": s, "reward": 0.01 * s} for s in range(1, 11)]))
+        fit_curve_laws(from_records([{"step": s, "reward": 0.01 * s} for s in range(1, 11)]))
 
 
 def test_diagnose_accepts_a_path_and_reports_skipped_modes():

@@ -210,29 +210,33 @@ def test_a_band_wider_than_the_window_ever_went_says_it_says_little(capsys):
     rewards the window logged (-12.5 to 10.5 over the log) and the actual was "inside the band" as if that
     meant something. Real run 04 (a smooth rise): no note. The ratio is the printed band's width over the
     window's max - min, read off the raw log."""
-    from grpo_core.runs.diagnostics.forecast import wide_band_note
+    import dataclasses
+
+    from grpo_core.runs.forecast import forecast_end
+    from grpo_core.runs.logs import read_log
 
     for rid, wide in (("32", True), ("04", False)):
         path = str(datasets.real_run(rid).path)
         end = _json(capsys, path, "--fit-fraction", "0.4")["end_of_run_forecast"]
-        from grpo_core.runs.logs import read_log
-
         _, y = read_log(path).series("reward")
         assert end["window_range"] == pytest.approx(np.ptp(y[:end["n_fit"]]))
         ratio = (end["final_high"] - end["final_low"]) / end["window_range"]
-        assert (ratio > 1) is wide and bool(wide_band_note(end)) is wide
+        fc = forecast_end(read_log(path), fit_fraction=0.4, n_boot=100)
+        assert (ratio > 1) is wide and bool(fc.wide_band_note) is wide
         assert main(["fit", path, "--fit-fraction", "0.4"]) == 0
         line = next(s for s in capsys.readouterr().out.splitlines() if s.startswith("forecast from"))
         assert (f"(the band is {ratio:.2f}x as wide as the whole range of the values the fit window logged: it "
                 "says little about where the run ends)" in line) is wide
-    assert wide_band_note({"final_low": 0.0, "final_high": 2.0, "window_range": float("nan")}) == ""
-    assert wide_band_note({"final_low": 0.0, "final_high": 2.0, "window_range": None}) == ""  # JSON's NaN
-    assert wide_band_note({"final_low": 0.0, "final_high": 3.0, "window_range": 1}).startswith("the band is 3.00x")
-    assert wide_band_note({"final_low": 0.0, "final_high": 2.0, "window_range": 2.5}) == ""
-    assert wide_band_note({"final_low": 0.0, "final_high": 2.0, "window_range": 1.0}).startswith("the band is 2.00x")
+    def note(low, high, window_range):  # the band as shown against the window's range
+        return dataclasses.replace(fc, shown_low=low, shown_high=high, window_range=window_range).wide_band_note
+
+    assert note(0.0, 2.0, float("nan")) == ""
+    assert note(0.0, 3.0, 1.0).startswith("the band is 3.00x")
+    assert note(0.0, 2.0, 2.5) == ""
+    assert note(0.0, 2.0, 1.0).startswith("the band is 2.00x")
     # as wide as the window's range, to rounding (a band clipped to a declared range the window spanned)
-    assert wide_band_note({"final_low": -7.5, "final_high": 13.0, "window_range": 20.5}).startswith("the band is 1.00x")
-    assert wide_band_note({"final_low": -7.5, "final_high": 12.9, "window_range": 20.5}) == ""
+    assert note(-7.5, 13.0, 20.5).startswith("the band is 1.00x")
+    assert note(-7.5, 12.9, 20.5) == ""
 
 
 @pytest.mark.parametrize("flags,named", [

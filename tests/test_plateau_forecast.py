@@ -9,6 +9,7 @@ import pytest
 
 from grpo_core import ParameterError, laws
 from grpo_core.laws import plateau
+from grpo_core.laws.clock import learning_rate_clock
 
 T = np.arange(1, 201, dtype=float)
 
@@ -21,13 +22,43 @@ def _tail_mean(f, horizon):
     return float(np.mean(f(np.linspace(0.8 * horizon, horizon, 40))))
 
 
+def _clock(t, lr):
+    """The clock on the points themselves (the forecaster's grid)."""
+    return learning_rate_clock(t, t, lr, grid=t)[0]
+
+
 def test_clock_is_steps_for_a_constant_rate_and_stretches_a_warmup():
-    np.testing.assert_allclose(plateau.learning_rate_clock(T, np.full(T.size, 3e-6)), T)
+    np.testing.assert_allclose(_clock(T, np.full(T.size, 3e-6)), T)
     warm = np.minimum(T / 20.0, 1.0) * 1e-5
-    u = plateau.learning_rate_clock(T, warm)
-    # sum_{s<=20} s/20 = 10.5 peak-rate steps during the 20-step warm-up, then one per step
-    assert u[19] == pytest.approx(10.5)
-    assert u[-1] == pytest.approx(10.5 + 180)
+    for u in (_clock(T, warm), learning_rate_clock(T, T, warm)[0]):  # on the points; on every step (the default)
+        # sum_{s<=20} s/20 = 10.5 peak-rate steps during the 20-step warm-up, then one per step
+        assert u[19] == pytest.approx(10.5)
+        assert u[-1] == pytest.approx(10.5 + 180)
+
+
+def test_one_clock_for_the_forecaster_and_the_curvature():
+    """The clock the forecaster fits in and the one the implied curvature measures K in are one function:
+    on every step from a sparse log (held before its first and after its last value) and on a given grid
+    with a floor (the forecaster's, so the clock rises where the rate is 0); one set of errors."""
+    from grpo_core import DataError
+
+    clock, peak = learning_rate_clock([1, 3, 10], [1, 10], [2.0, 2.0])
+    assert peak == 2.0 and clock.tolist() == [1.0, 3.0, 10.0]
+    clock, peak = learning_rate_clock([2, 4], [1, 2, 3, 4], [1.0, 2.0, 4.0, 4.0])
+    assert peak == 4.0 and clock.tolist() == pytest.approx([0.75, 2.75])
+    # a decay to 0 at step 3: on the grid 1..4 with floor f the last two steps count f each
+    grid = np.arange(1.0, 5.0)
+    u, _ = learning_rate_clock(grid, grid, [1.0, 1.0, 0.0, 0.0], grid=grid, floor=1e-3)
+    assert u == pytest.approx(np.array([1.001, 2.002, 2.003, 2.004]) / 1.001)
+    assert np.all(np.diff(u) > 0)
+    with pytest.raises(DataError, match="no positive value"):
+        learning_rate_clock([1, 2], [1, 2], [0.0, 0.0])
+    with pytest.raises(ParameterError, match="`lr_values` must be >= 0"):
+        learning_rate_clock(T, T, -np.ones(T.size))
+    with pytest.raises(ParameterError, match="`lr_steps` and `lr_values`"):
+        learning_rate_clock(T, T, np.ones(3))
+    with pytest.raises(ParameterError, match="`grid`"):
+        learning_rate_clock(T, T, np.ones(T.size), grid=T[::-1])
 
 
 def test_exact_recovery_in_step_time():
@@ -49,7 +80,7 @@ def test_exact_recovery_in_learning_rate_time():
     horizon = 300
     ts = np.arange(1, horizon + 1, dtype=float)
     lr = np.where(ts <= 25, ts / 25.0, 1.0 - 0.8 * (ts - 25) / (horizon - 25)) * 5e-6
-    u = plateau.learning_rate_clock(ts, lr)
+    u = _clock(ts, lr)
     y = _exp(u, 1.5, 0.0, 0.02)
     truth = float(np.mean(y[-60:]))
     prior = plateau.PlateauPrior(lam=1.0)
@@ -88,7 +119,7 @@ def test_late_gain_is_window_spread_times_remaining_learning_rate_time():
     ts = np.arange(1, 501, dtype=float)
     decay = np.maximum(1.0 - ts / 500.0, 0.05) * 1e-5
     lr_fc = plateau.forecast_plateau(T[:80], y[:80], horizon=500.0, lr=(ts, decay), n_boot=0)
-    u = plateau.learning_rate_clock(ts, decay)
+    u = _clock(ts, decay)
     remaining = float(np.mean(np.interp(np.linspace(400, 500, 40), ts, u))) / u[79] - 1.0
     assert lr_fc.gain_unit == pytest.approx(spread * remaining, rel=1e-2)
     assert lr_fc.gain_unit < 0.6 * fc.gain_unit
@@ -157,7 +188,7 @@ def test_declines_short_and_flat_windows_and_refuses_bad_input():
     with pytest.raises(ParameterError, match="horizon"):
         plateau.forecast_plateau(T[:20], T[:20], horizon=10.0)
     with pytest.raises(ParameterError, match="`lr`"):
-        plateau.learning_rate_clock(T, -np.ones(T.size))
+        plateau.forecast_plateau(T[:20], T[:20], horizon=40.0, lr=(T, -np.ones(T.size)))
     # one bootstrap replicate has no spread: its band was NaN (and a coverage verdict was read off it)
     with pytest.raises(ParameterError, match="`n_boot` must be 0 .* or at least 2"):
         plateau.forecast_plateau(T[:20], T[:20], horizon=40.0, n_boot=1)
@@ -192,48 +223,89 @@ def test_band_coverage_on_ar1_noise_is_nominal_leave_one_out():
     assert all(len(prior.runs) == 69 for _, prior in out)
 
 
-def test_forecast_run_is_the_benchmarked_forecaster_on_a_real_log():
-    """forecast_run on run 04's raw log (learning rate and reward_std logged, warm-up then decay): the same
-    forecast as forecast_plateau on the first 40% in learning-rate time with the shipped prior and the logged
-    reward_std as the late gain's unit; ``actual`` is the
-    mean of the log's last 20% (the benchmark's truth)."""
+def test_rate_prior_is_a_parameter_with_the_shipped_default():
+    """The weak prior on the laws' rates is an argument (no module switch): the default is the shipped one, and
+    without it (plain least squares) the same window forecasts differently (a steep early rise read as a jump
+    already finished)."""
+    y = _exp(T, 1.0, 0.0, 0.2) + np.random.default_rng(1).normal(0, 0.05, T.size)
+    default = plateau.forecast_plateau(T[:40], y[:40], horizon=200.0, n_boot=0)
+    shipped = plateau.forecast_plateau(T[:40], y[:40], horizon=200.0, n_boot=0, rate_prior=plateau.SHIPPED_RATE_PRIOR)
+    plain = plateau.forecast_plateau(T[:40], y[:40], horizon=200.0, n_boot=0, rate_prior=None)
+    assert default.final == shipped.final and default.weights == shipped.weights
+    assert plain.final != default.final
+    assert not hasattr(plateau, "RATE_PRIOR")
+
+
+def _real_log(run_id: str):
     import warnings
 
-    from bench import bench_forecast as bench
     from grpo_core.runs import datasets
-    from grpo_core.runs.diagnostics import forecast_run
     from grpo_core.runs.logs import read_log
 
-    run = datasets.real_run("04")
+    run = datasets.real_run(run_id)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        log = read_log(run.path, run=run.run)
-    fc = forecast_run(log, fit_fraction=0.4, n_boot=0)
-    b = bench.load_run(run.run_id)
+        return read_log(run.path, run=run.run)
+
+
+def test_forecast_end_from_a_fraction_is_the_benchmarked_forecaster_on_a_real_log():
+    """forecast_end on run 04's raw log from its first 40% (learning rate and reward_std logged, warm-up then
+    decay): the same forecast as forecast_plateau on the first 40% in learning-rate time with the shipped prior
+    and the logged reward_std as the late gain's unit; ``actual`` is the mean of the log's last 20% (the
+    benchmark's truth)."""
+    from bench import bench_forecast as bench
+    from grpo_core.runs.forecast import forecast_end
+
+    fc = forecast_end(_real_log("04"), fit_fraction=0.4, n_boot=0)
+    b = bench.load_run("04")
     t, y = bench._window(b, 0.4)
     want = plateau.forecast_plateau(t, y, horizon=1000.0, lr=b["lr"], prior=plateau.SHIPPED_PRIOR, n_boot=0,
                                     reward_std=b["reward_std"])
-    assert fc["late_gain_unit"] == "reward_std" and math.isfinite(want.std_unit)
-    assert fc["late_gain"] == pytest.approx(plateau.SHIPPED_PRIOR.std_gain * want.std_unit)
-    assert fc["clock"] == "learning_rate" and fc["n_fit"] == 80 and fc["t_fit_end"] == 400 and fc["horizon"] == 1000
-    assert fc["final"] == pytest.approx(want.final) and fc["final_high"] == pytest.approx(want.final_high)
-    assert fc["actual"] == pytest.approx(bench.truth_and_spread(b["y"])[0])
-    assert fc["covered"] == (fc["final_low"] <= fc["actual"] <= fc["final_high"])
-    assert fc["error"] == pytest.approx(fc["final"] - fc["actual"])
+    assert fc.late_gain_unit == "reward_std" and math.isfinite(want.std_unit)
+    assert fc.late_gain == pytest.approx(plateau.SHIPPED_PRIOR.std_gain * want.std_unit)
+    assert fc.clock == "learning_rate" and fc.n_fit == 80 and fc.t_fit_end == 400 and fc.horizon == 1000
+    assert fc.horizon_kind == "log_end"
+    assert fc.point == pytest.approx(want.final) and fc.high == pytest.approx(want.final_high)
+    assert fc.actual == pytest.approx(bench.truth_and_spread(b["y"])[0])
+    assert fc.covered == (fc.low <= fc.actual <= fc.high)
+    assert fc.error == pytest.approx(fc.point - fc.actual)
+    # a reward of 0 to 1.5 logged within [0, 1.5]: no range of its own, the declared one clips the band
+    assert fc.shown_range is None and (fc.shown_low, fc.shown_high) == (fc.low, fc.high) and not fc.band_clipped
+    clipped = forecast_end(_real_log("04"), fit_fraction=0.4, n_boot=0, reward_range=(0, 1.5))
+    assert clipped.point == fc.point and clipped.shown_high == min(fc.high, 1.5)
+    assert clipped.band_clipped is (fc.high > 1.5) and clipped.range_declared
 
 
-def test_forecast_run_needs_a_horizon_after_the_log():
+def test_forecast_end_horizons_planned_doubled_and_given():
     from grpo_core import DataError
-    from grpo_core.runs.diagnostics import forecast_run, plateau_forecast
+    from grpo_core.runs.forecast import forecast_end
     from grpo_core.runs.logs import from_records
 
     y = _exp(T, 1.0, 0.2, 0.02) + np.random.default_rng(0).normal(0, 0.03, T.size)
     log = from_records([{"step": int(s), "reward": float(v)} for s, v in zip(T, y)])
-    with pytest.raises(DataError, match="no planned horizon"):
-        forecast_run(log)
-    assert plateau_forecast(log, n_boot=0)["end_of_run"] is None
+    doubled = forecast_end(log, n_boot=0)
+    assert doubled.horizon == 400.0 and doubled.horizon_kind == "doubled" and doubled.actual is None
+    with pytest.raises(DataError, match="not after the last logged step"):
+        forecast_end(log, horizon=150)
+    given = forecast_end(log, horizon=600, n_boot=0)
     log.meta["max_steps"] = 600
-    end = plateau_forecast(log, n_boot=0)["end_of_run"]
-    assert end == forecast_run(log, n_boot=0) and end["horizon"] == 600.0 and end["actual"] is None
+    end = forecast_end(log, n_boot=0)
+    assert end == given and end.horizon == 600.0 and end.horizon_kind == "planned"
     # the true mean of steps 480-600 is 1.0 - 0.8 e^-9.6 ~ 1.0
-    assert end["final_low"] <= 1.0 <= end["final_high"]
+    assert end.low <= 1.0 <= end.high
+    assert end.to_dict()["end_of_run"]["horizon_kind"] == "planned"
+    with pytest.raises(ParameterError, match="`horizon`"):
+        forecast_end(log, fit_fraction=0.5, horizon=600)
+
+
+@pytest.mark.parametrize("bad", [None, "a/path.csv", 3.0])
+def test_forecast_end_and_the_law_fit_refuse_what_is_not_a_log(bad):
+    import pandas as pd
+
+    from grpo_core.runs.forecast import fit_curve_laws, forecast_end
+
+    for value in (bad, pd.DataFrame({"step": [1, 2], "reward": [0.1, 0.2]})):
+        for f in (forecast_end, fit_curve_laws):
+            with pytest.raises(ParameterError, match="`log` must be a RunLog") as info:
+                f(value)
+            assert info.value.parameter == "log"

@@ -115,10 +115,10 @@ def html_escape(text: str) -> str:
 
 def test_a_run_in_progress_gets_the_forecast_of_its_planned_end():
     """A log that knows its max_steps beyond the last step (a trainer_state.json mid-run): diagnose's
-    summary and the report give the benchmarked end-of-run forecast (forecast_run) with its band."""
+    summary and the report give the benchmarked end-of-run forecast (forecast_end) with its band."""
     import numpy as np
 
-    from grpo_core.runs.diagnostics import forecast_run
+    from grpo_core.runs.forecast import forecast_end
     from grpo_core.runs.logs import from_records
 
     t = np.arange(1, 201)
@@ -126,9 +126,9 @@ def test_a_run_in_progress_gets_the_forecast_of_its_planned_end():
     log = from_records([{"step": int(s), "reward": float(v)} for s, v in zip(t, y)])
     log.meta["max_steps"] = 500
     d = diagnostics.diagnose(log, n_boot=0)
-    end = d.forecast["end_of_run"]
-    assert end.pop("horizon_kind") == "planned" and d.forecast["horizon_kind"] == "planned"
-    assert end == forecast_run(log, n_boot=0) and end["final_low"] <= 1.0 <= end["final_high"]
+    end = d.forecast.forecaster_dict()
+    assert end["horizon_kind"] == "planned" and d.forecast.horizon_kind == "planned"
+    assert end == forecast_end(log, n_boot=0).forecaster_dict() and end["final_low"] <= 1.0 <= end["final_high"]
     assert (f"forecast: at the planned end of the run (step 500), the mean reward over steps 400-500 is "
             f"{end['final']:.4g} [{end['final_low']:.4g}, {end['final_high']:.4g}]") in d.summary()
     page = render_report(log, d)
@@ -137,24 +137,28 @@ def test_a_run_in_progress_gets_the_forecast_of_its_planned_end():
 
 
 def test_a_late_gain_of_nothing_reads_0_not_a_number_at_1e_13():
+    import dataclasses
+
     from grpo_core.runs import datasets
-    from grpo_core.runs.diagnostics.forecast import late_gain_text
 
     # real run 08 doubled: its schedule has decayed to 0 at its last step, so there is no
     # learning-rate time left to gain in; the report printed "+1.43e-13"
     log = read_log(datasets.real_run("08").path)
     d = diagnostics.diagnose(log, n_boot=0)
-    end = d.forecast["end_of_run"]
-    assert 0 < end["late_gain"] < 1e-10 and end["window_range"] > 1
+    fc = d.forecast
+    assert 0 < fc.late_gain < 1e-10 and fc.window_range > 1 and fc.late_gain_text == "+0"
     page = render_report(log, d)
     assert re.search(r"late gain learned from real runs \(scaled by the logged reward_std\)</th><td>\+0</td>", page)
     table = page[page.index("<h2>Forecast</h2>"): page.index("<h2>Charts</h2>")]
     assert "e-13" not in table
     # the threshold is 1e-4 of the window's range, either sign; a gain above it keeps three digits
-    assert late_gain_text({"late_gain": -0.9e-4, "window_range": 1.0}) == "+0"
-    assert late_gain_text({"late_gain": 2.6e-4, "window_range": 1.0}) == "+0.00026"
-    assert late_gain_text({"late_gain": -0.0123, "window_range": 2.0}) == "-0.0123"
-    assert late_gain_text({"late_gain": 1e-9, "window_range": None}) == "+1e-09"  # no range: the number
+    def text(gain, window_range):
+        return dataclasses.replace(fc, late_gain=gain, window_range=window_range).late_gain_text
+
+    assert text(-0.9e-4, 1.0) == "+0"
+    assert text(2.6e-4, 1.0) == "+0.00026"
+    assert text(-0.0123, 2.0) == "-0.0123"
+    assert text(1e-9, float("nan")) == "+1e-09"  # no range: the number
 
 
 def test_the_zero_spread_panel_names_the_0_1_expectation_only_where_it_is_drawn():

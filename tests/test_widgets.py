@@ -131,18 +131,17 @@ def test_log_explorer_shows_the_library_fit(log_ex):
     assert (
         log_ex.values["forecast_low"] <= log_ex.values["forecast_final"] <= log_ex.values["forecast_high"]
     )
-    # the forecast is forecast_run's, the one fit and diagnose print
-    from grpo_core.runs.diagnostics import forecast_run
-    from grpo_core.runs.diagnostics.forecast import WINDOW_N_BOOT
+    # the forecast is forecast_end's, the one fit and diagnose print
+    from grpo_core.runs.forecast import WINDOW_N_BOOT, forecast_end
     from widgets.log_explorer import LIVE_BOOTSTRAP
 
     assert LIVE_BOOTSTRAP == WINDOW_N_BOOT  # one band: the slider figure's and fit's
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fc = forecast_run(log, fit_fraction=0.4, n_boot=LIVE_BOOTSTRAP)
-    assert log_ex.values["forecast_final"] == pytest.approx(fc["final"], rel=1e-12)
+        fc = forecast_end(log, fit_fraction=0.4, n_boot=LIVE_BOOTSTRAP)
+    assert log_ex.values["forecast_final"] == pytest.approx(fc.point, rel=1e-12)
     assert (log_ex.values["forecast_low"], log_ex.values["forecast_high"]) == pytest.approx(
-        (fc["final_low"], fc["final_high"]), rel=1e-12)
+        (fc.low, fc.high), rel=1e-12)
     assert log_ex.values["actual_final"] == pytest.approx(np.mean(y[200:]), rel=1e-12)
 
 

@@ -548,7 +548,7 @@ def static_forecast_grid(log, *, metric: str = "reward",
                          level: float = 0.9, n_boot: int | None = None) -> dict[str, pd.DataFrame]:
     """End-of-run forecasts from growing fit windows of one log, precomputed for a slider.
 
-    Each fraction is one call of :func:`grpo_core.runs.diagnostics.forecast_run` (the forecaster of
+    Each fraction is one call of :func:`grpo_core.runs.forecast.forecast_end` (the forecaster of
     ``fit``, ``diagnose``, the report and the callback, benchmarked by ``python -m bench forecast``): the
     mean ``metric`` over the last 20% of the log, with its band, from the first ``fraction`` of the
     points. A fraction the forecaster declines (a window too short or flat) is left out.
@@ -561,15 +561,15 @@ def static_forecast_grid(log, *, metric: str = "reward",
         The column to forecast.
     fractions : sequence of float in (0, 1]
         1 fits the whole log and forecasts the end of the planned run
-        (:func:`grpo_core.runs.diagnostics.forecast_end`; twice the logged steps when the log does
+        (:func:`grpo_core.runs.forecast.forecast_end`; twice the logged steps when the log does
         not know its ``max_steps``); then ``actual`` is NaN.
     level : float in (0, 1)
         Nominal coverage of the band.
     n_boot : int, optional
         Block-bootstrap replicates per window. The default is the commands' own, so that each band is
         the one the command prints for that window:
-        :data:`~grpo_core.runs.diagnostics.forecast.WINDOW_N_BOOT` (100, ``grpo-dynamics fit
-        --fit-fraction F``) for a fraction below 1, :data:`~grpo_core.runs.diagnostics.forecast.END_N_BOOT`
+        :data:`~grpo_core.runs.forecast.WINDOW_N_BOOT` (100, ``grpo-dynamics fit
+        --fit-fraction F``) for a fraction below 1, :data:`~grpo_core.runs.forecast.END_N_BOOT`
         (30, ``grpo-dynamics diagnose``) for 1. The quantiles of the band move with the number of
         replicates (on the shipped Qwen run, from 40%: [-3.52, 4.90] with 30, [-1.79, 3.16] with 100);
         the whole default grid of that run takes about 6 s with 30 and 20-30 s with 100.
@@ -593,8 +593,7 @@ def static_forecast_grid(log, *, metric: str = "reward",
     import warnings
 
     from grpo_core.errors import DataError
-    from grpo_core.runs.diagnostics import forecast_end, forecast_run
-    from grpo_core.runs.diagnostics.forecast import END_N_BOOT, WINDOW_N_BOOT
+    from grpo_core.runs.forecast import END_N_BOOT, WINDOW_N_BOOT, forecast_end
     from grpo_core.runs.logs import RunLog
     from grpo_core.validation import check_real
 
@@ -613,27 +612,27 @@ def static_forecast_grid(log, *, metric: str = "reward",
             try:
                 fc = (forecast_end(log, metric=metric, n_boot=END_N_BOOT if n_boot is None else n_boot,
                                    level=level) if f >= 1.0 else
-                      forecast_run(log, fit_fraction=f, metric=metric,
+                      forecast_end(log, fit_fraction=f, metric=metric,
                                    n_boot=WINDOW_N_BOOT if n_boot is None else n_boot, level=level))
             except DataError as exc:
                 why.append(f"{key}%: {exc}")
                 continue
-        if fc["declined"] is not None:
-            why.append(f"{key}%: {fc['declined']}")
+        if fc.declined is not None:
+            why.append(f"{key}%: {fc.declined}")
             continue
         # the steps the forecast is of: what happened there, or the last 20% of the planned run
-        t0, t1 = fc["actual_steps"] or (t[0] + 0.8 * (fc["horizon"] - t[0]), fc["horizon"])
-        actual = float("nan") if fc["actual"] is None else fc["actual"]
-        curves.append(pd.DataFrame({"fraction": key, "step": [t0, t1], "forecast": fc["final"],
-                                    "low": fc["final_low"], "high": fc["final_high"]}))
-        labels.append({"fraction": key, "t_fit_end": fc["t_fit_end"], "final": fc["final"],
-                       "low": fc["final_low"], "high": fc["final_high"], "now": fc["current"],
-                       "now_start": fc["current_steps"][0], "now_end": fc["current_steps"][1],
-                       "actual": actual, "covered": fc["covered"],
-                       "text": f"fit on the first {key}%: now {fc['current']:.3f}; end of run {fc['final']:.3f} "
-                               f"[{fc['final_low']:.3f}, {fc['final_high']:.3f}]"
-                               + (f"; actual {actual:.3f}" if fc["actual"] is not None else
-                                  f" (at step {fc['horizon']:.0f}, {fc.get('horizon_kind', 'planned')})")})
+        t0, t1 = fc.actual_steps or (t[0] + 0.8 * (fc.horizon - t[0]), fc.horizon)
+        actual = float("nan") if fc.actual is None else fc.actual
+        curves.append(pd.DataFrame({"fraction": key, "step": [t0, t1], "forecast": fc.point,
+                                    "low": fc.low, "high": fc.high}))
+        labels.append({"fraction": key, "t_fit_end": fc.t_fit_end, "final": fc.point,
+                       "low": fc.low, "high": fc.high, "now": fc.now,
+                       "now_start": fc.now_steps[0], "now_end": fc.now_steps[1],
+                       "actual": actual, "covered": fc.covered,
+                       "text": f"fit on the first {key}%: now {fc.now:.3f}; end of run {fc.point:.3f} "
+                               f"[{fc.low:.3f}, {fc.high:.3f}]"
+                               + (f"; actual {actual:.3f}" if fc.actual is not None else
+                                  f" (at step {fc.horizon:.0f}, {fc.horizon_kind})")})
     if not labels:
         raise DataError(f"no forecast of {metric!r} from {log.source}: " + "; ".join(why))
     return {"points": pd.DataFrame({"step": t.astype(float), "reward": y}),

@@ -2,7 +2,7 @@
 
 Live kernels only (Jupyter, Colab, VS Code): the file is read, fitted and diagnosed in Python by
 :func:`grpo_core.runs.logs.read_log`, :func:`grpo_core.laws.fit_all`,
-:func:`grpo_core.runs.diagnostics.forecast_run` (the forecaster of ``fit`` and ``diagnose``) and
+:func:`grpo_core.runs.forecast.forecast_end` (the forecaster of ``fit`` and ``diagnose``) and
 :func:`grpo_core.runs.diagnostics.diagnose`; the charts are the builders of :mod:`widgets.laws_charts`.
 Nothing is computed here that the library does not compute.
 """
@@ -19,7 +19,7 @@ import ipywidgets as widgets
 from grpo_core import laws
 from grpo_core.errors import GrpoError
 from grpo_core.runs import datasets, logs
-from grpo_core.runs.diagnostics.forecast import WINDOW_N_BOOT
+from grpo_core.runs.forecast import WINDOW_N_BOOT
 
 from ._controls import Explorer, NumberControl, readout_table, short_message
 
@@ -267,7 +267,7 @@ def log_explorer(log: str | None = None, *, metric: str = "reward", fraction: fl
     or upload your own (TRL ``trainer_state.json``, JSON lines, a notebook's CSV, verl metrics;
     whatever :func:`grpo_core.runs.logs.read_log` reads). The explorer fits every law of
     :func:`grpo_core.laws.fit_all` to the chosen metric, forecasts the mean over the last 20% of the
-    run from the first ``fraction`` of the steps (:func:`grpo_core.runs.diagnostics.forecast_run`, the
+    run from the first ``fraction`` of the steps (:func:`grpo_core.runs.forecast.forecast_end`, the
     forecaster of ``fit`` and ``diagnose``, with :data:`LIVE_BOOTSTRAP` bootstrap replicates; at 1, the
     end of the planned run from the whole log) and lists the findings of
     :func:`grpo_core.runs.diagnostics.diagnose`.

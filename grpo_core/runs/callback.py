@@ -278,7 +278,7 @@ class DynamicsCallback(_Base):
         ``severity``, ``onset``, ``steps``, ``message`` (every severity, ``info`` included).
     forecasts : list of dict
         The forecast of each periodic diagnosis that made one (the one ``diagnose`` prints): ``step``
-        (the last logged step); the benchmarked forecaster's (:func:`~grpo_core.runs.diagnostics.forecast_end`)
+        (the last logged step); the benchmarked forecaster's (:func:`~grpo_core.runs.forecast.forecast_end`)
         ``final``, ``final_low``, ``final_high`` (the mean reward over the last 20% of the run up to
         ``horizon``: the trainer's ``max_steps`` when known, ``horizon_kind`` ``"planned"``, else
         twice the last step, ``"doubled"``), ``asymptote`` and ``plateau_determined``, ``now`` (the
@@ -334,7 +334,7 @@ class DynamicsCallback(_Base):
                  settings: Any = None, print_curvature: bool = True,
                  reward_range: tuple[float, float] | None = None):
         from ..validation import check_flag, check_names, check_path
-        from .diagnostics.forecast import check_reward_range
+        from .forecast import check_reward_range
         from .settings import RunSettings
 
         self.output_dir = check_path("output_dir", output_dir, what="a folder path")
@@ -427,8 +427,6 @@ class DynamicsCallback(_Base):
 
     def _react(self, diagnosis, step: int, control) -> None:
         """Alerts for modes new (or worse) since the last check, the forecast, the stop."""
-        from .diagnostics.diagnose import forecast_lines
-
         rank = {s: i for i, s in enumerate(_SEVERITIES)}
         for f in diagnosis.findings:
             r = rank.get(f.severity, 0)
@@ -442,17 +440,10 @@ class DynamicsCallback(_Base):
                 self._print(f"[dynamics] step {step}: {f.severity} {f.mode} (steps {f.steps[0]}-{f.steps[1]}"
                             f"{onset}): {f.message}")
         fc = diagnosis.forecast
-        if fc:
-            keep = ("final", "final_low", "final_high", "horizon", "horizon_kind", "asymptote", "plateau_determined",
-                    "now", "now_steps", "band_clipped", "plateau", "plateau_low", "plateau_high", "law", "current",
-                    "reached", "t90", "reliable")
-            end = fc.get("end_of_run")
-            end = end if end and end.get("declined") is None and end.get("horizon_kind") == "planned" else None
-            ends = {} if end is None else {"end_of_run": {k: end[k] for k in ("horizon", "final", "final_low",
-                                                                               "final_high", "clock")}}
-            self.forecasts.append({"step": step, **{k: fc.get(k) for k in keep}, **ends})
+        if fc is not None:
+            self.forecasts.append({"step": step, **fc.to_record()})
             if self.print_forecast:
-                self._print(f"[dynamics] step {step}: " + f"\n[dynamics] step {step}: ".join(forecast_lines(fc)))
+                self._print(f"[dynamics] step {step}: " + f"\n[dynamics] step {step}: ".join(fc.lines()))
         self._react_curvature(diagnosis.implied_curvature, step)
         critical = next((f for f in diagnosis.findings if f.severity == "critical"), None)
         if self.stop_on_critical and critical is not None and self.stopped is None:
@@ -575,7 +566,7 @@ class DynamicsCallback(_Base):
                 warnings.simplefilter("ignore")
                 rows = self._binner.rows() + self._others if binned else self.records
                 log = from_records(rows, format="grpo_dynamics", source=str(self.path))
-                if self.max_steps:  # the planned end: the forecast of the run's end (forecast_run)
+                if self.max_steps:  # the planned end: the forecast of the run's end (forecast_end)
                     log.meta["max_steps"] = self.max_steps
                 diagnosis = diagnose(log, group_size=self.group_size, num_prompts=self.num_prompts,
                                      binary_reward=self.binary_reward, reward_range=self.reward_range,

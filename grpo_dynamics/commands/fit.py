@@ -25,7 +25,7 @@ import numpy as np
 
 from grpo_core._json import json_ready
 from grpo_core.errors import DataError, ParameterError
-from grpo_core.runs.diagnostics.forecast import check_reward_range, range_text, shown_range
+from grpo_core.runs.forecast import check_reward_range, plateau_checks, range_text, shown_range
 
 from ._logargs import add_log_arguments, as_flag, output_path, read_log_from_args
 
@@ -36,9 +36,9 @@ MAX_POINTS = 2000
 MIN_POINTS = 8
 
 
-def _unit_note(e: dict) -> str:
+def _unit_note(e) -> str:
     """How the late gain was scaled: by the logged reward_std (GRPO's learning signal) or the window's spread."""
-    return ", scaled by the logged reward_std" if e.get("late_gain_unit") == "reward_std" else ""
+    return ", scaled by the logged reward_std" if e.late_gain_unit == "reward_std" else ""
 
 
 def register(subparsers) -> None:
@@ -177,7 +177,7 @@ def handler(args: argparse.Namespace) -> int:
                 "use the log's last `tail` points (its last 20%). The forecast the text prints, scored against "
                 "the log's last 20% as the benchmark is, is end_of_run_forecast"
                 + (f"; declined: {fc_declined}" if fc_declined else ""))
-        out["end_of_run_forecast"] = None if end is None else json_ready(end)
+        out["end_of_run_forecast"] = None if end is None else json_ready(end.to_dict())
         out["plot"] = None if plot is None else str(plot)
         out["implied_curvature"] = implied.as_dict()
         print(json.dumps(out, allow_nan=False))
@@ -200,100 +200,69 @@ def _law_forecast_json(fc, y, args) -> dict:
     window = np.asarray(y[:int(d["n_fit"])], dtype=float)
     span = float(np.ptp(window)) if window.size else float("nan")
     rng = shown_range(y, None, args.reward_range) if args.metric.startswith("reward") else None
+    at_bound, outside, wide = plateau_checks(fc.plateau, fc.plateau_low, fc.plateau_high, fc.fit.at_bound, span, rng)
     why = []
-    if "r_inf" in fc.fit.at_bound:
+    if at_bound:
         why.append("the plateau sits at the law's bound: the window does not determine it")
-    if rng is not None and not rng[0] <= fc.plateau <= rng[1]:
+    if outside:
         why.append(f"the plateau {fc.plateau:.4g} lies outside {range_text(rng)}")
-    if (math.isfinite(fc.plateau_high - fc.plateau_low) and span > 0
-            and fc.plateau_high - fc.plateau_low > 3 * span):
+    if wide:
         why.append(f"the plateau's band is more than three times as wide as the window's whole range ({span:.4g})")
     d.update({"at_bound": list(fc.fit.at_bound), "reliable": not why, "caveat": "; ".join(why) or None})
     return d
 
 
 def _end_of_run(log, args):
-    """The end-of-run forecast from the first ``--fit-fraction`` (the benchmarked forecaster of
-    :func:`grpo_core.runs.diagnostics.forecast_run`); ``None`` without ``--fit-fraction`` (checked to lie
-    in (0, 1) by the handler)."""
-    from grpo_core.runs.diagnostics import forecast_run
-    from grpo_core.runs.diagnostics.forecast import WINDOW_N_BOOT
+    """The end-of-run forecast from the first ``--fit-fraction`` (:func:`grpo_core.runs.forecast.forecast_end`,
+    shown within the declared --reward-range, or [0, 1] for a reward logged within it); ``None`` without
+    ``--fit-fraction`` (checked to lie in (0, 1) by the handler)."""
+    from grpo_core.runs.forecast import WINDOW_N_BOOT, forecast_end
 
     if args.fit_fraction is None:
         return None
     try:
-        end = forecast_run(log, fit_fraction=float(args.fit_fraction), metric=args.metric, split=args.split,
-                           n_boot=min(args.n_boot, WINDOW_N_BOOT), level=float(args.level), seed=args.seed)
+        return forecast_end(log, fit_fraction=float(args.fit_fraction), metric=args.metric, split=args.split,
+                            n_boot=min(args.n_boot, WINDOW_N_BOOT), level=float(args.level), seed=args.seed,
+                            reward_range=args.reward_range)
     except DataError:
         return None
-    # a reward's step mean lies in the range its functions allow: the declared --reward-range, or [0, 1] for a
-    # reward whose every logged value lies there (a 0/1 reward's batch means): the forecast is shown within it
-    # (diagnose's rule); the numbers themselves stay the forecaster's
-    values = _series(log, args.metric, args.split)[1].astype(float)
-    rng = shown_range(values, None, args.reward_range) if args.metric.startswith("reward") else None
-    end["unit_range"] = rng is not None and args.reward_range is None
-    end["shown_range"] = None if rng is None else list(rng)
-    # what the text and the plot show, in the JSON too, beside the forecaster's own numbers
-    final, low, high = _shown(end)
-    past = bool(end["plateau_determined"] and rng is not None and not rng[0] <= end["plateau"] <= rng[1])
-    end["shown"] = {"final": final, "low": low, "high": high, "clipped_to": None if rng is None else [rng[0], rng[1]],
-                    "plateau_past_range": past, "plateau_determined": bool(end["plateau_determined"] and not past),
-                    "error": None if end["actual"] is None or end["declined"] is not None else final - end["actual"]}
-    return end
-
-
-def _shown(e) -> tuple[float, float, float]:
-    """The forecast and its band as shown: within ``shown_range`` (the declared --reward-range, or [0, 1] for a
-    reward logged within it)."""
-    vals = (e["final"], e["final_low"], e["final_high"])
-    rng = e.get("shown_range")
-    return tuple(min(max(v, rng[0]), rng[1]) for v in vals) if rng else vals
-
-
-def _wide(e, low: float, high: float) -> str:
-    from grpo_core.runs.diagnostics.forecast import wide_band_note
-
-    note = wide_band_note(e, low, high)
-    return f" ({note})" if note else ""
 
 
 def _end_line(e) -> str:
     """The forecast from the first ``--fit-fraction``: the end-of-log mean with its band and the plateau,
     now (the forecaster's current level, over which steps) and the actual (the log's last 20%; how many of
-    its points the window saw, if any). A reward with a range (``shown_range``: declared, or [0, 1] for a
-    reward logged within it) is shown within it, and the error is the shown forecast's."""
-    seen = f"{e['n_fit']}, to step {e['t_fit_end']:g}" if e["n_fit"] else "none"
-    head = f"\nforecast from the first {e['fit_fraction']:.0%} of the points ({seen})"
-    if e["declined"] is not None:
-        return f"{head}: declined ({e['declined']})"
-    from grpo_core.runs.diagnostics.forecast import late_gain_text
-
-    h = e["horizon"]
-    rng = e.get("shown_range")
-    plateau = (f"plateau {e['plateau']:.4g}" if e["plateau_determined"] else
+    its points the window saw, if any). A reward with a range is shown within it, and the error is the shown
+    forecast's."""
+    seen = f"{e.n_fit}, to step {e.t_fit_end:g}" if e.n_fit else "none"
+    head = f"\nforecast from the first {e.fit_fraction:.0%} of the points ({seen})"
+    if e.declined is not None:
+        return f"{head}: declined ({e.declined})"
+    h = e.horizon
+    plateau = (f"plateau {e.asymptote:.4g}" if e.asymptote_determined else
                f"plateau not determined (the laws have not levelled off by step {h:g})")
-    if e["plateau_determined"] and rng and not rng[0] <= e["plateau"] <= rng[1]:
+    if e.plateau_past_range:
         # real run 04 with --reward-range 0 1.5: "plateau 1.549" for a reward that cannot pass 1.5
-        plateau = f"no plateau within reach (the laws' asymptote {e['plateau']:.4g} lies outside {range_text(rng)})"
-    a, b = e["current_steps"]
-    final, low, high = _shown(e)  # a reward's mean lies in its range: shown within it, as diagnose does
+        plateau = (f"no plateau within reach (the laws' asymptote {e.asymptote:.4g} lies outside "
+                   f"{range_text(e.shown_range)})")
+    a, b = e.now_steps
     clipped = ""
-    if (final, low, high) != (e["final"], e["final_low"], e["final_high"]):
-        clipped = (f", clipped to {range_text(e['shown_range'])}; the forecaster's own {e['final']:.4g} "
-                   f"[{e['final_low']:.4g}, {e['final_high']:.4g}] runs past it")
-    lines = [f"{head}, {e['clock']} clock: mean of the last 20% (steps {round(0.8 * h):d}-{h:g}) {final:.4g}, "
-             f"{e['level']:.0%} band [{low:.4g}, {high:.4g}]{clipped}{_wide(e, low, high)} (of it, late gain "
-             f"learned from real runs {late_gain_text(e)}{_unit_note(e)}); {plateau}",
-             f"now (the forecaster's current level: mean of steps {a:g}-{b:g}) {e['current']:.4g}"]
-    if e["actual"] is not None:
-        c, d = e["actual_steps"]
-        seen = (f"; the fit window holds {e['actual_in_window']} of its {e['actual_points']} points"
-                if e["actual_in_window"] else ", after the fit window")
-        lines.append(f"actual: mean of steps {c:g}-{d:g} (the log's last 20%{seen}) {e['actual']:.4g} "
-                     f"({'inside' if e['covered'] else 'outside'} the band; error {final - e['actual']:+.4g}"
-                     + (f", {e['error']:+.4g} unclipped" if clipped else "") + ")")
-    step_note = ("; here in steps: the log has no learning-rate schedule" if e["clock"] == "step" else "")
-    lines.append(f"  method: {e['method']} (python -m bench forecast{step_note})")
+    if e.band_clipped:
+        clipped = (f", clipped to {range_text(e.shown_range)}; the forecaster's own {e.point:.4g} "
+                   f"[{e.low:.4g}, {e.high:.4g}] runs past it")
+    wide = f" ({e.wide_band_note})" if e.wide_band_note else ""
+    lines = [f"{head}, {e.clock} clock: mean of the last 20% (steps {round(0.8 * h):d}-{h:g}) {e.shown_point:.4g}, "
+             f"{e.level:.0%} band [{e.shown_low:.4g}, {e.shown_high:.4g}]{clipped}{wide} (of it, late gain "
+             f"learned from real runs {e.late_gain_text}{_unit_note(e)}); {plateau}",
+             f"now (the forecaster's current level: mean of steps {a:g}-{b:g}) {e.now:.4g}"]
+    if e.actual is not None:
+        c, d = e.actual_steps
+        seen = (f"; the fit window holds {e.actual_in_window} of its {e.actual_points} points"
+                if e.actual_in_window else ", after the fit window")
+        lines.append(f"actual: mean of steps {c:g}-{d:g} (the log's last 20%{seen}) {e.actual:.4g} "
+                     f"({'inside' if e.covered else 'outside'} the band; error {e.shown_point - e.actual:+.4g}"
+                     + (f", {e.error:+.4g} unclipped" if clipped else "") + ")")
+    step_note = ("; here in steps: the log has no learning-rate schedule" if e.clock == "step" else "")
+    lines.append(f"  method: {e.method} (python -m bench forecast{step_note})")
     return "\n".join(lines)
 
 
@@ -426,7 +395,7 @@ def _save_plot(comparison, end, path: Path, metric: str, series) -> None:
 
     alt.data_transformers.disable_max_rows()
     charts = [laws_charts.fits_chart(comparison, metric=metric), laws_charts.residuals_chart(comparison)]
-    if end is not None and end["declined"] is None:
+    if end is not None and end.declined is None:
         charts.append(_forecast_chart(end, series, metric))
     chart = alt.vconcat(*charts).resolve_scale(color="independent")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -506,13 +475,14 @@ def _forecast_chart(e, series, metric: str):
     import pandas as pd
 
     t, y = (np.asarray(a, float) for a in series)
-    data = pd.DataFrame({"step": t, "value": y, "part": np.where(t <= e["t_fit_end"], "fit window", "after it")})
-    h = e["horizon"]
-    final, low, high = _shown(e)  # as the text says it: within the reward's range
-    box = pd.DataFrame({"step": [0.8 * h, h], "low": low, "high": high, "value": final, "what": "forecast"})
-    segments = [("now (forecaster's level)", e["current_steps"], e["current"])]
-    if e["actual"] is not None:
-        segments.append(("actual (the last 20%)", e["actual_steps"], e["actual"]))
+    data = pd.DataFrame({"step": t, "value": y, "part": np.where(t <= e.t_fit_end, "fit window", "after it")})
+    h = e.horizon
+    # as the text says it: within the reward's range
+    box = pd.DataFrame({"step": [0.8 * h, h], "low": e.shown_low, "high": e.shown_high, "value": e.shown_point,
+                        "what": "forecast"})
+    segments = [("now (forecaster's level)", e.now_steps, e.now)]
+    if e.actual is not None:
+        segments.append(("actual (the last 20%)", e.actual_steps, e.actual))
     marks = pd.DataFrame([{"step": s, "value": v, "what": w} for w, steps, v in segments for s in steps])
     x = alt.X("step:Q", title="step")
     what = alt.Color("what:N", title=None, scale=alt.Scale(
@@ -530,4 +500,4 @@ def _forecast_chart(e, series, metric: str):
             x=x, y="value:Q", detail="what:N", color=what,
             tooltip=["what:N", alt.Tooltip("value:Q", format=".4g")]),
     ).properties(width=600, height=260,
-                 title=f"forecast from the first {e['fit_fraction']:.0%} (shaded: its {e['level']:.0%} band)")
+                 title=f"forecast from the first {e.fit_fraction:.0%} (shaded: its {e.level:.0%} band)")

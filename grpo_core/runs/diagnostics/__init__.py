@@ -53,8 +53,8 @@ reason), ``findings`` (the modes, severities, :class:`Finding`), ``series`` (the
 checks share), ``oscillation`` (the periodogram test), one module per failure mode
 (``decoupling``, ``degeneration``, ``concentration``, ``instability``, ``learning``, ``truncation``,
 ``numerical``, ``no_update``, ``off_policy``, ``explosion``, ``drift``, ``spikes``, ``saturation``),
-``forecast`` (the plateau
-forecast) and ``diagnose`` (:func:`diagnose`, :class:`Diagnosis`). A new failure mode gets its own
+and ``diagnose`` (:func:`diagnose`, :class:`Diagnosis`; its forecast is made in
+:mod:`grpo_core.runs.forecast`). A new failure mode gets its own
 module and its thresholds in :class:`Thresholds`. Constructed logs to test them on are in
 :mod:`grpo_core.runs.synthetic`, which none of these modules imports.
 
@@ -75,7 +75,6 @@ from .diagnose import Diagnosis, diagnose
 from .drift import kl_drift
 from .explosion import entropy_explosion
 from .findings import ADVICE, ALL_MODES, MODES, SEVERITIES, USER_MODES, VERDICTS, Finding
-from .forecast import FORECAST_POINTS, forecast_end, forecast_run, plateau_forecast
 from .instability import dynamic_instability
 from .learning import not_learning, slope_test
 from .no_update import no_update
@@ -96,7 +95,6 @@ __all__ = [
     "ADVICE",
     "Thresholds",
     "DEFAULT_THRESHOLDS",
-    "FORECAST_POINTS",
     "Finding",
     "Oscillation",
     "Diagnosis",
@@ -107,9 +105,6 @@ __all__ = [
     "policy_concentration",
     "dynamic_instability",
     "train_eval_decoupling",
-    "plateau_forecast",
-    "forecast_run",
-    "forecast_end",
     "not_learning",
     "slope_test",
     "truncation",

@@ -14,6 +14,7 @@ from ..._json import json_ready
 from ...errors import DataError, GrpoError, ParameterError
 from ...validation import check_integer
 from ..curvature import NO_STABILITY_VERDICT
+from ..forecast import END_N_BOOT, EndForecast, check_reward_range, forecast_end
 from ..logs import RunLog, read_log
 from .concentration import policy_concentration
 from .decoupling import train_eval_decoupling
@@ -21,15 +22,6 @@ from .degeneration import advantage_degeneration
 from .drift import kl_drift
 from .explosion import entropy_explosion
 from .findings import _RANK, MODES, Finding
-from .forecast import (
-    END_N_BOOT,
-    check_reward_range,
-    forecast_end,
-    plateau_forecast,
-    range_text,
-    shown_range,
-    wide_band_note,
-)
 from .implied import implied_curvature_entry, run_settings
 from .instability import dynamic_instability
 from .learning import not_learning
@@ -54,25 +46,14 @@ class Diagnosis:
         Most severe first (then by onset).
     healthy : bool
         ``verdict == "healthy"``.
-    forecast : dict or None
-        Where the reward ends, by the benchmarked forecaster (:func:`forecast_end`, the one
-        ``python -m bench forecast`` scores): ``final``, ``final_low``, ``final_high`` (the mean reward
-        over the last 20% of the run up to ``horizon`` and its ``level`` band; ``horizon_kind``
-        ``"planned"``: the log's ``max_steps``, ``"doubled"``: a finished log trained on to twice its
-        last step), ``asymptote`` and ``plateau_determined`` (False: the window does not determine a
-        plateau, or it lies outside the reward's range; print no plateau then), ``now`` (the
-        forecaster's current level) and ``now_steps`` (the first and last step it averages),
-        ``clock``, ``forecast_caveat`` (the run is unstable, or the forecast lies outside the reward's
-        range; else ``None``), ``shown_range`` (``[low, high, name]``: the declared ``reward_range``, or
-        ``[0, 1]`` for a 0/1 reward; ``None`` when there is none), ``band_clipped`` (the forecast and band
-        are shown clipped to it, the range the mean reward can take) and ``end_of_run`` (the whole :func:`forecast_run`
-        dict, the forecaster's own numbers). Beside it, the law that describes the curve
-        (:func:`plateau_forecast`'s keys: ``law``, ``plateau``, ``plateau_low``, ``plateau_high``,
-        ``r2``, ``t90``, ``current`` (the mean of the last 50 rows), ..., with ``reliable`` and
-        ``caveat`` about that fit; ``law`` is ``None`` and those keys absent when the curve is too
-        short for it; in the JSON of :meth:`Diagnosis.to_dict` these are under ``law_fit``). ``None`` if
-        no forecast was made (fewer than 8 reward points, a reward that
-        does not change; the reason is in ``notes``).
+    forecast : EndForecast or None
+        Where the reward ends (:func:`grpo_core.runs.forecast.forecast_end`, the forecaster ``python -m bench
+        forecast`` scores): the mean reward over the last 20% of the run up to ``horizon`` (the log's
+        ``max_steps``, or twice its last step) with its band as shown within the reward's range, the plateau
+        when the laws determine it, the current level, the caveats, and the law that describes the curve
+        (``law_fit``, with its curves for charts; ``law_fit_error`` when the curve is too short for it).
+        ``None`` if no forecast was made (fewer than 8 reward points, a reward that does not change; the
+        reason is in ``notes``).
     oscillation : Oscillation or None
         Oscillation analysis of the reward.
     checked : list of str
@@ -102,7 +83,7 @@ class Diagnosis:
 
     findings: list[Finding]
     healthy: bool
-    forecast: dict[str, Any] | None
+    forecast: EndForecast | None
     oscillation: Oscillation | None
     checked: list[str]
     skipped: dict[str, str]
@@ -157,7 +138,7 @@ class Diagnosis:
             "healthy": self.healthy,
             "missing": self.missing,
             "findings": [f.to_dict() for f in self.findings],
-            "forecast": _forecast_json(self.forecast),
+            "forecast": None if self.forecast is None else self.forecast.to_dict(),
             "oscillation": None if self.oscillation is None else self.oscillation.to_dict(),
             "checked": self.checked,
             "skipped": self.skipped,
@@ -189,7 +170,7 @@ class Diagnosis:
             if f.advice and f.severity != "info":
                 lines.append(f"      try: {f.advice}")
         if self.forecast:
-            lines += [f"  {line}" for line in forecast_lines(self.forecast)]
+            lines += [f"  {line}" for line in self.forecast.lines()]
         else:
             lines += [f"  {note}" for note in self.notes if note.startswith("no plateau forecast")]
         if self.implied_curvature is not None:
@@ -206,9 +187,6 @@ class Diagnosis:
         if rest:
             lines.append(f"  not checked (no column for them): {', '.join(rest)}")
         return "\n".join(lines)
-
-
-_CURVE_KEYS = ("t", "fitted", "fitted_low", "fitted_high", "smoothed_t", "smoothed")
 
 
 def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_reward: bool | None = None,
@@ -235,7 +213,7 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
     thresholds : Thresholds, optional
         Operational thresholds (default :class:`Thresholds`).
     forecast : bool
-        Make the forecast (:func:`forecast_end`) and the law fit (:func:`plateau_forecast`).
+        Make the forecast and the law fit (:func:`grpo_core.runs.forecast.forecast_end`).
     n_boot : int
         Bootstrap replicates of the forecast band. 50 keeps a 100,000-step diagnosis under a
         second; against 1,000 replicates the ends of the 90% band moved by 4-17% of its width on
@@ -463,126 +441,31 @@ def not_a_relaxation(finding: Finding | None, *, quote: bool = True) -> str | No
 
 
 def _forecast(log: RunLog, findings: list[Finding], binary_reward: bool | None, n_boot: int, th: Thresholds,
-              notes: list[str], reward_range: tuple[float, float] | None = None) -> dict[str, Any] | None:
-    """The forecast of where the reward ends (:func:`forecast_end`, the benchmarked forecaster) with
-    the law fit that describes the curve (:func:`plateau_forecast`), or ``None`` with the reason in
-    ``notes``. No significance gate: a flat reward is forecast to stay flat (the constant law), and
-    whether the run learns is :func:`not_learning`'s verdict alone."""
+              notes: list[str], reward_range: tuple[float, float] | None = None) -> EndForecast | None:
+    """The forecast of where the reward ends with the law fit that describes the curve
+    (:func:`~grpo_core.runs.forecast.forecast_end`), or ``None`` with the reason in ``notes``. No significance
+    gate: a flat reward is forecast to stay flat (the constant law), and whether the run learns is
+    :func:`not_learning`'s verdict alone."""
     from ...laws.plateau import MIN_WINDOW
 
-    rt, r = _quiet_series(log, "reward")
+    r = _quiet_series(log, "reward")[1]
     if r.size < MIN_WINDOW:
         notes.append(f"no plateau forecast: only {r.size} reward point(s); a learning curve to extrapolate "
                      f"needs at least {MIN_WINDOW}")
         return None
+    unstable = any(f.mode == "dynamic_instability" and f.severity in ("warning", "critical") for f in findings)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            fc = plateau_forecast(log, n_boot=n_boot)
-        except GrpoError as exc:  # too short for the law fit: the forecast alone
-            fc = {"metric": "reward", "law": None, "level": 0.9, "end_of_run": None, "law_fit_error": str(exc)}
-        try:
-            end = (fc["end_of_run"] if fc.get("end_of_run") is not None
-                   else forecast_end(log, n_boot=min(n_boot, END_N_BOOT), level=fc["level"]))
+            fc = forecast_end(log, n_boot=min(n_boot, END_N_BOOT), binary_reward=binary_reward,
+                              reward_range=reward_range, unstable=unstable, law_fit_boot=n_boot)
         except GrpoError as exc:
             notes.append(f"no plateau forecast: {exc}")
             return None
-    if end["declined"] is not None:
-        notes.append(f"no plateau forecast: {end['declined']}")
+    if fc.declined is not None:
+        notes.append(f"no plateau forecast: {fc.declined}")
         return None
-    end.setdefault("horizon_kind", "planned")
-    fc["end_of_run"] = end
-    caveats = []
-    if any(f.mode == "dynamic_instability" and f.severity in ("warning", "critical") for f in findings):
-        caveats.append("the run is unstable: a plateau law does not describe it")
-    # a step's mean reward lies in the range its reward functions allow (declared, or [0, 1] for a 0/1
-    # reward): a forecast past it says so, and it and its band are shown within it (clipping cannot
-    # uncover the truth; end_of_run keeps the forecaster's own numbers)
-    rng = shown_range(r, binary_reward, reward_range)
-
-    def outside(v: float) -> bool:
-        return rng is not None and not (rng[0] - 1e-9 * (rng[1] - rng[0]) <= v <= rng[1] + 1e-9 * (rng[1] - rng[0]))
-
-    if outside(end["final"]):
-        laws_only = end["final"] - end["late_gain"]
-        edge = f"{rng[1]:g}" if end["final"] > rng[1] else f"{rng[0]:g}"
-        if outside(laws_only):
-            caveats.append(f"the laws' forecast {end['final']:.4g} lies outside {range_text(rng)}: they "
-                           f"extrapolate a rise that has not bent over yet (shown clipped to [{rng[0]:g}, {rng[1]:g}])")
-        else:  # the laws have levelled off inside the range; the late gain carries the forecast past its edge
-            caveats.append(f"the forecast {end['final']:.4g} lies outside {range_text(rng)}: the "
-                           f"laws level off at {laws_only:.4g}, and the late gain (the slow rise real runs keep "
-                           f"after their last bend, learned from the benchmark's runs) carries it past {edge}; a "
-                           f"reward at its ceiling cannot keep rising (shown clipped to [{rng[0]:g}, {rng[1]:g}])")
-    determined = end["plateau_determined"]
-    if determined and outside(end["plateau"]):
-        determined = False
-    final, low, high = ((min(max(v, rng[0]), rng[1]) for v in (end["final"], end["final_low"], end["final_high"]))
-                        if rng is not None else (end["final"], end["final_low"], end["final_high"]))
-    fc.update({"final": final, "final_low": low, "final_high": high,
-               "band_clipped": bool(rng is not None and (low, high) != (end["final_low"], end["final_high"])),
-               "shown_range": None if rng is None else list(rng),
-               "horizon": end["horizon"], "horizon_kind": end["horizon_kind"], "asymptote": end["plateau"],
-               "plateau_determined": bool(determined), "now": end["current"], "now_steps": end["current_steps"],
-               "clock": end["clock"], "forecast_caveat": "; ".join(caveats) or None,
-               "window_range": end.get("window_range", float("nan"))})
-    if fc["law"] is None:
-        return fc
-    if "r_inf" in fc["at_bound"]:
-        caveats.append("the curve does not determine its plateau: the fitted value sits at the law's "
-                       "bound, ten reward ranges beyond the data")
-    elif outside(fc["plateau"]):
-        caveats.append(f"the fitted plateau {fc['plateau']:.4g} lies outside {range_text(rng)}: the curve "
-                       "has not bent over yet and the law extrapolates past it")
-    elif (np.isfinite(fc["plateau_high"]) and np.isfinite(fc["plateau_low"]) and np.ptp(r) > 0
-          and fc["plateau_high"] - fc["plateau_low"] > 3 * float(np.ptp(r))):
-        # held-out runs 44, 46, 49: bands reaching 105-367 for rewards that never passed 3-22
-        caveats.append(f"the fitted plateau's band [{fc['plateau_low']:.4g}, {fc['plateau_high']:.4g}] is more "
-                       f"than three times as wide as the reward's whole range ({float(np.min(r)):.4g} to "
-                       f"{float(np.max(r)):.4g}): the curve does not determine its plateau")
-    fc["reliable"] = not caveats
-    if caveats:
-        fc["caveat"] = "; ".join(caveats)
     return fc
-
-
-def forecast_lines(fc: dict[str, Any]) -> list[str]:
-    """The forecast of :func:`diagnose` in two lines: where the reward ends (the benchmarked forecaster's
-    end-of-run mean with its band, and the plateau or why it is not determined), and now (the
-    forecaster's current level and the steps it averages)."""
-    h = fc["horizon"]
-    where = (f"at the planned end of the run (step {h:g})" if fc["horizon_kind"] == "planned"
-             else f"if trained on to step {h:g} (twice as long)")
-    plateau = (f"plateau {fc['asymptote']:.4g}" if fc["plateau_determined"] else
-               f"plateau not determined (the laws have not levelled off by step {h:g})")
-    a, b = fc["now_steps"]
-    wide = wide_band_note(fc)
-    return [f"forecast: {where}, the mean reward over steps {round(0.8 * h):d}-{h:g} is {fc['final']:.4g} "
-            f"[{fc['final_low']:.4g}, {fc['final_high']:.4g}] ({fc['level']:.0%} band"
-            + (f", clipped to {range_text(fc['shown_range'])}"
-               if fc.get("band_clipped") else "")
-            + (f"; {wide}" if wide else "") + f"); {plateau}",
-            f"now {fc['now']:.4g} (the forecaster's current level: mean of steps {a:g}-{b:g}; {fc['clock']} clock)"
-            + (f" (caveat: {fc['forecast_caveat']})" if fc.get("forecast_caveat") else "")]
-
-
-#: The law fit's keys (:func:`plateau_forecast`), under ``law_fit`` in the JSON: at the top level its
-#: ``plateau`` and ``current`` read as the printed plateau and "now", which they are not (real run 01:
-#: ``current`` 0.524, the mean of all 40 rows, beside "now 0.00625"; ``plateau`` 0.006 where the text says
-#: the plateau is not determined).
-_LAW_FIT_KEYS = ("law", "plateau", "plateau_low", "plateau_high", "band_method", "r2", "r2_smoothed", "t90",
-                 "current", "tail", "reached", "window", "start", "at_bound", "laws", "reliable", "caveat",
-                 "law_fit_error")
-
-
-def _forecast_json(fc: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The forecast as JSON: what the text prints at the top level (``final`` and its band, ``asymptote``,
-    ``plateau_determined``, ``now``, ...), the law fit that describes the curve under ``law_fit``, no curves."""
-    if fc is None:
-        return None
-    out = {k: v for k, v in fc.items() if k not in _CURVE_KEYS and k not in _LAW_FIT_KEYS}
-    out["law_fit"] = {k: fc[k] for k in _LAW_FIT_KEYS if k in fc}
-    return out
 
 
 #: Containers whose rows were renamed to TRL's keys by the reader: the label names where they came from.
