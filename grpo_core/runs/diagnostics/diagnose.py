@@ -243,13 +243,15 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
     Raises
     ------
     DataError
-        The log cannot be read (path input), or none of the four checks can run on it (it has
-        none of the columns they read: a verdict "healthy" would be about nothing).
+        The log cannot be read (path input), or no check can run on it but the check of its values for
+        NaN and overflow, and that finds none (it has none of the columns the others read: a verdict would
+        be about nothing).
     ParameterError
         Bad ``group_size`` or ``num_prompts``; ``binary_reward=True`` for a reward outside [0, 1]; a
         ``reward_range`` that is not ``low < high`` or does not hold every logged reward; an
-        ``eval_metric`` or ``correctness`` name the log does not have (the message lists its columns). A ``settings``
-        path that is not a file.
+        ``eval_metric`` or ``correctness`` name the log does not have (the message lists its columns), or of the
+        wrong type (``eval_metric`` not a str, ``correctness`` not a list of str). A ``settings`` path that is
+        not a file.
 
     Examples
     --------
@@ -268,7 +270,12 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
         reward_range = check_reward_range(reward_range, _quiet_series(log, "reward")[1] if log.has("reward") else None,
                                           str(log.source))
     notes = list(log.notes)
-    osc = _reward_oscillation(log, binary_reward, th)
+    from .series import _overflowed
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        osc = _reward_oscillation(log, binary_reward, th)
+    if osc is not None and _overflowed(_quiet_series(log, "reward")[1]).any():
+        osc = None  # the spectrum of overflowed values is no dynamics (numerical_failure reports them)
     checks = {
         "train_eval_decoupling": lambda: train_eval_decoupling(log, eval_metric=eval_metric,
                                                                correctness=correctness, thresholds=th),
@@ -290,6 +297,12 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
     findings = _rejudge(log, findings, "not_learning" in checked, group_size, num_prompts, th)
     findings.sort(key=lambda f: (-_RANK[f.severity], f.onset if f.onset is not None else f.steps[0]))
     verdict, missing = _verdict(findings, checked, skipped, th)
+    failed = next((f for f in findings if f.mode == "numerical_failure" and f.severity == "critical"), None)
+    if failed is not None and (forecast or curvature) and log.has("reward"):
+        # NaN, inf or overflowed values poison the update: what follows is no learning curve to extrapolate or fit
+        notes.append(f"no plateau forecast and no reward time scale: the run failed numerically (numerical_failure, "
+                     f"from step {failed.steps[0]}); a curve with NaN, infinite or overflowed values is not fitted")
+        forecast = curvature = False
     fc = (_forecast(log, findings, binary_reward, n_boot, th, notes, reward_range)
           if forecast and log.has("reward") else None)
     if log.has("reward"):
@@ -336,8 +349,22 @@ def _check_names(log: RunLog, eval_metric: str | None,
     Both spellings of a reward function are accepted: the log's own (``rewards/accuracy_reward``,
     ``rewards/accuracy_reward/mean``) and the normalised one (``reward/accuracy_reward``), or the bare
     name (``accuracy_reward``). An unknown name is a :class:`ParameterError` naming the available
-    columns (a check silently skipped could turn a critical verdict into a healthy one).
+    columns (a check silently skipped could turn a critical verdict into a healthy one). A name that is not a
+    string, or a ``correctness`` that is one string rather than a list of them (iterated, ``'acc'`` would be
+    the names ``'a'``, ``'c'``, ``'c'``), is a :class:`ParameterError` too.
     """
+    if eval_metric is not None and not isinstance(eval_metric, str):
+        raise ParameterError("eval_metric", f"`eval_metric` must be the name of an eval column (a str); got "
+                             f"{type(eval_metric).__name__} {eval_metric!r}")
+    if correctness is not None:
+        if isinstance(correctness, (str, bytes)) or not isinstance(correctness, (list, tuple)):
+            hint = f" (for one function write [{correctness!r}])" if isinstance(correctness, str) else ""
+            raise ParameterError("correctness", f"`correctness` must be a list of reward-function names; got "
+                                 f"{type(correctness).__name__} {correctness!r}{hint}")
+        bad = [c for c in correctness if not isinstance(c, str)]
+        if bad:
+            raise ParameterError("correctness", f"`correctness` must hold reward-function names (str); got "
+                                 f"{', '.join(f'{type(c).__name__} {c!r}' for c in bad)}")
     if correctness is not None:
         funcs = log.reward_functions()
         resolved = [_strip_reward_prefix(str(c)) for c in correctness]
@@ -377,9 +404,13 @@ def _verdict(findings: list[Finding], checked: list[str], skipped: dict[str, str
     """``(verdict, missing)``: see :attr:`Diagnosis.verdict`."""
     if any(_RANK[f.severity] >= 1 for f in findings):
         return "unhealthy", []
+    from .learning import TOO_EARLY
+
     missing = []
     if "not_learning" not in checked:
-        missing.append(f"whether the run learns was not checked ({skipped.get('not_learning', 'no reward')})")
+        why = skipped.get("not_learning", "no reward")
+        # a run too short to judge was read, and its reason says so: "56 of 250 planned steps: too early ..."
+        missing.append(why if TOO_EARLY in why else f"whether the run learns was not checked ({why})")
     core = [m for m in MODES if m in checked]
     if len(core) < th.min_checks_for_healthy:
         missing.append(f"only {len(core)} of the four failure-mode checks could run ({', '.join(core) or 'none'}; "
@@ -415,11 +446,13 @@ def _run_checks(log: RunLog, checks: dict) -> tuple[list[Finding], list[str], di
         checked.append(mode)
         if found is not None:
             findings.append(found)
-    if not any(m in checked for m in MODES + ("not_learning",)):
+    # the sanity check of the values alone, finding nothing, says nothing about the run: any other check,
+    # or a numerical failure, is something to report (a log of completion lengths, a log of NaN)
+    if not [m for m in checked if m != "numerical_failure"] and not findings:
         # "healthy" would be a verdict on nothing
         gone = (getattr(log, "dropped", None) or {}).get("train", {})
         why = "".join(f"; column {k!r} was dropped: {v}" for k, v in gone.items())
-        raise DataError(f"nothing to diagnose: none of the four checks can run on {log.source} (e.g. "
+        raise DataError(f"nothing to diagnose: no check can run on {log.source} (e.g. "
                         f"{skipped['dynamic_instability']}); its columns: "
                         f"{', '.join(map(str, log.train.columns)) or 'none'}{why}. Name yours with mapping= (--map "
                         "KEY=COLUMN)")

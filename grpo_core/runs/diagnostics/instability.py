@@ -12,7 +12,7 @@ from ...errors import DataError, GrpoError
 from ..logs import RunLog
 from .findings import _RANK, SEVERITIES, Finding
 from .oscillation import Oscillation, oscillation
-from .series import _bin, _quiet_series, _smooth, _usable, _window
+from .series import _bin, _overflowed, _quiet_series, _smooth, _usable, _window
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 _GROWTH_METRICS = ("grad_norm", "kl", "ppo_kl", "importance_ratio_max", "clip_ratio_region", "clip_ratio_low",
@@ -107,7 +107,7 @@ def dynamic_instability(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHO
     signals, levels = _growth_levels(log, present, th)
     if osc is None and log.has("reward"):
         st, r = _quiet_series(log, "reward")
-        if r.size >= 16:
+        if r.size >= 16 and not _overflowed(r).any():  # overflowed values: numerical_failure's, no spectrum
             try:
                 osc = oscillation(st, r, p_value=th.oscillation_p_value)
             except GrpoError:

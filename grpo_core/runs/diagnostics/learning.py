@@ -14,9 +14,20 @@ from typing import Any
 
 import numpy as np
 
+from ...errors import DataError
 from ..logs import RunLog
 from .findings import Finding
-from .series import _ar1_noise, _bin, _is_binary_compatible, _need, _quiet_series, _rise, _too_few
+from .series import (
+    OVERFLOW,
+    _ar1_noise,
+    _bin,
+    _is_binary_compatible,
+    _need,
+    _overflowed,
+    _quiet_series,
+    _rise,
+    _too_few,
+)
 from .thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 
@@ -70,6 +81,45 @@ def _dead(log: RunLog) -> list[str] | None:
     return cols
 
 
+#: What a reward with no significant rise in a run too short to judge is called (in the check's reason, which
+#: the verdict's ``missing`` quotes).
+TOO_EARLY = "too early to judge whether it learns"
+
+
+def planned_steps(log: RunLog) -> int | None:
+    """The run's planned optimizer steps (``max_steps`` of a TRL ``trainer_state.json``, ms-swift's
+    ``global_step/max_steps``), or ``None`` when the log does not say (or says something that is not a
+    positive whole number)."""
+    planned = log.meta.get("max_steps")
+    try:
+        value = float(planned)
+    except (TypeError, ValueError):
+        return None
+    return int(value) if math.isfinite(value) and value >= 1 and value == int(value) else None
+
+
+def learning_too_early(log: RunLog, last_step: int, th: Thresholds = DEFAULT_THRESHOLDS) -> str | None:
+    """Why a reward with no significant rise up to ``last_step`` is no verdict yet, or ``None`` when the run
+    is long enough to be called "not learning".
+
+    The run must have reached ``min_learning_steps`` optimizer steps and, where the log knows its planned
+    ``max_steps``, ``min_planned_fraction`` of them (a planned run shorter than ``min_learning_steps`` is
+    judged at its end). See :class:`Thresholds` for the evidence behind both.
+    """
+    planned = planned_steps(log)
+    if planned is not None and planned >= last_step:  # a plan the log has not passed
+        need = max(math.ceil(th.min_planned_fraction * planned), min(th.min_learning_steps, planned))
+        if last_step >= need:
+            return None
+        return (f"{last_step} of {planned} planned steps: {TOO_EARLY} (needs step {need}, "
+                f"{th.min_planned_fraction:.0%} of the planned run and at least {min(th.min_learning_steps, planned)} "
+                "steps: runs that learned often read flat before)")
+    if last_step >= th.min_learning_steps:
+        return None
+    return (f"{last_step} steps: {TOO_EARLY} (needs at least {th.min_learning_steps} optimizer steps, or half of "
+            "a planned max_steps the log states: runs that learned often read flat before)")
+
+
 def not_learning(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> Finding | None:
     """Check that the reward rose significantly over the run (and that the run is not dead).
 
@@ -81,7 +131,9 @@ def not_learning(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS) ->
     learning rate) when the reward fell significantly: a fall as significant as a rise must be (rise
     z <= -``trend_z``), or a smaller one (z <= ``falling_z``) with the slope negative at the same p-value
     (p for a rise > 1 - ``learning_p_value``). A 0/1 reward whose late mean is 0.9 or more is at its
-    ceiling already (info: nothing left to learn).
+    ceiling already (info: nothing left to learn). No significant change in a run too short to judge is no
+    verdict (a :class:`DataError` saying so). A dead run names its cause where the log shows it: every
+    completion cut at the length cap, every group's rewards equal.
 
     Parameters
     ----------
@@ -97,7 +149,12 @@ def not_learning(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS) ->
     Raises
     ------
     DataError
-        No reward, or fewer than ``min_learning_points`` (16) finite rewards.
+        No reward; a reward that reaches :data:`~grpo_core.runs.diagnostics.series.OVERFLOW` (float32's
+        largest value: an overflow, which :func:`~grpo_core.runs.diagnostics.numerical.numerical_failure`
+        reports); fewer than ``min_learning_points`` (16) finite rewards; or no significant rise nor fall in a
+        run too short to judge (:func:`learning_too_early`: fewer than ``min_learning_steps`` (50) steps, or
+        less than ``min_planned_fraction`` (half) of its planned ``max_steps``; the reason starts with the
+        steps and says :data:`TOO_EARLY`).
 
     Examples
     --------
@@ -111,13 +168,16 @@ def not_learning(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS) ->
     dead = _dead(log)
     st, r = _quiet_series(log, "reward")
     first, last = (int(st[0]), int(st[-1])) if st.size else (0, 0)
+    big = _overflowed(r)
+    if big.any():
+        # means and differences of such values overflow float64 (a fall "from inf to inf")
+        top = float(np.max(np.abs(r[big])))
+        raise DataError(f"not_learning cannot read the reward of {log.source}: it reaches {top:.3g} on "
+                        f"{int(big.sum())} step(s) (from step {int(st[big][0])}), "
+                        f"at or beyond float32's largest value ({OVERFLOW:.2g}): an overflow (numerical_failure), "
+                        "not a reward")
     if dead is not None:
-        return Finding("not_learning", "critical", (first, last), None, {"dead_columns": dead},
-                       f"Dead run: {', '.join(dead)} are exactly 0 on every step ({st.size} logged steps): no "
-                       "completion earns a reward and nothing is updated.",
-                       "check that the reward function can return non-zero values on a few completions "
-                       "(answer format, extraction), that completions are not all truncated, and that the "
-                       "trainable parameters receive gradients")
+        return _dead_finding(log, dead, st, th)
     if r.size < th.min_learning_points:
         raise _too_few(log, "not_learning", th.min_learning_points, "reward values", r.size)
     bs, br = _bin(st.astype(float), r, 4000)
@@ -156,6 +216,11 @@ def not_learning(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS) ->
                        "unlearned.", ADVICE_FELL)
     at_ceiling = _is_binary_compatible(r) and rise["late"] >= th.saturation_level
     severity = "info" if at_ceiling else "warning"
+    early = None if at_ceiling else learning_too_early(log, last, th)
+    if early is not None:
+        # no rise yet is no verdict yet: a run that learns often reads flat for its first steps
+        raise DataError(f"{early}; so far no significant rise nor fall: {rise['early']:.3g} -> {rise['late']:.3g} "
+                        f"over steps {first}-{last} (rise z = {rise['z']:.2g}, slope p = {test['p_value']:.2g})")
     # the windows named: an early mean of a few noisy steps (real run 16: 10 steps at 2.21, while steps
     # 1-20 average 2.09) read as "no change at all" without them
     qe = rise["early_points"]
@@ -167,6 +232,78 @@ def not_learning(log: RunLog, *, thresholds: Thresholds = DEFAULT_THRESHOLDS) ->
             ": the run is not learning.")
     return Finding("not_learning", severity, (first, last), None, ev, msg,
                    ADVICE_CEILING if at_ceiling else "")
+
+
+def _dead_finding(log: RunLog, dead: list[str], st: np.ndarray, th: Thresholds) -> Finding:
+    """The critical finding of a dead run, with its cause where the log shows it (completions at the length
+    cap; every group's rewards equal, hence no advantage)."""
+    first, last = (int(st[0]), int(st[-1])) if st.size else (0, 0)
+    ev: dict[str, Any] = {"dead_columns": dead}
+    msg = (f"Dead run: {', '.join(dead)} are exactly 0 on every step ({st.size} logged steps): no completion earns "
+           "a reward and nothing is updated.")
+    cut = _cut_at_cap(log, th)
+    if cut is not None:
+        ev["truncation"] = cut[1]
+        msg += f" No reward, because {cut[0]}: a truncated completion carries no answer (truncation)."
+    flat = _all_groups_flat(log)
+    if flat is not None:
+        ev["zero_spread"] = flat
+        msg += (f" No update, because every group's rewards are equal ({flat}): every advantage is 0, and so is "
+                "the gradient (advantage_degeneration).")
+    advice = ("raise max_completion_length (or ask for shorter reasoning) until completions end with an answer; "
+              "then check that the reward function can return non-zero values on a few completions"
+              if cut is not None else
+              "check that the reward function can return non-zero values on a few completions (answer format, "
+              "extraction), that completions are not all truncated, and that the trainable parameters receive "
+              "gradients")
+    return Finding("not_learning", "critical", (first, last), None, ev, msg, advice)
+
+
+def _cut_at_cap(log: RunLog, th: Thresholds) -> tuple[str, dict[str, Any]] | None:
+    """How the log shows the completions cut at the length cap on (nearly) every step, or ``None``.
+
+    With ``clipped_ratio``, it alone decides: its median at or above ``truncation_critical``. Without it,
+    the shortest and the longest completion of every step at one length (``completion_length_min`` ==
+    ``completion_length_max``, the same on every step): no completion ended before that length. A mean
+    length that never changes is no such evidence (case 10: 396 tokens on every step, none clipped).
+    """
+    ev: dict[str, Any] = {}
+    lengths = {}
+    for col in ("completion_length", "completion_length_min", "completion_length_max"):
+        if log.has(col):
+            v = _quiet_series(log, col)[1]
+            if v.size and np.ptp(v) == 0:
+                lengths[col] = float(v[0])
+    if log.has("clipped_ratio"):
+        c = _quiet_series(log, "clipped_ratio")[1]
+        if not c.size or float(np.median(c)) < th.truncation_critical:
+            return None
+        ev["clipped_ratio_median"] = float(np.median(c))
+        mean, cap = lengths.get("completion_length"), lengths.get("completion_length_max")
+        # every completion clipped on every step: the mean length is the cap
+        cap = cap if cap is not None and mean == cap else mean if bool(np.all(c >= 1.0)) else None
+        if cap is not None:
+            ev["max_length"] = cap
+        at = f" of {cap:.0f} tokens" if cap is not None else ""
+        return (f"the completions are cut at the length cap{at} (clipped_ratio {ev['clipped_ratio_median']:.0%} on the "
+                "median step)"), ev
+    low, high = lengths.get("completion_length_min"), lengths.get("completion_length_max")
+    if low is None or low != high:
+        return None
+    ev["max_length"] = high
+    return (f"every completion is {high:.0f} tokens long on every step (the shortest and the longest alike): "
+            "none ended before the length cap", ev)
+
+
+def _all_groups_flat(log: RunLog) -> str | None:
+    """What shows that every group's rewards were equal on every step (``frac_reward_zero_std`` 1, or
+    ``reward_std`` 0), or ``None``."""
+    for col, value in (("frac_reward_zero_std", 1.0), ("reward_std", 0.0)):
+        if log.has(col):
+            v = _quiet_series(log, col)[1]
+            if v.size and bool(np.all(np.abs(v - value) <= 1e-12)):
+                return f"{col} {value:g} on every step"
+    return None
 
 
 def _peak_between(r: np.ndarray, steps: np.ndarray, rise: dict[str, float], th: Thresholds, *,

@@ -12,6 +12,19 @@ from ...errors import DataError
 from ..logs import RunLog
 from .thresholds import Thresholds
 
+#: The least magnitude read as an overflow, not a measurement: float32's largest finite value (3.4028e38) as a
+#: log writes it rounded to two digits. A float32 metric cannot exceed it, and an inf written as the dtype's
+#: maximum (``torch.nan_to_num``'s default) sits at it; the larger values a float64 log can hold (1e308)
+#: overflow float64 arithmetic (the sum of two is inf).
+OVERFLOW = 3.4e38
+
+
+def _overflowed(values: np.ndarray) -> np.ndarray:
+    """Mask of the finite values at or beyond :data:`OVERFLOW` in magnitude (shape of ``values``)."""
+    v = np.asarray(values, dtype=float)
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(v) & (np.abs(v) >= OVERFLOW)
+
 
 def _quiet_series(log: RunLog, metric: str, split: str = "train") -> tuple[np.ndarray, np.ndarray]:
     with warnings.catch_warnings():

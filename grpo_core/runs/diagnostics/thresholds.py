@@ -99,6 +99,17 @@ class Thresholds:
         plateaued passes one of them.
     min_learning_points : int
         Reward points the learning check needs (16): fewer make no verdict either way.
+    min_learning_steps, min_planned_fraction : int, float
+        The least a run must have trained before a reward with no significant rise is called "not
+        learning": ``min_learning_steps`` (50) optimizer steps (the last logged step), and, where the log
+        knows its planned ``max_steps``, ``min_planned_fraction`` (0.5) of them. Short of either the
+        verdict is "inconclusive": too early to judge (a significant rise or fall, or a dead run, is
+        reported at any length). From the 57 shipped real runs (``real_runs``, ``holdout_runs``,
+        ``holdout_runs_2``): the 33 whose whole log rose significantly first showed it at step 16 to 440
+        (quartiles 46, 64, 81; the five logged every 5 steps cannot show it before their 16th point, step 80
+        or 85), so 23 of the 33 had not shown it by step 49; the shortest planned run among the 57 is 50
+        steps (18, 55, 56). Read on prefixes, 13 of the 33 still read flat at 22% of their run (56 of 250
+        steps), 12 past a quarter of it, 4 past half (08, 46, 55, 60).
     saturation_level : float
         The reward counts as "at its ceiling" over a zero-spread stretch when its mean there is at
         least this fraction (0.9) of the way from the run's lowest to its highest per-step reward and
@@ -130,7 +141,13 @@ class Thresholds:
         A spike is a step at least ``spike_factor`` (10) times the metric's running median (floored by
         :attr:`spike_floors`); ``spike_min_count`` (5) separate spikes are a warning even when each
         recovers. Three real runs that learned well (04, 22, 28 of ``real_runs``) have four KL spikes
-        each: up to four are info.
+        each: up to four are info, unless two are large (:attr:`spike_large_factor`).
+    spike_large_factor : float
+        A spike at least this many times (100, two orders of magnitude) its running median is large: two or
+        more large spikes of one metric are a warning whatever their count. The spikes of the shipped runs
+        that learned reach 68x their running median at most (a single KL spike of held-out run 47; 53x with
+        two or more, run 28); an update whose KL or gradient jumps a hundredfold is dominated by a few
+        sequences, and again and again is one jump from diverging.
     spike_floors : dict of str to float
         Floor of the running median per metric for the spike count: ``kl`` 0.05 and ``ppo_kl`` 0.01 (as
         :attr:`floors`), ``importance_ratio_max`` 1 (its value on policy), ``grad_norm`` 1 (TRL's
@@ -175,6 +192,8 @@ class Thresholds:
     window: int = 5
     learning_p_value: float = 0.01
     min_learning_points: int = 16
+    min_learning_steps: int = 50
+    min_planned_fraction: float = 0.5
     saturation_level: float = 0.9
     truncation_warning: float = 0.5
     truncation_critical: float = 0.9
@@ -186,6 +205,7 @@ class Thresholds:
     kl_drift_level: float = 0.1
     spike_factor: float = 10.0
     spike_min_count: int = 5
+    spike_large_factor: float = 100.0
     spike_floors: dict[str, float] = field(default_factory=lambda: {
         "kl": 0.05, "ppo_kl": 0.01, "importance_ratio_max": 1.0, "grad_norm": 1.0})
     min_checks_for_healthy: int = 2
@@ -197,20 +217,21 @@ class Thresholds:
                      "excess_over_binary", "entropy_warning", "entropy_critical", "progress_still_rising",
                      "clip_critical", "oscillation_p_value", "sustained_growth", "sustained_autocorrelation",
                      "learning_p_value", "saturation_level", "truncation_warning", "truncation_critical",
-                     "pinned_fraction", "ratio_warning", "ratio_critical")
+                     "pinned_fraction", "ratio_warning", "ratio_critical", "min_planned_fraction")
         for name in fractions:
             check_real(name, getattr(self, name), low=0.0, high=1.0)
-        for name in ("min_stretch_steps", "window", "min_learning_points", "spike_min_count"):
+        for name in ("min_stretch_steps", "window", "min_learning_points", "spike_min_count", "min_learning_steps"):
             check_integer(name, getattr(self, name), low=1)
         for name in ("trend_z", "flat_z", "growth_warning", "growth_critical", "onset_factor", "kl_still_growing",
                      "oscillation_growth_warning", "oscillation_growth_critical", "swing_ratio", "swing_min_periods",
-                     "explosion_warning", "explosion_critical", "kl_drift_level", "spike_factor"):
+                     "explosion_warning", "explosion_critical", "kl_drift_level", "spike_factor", "spike_large_factor"):
             check_real(name, getattr(self, name), low=0.0, low_inclusive=False)
         check_real("falling_z", self.falling_z, high=0.0, high_inclusive=False)
         for lo, hi in (("zero_spread_info", "zero_spread_warning"), ("zero_spread_warning", "zero_spread_critical"),
                        ("entropy_critical", "entropy_warning"), ("growth_warning", "growth_critical"),
                        ("oscillation_growth_warning", "oscillation_growth_critical"),
                        ("truncation_warning", "truncation_critical"), ("ratio_critical", "ratio_warning"),
+                       ("spike_factor", "spike_large_factor"),
                        ("explosion_warning", "explosion_critical")):
             if getattr(self, lo) > getattr(self, hi):
                 raise ParameterError(lo, f"`{lo}` ({getattr(self, lo)!r}) must not exceed `{hi}` "
