@@ -20,7 +20,7 @@ is the HTML report of the ``trainer_state.json`` log (charts thinned to 1,500 po
 Then a long CSV (2,000,000 rows of eight float columns, 163 MB; 200,000 rows with ``--quick``), past the
 100,000 steps :func:`~grpo_core.runs.logs.read_log` reads in full: read and diagnosed as read by default
 (thinned) and with ``max_rows=0`` (every row, as before logs were thinned; the parser is the current one),
-each in a fresh process, with the absolute peak resident set of read + diagnose (``peak_rss_MB``), and a
+each in a fresh process, with its CPU seconds (``cpu_s``) and absolute peak resident set (``peak_rss_MB``), and a
 row of the ratios (every row / thinned) and whether the verdict and findings agree.
 """
 
@@ -199,14 +199,16 @@ def _measure_long(path: str, n_rows: int, max_rows: int | None) -> dict:
     warnings.simplefilter("ignore")
     diagnose(synthetic_log("healthy", n_steps=200), n_boot=10)  # the one-off imports (scipy ...)
     rss0 = _reset_peak_rss()
+    cpu0 = time.process_time()
     t0 = time.perf_counter()
     log = read_log(path, max_rows=max_rows)
     t1 = time.perf_counter()
     diagnosis = diagnose(log)
     t2 = time.perf_counter()
+    cpu = time.process_time() - cpu0  # CPU seconds: steadier than wall time on a shared machine
     return {"steps": n_rows, "format": "long csv, " + ("thinned" if max_rows is None else "every row (max_rows=0)"),
             "container": log.container, "rows": len(log.train), "MB": round(Path(path).stat().st_size / 1e6, 1),
-            "read_s": t1 - t0, "diagnose_s": t2 - t1, "total_s": t2 - t0, "peak_rss_MB": _peak_rss(),
+            "read_s": t1 - t0, "diagnose_s": t2 - t1, "total_s": t2 - t0, "cpu_s": cpu, "peak_rss_MB": _peak_rss(),
             "rss_growth_MB": _peak_rss() - rss0, "verdict": diagnosis.verdict, "modes": ",".join(diagnosis.modes),
             "findings": ",".join(f"{f.mode}:{f.severity}" for f in diagnosis.findings)}
 
@@ -221,7 +223,7 @@ def _long_rows(folder: Path, n_rows: int, spawn) -> list[dict]:
             rows.append(pool.submit(_measure_long, str(path), n_rows, max_rows).result())
     thin, whole = rows
     rows.append({"steps": n_rows, "format": "long csv, every row / thinned",
-                 "total_s_ratio": whole["total_s"] / thin["total_s"],
+                 "total_s_ratio": whole["total_s"] / thin["total_s"], "cpu_s_ratio": whole["cpu_s"] / thin["cpu_s"],
                  "read_s_ratio": whole["read_s"] / thin["read_s"],
                  "peak_rss_ratio": whole["peak_rss_MB"] / thin["peak_rss_MB"],
                  "same_verdict": thin["verdict"] == whole["verdict"],
