@@ -130,3 +130,84 @@ def test_run_names_are_deterministic_and_distinct():
     ) == run_name(a)
     many = make_config("cpu-tiny", learning_rate=1e-4, beta=0.1, epsilon=0.3, momentum=0.5, weight_decay=0.01)
     assert run_name(many).startswith("cpu-tiny__G8-B32__h") and len(run_name(many)) < 50
+
+
+def test_gradient_accumulation_and_vllm_settings_are_checked():
+    cfg = make_config("gsm8k-qwen2.5-0.5b")
+    assert (cfg.completions, cfg.gradient_accumulation_steps, cfg.lag) == (64, 16, 1)
+    assert make_config("gsm8k-qwen2.5-0.5b", gradient_accumulation_steps=64).gradient_accumulation_steps == 64
+    with pytest.raises(ParameterError, match="must divide the 64 completions") as info:
+        make_config("gsm8k-qwen2.5-0.5b", gradient_accumulation_steps=3)
+    assert info.value.parameter == "gradient_accumulation_steps"
+    with pytest.raises(ParameterError, match="integer >= 1"):
+        make_config("cpu-tiny", gradient_accumulation_steps=0)
+    with pytest.raises(ParameterError, match="'colocate', 'server'"):
+        make_config("gsm8k-qwen2.5-0.5b", vllm_mode="remote")
+    with pytest.raises(ParameterError, match="vllm_gpu_memory_utilization"):
+        make_config("gsm8k-qwen2.5-0.5b", vllm_gpu_memory_utilization=0)
+    with pytest.raises(ParameterError, match="vllm_server_port"):
+        make_config("gsm8k-qwen2.5-0.5b", vllm_server_port=70000)
+    # neither changes the run's name: they spread the same steps or sample with another engine
+    assert run_name(make_config("gsm8k-qwen2.5-0.5b", gradient_accumulation_steps=4, vllm_mode="server")) == run_name(
+        make_config("gsm8k-qwen2.5-0.5b")
+    )
+
+
+def test_vllm_is_refused_clearly_when_it_is_not_installed(monkeypatch):
+    import importlib.util
+
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else real(name, *a))
+    cfg = make_config("gsm8k-qwen2.5-0.5b", use_vllm=True, vllm_mode="server")
+    with pytest.raises(GrpoError, match="needs the vllm package.*trl vllm-serve --model Qwen/Qwen2.5-0.5B-Instruct"):
+        check_environment(cfg)
+    assert check_environment(make_config("gsm8k-qwen2.5-0.5b")) == "cuda"  # without vLLM: fine
+
+
+def test_grpo_args_spread_the_step_over_processes_and_accumulation(tmp_path, monkeypatch):
+    from grpo_core.llm.session import RunContext
+    from grpo_core.llm.training import grpo_args
+
+    ctx = RunContext(path=tmp_path, name="x", device="cpu")
+    cfg = make_config("cpu-tiny", group_size=4, num_prompts=8, steps_per_generation=2, gradient_accumulation_steps=2,
+                      vllm_mode="server", vllm_server_port=8123)
+    monkeypatch.delenv("WORLD_SIZE", raising=False)  # one process (more would start a process group)
+    args = grpo_args(cfg, ctx)
+    # 32 completions per optimizer step = 2 micro-batches x 16; a generation batch = 2 optimizer steps
+    assert (args.per_device_train_batch_size, args.gradient_accumulation_steps, args.steps_per_generation) == (16, 2, 4)
+    assert (args.vllm_mode, args.vllm_server_port, args.use_vllm) == ("server", 8123, False)
+    monkeypatch.setenv("WORLD_SIZE", "3")
+    with pytest.raises(GrpoError, match="cannot be split over 3 processes x 2 accumulation steps"):
+        grpo_args(cfg, ctx)
+
+
+def test_sizing_counts_the_model_cards_parameters_and_the_bytes_per_parameter():
+    from grpo_core.llm.sizing import (
+        ARCHITECTURES,
+        PRESET_SIZING,
+        count_parameters_of,
+        memory_estimate,
+        sizing_table,
+    )
+
+    billions = {m: round(count_parameters_of(a) / 1e9, 2) for m, a in ARCHITECTURES.items()}
+    # the model cards: Qwen2.5 0.49 B and 1.54 B, R1-Distill 1.78 B, Nemotron-Mini 4.19 B, DeepSeek-LLM 6.91 B
+    assert list(billions.values()) == [0.49, 1.54, 1.78, 4.19, 6.91]
+    assert {PRESETS[p].model for p in PRESET_SIZING} == set(ARCHITECTURES)
+    arch = ARCHITECTURES["deepseek-ai/deepseek-llm-7b-chat"]
+    n = count_parameters_of(arch)
+    kw = dict(per_device_batch=1, generation_batch=1, prompt_length=1, completion_length=1, reference=True)
+    ddp, z3 = memory_estimate(arch, **kw), memory_estimate(arch, strategy="zero3", num_gpus=4, **kw)
+    assert ddp["state"] == pytest.approx(8 * n / 2**30) and ddp["reference"] == pytest.approx(2 * n / 2**30)
+    assert z3["state"] == pytest.approx(4 * n / 2**30) and z3["reference"] == pytest.approx(0.5 * n / 2**30)
+    assert not ddp["fits"] or ddp["total"] < 72  # 80 GiB x 0.9
+    assert memory_estimate(arch, **{**kw, "per_device_batch": 8, "generation_batch": 32, "prompt_length": 256,
+                                    "completion_length": 512})["fits"] == 0.0  # 7B on one 80 GB GPU: no
+    table = sizing_table()
+    assert table.fits.all() and list(table.preset) == list(PRESET_SIZING)
+    assert (table.per_device_batch * table.gpus * table.grad_accum == table.global_batch).all()
+    with pytest.raises(ParameterError, match="`strategy`"):
+        memory_estimate(arch, strategy="zero1", **kw)

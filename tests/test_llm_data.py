@@ -186,6 +186,16 @@ def test_gsm8k_train_loader_and_limit(tmp_path):
     assert len(load_gsm8k(str(root), "main", "test")) == 1
 
 
+def test_a_local_folder_is_read_afresh_not_from_the_cache_of_an_earlier_one(tmp_path):
+    rows = [{"question": f"q{i}", "answer": f"#### {i}"} for i in range(6)]
+    first = write_local_dataset(tmp_path / "a" / "gsm8k", {"train": rows[:3]}, config="main")
+    assert [it["reference"] for it in load_gsm8k(str(first), "main", "train")] == [0.0, 1.0, 2.0]
+    # same folder name and configuration, other rows: offline, datasets' cache used to return the first's
+    second = write_local_dataset(tmp_path / "b" / "gsm8k", {"train": rows}, config="main")
+    assert [it["reference"] for it in load_gsm8k(str(second), "main", "train")] == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    assert len(load_gsm8k(str(first), "main", "train")) == 3
+
+
 def test_loading_errors_are_clear(tmp_path):
     with pytest.raises(GrpoError, match="cannot be loaded"):
         load_hub_dataset("openai/gsm8k", "main", "train")  # offline: the hub is never reached in tests
@@ -280,6 +290,7 @@ def test_gsm8k_preset_runs_end_to_end_on_local_data(tmp_path):
         max_completion_length=8,
         num_prompts=2,
         group_size=2,
+        gradient_accumulation_steps=1,  # the preset's 16 would not divide the 4 completions
         eval_every=1,
         eval_samples=2,
         eval_suite=["gsm8k", "svamp", "math500"],

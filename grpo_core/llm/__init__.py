@@ -27,6 +27,8 @@ module                 what it holds
 ``curvature``          the probe's numerics: Lanczos on Hessian-vector products, the relaxation rate
 ``probe_check``        the probe's predictions against the runs: t90 and K from the run's own curve,
                        each run classified, the critical learning rate of a sweep bracketed
+``sizing``             GPU memory of the GSM8K presets by arithmetic (bytes per parameter, rough
+                       activations), the settings each was sized for
 =====================  ============================================================================
 
 Heavy libraries (torch, transformers, TRL, datasets) are imported inside the functions that need

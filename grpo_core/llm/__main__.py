@@ -1,18 +1,26 @@
 """Run one experiment as a script: ``python -m grpo_core.llm --preset P [-p KEY VALUE ...]``.
 
 The same steps as the notebook (:func:`grpo_core.llm.experiment.run_experiment`), for launchers
-that need a script, above all ``accelerate launch`` on several GPUs::
+that need a script, above all ``accelerate launch`` on several GPUs (data parallel; DeepSpeed ZeRO
+or FSDP with one of the config files in ``grpo_core/llm/accelerate/``)::
 
-    accelerate launch -m grpo_core.llm --preset gsm8k-qwen2.5-1.5b -p group_size 16 -p output_dir runs/g16
+    accelerate launch --num_processes 4 -m grpo_core.llm --preset gsm8k-qwen2.5-1.5b \
+        -p group_size 16 -p gradient_accumulation_steps 2 -p output_dir runs/g16
+    accelerate launch --config_file grpo_core/llm/accelerate/zero3.yaml --num_processes 4 \
+        -m grpo_core.llm --preset gsm8k-deepseek-llm-7b-chat -p output_dir runs/7b
 
-Only the main process writes the run folder. Exit status 0 on success, 2 on a user error (printed
-as one line).
+On the CPU, ``accelerate launch --cpu`` starts one process only (several CPU processes need MPI);
+``python -m torch.distributed.run --standalone --nproc_per_node 2 -m grpo_core.llm ...`` starts
+several, which train together over gloo. ``grpo-dynamics experiment --num-processes N`` picks the
+launcher. Only the main process writes the run folder and prints the summary. Exit status 0 on
+success, 2 on a user error (printed as one line).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from ..errors import GrpoError
@@ -32,8 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     Returns
     -------
     int
-        0 after a finished run (the summary, without ``timings``, is printed to stdout as one JSON
-        line); 2 after a :class:`~grpo_core.errors.GrpoError` (a bad setting, no GPU for a GPU
+        0 after a finished run (the main process prints the summary, without ``timings``, to
+        stdout as one JSON line); 2 after a :class:`~grpo_core.errors.GrpoError` (a bad setting, no GPU for a GPU
         preset, a model or dataset that cannot be loaded), printed to stderr as one line.
 
     Raises
@@ -64,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     except GrpoError as exc:
         print(f"python -m grpo_core.llm: error: {exc}", file=sys.stderr)
         return 2
-    print(json.dumps({k: v for k, v in summary.items() if k != "timings"}, default=str))
+    if int(os.environ.get("RANK", "0")) == 0:
+        print(json.dumps({k: v for k, v in summary.items() if k != "timings"}, default=str))
     return 0
 
 

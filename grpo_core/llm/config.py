@@ -29,8 +29,17 @@ Presets
     Qwen2.5-1.5B-Instruct, the model of the U-statistic paper's G* experiment (one 24 GB+ GPU).
 ``gsm8k-r1-distill-qwen-1.5b``, ``gsm8k-nemotron-mini-4b``, ``gsm8k-deepseek-llm-7b-chat``
     The three models of the damped-oscillator paper (DeepSeek-R1-Distill-Qwen-1.5B,
-    Nemotron-Mini-4B-Instruct, DeepSeek-LLM-7B-Chat). The 7B model needs several GPUs or one
-    80 GB+ GPU (full fine-tuning with Adam keeps ~16 bytes per parameter).
+    Nemotron-Mini-4B-Instruct, DeepSeek-LLM-7B-Chat). The 7B model needs several GPUs: full
+    fine-tuning with Adam keeps 8 bytes per parameter in bf16 (16 under DeepSpeed's mixed
+    precision), ~52 GiB for 6.9 B parameters before the reference policy and the activations.
+
+Each GSM8K preset's ``gradient_accumulation_steps`` is sized for the GPUs of
+:data:`grpo_core.llm.sizing.PRESET_SIZING` (one GPU, except the 7B model on four); on more
+processes lower it, keeping ``completions`` divisible by processes x accumulation. Several
+processes: ``grpo-dynamics experiment --num-processes N`` (``accelerate launch`` on GPUs,
+``torch.distributed.run`` with gloo on the CPU), DeepSpeed ZeRO or FSDP with
+``--accelerate-config zero2|zero3|fsdp`` (the files in ``grpo_core/llm/accelerate/``). Generation
+with vLLM: ``use_vllm=true`` with ``vllm_mode`` ``"colocate"`` (default) or ``"server"``.
 
 The papers ran G in {4, 16}: every GSM8K preset defaults to G = 4; sweep with
 ``grpo-dynamics experiment --preset P --group-sizes 4 16``.
@@ -44,6 +53,7 @@ Momentum convention: with ``optimizer="adamw"`` the ``momentum`` is Adam's beta1
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import math
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -119,9 +129,9 @@ class ExperimentConfig:
     adam_beta2: float = _h("Adam beta2, in [0, 1).", default=0.99)
     weight_decay: float = _h("Decoupled weight decay, >= 0.", default=0.0)
     max_grad_norm: float = _h("Gradient clipping threshold (0 = none).", default=1.0)
-    steps_per_generation: int = _h("Micro-batches per generation batch (TRL); with the engine's "
-                                   "gradient_accumulation_steps = 1 these are optimizer steps, and the lag of "
-                                   "the behaviour policy is steps_per_generation x num_iterations.", default=1)
+    steps_per_generation: int = _h("Optimizer steps per generation batch (TRL's steps_per_generation is this x "
+                                   "gradient_accumulation_steps micro-batches); the lag of the behaviour policy "
+                                   "is steps_per_generation x num_iterations.", default=1)
     num_iterations: int = _h("Passes over each generation batch (TRL mu), >= 1.", default=1)
     beta: float = _h("KL weight to the reference policy (the warm-up / pretrained model), >= 0.",
                      default=0.0)
@@ -171,7 +181,20 @@ class ExperimentConfig:
     bf16: bool = _h("Train in bfloat16 (GPU only).", default=False)
     gradient_checkpointing: bool = _h("Recompute activations in the backward pass (saves GPU memory).",
                                       default=False)
-    use_vllm: bool = _h("Generate with vLLM (GPU, vLLM installed).", default=False)
+    fp16: bool = _h("Train in float16 with loss scaling (GPU only; for GPUs without bfloat16, e.g. a T4; not "
+                    "together with bf16).", default=False)
+    gradient_accumulation_steps: int = _h("Micro-batches per optimizer step on each process: the per-device batch is "
+                                          "completions / (processes x this); the completions per optimizer step and "
+                                          "the lag stay as set (TRL's steps_per_generation is multiplied by it).",
+                                          default=1)
+    use_vllm: bool = _h("Generate with vLLM (a CUDA GPU and the vllm package; refused without them).", default=False)
+    vllm_mode: str = _h("vLLM with use_vllm: 'colocate' (vLLM inside each training process, sharing its GPU; "
+                        "vllm_gpu_memory_utilization of it) or 'server' (a separate `trl vllm-serve --model M` on "
+                        "other GPUs, reached at vllm_server_host:vllm_server_port).", default="colocate")
+    vllm_gpu_memory_utilization: float = _h("Colocate mode: fraction of each GPU's memory vLLM reserves (weights, "
+                                            "KV cache), in (0, 1].", default=0.3)
+    vllm_server_host: str = _h("Server mode: host of `trl vllm-serve`.", default="0.0.0.0")
+    vllm_server_port: int = _h("Server mode: port of `trl vllm-serve`.", default=8000)
     num_threads: int = _h("CPU threads for torch (0 = torch's default).", default=1)
     # cpu-tiny: the supervised warm-up
     warmup_steps: int = _h("Supervised warm-up steps before GRPO (tiny model only).", default=800)
@@ -190,7 +213,8 @@ class ExperimentConfig:
     @property
     def lag(self) -> int:
         """Refresh interval K_ref of the behaviour policy in optimizer steps: steps_per_generation x num_iterations
-        (TRL's general form divides by gradient_accumulation_steps, which the engine keeps at 1)."""
+        (TRL's general form divides its micro-batch count by gradient_accumulation_steps, which
+        :func:`~grpo_core.llm.training.grpo_args` multiplies in)."""
         return self.steps_per_generation * self.num_iterations
 
     @property
@@ -269,15 +293,17 @@ PRESETS: dict[str, ExperimentConfig] = {
                                      probe=True),
     "gsm8k-qwen2.5-0.5b": ExperimentConfig(preset="gsm8k-qwen2.5-0.5b", model="Qwen/Qwen2.5-0.5B-Instruct",
                                            **{**_GSM8K_COMMON, "learning_rate": 2e-6, "gradient_checkpointing": False,
-                                              "max_completion_length": 384, "max_steps": 200}),
+                                              "max_completion_length": 384, "max_steps": 200,
+                                              "gradient_accumulation_steps": 16}),
     "gsm8k-qwen2.5-1.5b": ExperimentConfig(preset="gsm8k-qwen2.5-1.5b", model="Qwen/Qwen2.5-1.5B-Instruct",
-                                           **_GSM8K_COMMON),
+                                           **{**_GSM8K_COMMON, "gradient_accumulation_steps": 8}),
     "gsm8k-r1-distill-qwen-1.5b": ExperimentConfig(
         preset="gsm8k-r1-distill-qwen-1.5b", model="deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B",
         **{**_GSM8K_COMMON, "max_completion_length": 1024, "system_prompt": "",
-           "temperature": 0.6}),
+           "temperature": 0.6, "gradient_accumulation_steps": 8}),
     "gsm8k-nemotron-mini-4b": ExperimentConfig(preset="gsm8k-nemotron-mini-4b",
-                                               model="nvidia/Nemotron-Mini-4B-Instruct", **_GSM8K_COMMON),
+                                               model="nvidia/Nemotron-Mini-4B-Instruct",
+                                               **{**_GSM8K_COMMON, "gradient_accumulation_steps": 8}),
     "gsm8k-deepseek-llm-7b-chat": ExperimentConfig(
         preset="gsm8k-deepseek-llm-7b-chat", model="deepseek-ai/deepseek-llm-7b-chat",
         **{**_GSM8K_COMMON, "num_prompts": 8}),
@@ -289,6 +315,7 @@ _CHOICES = {
     "loss_type": ("dapo", "grpo", "dr_grpo", "bnpo"),
     "lr_scheduler": ("constant", "cosine"),
     "device": ("auto", "cpu", "cuda"),
+    "vllm_mode": ("colocate", "server"),
 }
 # (setting, check, bounds) of the settings that only have to lie in a range, in the order _validate checks
 # them: the optimizer, sampling, evaluation and probe sizes; then (after the probe's model check) the reward,
@@ -331,6 +358,8 @@ _RUN_RANGES = (
     ("warmup_anneal", check_real, {"low": 0, "high": 1}),
     ("tiny_hidden_size", check_integer, {"low": 8}),
     ("tiny_layers", check_integer, {"low": 1}),
+    ("vllm_gpu_memory_utilization", check_real, {"low": 0, "low_inclusive": False, "high": 1}),
+    ("vllm_server_port", check_integer, {"low": 1, "high": 65535}),
 )
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
@@ -417,10 +446,11 @@ def make_config(preset: str = "cpu-tiny", base: ExperimentConfig | None = None, 
         type or out of range: ``group_size`` < 2, ``completions_per_step`` not divisible by
         ``group_size``, ``learning_rate`` <= 0, ``momentum`` outside [0, 1), ``beta`` < 0,
         ``epsilon`` <= 0, ``max_steps`` < 1, unknown choices (``optimizer``, ``scale_rewards``,
-        ``loss_type``, ``lr_scheduler``, ``device``), ``bf16`` or ``use_vllm`` with
-        ``device='cpu'``, the tiny model with a dataset other than ``'arithmetic'`` (or the
-        reverse), an evaluation name that does not exist for the dataset, an attempt to override
-        ``preset``.
+        ``loss_type``, ``lr_scheduler``, ``device``, ``vllm_mode``), ``bf16``, ``fp16`` or
+        ``use_vllm`` with ``device='cpu'``, ``bf16`` together with ``fp16``, the tiny model with
+        a dataset other than ``'arithmetic'`` (or the reverse), an evaluation name that does not
+        exist for the dataset, an attempt to override ``preset``, ``gradient_accumulation_steps``
+        that does not divide the completions per step.
 
     Examples
     --------
@@ -467,6 +497,11 @@ def _validate(cfg: ExperimentConfig) -> None:
     else:
         check_integer("num_prompts", cfg.num_prompts, low=1)
     _check_ranges(cfg, _TRAINING_RANGES)
+    check_integer("gradient_accumulation_steps", cfg.gradient_accumulation_steps, low=1)
+    if cfg.completions % cfg.gradient_accumulation_steps:
+        raise ParameterError(
+            "gradient_accumulation_steps", f"`gradient_accumulation_steps` must divide the {cfg.completions} "
+            f"completions per step (num_prompts x group_size); got {cfg.gradient_accumulation_steps}")
     if cfg.probe and not cfg.is_tiny:
         raise ParameterError("probe", "`probe` needs the tiny model on the arithmetic task (its exact expected "
                              f"reward); got model={cfg.model!r}")
@@ -479,8 +514,11 @@ def _validate(cfg: ExperimentConfig) -> None:
         )
     for name, choices in _CHOICES.items():
         check_choice(name, getattr(cfg, name), choices)
-    if cfg.device == "cpu" and (cfg.bf16 or cfg.use_vllm):
-        bad = "bf16" if cfg.bf16 else "use_vllm"
+    if cfg.bf16 and cfg.fp16:
+        raise ParameterError("fp16", "`fp16` and `bf16` exclude each other; set one of them to false")
+    gpu_only = [name for name in ("bf16", "fp16", "use_vllm") if getattr(cfg, name)]
+    if cfg.device == "cpu" and gpu_only:
+        bad = gpu_only[0]
         raise ParameterError(bad, f"`{bad}` needs a GPU; set it to false with device='cpu'")
     if cfg.is_tiny != (cfg.dataset == ARITHMETIC_DATASET):
         raise ParameterError("dataset", "the tiny model ('tiny-qwen2') goes with dataset='arithmetic' and "
@@ -516,8 +554,9 @@ def check_environment(cfg: ExperimentConfig) -> str:
     GrpoError
         A GPU preset (``requires_gpu``) or ``device='cuda'`` without a CUDA GPU; the message says
         how to run on the CPU instead (``cpu-tiny``, or ``device=cpu requires_gpu=false`` for a
-        slow smoke test). ``bf16`` or ``use_vllm`` when ``device='auto'`` resolves to the CPU
-        (both are GPU only, as :func:`make_config` says for ``device='cpu'``).
+        slow smoke test). ``bf16``, ``fp16`` or ``use_vllm`` when ``device='auto'`` resolves to
+        the CPU (all GPU only, as :func:`make_config` says for ``device='cpu'``); ``use_vllm``
+        without the vllm package.
     """
     import torch
 
@@ -529,10 +568,15 @@ def check_environment(cfg: ExperimentConfig) -> str:
             "-p device cpu -p requires_gpu false -p bf16 false"
         )
     device = ("cuda" if has_cuda else "cpu") if cfg.device == "auto" else cfg.device
-    if device == "cpu" and (cfg.bf16 or cfg.use_vllm):
-        bad = "bf16" if cfg.bf16 else "use_vllm"
+    gpu_only = [name for name in ("bf16", "fp16", "use_vllm") if getattr(cfg, name)]
+    if device == "cpu" and gpu_only:
+        bad = gpu_only[0]
         raise GrpoError(f"`{bad}` needs a CUDA GPU and none is available here (device 'auto' resolved to "
                         f"the CPU); pass -p {bad} false")
+    if cfg.use_vllm and importlib.util.find_spec("vllm") is None:
+        raise GrpoError("`use_vllm` needs the vllm package, which is not installed here: `pip install vllm` on "
+                        "the GPU machine (vllm_mode 'server' also needs `trl vllm-serve --model "
+                        f"{cfg.model}` running), or pass -p use_vllm false to generate with transformers")
     return device
 
 

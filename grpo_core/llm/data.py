@@ -50,7 +50,13 @@ __all__ = [
     "load_benchmark",
     "write_local_dataset",
     "reference_value",
+    "GSM8K_SAMPLE",
+    "write_gsm8k_sample",
 ]
+
+#: Twenty problems in the GSM8K schema (``question``; ``answer`` with ``<<calc>>`` notes and a final
+#: ``#### n`` line), written for the offline tests of the GSM8K presets; not items of GSM8K.
+GSM8K_SAMPLE = Path(__file__).with_name("gsm8k_sample.jsonl")
 
 
 @dataclass(frozen=True)
@@ -119,6 +125,8 @@ def load_hub_dataset(path: str, config: str = "", split: str = "train", *, revis
     Returns
     -------
     datasets.Dataset
+        A local folder's rows are read afresh, into memory, at every call (never an earlier
+        folder's cached rows); a hub dataset goes through datasets' cache.
 
     Raises
     ------
@@ -126,17 +134,29 @@ def load_hub_dataset(path: str, config: str = "", split: str = "train", *, revis
         The dataset, configuration or split cannot be loaded (no network, unknown id, wrong split);
         the message names them and the cause.
     """
+    import shutil
+    import tempfile
+
     from datasets import load_dataset
 
     kwargs: dict[str, Any] = {"split": split}
     if revision:
         kwargs["revision"] = revision
+    scratch = None
+    if Path(path).is_dir():
+        # a local folder is read afresh into memory: datasets' cache is keyed by the folder's name, and
+        # offline it hands back whatever an earlier folder of that name ('gsm8k') held
+        scratch = tempfile.mkdtemp(prefix="grpo-dataset-")
+        kwargs.update(cache_dir=scratch, keep_in_memory=True)
     try:
         return load_dataset(path, config or None, **kwargs)
     except Exception as exc:  # noqa: BLE001 - datasets raises many types (ConnectionError, ValueError, ...)
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise GrpoError(f"dataset {path!r} (config {config or 'default'!r}, split {split!r}) cannot be loaded: "
                         f"{first}") from exc
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def reference_value(raw: Any, kind: str) -> Any:
@@ -340,6 +360,40 @@ def _yaml_list(items: list[dict]) -> str:
             else:
                 lines.append(f"{prefix}{key}: {json.dumps(value)}")
     return "\n".join(lines) + "\n"
+
+
+def write_gsm8k_sample(folder: str | Path, *, test_rows: int = 4) -> Path:
+    """Write :data:`GSM8K_SAMPLE` as a local GSM8K (configuration ``main``, splits ``train`` and ``test``).
+
+    Parameters
+    ----------
+    folder : str or path
+        Created if missing; pass it as the ``dataset`` of a GSM8K preset (and, as
+        ``<benchmark_dir>/gsm8k``, as the ``gsm8k`` benchmark).
+    test_rows : int, default 4
+        The last ``test_rows`` problems form the test split, the others the training split;
+        in [1, 19].
+
+    Returns
+    -------
+    pathlib.Path
+        The folder (:func:`write_local_dataset`).
+
+    Raises
+    ------
+    ParameterError
+        ``test_rows`` outside [1, 19].
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> root = write_gsm8k_sample(tempfile.mkdtemp())
+    >>> len(load_gsm8k(str(root), "main", "train")), load_gsm8k(str(root), "main", "test")[-1]["reference"]
+    (16, 14.0)
+    """
+    rows = [json.loads(line) for line in GSM8K_SAMPLE.read_text().splitlines() if line.strip()]
+    test_rows = check_integer("test_rows", test_rows, low=1, high=len(rows) - 1)
+    return write_local_dataset(folder, {"train": rows[:-test_rows], "test": rows[-test_rows:]}, config="main")
 
 
 #: Scorer signature used by :mod:`grpo_core.llm.evaluation`: (completion text, reference) -> 0/1.

@@ -23,8 +23,10 @@ The steps live by concept: :mod:`~grpo_core.llm.session` (:func:`~grpo_core.llm.
 (:func:`~grpo_core.llm.training.build_trainer`, :func:`~grpo_core.llm.training.train`).
 
 :func:`run_experiment` does all of it (it is what ``python -m grpo_core.llm`` and
-``accelerate launch -m grpo_core.llm`` run). Training is TRL's ``GRPOTrainer``; on several GPUs the
-same code runs under ``accelerate launch`` (only the main process writes files).
+``accelerate launch -m grpo_core.llm`` run). Training is TRL's ``GRPOTrainer``; with several
+processes (``accelerate launch`` on GPUs, ``torch.distributed.run`` over gloo on the CPU, both
+started by ``grpo-dynamics experiment --num-processes N``) the same code runs in every process,
+the step's completions are shared out, and only the main process writes files.
 """
 
 from __future__ import annotations

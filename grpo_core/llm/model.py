@@ -28,6 +28,9 @@ __all__ = [
     "WarmupResult",
     "load_pretrained",
     "count_parameters",
+    "CHAT_TEMPLATE",
+    "build_chat_tokenizer",
+    "save_tiny_chat_model",
 ]
 
 
@@ -344,3 +347,74 @@ def build_tiny(seed: int = 0, spec: TinyModelSpec = TinyModelSpec()):
     """
     tokenizer = build_char_tokenizer()
     return build_tiny_model(tokenizer, spec, seed=seed), tokenizer
+
+
+#: A ChatML-style template (the layout of Qwen's), written in plain characters so that the
+#: character tokenizer can encode it.
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def build_chat_tokenizer():
+    r"""A character tokenizer over printable ASCII with a chat template, built in code (no download).
+
+    Returns
+    -------
+    transformers.PreTrainedTokenizerFast
+        :func:`~grpo_core.llm.tasks.build_char_tokenizer` over the printable ASCII characters
+        (letters, digits, punctuation, space, tab, newline; 4 special tokens + 97 characters) with
+        :data:`CHAT_TEMPLATE`, so that chat-formatted prompts take the path of an instruct model's.
+
+    Examples
+    --------
+    >>> tok = build_chat_tokenizer()
+    >>> tok.apply_chat_template([{"role": "user", "content": "2+2?"}], tokenize=False, add_generation_prompt=True)
+    '<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n'
+    >>> len(tok)
+    101
+    """
+    import string
+
+    alphabet = "".join(dict.fromkeys(string.printable.replace("\x0b", "").replace("\x0c", "").replace("\r", "")))
+    tokenizer = build_char_tokenizer(alphabet)
+    tokenizer.chat_template = CHAT_TEMPLATE
+    return tokenizer
+
+
+def save_tiny_chat_model(folder, spec: TinyModelSpec | None = None, *, seed: int = 0):
+    """Write a from-config causal LM and the chat tokenizer to ``folder``, laid out like a hub model.
+
+    ``model=<folder>`` then takes the pretrained-model path of the GSM8K presets
+    (``from_pretrained``, chat-formatted prompts) without a download.
+
+    Parameters
+    ----------
+    folder : str or path
+        Created if missing.
+    spec : TinyModelSpec, optional
+        The architecture (default: hidden size 32, one layer, 2 heads, 1024 positions: room for a
+        GSM8K prompt in characters plus the completion).
+    seed : int, default 0
+        Seed of the random initial weights.
+
+    Returns
+    -------
+    pathlib.Path
+        The folder (``config.json``, the weights, the tokenizer files with the chat template).
+
+    Raises
+    ------
+    ParameterError
+        ``spec.hidden_size`` not a multiple of ``spec.num_heads``.
+    """
+    from pathlib import Path
+
+    spec = spec or TinyModelSpec(hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2, max_positions=1024)
+    tokenizer = build_chat_tokenizer()
+    model = build_tiny_model(tokenizer, spec, seed=seed)
+    folder = Path(folder)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder

@@ -18,7 +18,7 @@ import numpy as np
 
 from .config import ExperimentConfig
 from .runs import read_json, write_json
-from .session import RunContext, _wait_for
+from .session import RunContext, _wait_for, barrier
 
 __all__ = ["build_policy"]
 
@@ -61,15 +61,15 @@ def build_policy(cfg: ExperimentConfig, ctx: RunContext):
     Returns
     -------
     (model, tokenizer)
-        On ``ctx.device``. Pretrained: dtype bfloat16 with ``bf16``, else float32 on the CPU and
-        the checkpoint's own dtype (``"auto"``) on a GPU; the tokenizer pads on the left
+        On ``ctx.device``. Pretrained: dtype bfloat16 with ``bf16``, float32 on the CPU or with
+        ``fp16`` (autocast), else the checkpoint's own dtype (``"auto"``) on a GPU; the tokenizer pads on the left
         (:func:`~grpo_core.llm.model.load_pretrained`). Tiny: float32, the character tokenizer.
 
     Raises
     ------
     GrpoError
-        The model cannot be loaded; a process other than the main one waited more than 600 s for
-        ``base_model/config.json``.
+        The model cannot be loaded; ``base_model/config.json`` is missing after the main process
+        wrote it (a process other than the main one waits up to 600 s).
     DataError
         A cached warm-up whose ``warmup.json`` is missing or not valid JSON.
     """
@@ -79,7 +79,8 @@ def build_policy(cfg: ExperimentConfig, ctx: RunContext):
     from .tasks import build_char_tokenizer
 
     if not cfg.is_tiny:
-        dtype = "bfloat16" if cfg.bf16 else ("float32" if ctx.device == "cpu" else "auto")
+        # fp16 trains fp32 weights under autocast (the gradient scaler refuses fp16 weights)
+        dtype = "bfloat16" if cfg.bf16 else ("float32" if (ctx.device == "cpu" or cfg.fp16) else "auto")
         return load_pretrained(cfg.model, dtype=dtype, device=ctx.device, revision=cfg.model_revision or None)
     tokenizer = build_char_tokenizer()
     base = ctx.path / "base_model"
@@ -91,11 +92,11 @@ def build_policy(cfg: ExperimentConfig, ctx: RunContext):
         "anneal": cfg.warmup_anneal,
         "key": _warmup_key(cfg),
     }
-    if not (base / "config.json").exists():
+    # with several processes only the main one warms up and writes base_model/; the others load it
+    if ctx.main and not (base / "config.json").exists():
         cache = Path(cfg.warmup_cache) / info["key"] if cfg.warmup_cache else None
         if cache is not None and (cache / "config.json").exists():
-            if ctx.main:
-                shutil.copytree(cache, base, dirs_exist_ok=True)
+            shutil.copytree(cache, base, dirs_exist_ok=True)
             info.update(read_json(cache / "warmup.json"), cached=True)
         else:
             spec = TinyModelSpec(hidden_size=cfg.tiny_hidden_size, num_layers=cfg.tiny_layers)
@@ -115,20 +116,19 @@ def build_policy(cfg: ExperimentConfig, ctx: RunContext):
                 cached=False,
                 loss_every_50=[float(np.mean(result.losses[i : i + 50])) for i in range(0, len(result.losses), 50)],
             )
-            if ctx.main:
-                model.save_pretrained(base)
-                tokenizer.save_pretrained(base)
-                if cache is not None:
-                    cache.parent.mkdir(parents=True, exist_ok=True)
-                    tmp = cache.with_name(cache.name + f".tmp{os.getpid()}")
-                    shutil.copytree(base, tmp, dirs_exist_ok=True)
-                    write_json(tmp / "warmup.json", {k: v for k, v in info.items() if k != "cached"})
-                    if cache.exists():  # another run filled the cache meanwhile
-                        shutil.rmtree(tmp)
-                    else:
-                        os.replace(tmp, cache)
-        if ctx.main:
-            write_json(ctx.path / "warmup.json", info)
+            model.save_pretrained(base)
+            tokenizer.save_pretrained(base)
+            if cache is not None:
+                cache.parent.mkdir(parents=True, exist_ok=True)
+                tmp = cache.with_name(cache.name + f".tmp{os.getpid()}")
+                shutil.copytree(base, tmp, dirs_exist_ok=True)
+                write_json(tmp / "warmup.json", {k: v for k, v in info.items() if k != "cached"})
+                if cache.exists():  # another run filled the cache meanwhile
+                    shutil.rmtree(tmp)
+                else:
+                    os.replace(tmp, cache)
+        write_json(ctx.path / "warmup.json", info)
+    barrier(ctx)
     _wait_for(base / "config.json")
     ctx.timings["warmup"] = time.perf_counter() - t0
     model = AutoModelForCausalLM.from_pretrained(str(base))

@@ -86,6 +86,13 @@ _NOT_IN_NAME = {
     "probe_steps",
     "save_every",
     "stop_collapsed",  # ends a collapsed run early; the steps it runs are those of the full run
+    # how the same steps are spread over micro-batches and devices, and which engine samples
+    "gradient_accumulation_steps",
+    "use_vllm",
+    "vllm_mode",
+    "vllm_gpu_memory_utilization",
+    "vllm_server_host",
+    "vllm_server_port",
     "preset",
     "num_prompts",
     "completions_per_step",

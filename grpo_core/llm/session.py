@@ -3,8 +3,10 @@
 :func:`start_run` checks the machine and the model and writes ``config.json`` and ``provenance.json``
 (a resumed run adds its session to the first one's record); :func:`finish_run` writes
 ``summary.json`` (timings, throughput, headline rewards) and removes the weights. Between them, the
-steps of :mod:`grpo_core.llm.experiment` carry the :class:`RunContext`. On several GPUs only the
-main process (``RANK`` 0) writes files; the others wait for what it writes (:func:`_wait_for`).
+steps of :mod:`grpo_core.llm.experiment` carry the :class:`RunContext`. With several processes
+(``WORLD_SIZE`` > 1, set by ``accelerate launch`` or ``torch.distributed.run``) :func:`start_run`
+sets up accelerate's process group (gloo on the CPU), only the main process (rank 0) writes files,
+and the others wait for it at :func:`barrier`.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from ..errors import GrpoError
 from .config import ExperimentConfig, check_environment, check_model_loadable
 from .runs import clean_weights, prepare_run_dir, provenance, read_json, run_name, write_json
 
-__all__ = ["RunContext", "start_run", "finish_run", "DEFAULT_RUNS_DIR"]
+__all__ = ["RunContext", "start_run", "finish_run", "barrier", "DEFAULT_RUNS_DIR"]
 
 #: Where runs go when ``output_dir`` is empty.
 DEFAULT_RUNS_DIR = "runs"
@@ -42,6 +44,8 @@ class RunContext:
         ``"cpu"`` or ``"cuda"``.
     main : bool
         Whether this process writes files (rank 0).
+    world_size : int
+        Number of processes training together (1 without a launcher).
     resumed_from : str or None
         Checkpoint the training resumed from.
     timings : dict
@@ -52,6 +56,7 @@ class RunContext:
     name: str
     device: str
     main: bool = True
+    world_size: int = 1
     resumed_from: str | None = None
     timings: dict[str, float] = field(default_factory=dict)
     started: float = field(default_factory=time.perf_counter)
@@ -59,6 +64,50 @@ class RunContext:
 
 def _is_main() -> bool:
     return int(os.environ.get("RANK", "0")) == 0
+
+
+def _world_size() -> int:
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def barrier(ctx: RunContext) -> None:
+    """Wait until every process of the run gets here (nothing to wait for with one process).
+
+    Parameters
+    ----------
+    ctx : RunContext
+        ``world_size`` > 1: accelerate's ``PartialState().wait_for_everyone()`` (the process
+        group :func:`start_run` set up).
+
+    Returns
+    -------
+    None
+    """
+    if ctx.world_size > 1:
+        from accelerate import PartialState
+
+        PartialState().wait_for_everyone()
+
+
+def _parallel_record(cfg: ExperimentConfig, world: int) -> dict[str, Any]:
+    """How the step's completions are spread: processes, per-device batch, global batch, engine."""
+    deepspeed = os.environ.get("ACCELERATE_USE_DEEPSPEED", "").lower() == "true"
+    fsdp = os.environ.get("ACCELERATE_USE_FSDP", "").lower() == "true"
+    strategy = "deepspeed" if deepspeed else "fsdp" if fsdp else ("ddp" if world > 1 else "single")
+    record: dict[str, Any] = {
+        "world_size": world,
+        "per_device_batch": cfg.completions // (world * cfg.gradient_accumulation_steps),
+        "gradient_accumulation_steps": cfg.gradient_accumulation_steps,
+        "global_batch": cfg.completions,
+        "strategy": strategy,
+    }
+    if deepspeed:
+        record["zero_stage"] = os.environ.get("ACCELERATE_DEEPSPEED_ZERO_STAGE")
+    if world > 1:
+        from accelerate import PartialState
+
+        record["backend"] = PartialState().backend
+    return record
 
 
 def start_run(cfg: ExperimentConfig, *, check_model: bool = True) -> RunContext:
@@ -78,14 +127,20 @@ def start_run(cfg: ExperimentConfig, *, check_model: bool = True) -> RunContext:
     Returns
     -------
     RunContext
-        Folder ``cfg.output_dir`` (or ``runs/<run name>``), the device, ``main`` from the ``RANK``
-        environment variable (rank 0 writes). A resumed run's ``provenance.json`` keeps the first
-        session's record and lists every session under ``sessions``.
+        Folder ``cfg.output_dir`` (or ``runs/<run name>``), the device, ``main`` (rank 0 writes)
+        and ``world_size`` from the launcher's environment (``RANK``, ``WORLD_SIZE``). The other
+        processes return once the main one has written the folder. ``provenance.json`` also
+        records ``world_size``, ``per_device_batch``, ``gradient_accumulation_steps``,
+        ``global_batch`` (completions per optimizer step over all processes), ``strategy``
+        (``single``, ``ddp``, ``deepspeed``, ``fsdp``) and, with several processes, ``backend``.
+        A resumed run's ``provenance.json`` keeps the first session's record and lists every
+        session under ``sessions``.
 
     Raises
     ------
     GrpoError
-        No GPU for a GPU preset; a model that cannot be loaded.
+        No GPU for a GPU preset; a model that cannot be loaded; completions per step that do not
+        split over the processes x accumulation steps.
     DataError
         An existing ``provenance.json`` that is not valid JSON.
     """
@@ -96,20 +151,29 @@ def start_run(cfg: ExperimentConfig, *, check_model: bool = True) -> RunContext:
         check_model_loadable(cfg)
     if cfg.num_threads:
         torch.set_num_threads(cfg.num_threads)
+    world = _world_size()
+    if cfg.completions % (world * cfg.gradient_accumulation_steps):
+        raise GrpoError(f"{cfg.completions} completions per step cannot be split over {world} processes x "
+                        f"{cfg.gradient_accumulation_steps} accumulation steps")
+    if world > 1:  # the process group, before anything waits on it (TrainingArguments reuses it)
+        from accelerate import PartialState
+
+        PartialState(cpu=device == "cpu")
     name = run_name(cfg)
     path = Path(cfg.output_dir) if cfg.output_dir else Path(DEFAULT_RUNS_DIR) / name
-    ctx = RunContext(path=path, name=name, device=device, main=_is_main())
+    ctx = RunContext(path=path, name=name, device=device, main=_is_main(), world_size=world)
     if ctx.main:
         prepare_run_dir(path)
         write_json(path / "config.json", {"run_name": name, **cfg.to_dict()})
         prov_path = path / "provenance.json"
-        prov = provenance(cfg.seed, device)
+        prov = provenance(cfg.seed, device, extra=_parallel_record(cfg, world))
         if prov_path.exists():  # a resumed run keeps the first session's record and adds this one
             old = read_json(prov_path)
-            brief = ("date", "git", "device", "argv")
+            brief = ("date", "git", "device", "argv", "world_size", "per_device_batch")
             prov["sessions"] = old.get("sessions", [{k: old.get(k) for k in brief}]) + [{k: prov.get(k) for k in brief}]
             prov = {**{k: v for k, v in old.items() if k != "sessions"}, "sessions": prov["sessions"]}
         write_json(prov_path, prov)
+    barrier(ctx)
     return ctx
 
 

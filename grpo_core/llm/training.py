@@ -138,16 +138,20 @@ def reward_functions(cfg: ExperimentConfig, tokenizer) -> list:
 def grpo_args(cfg: ExperimentConfig, ctx: RunContext):
     """TRL ``GRPOConfig`` for the settings (learning rate, momentum, lag, G, beta, epsilon mapped to TRL options).
 
-    ``per_device_train_batch_size`` = completions per step / number of processes; logging every
-    step; checkpoints every ``save_every`` steps (the last two kept); Adam's beta1 or SGD's
-    momentum = ``momentum``; ``bf16`` and gradient checkpointing as ``cfg`` sets them (they are not
-    switched off here on the CPU; :func:`~grpo_core.llm.config.make_config` refuses ``bf16`` only
-    with ``device='cpu'``).
+    ``per_device_train_batch_size`` = completions per step / (number of processes x
+    ``gradient_accumulation_steps``), TRL's ``steps_per_generation`` = ``steps_per_generation`` x
+    ``gradient_accumulation_steps`` (so a generation batch is still ``steps_per_generation``
+    optimizer steps); the vLLM settings passed through; logging every step; checkpoints every
+    ``save_every`` steps (the last two kept); Adam's beta1 or SGD's momentum = ``momentum``;
+    ``bf16``, ``fp16`` and gradient checkpointing as ``cfg`` sets them (they are not switched off
+    here on the CPU; :func:`~grpo_core.llm.config.make_config` refuses ``bf16``/``fp16`` with
+    ``device='cpu'`` and :func:`~grpo_core.llm.config.check_environment` on a machine without a
+    GPU).
 
     Other mappings: ``lr_scheduler="constant"`` with a warm-up is TRL's
     ``constant_with_warmup``; ``max_grad_norm = 0`` (no clipping) becomes 1e9; sampling uses the
-    full distribution (``top_k=0``, ``top_p=1``) at ``temperature``; ``gradient_accumulation_steps
-    = 1``; no reporting integrations, no progress bar.
+    full distribution (``top_k=0``, ``top_p=1``) at ``temperature``; no reporting integrations, no
+    progress bar.
 
     Parameters
     ----------
@@ -163,7 +167,8 @@ def grpo_args(cfg: ExperimentConfig, ctx: RunContext):
     Raises
     ------
     GrpoError
-        The completions per step do not split evenly over the processes (``WORLD_SIZE``).
+        The completions per step do not split evenly over the processes (``WORLD_SIZE``) times
+        the accumulation steps.
 
     References
     ----------
@@ -179,22 +184,30 @@ def grpo_args(cfg: ExperimentConfig, ctx: RunContext):
     >>> args = grpo_args(cfg, RunContext(path=Path(tempfile.mkdtemp()), name="x", device="cpu"))
     >>> args.per_device_train_batch_size, args.num_generations, args.optim_args, args.bf16
     (256, 16, 'momentum=0.9', False)
+    >>> args = grpo_args(cfg.replace(gradient_accumulation_steps=4, steps_per_generation=2),
+    ...                  RunContext(path=Path(tempfile.mkdtemp()), name="x", device="cpu"))
+    >>> args.per_device_train_batch_size, args.gradient_accumulation_steps, args.steps_per_generation
+    (64, 4, 8)
     """
     from trl import GRPOConfig
 
     world = int(os.environ.get("WORLD_SIZE", "1"))
-    if cfg.completions % world:
-        raise GrpoError(f"{cfg.completions} completions per step cannot be split over {world} processes")
-    per_device = cfg.completions // world
+    accumulation = cfg.gradient_accumulation_steps
+    if cfg.completions % (world * accumulation):
+        raise GrpoError(f"{cfg.completions} completions per step cannot be split over {world} processes x "
+                        f"{accumulation} accumulation steps; pick a number of processes (or "
+                        "gradient_accumulation_steps) whose product divides it")
+    per_device = cfg.completions // (world * accumulation)
     scheduler = {"constant": "constant_with_warmup" if cfg.lr_warmup_steps else "constant", "cosine": "cosine"}[
         cfg.lr_scheduler
     ]
     kwargs: dict[str, Any] = dict(
         output_dir=str(ctx.path / "checkpoints"),
         per_device_train_batch_size=per_device,
-        gradient_accumulation_steps=1,
+        gradient_accumulation_steps=accumulation,
         num_generations=cfg.group_size,
-        steps_per_generation=cfg.steps_per_generation,
+        # TRL counts steps_per_generation in micro-batches: x accumulation keeps the lag in optimizer steps
+        steps_per_generation=cfg.steps_per_generation * accumulation,
         num_iterations=cfg.num_iterations,
         learning_rate=cfg.learning_rate,
         lr_scheduler_type=scheduler,
@@ -215,6 +228,7 @@ def grpo_args(cfg: ExperimentConfig, ctx: RunContext):
         save_steps=cfg.save_every,
         save_total_limit=2,
         bf16=cfg.bf16,
+        fp16=cfg.fp16,
         use_cpu=ctx.device == "cpu",
         seed=cfg.seed,
         data_seed=cfg.seed,
@@ -222,6 +236,10 @@ def grpo_args(cfg: ExperimentConfig, ctx: RunContext):
         disable_tqdm=True,
         dataloader_num_workers=0,
         use_vllm=cfg.use_vllm,
+        vllm_mode=cfg.vllm_mode,
+        vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
+        vllm_server_host=cfg.vllm_server_host,
+        vllm_server_port=cfg.vllm_server_port,
         log_completions=False,
         remove_unused_columns=False,
     )

@@ -10,11 +10,23 @@ skipped; an interrupted one resumes from its last whole checkpoint. ``--force`` 
 its folder is emptied first (results, checkpoints and all), so a rerun never mixes with what an
 earlier one left. While a run is in progress its folder holds a lock (``.lock``, with the process
 id): a second ``experiment`` writing to the same run folder refuses to start. A summary table is
-printed at the end (``--json``: one JSON object).
+printed at the end (``--json``: one JSON object). With ``--num-processes N`` (N > 1) or
+``--accelerate-config`` each run is instead one script run, ``python -m grpo_core.llm``, as N
+data-parallel processes that share the completions of every step (the global batch stays
+``num_prompts`` x G; each process gets a 1/N share): ``accelerate launch`` on CUDA GPUs, with
+DeepSpeed ZeRO-2/3 or FSDP through ``--accelerate-config zero2|zero3|fsdp`` (the files in
+``grpo_core/llm/accelerate/``; ZeRO needs the deepspeed package), and ``torch.distributed.run``
+with the gloo backend on the CPU. Only the main process writes the run folder; the launcher's
+output goes to ``launch.log`` there instead of an executed notebook.
+
+Several processes sample with different seeds (TRL seeds process r with seed + r), so a run on N
+processes is a different sample of the same training distribution as a run on one process with
+the same global batch, not the same numbers.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -72,13 +84,90 @@ def register(subparsers) -> None:
                         "even a finished or interrupted one")
     p.add_argument("--dry-run", action="store_true", help="validate and list the runs without running them")
     p.add_argument(
-        "--timeout", type=int, default=None, help="seconds a notebook cell may run (default: no limit)"
+        "--timeout", type=int, default=None,
+        help="seconds a notebook cell (with --num-processes > 1: the whole run) may run (default: no limit)"
     )
     p.add_argument(
         "--list-presets", action="store_true", help="list the presets and their parameters, then exit"
     )
     p.add_argument("--json", action="store_true", help="print one JSON object (the runs and their results)")
+    p.add_argument("--num-processes", type=int, default=1, metavar="N",
+                   help="data-parallel processes per run (default 1: the notebook). N > 1: the script "
+                        "under `accelerate launch` on CUDA GPUs (one per GPU), `torch.distributed.run` "
+                        "(gloo) on the CPU; completions per step must divide by N x gradient_accumulation_steps")
+    p.add_argument("--accelerate-config", default=None, metavar="NAME|FILE",
+                   help=f"accelerate config for GPU runs: one of {', '.join(ACCELERATE_CONFIGS)} (shipped in "
+                        "grpo_core/llm/accelerate/) or a file of your own; zero2/zero3 need deepspeed installed")
     p.set_defaults(func=handler)
+
+
+#: Names of the accelerate config files shipped in grpo_core/llm/accelerate/.
+ACCELERATE_CONFIGS = ("multi_gpu", "zero2", "zero3", "fsdp")
+
+
+def _accelerate_config(value: str | None, has_cuda: bool) -> Path | None:
+    """The accelerate config file for ``--accelerate-config``, checked before any run starts."""
+    if value is None:
+        return None
+    from grpo_core.errors import ParameterError
+
+    folder = Path(__file__).resolve().parents[2] / "grpo_core" / "llm" / "accelerate"
+    path = folder / f"{value}.yaml" if value in ACCELERATE_CONFIGS else Path(value)
+    if not path.is_file():
+        raise ParameterError(
+            "accelerate_config",
+            f"`accelerate_config` must be one of {', '.join(ACCELERATE_CONFIGS)} or an existing file; got {value!r}",
+        )
+    if not has_cuda:
+        raise GrpoError(
+            f"--accelerate-config {value} needs CUDA GPUs and none is available here; on the CPU use "
+            "--num-processes N alone (data parallel over gloo)"
+        )
+    text = path.read_text()
+    if "DEEPSPEED" in text and importlib.util.find_spec("deepspeed") is None:
+        raise GrpoError(
+            f"--accelerate-config {value} uses DeepSpeed, which is not installed here: `pip install deepspeed` "
+            "on the GPU machine (it builds against the CUDA toolkit), or use --accelerate-config fsdp"
+        )
+    return path
+
+
+def _launch_command(args, params: dict, config: Path | None, has_cuda: bool) -> list[str]:
+    """The command that runs one experiment as ``args.num_processes`` processes."""
+    script = ["-m", "grpo_core.llm", "--preset", args.preset]
+    for key, value in params.items():
+        script += ["-p", key, " ".join(map(str, value)) if isinstance(value, list | tuple) else str(value)]
+    n = str(args.num_processes)
+    if has_cuda:
+        launch = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", n]
+        if config is not None:
+            launch += ["--config_file", str(config)]
+        elif args.num_processes > 1:
+            launch += ["--multi_gpu", "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
+        else:
+            launch += ["--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
+        return launch + script
+    # accelerate launch --cpu starts one process only (several CPU processes need MPI)
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", n, *script]
+
+
+def _launch(command: list[str], folder: Path, timeout: int | None) -> str:
+    """Run the launcher, its output into ``folder/launch.log``; ``"ok"`` or ``"failed"``."""
+    import subprocess
+
+    log = folder / "launch.log"
+    with open(log, "w") as fh:
+        fh.write(" ".join(command) + "\n\n")
+        fh.flush()
+        try:
+            proc = subprocess.run(command, stdout=fh, stderr=subprocess.STDOUT, timeout=timeout, check=False)
+        except subprocess.TimeoutExpired:
+            print(f"    failed: no result within {timeout} s (see {log})", file=sys.stderr)
+            return "failed"
+    if proc.returncode:
+        print(f"    failed: the launcher exited with status {proc.returncode} (see {log})", file=sys.stderr)
+        return "failed"
+    return "ok"
 
 
 def _plan(args) -> list:
@@ -154,9 +243,33 @@ def handler(args) -> int:
         raise ParameterError(
             "out", f"`out` must be a folder (the run folders go inside it); {args.out} is a file"
         )
+    if args.num_processes < 1:
+        raise ParameterError(
+            "num_processes", f"`num_processes` must be an integer >= 1; got {args.num_processes}"
+        )
     plan = _plan(args)  # raises ParameterError before anything runs
+    for _, _, cfg, _ in plan:
+        share = args.num_processes * cfg.gradient_accumulation_steps
+        if cfg.completions % share:
+            raise ParameterError(
+                "num_processes",
+                f"`num_processes` x gradient_accumulation_steps = {share} must divide the {cfg.completions} "
+                f"completions per step of {cfg.preset} (G = {cfg.group_size}); got --num-processes "
+                f"{args.num_processes}",
+            )
+    import torch
+
+    has_cuda = torch.cuda.is_available()
+    if has_cuda and args.num_processes > torch.cuda.device_count():
+        raise ParameterError(
+            "num_processes",
+            f"`num_processes` must be at most the {torch.cuda.device_count()} GPU(s) here (one process per GPU); "
+            f"got {args.num_processes}",
+        )
+    launcher = args.num_processes > 1 or args.accelerate_config is not None
+    config_file = _accelerate_config(args.accelerate_config, has_cuda)
     notebook = Path(args.notebook) if args.notebook else NOTEBOOK
-    if not notebook.exists():
+    if not launcher and not notebook.exists():
         raise GrpoError(
             f"notebook not found: {notebook} (pass --notebook PATH; it lives in book/experiments/ of "
             "a checkout of the repository)"
@@ -167,9 +280,12 @@ def handler(args) -> int:
     results = []
     total = len(plan)
     for i, (name, folder, cfg, params) in enumerate(plan, 1):
+        command = _launch_command(args, params, config_file, has_cuda) if launcher else None
         if args.dry_run:
             print(f"[{i}/{total}] {name} (dry run)", file=sys.stderr)
             results.append({"run": name, "status": "planned", "folder": str(folder)})
+            if command:
+                results[-1]["command"] = command
             continue
         if _finished(folder, cfg) and not args.force:
             print(f"[{i}/{total}] {name}: already finished, skipped (--force reruns)", file=sys.stderr)
@@ -181,7 +297,10 @@ def handler(args) -> int:
                 _empty(folder)
             print(f"[{i}/{total}] {name} ...", file=sys.stderr, flush=True)
             t0 = time.perf_counter()
-            status = _execute(notebook, folder, args.preset, params, args.timeout)
+            if command:
+                status = _launch(command, folder, args.timeout)
+            else:
+                status = _execute(notebook, folder, args.preset, params, args.timeout)
             seconds = time.perf_counter() - t0
         print(f"[{i}/{total}] {name}: {status} in {seconds:.0f} s", file=sys.stderr, flush=True)
         results.append({"run": name, "status": status, "folder": str(folder), "seconds": round(seconds, 1)})
