@@ -91,12 +91,18 @@ class _Escaped:
     Everything the commands print can quote a log (a column name, a run name, a file name): a name
     holding ANSI escape sequences would otherwise clear the terminal, retitle it or print fake
     text. C0 controls other than ``keep``, DEL and the C1 range are written as ``\\xNN``; stderr also
-    keeps the carriage return its progress bars use.
+    keeps the carriage return its progress bars use. The bidirectional overrides and isolates (which
+    reorder what a terminal shows) and the line and paragraph separators are written as ``\\uNNNN``;
+    a file name's undecodable byte (Python's surrogate escape, U+DC80-U+DCFF) as ``\\xNN``, the byte
+    it stands for, so that a strict UTF-8 stream can print it.
     """
 
     def __init__(self, stream, keep: str = "\t\n"):
         self._stream = stream
         self._table = {c: f"\\x{c:02x}" for c in [*range(0x20), *range(0x7F, 0xA0)] if chr(c) not in keep}
+        self._table.update({c: f"\\u{c:04x}" for c in [0x2028, 0x2029, *range(0x202A, 0x202F),
+                                                          *range(0x2066, 0x206A), *range(0xD800, 0xE000)]})
+        self._table.update({c: f"\\x{c - 0xDC00:02x}" for c in range(0xDC80, 0xDD00)})
 
     def write(self, text: str) -> int:
         self._stream.write(text.translate(self._table))

@@ -4,6 +4,7 @@ wrong (exit 2), or handled; never a wrapped number, merged rows or a crash."""
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import numpy as np
@@ -59,6 +60,26 @@ def test_control_characters_from_a_log_are_shown_escaped_not_sent(tmp_path, caps
     main(["diagnose", str(good), "--no-forecast", "--map", f"grad_norm=gr{ESCAPES}ad_norm"])
     out, err = capsys.readouterr()
     assert not any(c in out + err for c in "\x1b\x07\x9b\x08")
+
+
+def test_reordering_and_separator_characters_and_undecodable_bytes_are_shown_escaped(tmp_path, capsys):
+    """A right-to-left override (U+202E) makes a terminal show 'cod.exe' as 'exe.doc'; a line
+    separator breaks a line where none is; a file name's byte that is not UTF-8 reaches Python as a
+    lone surrogate, which a strict UTF-8 stream cannot print. Each is written as an escape."""
+    import io
+
+    from grpo_dynamics.cli import _Escaped
+
+    sink = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict", newline="")
+    stream = _Escaped(sink)
+    stream.write("a\u202eb\u2028c\u2066d " + os.fsdecode(b"caf\xe9.csv") + "\n")
+    sink.flush()
+    assert sink.buffer.getvalue().decode() == "a\\u202eb\\u2028c\\u2066d caf\\xe9.csv\n"
+    bad = tmp_path / "r\u202eeward.csv"
+    bad.write_text("step,x\n1,1\n2,2\n")
+    assert main(["diagnose", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "\u202e" not in err and "r\\u202eeward.csv" in err
 
 
 def test_the_escaping_stream_passes_plain_text_and_is_restored(capsys):
