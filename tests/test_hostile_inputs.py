@@ -276,3 +276,25 @@ def test_the_bootstrap_flags_still_work_with_samples(tmp_path, capsys):
     assert main(["groupsize", "--samples", str(path), "--budget", "512", "--bootstrap", "50", "--confidence",
                  "0.8", "--seed", "1", "--json"]) == 0
     assert '"g_star' in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("count, ok", [("100000", True), ("100001", False), ("1e308", False)])
+def test_the_bootstrap_count_is_bounded(tmp_path, capsys, count, ok):
+    """More than 100,000 resamples (1e308 ran for ever) is refused by name, before any work; 100,000
+    runs (0.1 s on a 4-prompt pool)."""
+    from grpo_core.errors import ParameterError
+    from grpo_core.groupsize import estimate
+
+    rng = np.random.default_rng(0)
+    w, z = rng.normal(size=(4, 3, 1)), (rng.random((4, 3)) < 0.5).astype(float)
+    path = tmp_path / "groups.npz"
+    np.savez(path, scores=w, rewards=z)
+    code = main(["groupsize", "--samples", str(path), "--budget", "64", "--bootstrap", count, "--json"])
+    err = capsys.readouterr().err
+    if ok:
+        assert set(estimate.estimate_constants(w, z, num_bootstrap=count).intervals) >= {"c1", "c2", "c3"}
+        assert code == 0
+    else:
+        with pytest.raises(ParameterError, match=r"`num_bootstrap` must be an integer in \[0, 100000\]"):
+            estimate.estimate_constants(w, z, num_bootstrap=count)
+        assert code == 2 and "`bootstrap` must be an integer in [0, 100000]" in err

@@ -54,7 +54,7 @@ def register(subparsers) -> None:
         "--samples", help=".npz file with arrays 'scores' (P x G x D) and 'rewards' (P x G), G >= 3"
     )
     p.add_argument(
-        "--bootstrap", default=None, help="bootstrap resamples for --samples (default 1000; 0: none)"
+        "--bootstrap", default=None, help="bootstrap resamples for --samples (default 1000; 0: none; at most 100000)"
     )
     p.add_argument("--confidence", default=None, help="with --samples: level of the bootstrap intervals (default 0.9)")
     p.add_argument("--seed", default=None, help="with --samples: seed of the bootstrap (default 0)")
@@ -98,7 +98,8 @@ def handler(args: argparse.Namespace) -> int:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="every group has zero reward spread")  # said below
             k = groupsize.estimate_constants(
-                scores, rewards, num_bootstrap=check_integer("bootstrap", args.bootstrap, low=0),
+                scores, rewards, num_bootstrap=check_integer("bootstrap", args.bootstrap, low=0,
+                                                        high=groupsize.estimate.MAX_BOOTSTRAP),
                 confidence=check_real("confidence", args.confidence, low=0.0, high=1.0, low_inclusive=False,
                                       high_inclusive=False),
                 seed=check_integer("seed", args.seed, low=0),
