@@ -70,6 +70,7 @@ def register(subparsers) -> None:
         preset_help="preset name (default cpu-tiny); see --list-presets",
         param_help="override one setting (repeatable), e.g. -p learning_rate 5e-4 -p max_steps 200",
     )
+    p.epilog = __doc__.split("\n\n")[2].replace("\n", " ")  # what N processes do and do not reproduce
     p.add_argument(
         "--seeds", nargs="+", type=int, default=None, help="seeds, one run each (default: the preset's)"
     )
