@@ -355,3 +355,20 @@ def test_hostile_values_give_the_projects_errors(case, value):
     except GrpoError as exc:
         assert str(exc) and "Traceback" not in str(exc)
     # anything else (TypeError, OverflowError, AttributeError, numpy's ValueError) fails the test
+
+
+def test_run_settings_names_a_log_and_settings_of_the_wrong_kind():
+    """The settings a diagnosis reads: a log that is a DataFrame, settings that are a DataFrame or a
+    number are named as such (they gave AttributeError, or blamed `config`)."""
+    from grpo_core.runs.diagnostics.implied import run_settings as settings_of
+    from grpo_core.runs.settings import RunSettings
+    from grpo_core.runs.synthetic import synthetic_log
+
+    log = synthetic_log("policy_concentration")
+    with pytest.raises(ParameterError, match=r"^`log` must be a RunLog"):
+        settings_of(FRAME)
+    for bad in (FRAME, 5):
+        with pytest.raises(ParameterError, match=r"^`settings` must be a RunSettings or a settings file path"):
+            settings_of(log, bad)
+    found = settings_of(log)  # a synthetic log has nothing beside it: TRL's defaults
+    assert (found.source, found.optimizer, found.learning_rate) == ("TRL defaults", RunSettings().optimizer, None)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import GrpoError
+from ...validation import check_instance, check_path
 from ..curvature import ImpliedCurvature, LogAdvice, advise_from_log
 from ..logs import RunLog
 from ..settings import RunSettings, read_settings, settings_for_log
@@ -42,12 +43,14 @@ def run_settings(log: RunLog, settings: RunSettings | str | Path | None = None) 
     Raises
     ------
     ParameterError, DataError
-        A ``settings`` path that is not a readable settings file.
+        A ``log`` that is not a :class:`RunLog`; a ``settings`` that is neither a :class:`RunSettings` nor
+        a path; a ``settings`` path that is not a readable settings file.
     """
+    check_instance("log", log, RunLog, "a RunLog (grpo_core.runs.logs.read_log(path))")
     if isinstance(settings, RunSettings):
         return settings
     if settings is not None:
-        return read_settings(settings)
+        return read_settings(check_path("settings", settings, what="a RunSettings or a settings file path"))
     try:
         return settings_for_log(Path(str(log.source)))
     except GrpoError:  # a malformed file beside the log must not stop the diagnosis
