@@ -55,7 +55,9 @@ def test_record_structure(record):
     recs = [r for r in record if r["method"] == "record"]
     assert len(recs) == 52 * 3 * len(fair.RECORDED) and {r["of"] for r in recs} == set(fair.RECORDED)
     choice = next(r for r in record if r["method"] == "choice")
-    assert choice["chosen"] == fair.SHIPPED and choice["chosen"] in choice["eligible"]
+    # the rule picked S on the 52 runs; the pre-registered test replaced it with hold_conformal
+    assert choice["chosen"] == fair.PREREGISTERED_S and choice["chosen"] in choice["eligible"]
+    assert fair.SHIPPED == "hold_conformal" and cal.CONSTANTS["method"].startswith("the current level")
 
 
 def _hold_rows(runs, cut):
@@ -97,9 +99,8 @@ def test_calibration_and_constants(record, runs):
     e = np.sort(np.abs(c - truth) / s_w)
     assert calib["hold"]["0.2"]["q"] == pytest.approx(float(e[math.ceil(0.9 * 53) - 1]), rel=1e-12)
     consts = cal.CONSTANTS
-    assert consts["prior"] == calib["prior"]
     assert set(consts["quantiles"]) == {str(f) for f in fair.CAL_CUTS}
-    for frac, v in calib["shipped"].items():
+    for frac, v in calib["hold"].items():
         assert consts["quantiles"][frac] == pytest.approx(fair.conformal_q(np.array(v["abs_err"])), abs=1e-6)
     for cut in fair.CUTS:
         row = _summary(record, fair.SHIPPED, cut)
@@ -113,9 +114,9 @@ def test_shipped_module_reproduces_the_calibration(record, runs, index):
     run = runs[index]
     t, y = bf._window(run, 0.6)
     truth, _ = bf.truth_and_spread(run["y"])
-    fc = cal.forecast_calibrated(t, y, horizon=run["t"][-1], fraction=0.6, learning_rates=run["lr"],
-                                 reward_std=run["reward_std"])
-    assert abs(fc.point - truth) / fc.scale == pytest.approx(calib["shipped"]["0.6"]["abs_err"][index], rel=1e-9)
+    fc = cal.forecast_calibrated(t, y, horizon=run["t"][-1], fraction=0.6, learning_rates=run["lr"])
+    assert fc.point == fc.level == pytest.approx(float(np.mean(y[-max(3, math.ceil(0.1 * y.size)):])), rel=1e-12)
+    assert abs(fc.point - truth) / fc.scale == pytest.approx(calib["hold"]["0.6"]["abs_err"][index], rel=1e-9)
     assert fc.high - fc.point == pytest.approx(cal.CONSTANTS["quantiles"]["0.6"] * fc.scale, rel=1e-12)
     assert fc.method == cal.METHOD and fc.coverage == 0.9
 
@@ -180,8 +181,10 @@ def test_calibrated_errors_and_domain():
         cal.forecast_calibrated(t[:7], y[:7], horizon=200, fraction=0.5)
     with pytest.raises(DataError, match="does not change"):
         cal.forecast_calibrated(t, np.full(80, 0.5), horizon=200)
-    fc = cal.forecast_calibrated(t, y, horizon=200, learning_rates=np.full(80, 1e-6))
-    assert fc.clock == "learning_rate" and fc.fraction == 0.4
+    with pytest.raises(ParameterError, match="learning_rates"):
+        cal.forecast_calibrated(t, y, horizon=200, learning_rates=np.full(80, -1e-6))
+    fc = cal.forecast_calibrated(t, y, horizon=200, learning_rates=(t, np.full(80, 1e-6)))
+    assert fc.fraction == 0.4 and fc.point == fc.level
 
 
 def test_preregistered_decision_both_sides():
@@ -198,3 +201,31 @@ def test_preregistered_decision_both_sides():
 def test_product_adapter():
     mod = fair.product_module()
     assert callable(mod.forecast_plateau) and mod.SHIPPED_PRIOR.q > 0
+
+
+def test_holdout3_record(record):
+    """The out-of-sample record: its structure, the pre-registered verdict, and H's row at 0.4 and one of S's
+    forecasts recomputed from the runs with the 52 runs' calibration."""
+    rows = json.loads((fair.RESULTS / "forecast_holdout_v3.json").read_text())
+    meta = next(r for r in rows if r["method"] == "meta")
+    assert meta["n"] == 15 and len(meta["calibrated_on"]) == 52
+    verdict = next(r for r in rows if r["method"] == "verdict")
+    assert verdict == fair.decide([r for r in rows if "interval_score" in r]) and not verdict["passed"]
+    assert not verdict["checks"]["0.4"]["coverage_in_range"] and not verdict["checks"]["0.6"]["median_err_not_worse"]
+    calib = next(r for r in record if r["method"] == "calibration")
+    runs = fair.load_holdout3()
+    assert [r["id"] for r in runs] == meta["runs"]
+    c, s_w, truth, spread = _hold_rows(runs, 0.4)
+    q = calib["hold"]["0.4"]["q"]
+    isc = [(2 * q * s_w[i] + 20 * max(abs(c[i] - truth[i]) - q * s_w[i], 0)) / spread[i] for i in range(15)]
+    row = _summary(rows, "hold_conformal", 0.4)
+    assert row["interval_score"] == pytest.approx(float(np.mean(isc)), rel=1e-12)
+    assert row["median_err"] == pytest.approx(float(np.median(np.abs(c - truth) / spread)), rel=1e-12)
+    run = runs[3]
+    t, y = bf._window(run, 0.6)
+    p = fair.s_point(t, y, run["t"][-1], run["lr"], run["reward_std"], calib["prior"])
+    (rec,) = [r for r in rows if r["method"] == "record" and r["of"] == "shipped" and r["run"] == run["id"]
+              and r["cut"] == 0.6]
+    assert rec["point"] == pytest.approx(p, rel=1e-9)
+    q = round(calib["shipped"]["0.6"]["q"], 6)
+    assert rec["high"] - rec["point"] == pytest.approx(q * cal.window_spread(y), rel=1e-12)
