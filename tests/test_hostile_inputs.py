@@ -298,3 +298,13 @@ def test_the_bootstrap_count_is_bounded(tmp_path, capsys, count, ok):
         with pytest.raises(ParameterError, match=r"`num_bootstrap` must be an integer in \[0, 100000\]"):
             estimate.estimate_constants(w, z, num_bootstrap=count)
         assert code == 2 and "`bootstrap` must be an integer in [0, 100000]" in err
+
+
+@pytest.mark.parametrize("text", ["[" * 5000 + "]" * 5000, '{"log_history": [' + "[" * 5000 + "]" * 5000 + "]}",
+                                  '{"a": 1}\n' + '{"b":' * 5000 + "1" + "}" * 5000])
+def test_json_nested_past_the_parsers_depth_is_refused_by_name(tmp_path, capsys, text):
+    """A JSON log, a trainer_state and a JSON-lines line nested 5,000 deep (a RecursionError, exit 70)."""
+    path = tmp_path / "trainer_state.json"
+    path.write_text(text)
+    assert main(["diagnose", str(path), "--no-forecast"]) == 2
+    assert "JSON nested deeper than can be read" in capsys.readouterr().err

@@ -58,6 +58,7 @@ import warnings
 from typing import Any
 
 from ...errors import DataError
+from .schema import load_json
 
 __all__ = ["parse_text", "looks_like_console", "stream_text", "describe_text", "ACCEPTED"]
 
@@ -155,7 +156,7 @@ def stream_text(text: str, source: str) -> str:
     """
     body = text.strip()
     try:
-        records = json.loads(body)
+        records = load_json(body, source)
     except json.JSONDecodeError:
         records = []
         for lineno, line in enumerate(body.splitlines(), 1):
@@ -163,7 +164,7 @@ def stream_text(text: str, source: str) -> str:
             if line in ("", "[", "]"):
                 continue
             try:
-                records.append(json.loads(line))
+                records.append(load_json(line, source))
             except json.JSONDecodeError as exc:
                 raise DataError(f"{source}: stream log line {lineno} is not valid JSON ({exc.msg})") from None
     if isinstance(records, dict):

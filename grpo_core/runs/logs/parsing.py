@@ -12,7 +12,7 @@ import pandas as pd
 
 from ...errors import DataError
 from . import aliases, console
-from .schema import _CSV_MISSING, _note
+from .schema import _CSV_MISSING, _note, load_json
 
 
 def parse_text(text: str, source: str, notes: list[str], meta: dict) -> tuple[list | None, pd.DataFrame | None, str]:
@@ -35,7 +35,7 @@ def _where(text: str, pos: int) -> str:
 
 def _parse_json_text(text: str, source: str, notes: list[str], meta: dict) -> tuple[list, str]:
     try:
-        obj = json.loads(text)
+        obj = load_json(text, source)
     except json.JSONDecodeError as exc:
         # not one JSON document: JSON lines (or one broken document)
         return _json_lines(text, source, notes, exc)
@@ -70,7 +70,7 @@ def _json_lines(text: str, source: str, notes: list[str], whole_error: json.JSON
     lines = text.splitlines()
     nonblank = [(i, ln) for i, ln in enumerate(lines, 1) if ln.strip()]
     try:
-        whole = json.loads("[" + ",".join(ln for _, ln in nonblank) + "]")
+        whole = load_json("[" + ",".join(ln for _, ln in nonblank) + "]", source)
     except json.JSONDecodeError:
         whole = None  # some line is broken (or two share a line): find which, line by line
     if whole is not None and len(whole) == len(nonblank) and all(isinstance(r, dict) for r in whole):
@@ -79,7 +79,7 @@ def _json_lines(text: str, source: str, notes: list[str], whole_error: json.JSON
     broken: list[tuple[int, str]] = []
     for k, (lineno, line) in enumerate(nonblank):
         try:
-            rec = json.loads(line)
+            rec = load_json(line, source)
         except json.JSONDecodeError as exc:
             if k == 0:
                 # The first line is not a JSON object on its own: one (pretty-printed) JSON

@@ -201,7 +201,7 @@ def _refuse_bare_json(text: str, source: str) -> None:
         return
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return
     if not isinstance(value, (dict, list)):
         shown = json.dumps(value)[:60]

@@ -57,9 +57,13 @@ std of reward function ``<f>``). Columns that are not recognised are kept under 
 
 from __future__ import annotations
 
+import json
+import sys
 import warnings
 
 import numpy as np
+
+from ...errors import DataError
 
 #: Formats :func:`~grpo_core.runs.logs.read_log` understands (``"auto"`` detects one of them).
 FORMATS = ("trl", "notebook", "verl", "grpo_dynamics", "generic")
@@ -104,6 +108,18 @@ def _nan_text(values) -> np.ndarray:
 
 class LogWarning(UserWarning):
     """Something was done to a log to make it usable (rows merged, sorted, dropped)."""
+
+
+def load_json(text: str, source: str):
+    """``json.loads`` for a log: JSON nested deeper than the parser's recursion allows (about 1,000
+    levels; a training log is a few deep) is a :class:`DataError` naming ``source``, not a
+    RecursionError. A :class:`json.JSONDecodeError` passes through (callers try JSON lines next)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise DataError(f"{source}: JSON nested deeper than can be read (more than about "
+                        f"{sys.getrecursionlimit()} levels); a training log's records are a few levels "
+                        "deep") from None
 
 
 def _note(notes: list[str], message: str, *, warn: bool) -> None:
