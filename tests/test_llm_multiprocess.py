@@ -9,9 +9,11 @@ batch halves. What does not: the sampled completions. TRL seeds process r with `
 process samples its share of the step's completions in its own batch, so no setting makes the two runs
 draw the same completions. With a learning rate of 1e-8 the weights stay put (every greedy answer is the
 same at the end as at the start), every step samples the starting policy on the step's prompts, and the
-sampled statistics of the two runs agree within their sampling error: measured |z| <= 2.3 over three
-seeds for the mean completion length and the mean token entropy over 8 steps of 16 completions
-(|z| < 4 asserted)."""
+sampled statistics of the two runs agree within their sampling error. Measured, for the mean completion
+length and the mean token entropy over 8 steps of 16 completions (z: the difference over its standard
+error from the steps' spread): with these settings |z| = 2.01 and 2.29 for seed 1 (0.23 of ~3.5 tokens,
+0.046 of ~1.9 nats), 0.35 and 0.36 for seed 2; with an untrained model, 0.88 and 1.24 for seed 0.
+Asserted: |z| < 4."""
 
 from __future__ import annotations
 
