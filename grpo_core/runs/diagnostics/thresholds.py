@@ -104,10 +104,10 @@ class Thresholds:
         learning": ``min_learning_steps`` (50) optimizer steps (the last logged step), and, where the log
         knows its planned ``max_steps``, ``min_planned_fraction`` (0.5) of them. Short of either the
         verdict is "inconclusive": too early to judge (a significant rise or fall, or a dead run, is
-        reported at any length). From the 57 shipped real runs (``real_runs``, ``holdout_runs``,
+        reported at any length). From the 52 shipped real runs (``real_runs``, ``holdout_runs``,
         ``holdout_runs_2``): the 33 whose whole log rose significantly first showed it at step 16 to 440
         (quartiles 46, 64, 81; the five logged every 5 steps cannot show it before their 16th point, step 80
-        or 85), so 23 of the 33 had not shown it by step 49; the shortest planned run among the 57 is 50
+        or 85), so 23 of the 33 had not shown it by step 49; the shortest planned run among the 52 is 50
         steps (18, 55, 56). Read on prefixes, 13 of the 33 still read flat at 22% of their run (56 of 250
         steps), 12 past a quarter of it, 4 past half (08, 46, 55, 60).
     saturation_level : float
