@@ -245,8 +245,16 @@ def test_text_where_a_number_goes_in_a_meta_json_beside_the_log_does_not_stop_fi
                                                     "hyperparameters": {"num_iterations": "two"}}))
     log = str(tmp_path / "trainer_state.json")
     assert main(["diagnose", log, "--no-forecast"]) in (0, 1, 3)
+    err = capsys.readouterr().err
+    assert "error" not in err
+    for said in ("`learning_rate` = 'see config' (is not a number)", "`group_size` = 'eight' (is not a number)",
+                 "`num_iterations` = 'two' (is not a number)"):
+        assert said in err  # each field defaulted is said, not silently replaced
     assert main(["fit", log]) == 0
     assert "error" not in capsys.readouterr().err
+    (tmp_path / "meta.json").write_text(json.dumps({"beta": "TRL default (not set)"}))
+    assert main(["diagnose", log, "--no-forecast"]) in (0, 1, 3)
+    assert "meta.json" not in capsys.readouterr().err  # words saying "not set" are the default, no warning
 
 
 # --- 7. parameters of the wrong type ----------------------------------------------------------------------

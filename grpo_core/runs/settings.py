@@ -228,6 +228,10 @@ def _number(name: str, value: Any, source: str) -> float | None:
 #: What :func:`_number` returns for a value in words (no digit at all).
 _WORDS = object()
 
+#: Words that say a field was not set ("TRL default (not set)", "unknown", "auto"): its default is
+#: used without a warning. Other words in a file beside a log ("see config", "eight") are warned about.
+_NOT_GIVEN = re.compile(r"default|not set|unset|unknown|none|n/a|auto|unspecified", re.IGNORECASE)
+
 
 def _is_adam(optimizer: Any) -> bool:
     """An Adam-family optimizer name (``adamw_torch``, ``adamw``, ``paged_adamw_8bit``, ...)."""
@@ -287,7 +291,10 @@ def _from_mapping(d: dict[str, Any], source: str, lenient: bool = False) -> RunS
                 drop(name, hit, "is beyond the float range (1.8e308)" if isinstance(hit, int) else "is not a number")
                 continue
             if value is _WORDS:
-                unreadable.append(f"`{name}` = {hit!r}")
+                if lenient and not _NOT_GIVEN.search(str(hit)):
+                    drop(name, hit, "is not a number")  # "see config", "eight": said, not silently defaulted
+                else:
+                    unreadable.append(f"`{name}` = {hit!r}")
                 continue
             values[name] = value
         problem = _field_problem(name, values[name])
