@@ -372,3 +372,15 @@ def test_run_settings_names_a_log_and_settings_of_the_wrong_kind():
             settings_of(log, bad)
     found = settings_of(log)  # a synthetic log has nothing beside it: TRL's defaults
     assert (found.source, found.optimizer, found.learning_rate) == ("TRL defaults", RunSettings().optimizer, None)
+
+
+@pytest.mark.parametrize("value, hint", [(None, "NoneType"), (FRAME, "use from_frame"), ("step,reward", "str"),
+                                         ({"step": 1}, "dict"), (5, "int")])
+def test_from_records_names_what_is_not_an_iterable_of_records(value, hint):
+    """None gave TypeError; a DataFrame iterated its column names, a dict its keys, a string its letters."""
+    from grpo_core.runs.logs import from_records
+
+    with pytest.raises(ParameterError, match=r"^`records` must be an iterable of mappings") as info:
+        from_records(value)
+    assert hint in str(info.value)
+    assert from_records(iter([{"step": 1, "reward": 0.5}])).series("reward")[1].tolist() == [0.5]  # a generator

@@ -236,6 +236,11 @@ def from_records(
     ('trl', ['step', 'loss', 'reward/acc', 'reward'])
     """
     check_choice("format", format, ("auto",) + FORMATS)
+    if isinstance(records, (str, bytes, Mapping, pd.DataFrame)) or not isinstance(records, Iterable):
+        # a DataFrame iterates over its column names, a dict over its keys, a string over its letters
+        hint = " (use from_frame for a DataFrame)" if isinstance(records, pd.DataFrame) else ""
+        raise ParameterError("records", "`records` must be an iterable of mappings (one per log entry); "
+                                        f"got {type(records).__name__}{hint}")
     records = list(records)
     for i, r in enumerate(records):
         if not isinstance(r, Mapping):
