@@ -308,3 +308,19 @@ def test_json_nested_past_the_parsers_depth_is_refused_by_name(tmp_path, capsys,
     path.write_text(text)
     assert main(["diagnose", str(path), "--no-forecast"]) == 2
     assert "JSON nested deeper than can be read" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("where", ["name", "cell", "quoted cell"])
+def test_a_field_longer_than_the_csv_modules_limit_is_read_and_not_echoed(tmp_path, capsys, where):
+    """A column name or a cell of 300,000 characters (past the csv module's 131,072: an internal error,
+    exit 70) is read; the JSON output does not echo it whole."""
+    big = "y" * 300_000
+    header = f"step,reward,{big if where == 'name' else 'note'}"
+    cell = {"name": "1", "cell": big, "quoted cell": f'"{big},\n"'}[where]
+    rows = "".join(f"{s},{0.1 + 0.005 * s},{cell if s == 50 else 'ok'}\n" for s in range(1, 101))
+    path = tmp_path / "long.csv"
+    path.write_text(f"{header}\n{rows}")
+    code = main(["diagnose", str(path), "--no-forecast", "--json"])
+    out = capsys.readouterr().out
+    assert code in (0, 1, 3) and len(out) < 20_000
+    assert json.loads(out)["steps"] == [1, 100]

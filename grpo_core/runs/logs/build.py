@@ -44,7 +44,7 @@ from . import aliases
 from .detect import _detect
 from .keys import _mapper
 from .runlog import RunLog
-from .schema import _NORMALISED, _SPLITS, _STEP_CANDIDATES, NAN_MARK, NORMALISED_COLUMNS, _nan_text, _note
+from .schema import _NORMALISED, _SPLITS, _STEP_CANDIDATES, NAN_MARK, NORMALISED_COLUMNS, _nan_text, _note, quoted
 from .trl import _reward_std_kind, parse_version
 
 
@@ -176,15 +176,15 @@ def _user_mapping(frame: pd.DataFrame, mapping, source: str, notes: list[str]) -
     renamed_by_user: dict[str, str] = {}
     for target, column in mapping.items():
         if column not in frame.columns:
-            raise DataError(f"{source}: `mapping` names column {column!r} (for {target!r}), which the file "
+            raise DataError(f"{source}: `mapping` names column {quoted(column)} (for {quoted(target)}), which the file "
                             f"does not have; columns: {', '.join(frame.columns)}")
         renamed_by_user[column] = target
     clash = set(renamed_by_user.values()) & (set(frame.columns) - set(renamed_by_user))
     for c in clash:
         frame = frame.drop(columns=[c])
-        _note(notes, f"column {c!r} replaced by the one `mapping` names for it", warn=True)
+        _note(notes, f"column {quoted(c)} replaced by the one `mapping` names for it", warn=True)
     frame = frame.rename(columns=renamed_by_user)
-    _note(notes, "mapped by the user: " + ", ".join(f"{c!r} -> {t!r}" for c, t in renamed_by_user.items()),
+    _note(notes, "mapped by the user: " + ", ".join(f"{quoted(c)} -> {quoted(t)}" for c, t in renamed_by_user.items()),
           warn=False)
     return frame, set(renamed_by_user.values())
 
@@ -249,7 +249,7 @@ def _targets(frame: pd.DataFrame, fmt: str, protected: set[str], source: str,
         for c in [c for c, (n, _) in targets.items() if n == "step" and c != "step"]:
             frame = frame.drop(columns=[c])
             del targets[c]
-            _note(notes, f"column {c!r} ignored: `mapping` names another column as the step", warn=True)
+            _note(notes, f"column {quoted(c)} ignored: `mapping` names another column as the step", warn=True)
     step_cols = [c for c, (n, _) in targets.items() if n == "step"]
     if not step_cols:
         for cand in _STEP_CANDIDATES:
@@ -278,7 +278,7 @@ def _steps(frame: pd.DataFrame, step_col: str, split_of_row: pd.Series | None, s
     steps = pd.to_numeric(frame[step_col], errors="coerce").to_numpy(dtype=float)
     missing = ~np.isfinite(steps)
     if missing.all():
-        raise DataError(f"{source}: the step column {step_col!r} holds no numbers")
+        raise DataError(f"{source}: the step column {quoted(step_col)} holds no numbers")
     if missing.any():
         _note(
             notes,
@@ -291,14 +291,14 @@ def _steps(frame: pd.DataFrame, step_col: str, split_of_row: pd.Series | None, s
         steps = steps[~missing]
     if np.any(steps != np.round(steps)):
         bad = steps[steps != np.round(steps)][:3]
-        raise DataError(f"{source}: steps must be whole numbers; found {bad.tolist()} in column {step_col!r}")
+        raise DataError(f"{source}: steps must be whole numbers; found {bad.tolist()} in column {quoted(step_col)}")
     if np.any(steps < 0):
         raise DataError(f"{source}: steps must be >= 0; found {int(steps.min())}")
     if np.any(steps > MAX_STEP):
         # past 2**53 a float64 no longer tells neighbouring steps apart (and past 2**63 int64 wraps):
         # rows would merge or turn negative
         raise DataError(f"{source}: steps must be at most 2**53 = {MAX_STEP:.0f} (the largest whole number "
-                        f"read exactly); found {steps.max():.17g} in column {step_col!r}. If this column does "
+                        f"read exactly); found {steps.max():.17g} in column {quoted(step_col)}. If this column does "
                         "not count optimizer steps, name the one that does with --map step=<column>")
     return frame, split_of_row, steps.astype(np.int64)
 
@@ -530,7 +530,7 @@ def _summary_row(
 def _note_renamed(columns_map: dict[str, str], step_col: str, notes: list[str]) -> None:
     renamed = {c: n for c, n in columns_map.items() if c != step_col or n != "step"}
     if renamed:
-        shown = ", ".join(f"{c!r} -> {n!r}" for c, n in list(renamed.items())[:12])
+        shown = ", ".join(f"{quoted(c)} -> {quoted(n)}" for c, n in list(renamed.items())[:12])
         more = f" and {len(renamed) - 12} more" if len(renamed) > 12 else ""
         _note(notes, f"renamed {len(renamed)} column(s): {shown}{more}", warn=False)
 
@@ -558,20 +558,20 @@ def _numeric_columns(frame: pd.DataFrame, cols: list[str], source: str,
         placeholder = s.notna() & numeric.isna() & text.isin(_NA_TOKENS)
         bad = s.notna() & numeric.isna() & ~placeholder & ~nan_text
         if bad.any() and not numeric.notna().any():
-            _note(notes, f"dropped column {col!r}: no numbers in it (e.g. {s[bad].iloc[0]!r})", warn=False)
+            _note(notes, f"dropped column {quoted(col)}: no numbers in it (e.g. {quoted(s[bad].iloc[0])})", warn=False)
             continue
         if bad.any():
             _note(
                 notes,
-                f"{source}: {int(bad.sum())} cell(s) of {col!r} are not numbers (e.g. {s[bad].iloc[0]!r} "
+                f"{source}: {int(bad.sum())} cell(s) of {quoted(col)} are not numbers (e.g. {quoted(s[bad].iloc[0])} "
                 f"in data row {int(np.flatnonzero(bad.to_numpy())[0]) + 1}); set to NaN",
                 warn=True,
             )
         if placeholder.any():
             _note(
                 notes,
-                f"{int(placeholder.sum())} placeholder cell(s) of {col!r} (e.g. {s[placeholder].iloc[0]!r}) "
-                "read as missing",
+                f"{int(placeholder.sum())} placeholder cell(s) of {quoted(col)} "
+                f"(e.g. {quoted(s[placeholder].iloc[0])}) read as missing",
                 warn=False,
             )
         if nan_text.any():
@@ -599,12 +599,12 @@ def _tidy(
             if both.any():
                 _note(
                     notes,
-                    f"{source}: columns mapping to {name!r} ({split}) disagree on {int(both.sum())} "
-                    f"step(s); kept {col!r}",
+                    f"{source}: columns mapping to {quoted(name)} ({split}) disagree on {int(both.sum())} "
+                    f"step(s); kept {quoted(col)}",
                     warn=True,
                 )
             merged_cols[name] = np.where(np.isnan(values), old, values)
-            _note(notes, f"merged column {col!r} into {name!r} ({split})", warn=False)
+            _note(notes, f"merged column {quoted(col)} into {quoted(name)} ({split})", warn=False)
         else:
             merged_cols[name] = values
     table = pd.DataFrame(merged_cols)
@@ -618,7 +618,7 @@ def _tidy(
             # the reward is what every fit and check reads: losing it must not go unseen
             _note(
                 notes,
-                f"{source}: dropped column {col!r}: every value is empty or NaN ({split})",
+                f"{source}: dropped column {quoted(col)}: every value is empty or NaN ({split})",
                 warn=col == "reward" and split == "train",
             )
     if len(table) > 1 and np.any(np.diff(steps) < 0):

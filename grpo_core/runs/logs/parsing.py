@@ -256,7 +256,18 @@ def _head_lines(text: str, n: int) -> list[str]:
 def _parse_csv_text(text: str, source: str, notes: list[str] | None = None) -> pd.DataFrame:
     """The table of a CSV text (comma, tab or semicolon separated); RFC 4180 quoting, so a quoted cell may
     hold separators and line breaks (a logged completion). Short rows are dropped first
-    (:func:`_drop_short_rows`); pandas' C parser reads the text piece by piece (:class:`_TextSource`)."""
+    (:func:`_drop_short_rows`); pandas' C parser reads the text piece by piece (:class:`_TextSource`).
+    A field may be as long as the text: the csv module's default limit (131,072 characters) stopped a
+    long logged completion or column name with an internal error; the file's size is bounded on read."""
+    limit = csv.field_size_limit()
+    csv.field_size_limit(max(limit, len(text) + 1))
+    try:
+        return _parse_csv_fields(text, source, notes)
+    finally:
+        csv.field_size_limit(limit)
+
+
+def _parse_csv_fields(text: str, source: str, notes: list[str] | None) -> pd.DataFrame:
     first, _ = _first_line(text)
     counts = {sep: first.count(sep) for sep in (",", "\t", ";")}
     sep = max(counts, key=counts.get)

@@ -60,6 +60,7 @@ from __future__ import annotations
 import json
 import sys
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -120,6 +121,15 @@ def load_json(text: str, source: str):
         raise DataError(f"{source}: JSON nested deeper than can be read (more than about "
                         f"{sys.getrecursionlimit()} levels); a training log's records are a few levels "
                         "deep") from None
+
+
+def quoted(value: Any, limit: int = 80) -> str:
+    """``repr`` of a name or a cell quoted from a log, cut to about ``limit`` characters with how long it
+    was: a 10 MB cell or column name is said, not echoed whole into every message, note and report."""
+    text = str(value)
+    if len(text) <= limit:
+        return repr(text) if isinstance(value, str) else repr(value)
+    return repr(text[: limit - 20] + "...") + f" ({len(text):,} characters)"
 
 
 def _note(notes: list[str], message: str, *, warn: bool) -> None:
