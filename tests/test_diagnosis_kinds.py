@@ -86,6 +86,7 @@ def test_23_steps_whose_loss_of_0_was_the_only_worry_are_too_early():
     d = _quiet(diagnose, replayed(23), forecast=False)
     assert d.verdict == "inconclusive" and d.find("not_learning") is None
     assert d.missing[0].startswith("23 steps: too early to judge whether it learns (needs at least 50")
+    assert d.summary().count("too early to judge") == 1  # on its "inconclusive" line, not again as "not checked"
     with pytest.raises(DataError, match="49 steps: too early"):
         not_learning(replayed(49))
     assert _quiet(not_learning, replayed(50)).severity == "warning"  # the floor reached: flat is flat

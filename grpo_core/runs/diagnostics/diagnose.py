@@ -181,6 +181,8 @@ class Diagnosis:
         core = MODES + ("not_learning",)
         for mode, why in self.skipped.items():
             # a column that is there but empty, all NaN or not computed is said, not listed as absent
+            if any(why in m for m in self.missing):
+                continue  # said on its "inconclusive" line already
             if mode in core or "does not have" not in why:
                 lines.append(f"  not checked: {mode} ({why})")
         rest = [m for m in self.skipped if m not in core and "does not have" in self.skipped[m]]
