@@ -43,7 +43,7 @@ MAX_BROKEN_FRACTION = 0.1
 
 #: The total reward under other names (first found wins; only when no canonical reward column).
 REWARD_ALIASES = ("reward_mean", "mean_reward", "reward/mean", "reward/selected_mean", "train/reward",
-                  "rewards/mean", "avg_reward", "score/mean")
+                  "rewards/mean", "avg_reward", "score/mean", "rollout/raw_reward")
 #: Canonical reward columns (TRL ``reward``, verl ``critic/score/mean``, notebook ``Reward``).
 _REWARD_CANONICAL = ("reward", "critic/score/mean", "Reward")
 #: Other metrics under other names: canonical key (as TRL/verl spell it) -> aliases.
@@ -110,8 +110,9 @@ def prepare_frame(frame: pd.DataFrame, source: str, notes: list[str], *, run: st
         The table holds several runs and ``run`` does not name one of them (the message lists them).
     """
     frame, used = _wandb_export(frame, source, notes, run)
-    frame = _select_run(frame, source, notes, None if used else run)
+    frame, labelled = _select_run(frame, source, notes, None if used else run)
     frame = _steps(frame, source, notes)
+    frame = _restarted_runs(frame, source, notes, None if used or labelled else run)
     frame = _aliases(frame, notes)
     return _total_reward(frame, source, notes)
 
@@ -176,13 +177,12 @@ def _label_column(frame: pd.DataFrame, step_col: str) -> str | None:
     return None
 
 
-def _select_run(frame: pd.DataFrame, source: str, notes: list[str], run: str | None) -> pd.DataFrame:
+def _select_run(frame: pd.DataFrame, source: str, notes: list[str], run: str | None) -> tuple[pd.DataFrame, bool]:
+    """The rows of the run ``run`` names when a label column holds several runs, and whether one did."""
     step_col = next((c for c in _STEP_KNOWN + STEP_ALIASES if c in frame.columns), None)
     label = _label_column(frame, step_col) if step_col is not None and len(frame) > 1 else None
     if label is None:
-        if run is not None:
-            raise DataError(f"{source}: `run` {run!r} given, but the file holds a single run")
-        return frame
+        return frame, False  # `run` may still name one of runs appended one after the other
     labels = [str(x) for x in pd.unique(frame[label])]
     counts = frame[label].astype(str).value_counts()
     shown = ", ".join(f"{lab!r} ({counts[lab]} rows)" for lab in labels)
@@ -195,7 +195,86 @@ def _select_run(frame: pd.DataFrame, source: str, notes: list[str], run: str | N
     kept = frame.loc[frame[label].astype(str) == want].drop(columns=[label])
     _note(notes, f"read run {label}={want!r} ({len(kept)} of {len(frame)} rows; the others belong to "
                  f"{len(labels) - 1} other run(s))", warn=False)
-    return kept
+    return kept, True
+
+
+def restart_rows(steps: np.ndarray) -> list[int]:
+    """Where a step counter starts again: the row indices at which a new run begins in a table of runs
+    appended one after the other (``1..200`` then ``1..150``), ``[]`` for one run.
+
+    The table is read as several runs only when every place where the step goes down goes back to at most
+    the first step of the run before (the counter started again), each run so split counts up (steps
+    never go down within it) over at least two distinct steps, and each shares steps with the run before
+    (its last step is at least the first step of that run). Anything else is one run whose rows are
+    merged and sorted as usual: a run resumed from a checkpoint re-logs the steps after the checkpoint,
+    not from the start; a shuffled log goes down at places that are no restart; two halves of one run in
+    the wrong order share no step.
+
+    Parameters
+    ----------
+    steps : numpy.ndarray
+        The step of each row in file order (float; NaN for a row without one, skipped).
+    """
+    idx = np.flatnonzero(np.isfinite(steps))
+    s = steps[idx]
+    if s.size < 4:
+        return []
+    cuts = np.flatnonzero(np.diff(s) < 0) + 1
+    if cuts.size == 0:
+        return []
+    bounds = np.concatenate([[0], cuts, [s.size]])
+    first, last = s[bounds[:-1]], s[bounds[1:] - 1]  # each segment counts up, so these are its min and max
+    if np.any(s[cuts] > first[:-1]) or np.any(last[1:] < first[:-1]) or np.any(last <= first):
+        return []
+    return [int(i) for i in idx[cuts]]
+
+
+def choose_segment(names: list[str], run: str) -> int | None:
+    """The index of the run ``run`` names among ``names`` (runs in order): its name, its number from 1, or
+    ``"last"``/``"first"``; ``None`` when it names none."""
+    want = run.strip()
+    if want.lower() == "last":
+        return len(names) - 1
+    if want.lower() == "first":
+        return 0
+    if want in names:
+        return names.index(want)
+    if want.isdigit() and 1 <= int(want) <= len(names):
+        return int(want) - 1
+    return None
+
+
+def _restarted_runs(frame: pd.DataFrame, source: str, notes: list[str], run: str | None) -> pd.DataFrame:
+    """One of several runs appended one after the other in one table (the step counter starts again,
+    :func:`restart_rows`): the one ``run`` names (``"2"``, ``"last"``); without ``run`` the reader stops with
+    the list, as for a table whose run column holds several runs (reading them as one run would merge their
+    steps, and reading one of them unasked would hide the others)."""
+    step_col = next((c for c in ("step",) + _STEP_KNOWN if c in frame.columns), None)
+    cuts = restart_rows(pd.to_numeric(frame[step_col], errors="coerce").to_numpy(dtype=float)) \
+        if step_col is not None else []
+    if not cuts:
+        if run is not None:
+            raise DataError(f"{source}: `run` {run!r} given, but the file holds a single run")
+        return frame
+    bounds = [0, *cuts, len(frame)]
+    steps = pd.to_numeric(frame[step_col], errors="coerce")
+    parts = []
+    for i, (a, b) in enumerate(zip(bounds, bounds[1:]), 1):
+        st = steps.iloc[a:b]
+        parts.append(f"run {i}: data rows {a + 1}-{b}, steps {st.min():.0f}..{st.max():.0f}")
+    shown = "; ".join(parts)
+    names = [str(i) for i in range(1, len(bounds))]
+    if run is None:
+        raise DataError(f"{source}: the step counter starts again {len(cuts)} time(s): the file holds "
+                        f"{len(cuts) + 1} runs one after the other ({shown}); choose one with run='last' or "
+                        "run='1' (command line: --run last, --run 1)")
+    k = choose_segment(names, run)
+    if k is None:
+        raise DataError(f"{source}: `run` {run!r} is not one of the {len(names)} runs one after the other in "
+                        f"this file ({shown}); give 1..{len(names)} or 'last'")
+    _note(notes, f"{source}: the step counter starts again {len(cuts)} time(s); read run {k + 1} of "
+                 f"{len(names)} ({parts[k]}), left out the other rows", warn=False)
+    return frame.iloc[bounds[k]:bounds[k + 1]]
 
 
 def _steps(frame: pd.DataFrame, source: str, notes: list[str]) -> pd.DataFrame:
@@ -213,8 +292,18 @@ def _steps(frame: pd.DataFrame, source: str, notes: list[str]) -> pd.DataFrame:
                 frame = frame.assign(step=parsed.to_numpy())
             _note(notes, "step read from ms-swift's `global_step/max_steps` (e.g. '9/547' is step 9)", warn=False)
     present = [c for c in _STEP_KNOWN if c in frame.columns]
+    if present == ["_step"]:
+        # W&B's `_step` counts the calls to wandb.log, not optimizer steps: any step column by name is better
+        better = next((c for c in STEP_ALIASES if c in frame.columns), None) or _step_by_name(frame, source)
+        if better is not None:
+            frame = frame.drop(columns=["_step"]).rename(columns={better: "step"})
+            _note(notes, f"column {better!r} read as the step, not W&B's `_step` (which counts the calls to "
+                         "wandb.log)", warn=False)
+            return frame
     if not present:
         alias = next((c for c in STEP_ALIASES if c in frame.columns), None)
+        if alias is None:
+            alias = _step_by_name(frame, source)
         if alias is not None:
             frame = frame.rename(columns={alias: "step"})
             _note(notes, f"column {alias!r} read as the step", warn=False)
@@ -230,6 +319,36 @@ def _steps(frame: pd.DataFrame, source: str, notes: list[str]) -> pd.DataFrame:
             frame = frame.drop(columns=present[1:]).assign(**{keep: merged.to_numpy()})
             _note(notes, f"step columns {present} agree on every row; read them as one ({keep!r})", warn=False)
     return frame
+
+
+#: Names of a step column besides the known ones: ``<anything>_step`` (``grpo_step``, ``optimizer_step``),
+#: ``<anything>/step``, ``iteration``, ``iter``; never ``<anything>_per_step`` or a count such as ``max_step``.
+_STEP_NAME = re.compile(r"^(?:[\w/.-]*[_/](?:global_)?step|iteration|iter|iters)$", re.I)
+_NOT_STEP_NAME = re.compile(r"(?:^|[_/])(?:per|max|num|total|n)_(?:global_)?step$|^_step$", re.I)
+
+
+def _step_by_name(frame: pd.DataFrame, source: str) -> str | None:
+    """The one column named like a step counter (:data:`_STEP_NAME`) that holds whole numbers >= 0, or ``None``.
+
+    Several such columns that agree on every row are one (the first is read); several that disagree are
+    an error naming them, since which one counts optimizer steps is the user's to say.
+    """
+    found = [c for c in map(str, frame.columns) if _STEP_NAME.match(c) and not _NOT_STEP_NAME.search(c)]
+    values = {}
+    for c in found:
+        v = pd.to_numeric(frame[c], errors="coerce")
+        if v.notna().any() and (v.dropna() >= 0).all() and (v.dropna() == v.dropna().round()).all():
+            values[c] = v
+    if not values:
+        return None
+    names = list(values)
+    first = values[names[0]]
+    disagree = [c for c in names[1:] if not ((values[c] == first) | values[c].isna() | first.isna()).all()]
+    if disagree:
+        raise DataError(f"{source}: no `step` column, and {len(names)} columns could be the step and disagree: "
+                        f"{', '.join(map(repr, names))}; choose the one that counts optimizer steps with "
+                        f"mapping={{'step': '{names[0]}'}} (command line: --map step={names[0]})")
+    return names[0]
 
 
 def _aliases(frame: pd.DataFrame, notes: list[str]) -> pd.DataFrame:

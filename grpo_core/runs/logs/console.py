@@ -60,7 +60,7 @@ from typing import Any
 from ...errors import DataError
 from .schema import load_json
 
-__all__ = ["parse_text", "looks_like_console", "stream_text", "describe_text", "ACCEPTED"]
+__all__ = ["parse_text", "looks_like_console", "stream_text", "describe_text", "unwrap_dicts", "ACCEPTED"]
 
 #: One line saying what a text log may hold (used in the error for an unknown format).
 ACCEPTED = ("accepted: TRL trainer_state.json or log_history (JSON/JSONL), CSV tables (TRL keys, notebook "
@@ -413,6 +413,64 @@ def _warn(notes: list[str], message: str) -> None:
     warnings.warn(message, LogWarning, stacklevel=4)
 
 
+# A dict opened at the end of a line, its first key on the next (a wrap between "{" and "'").
+_OPEN_AT_END = re.compile(r"\{\r?\n'")
+
+
+def _wrapped_opener(text: str) -> bool:
+    """Whether some line opens a printed dict (``{'``, or ``{`` at its end) and does not close it: a
+    terminal that hard-wrapped the line. One pass: each line is searched once from its first ``{'``."""
+    pos = text.find("{'")
+    while pos >= 0:
+        end = text.find("\n", pos)
+        end = len(text) if end < 0 else end
+        if text.find("}", pos, end) < 0 and end < len(text):
+            return True
+        pos = text.find("{'", end)
+    return _OPEN_AT_END.search(text) is not None
+
+
+def unwrap_dicts(text: str) -> tuple[str, int, list[int]]:
+    """The text with each printed metrics dict that a terminal hard-wrapped at a fixed width joined back
+    into one line: ``(text, n_joined, widths)``.
+
+    A dict is taken as hard-wrapped when it opens on one line (``{'`` or ``{`` at the line's end) and
+    closes on a later one, every line but the last has the same length (the terminal's width; line ends
+    not counted) and the last is no longer, and the joined text reads as a metrics dict. Anything else is
+    left as it is. Linear time: each line is looked at a bounded number of times.
+    """
+    if "{" not in text or not _wrapped_opener(text):
+        return text, 0, []
+    lines = text.split("\n")
+    out: list[str] = []
+    widths: set[int] = set()
+    n_joined = 0
+    i, n = 0, len(lines)
+    while i < n:
+        body = lines[i].rstrip("\r")
+        o = body.rfind("{")
+        if o < 0 or body.rfind("}") > o or not (body.startswith("'", o + 1) or o == len(body) - 1) or i + 1 >= n:
+            out.append(lines[i])
+            i += 1
+            continue
+        width, j = len(body), i + 1
+        while j < n and "}" not in lines[j] and len(lines[j].rstrip("\r")) == width:
+            j += 1
+        last = lines[j].rstrip("\r") if j < n else ""
+        if j < n and "}" in last and len(last) <= width and width >= 20:
+            joined = "".join(ln.rstrip("\r") for ln in lines[i:j + 1])
+            if _find_dicts(joined[o:joined.find("}", o) + 1], limit=1):
+                out.append(joined)
+                widths.add(width)
+                n_joined += 1
+                i = j + 1
+                continue
+        # lines i+1 .. j-1 have this width and no "}": an opener among them would fail alike
+        out.extend(lines[i:j])
+        i = max(j, i + 1)
+    return "\n".join(out), n_joined, sorted(widths)
+
+
 def parse_text(text: str, source: str, notes: list[str], meta: dict) -> tuple[list[dict], str] | None:
     """Records of a console or stream log, or ``None`` when ``text`` is not one.
 
@@ -437,8 +495,12 @@ def parse_text(text: str, source: str, notes: list[str], meta: dict) -> tuple[li
     DataError
         A stream log that is not valid JSON, or one whose text has no metric line.
     """
+    text, n_joined, widths = unwrap_dicts(text)
     if not looks_like_console(text):
         return None
+    if n_joined:
+        notes.append(f"{source}: {n_joined} printed metric dict(s) were hard-wrapped by the terminal at "
+                     f"{' or '.join(map(str, widths))} characters a line; joined each back into one line")
     container = "console"
     head = text.lstrip()[:4000]
     if head[:1] in "[{" and '"stream_name"' in head:

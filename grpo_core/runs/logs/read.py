@@ -40,7 +40,8 @@ def read_log(
     Parameters
     ----------
     path : str or pathlib.Path
-        The log file.
+        The log file, or a TensorBoard event file or a folder of them (:mod:`grpo_core.runs.logs.tensorboard`;
+        needs ``pip install 'grpo-dynamics[tensorboard]'``).
     format : {"auto", "trl", "notebook", "verl", "grpo_dynamics", "generic"}
         Force a format instead of detecting it.
     mapping : dict of str to str, optional
@@ -54,7 +55,9 @@ def read_log(
         Override the detection of what ``reward_std`` means.
     run : str, optional
         Which run of a file holding several (a label of its run column, ``"arm=pure-GRPO"``, or a
-        W&B export's run name); see :mod:`grpo_core.runs.logs.aliases`.
+        W&B export's run name; of runs appended one after the other, the step counter starting again, its
+        number from 1 or ``"last"``; of a folder of TensorBoard runs, its folder, number or ``"last"``); see
+        :mod:`grpo_core.runs.logs.aliases`.
     max_rows : int, optional
         The most training steps read in full (>= 0; 0 reads every row). A longer log is thinned to about
         this many steps: every ``k``-th value of each metric, and every NaN, infinite or extreme value
@@ -72,8 +75,10 @@ def read_log(
     DataError
         The file does not exist, is empty, has no rows, is truncated or broken JSON (the message
         names the line and column), has no step column (the message says what ``mapping`` to
-        pass), has non-integer steps, or its format is not recognised (the message lists the
-        formats and how to map columns).
+        pass) or two columns named like one that disagree, has non-integer steps, holds several runs and
+        ``run`` names none of them (the message lists them), or its format is not recognised (the message
+        lists the formats and how to map columns); a TensorBoard log without tensorboardX or tensorboard
+        installed (the message names the extra).
     ParameterError
         ``format`` or ``reward_std_kind`` is not an allowed value, ``trl_version`` is not a
         version number, a ``mapping`` key is not a normalised column name, or ``max_rows`` is not an
@@ -99,6 +104,15 @@ def read_log(
     rows = _max_rows(max_rows)
     p = Path(path)
     source = str(path)
+    if _tensorboard_path(p):
+        from .tensorboard import read_events
+
+        notes: list[str] = []
+        meta: dict[str, Any] = {}
+        records, used = read_events(p, source, notes, meta, run, _max_bytes())
+        return _build(records, None, container="tensorboard", fmt=format, mapping=mapping, source=source,
+                      notes=notes, meta=meta, trl_version=trl_version, reward_std_kind=reward_std_kind,
+                      run=None if used else run, max_rows=rows)
     raw = _read_regular_file(p, source)
     try:
         # a UTF-16 file with its byte-order mark (Windows PowerShell's default export) was "not a text file"
@@ -149,6 +163,18 @@ def _max_rows(value) -> int:
     return int(rows)
 
 
+def _tensorboard_path(p: Path) -> bool:
+    """A TensorBoard event file (by its name), or a folder with one below it."""
+    from .tensorboard import event_files, is_event_file
+
+    try:
+        if p.is_dir():
+            return bool(event_files(p))
+        return is_event_file(p) and p.is_file()
+    except OSError:
+        return False  # a link loop, no permission: the regular reading says what is wrong
+
+
 def _max_bytes() -> int:
     value = os.environ.get(MAX_BYTES_ENV, "").strip()
     if not value:
@@ -176,7 +202,7 @@ def _read_regular_file(p: Path, source: str) -> bytes:
         raise
     if stat.S_ISDIR(st.st_mode):
         raise DataError(f"{source}: is a directory; pass the log file itself (trainer_state.json, "
-                        "metrics.jsonl or a CSV)")
+                        "metrics.jsonl or a CSV), or a folder with TensorBoard event files (events.out.tfevents.*)")
     if not stat.S_ISREG(st.st_mode):
         kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(st.st_mode) else "a character device" if stat.S_ISCHR(st.st_mode)
                 else "a block device" if stat.S_ISBLK(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
