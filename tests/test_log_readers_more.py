@@ -172,6 +172,14 @@ def test_the_cli_refuses_appended_runs_and_reads_the_one_chosen(tmp_path, capsys
     assert out["steps"] == [1, 150] and "read run 2 of 2" in out["notes"][0]
 
 
+def test_a_step_that_counts_within_each_epoch_is_named_as_a_possibility(tmp_path):
+    rows = [(e, s, 0.1 * s) for e in (1, 2) for s in range(1, 6)]
+    path = write(tmp_path, "epochs.csv", table("epoch,step,reward", rows))
+    with pytest.raises(DataError, match=r"2 runs one after the other .*, or one run whose step counts within each "
+                                        r"epoch .*--map step=COLUMN\); choose one with run='last'"):
+        read_log(path)
+
+
 @pytest.mark.parametrize("steps, cuts", [
     ([1, 2, 3, 1, 2], [3]),
     ([0, 1, 2, 0, 1, 2, 3, 0, 1], [3, 7]),
@@ -187,9 +195,6 @@ def test_where_a_step_counter_starts_again(steps, cuts):
 
 # --- TensorBoard event files -------------------------------------------------------------------------------
 
-tbx = pytest.importorskip("tensorboardX")
-
-
 def f32(x: float) -> float:
     """What an event file holds of ``x`` (``simple_value`` is a 32-bit float)."""
     return float(np.float32(x))
@@ -198,6 +203,7 @@ def f32(x: float) -> float:
 def write_events(folder: Path, scalars: dict[int, dict[str, float]], when: int | None = None) -> Path:
     """One event file as ``torch.utils.tensorboard``/tensorboardX write it: one event per scalar; named
     ``events.out.tfevents.<when>.host.1.0`` when ``when`` is given (the time that orders a run's files)."""
+    tbx = pytest.importorskip("tensorboardX")  # in requirements.txt; the extra grpo-dynamics[tensorboard]
     folder.mkdir(parents=True, exist_ok=True)
     before = set(folder.glob("*tfevents*"))
     with tbx.SummaryWriter(str(folder)) as w:
@@ -302,3 +308,33 @@ def test_without_the_library_the_message_names_the_extra(tmp_path, monkeypatch):
         monkeypatch.setitem(sys.modules, name, None)
     with pytest.raises(DataError, match=r"pip install 'grpo-dynamics\[tensorboard\]'"):
         read_log(path)
+
+
+
+def test_tensor_scalars_as_tensorflow_2_writes_them(tmp_path):
+    # tf.summary.scalar writes a one-element tensor, not simple_value: a float tensor, a double in raw bytes
+    tbx = pytest.importorskip("tensorboardX")
+    from tensorboardX.proto.summary_pb2 import Summary
+    from tensorboardX.proto.tensor_pb2 import TensorProto
+
+    with tbx.SummaryWriter(str(tmp_path / "tf2")) as w:
+        for s in range(1, 4):
+            w._get_file_writer().add_summary(Summary(value=[
+                Summary.Value(tag="train/reward", tensor=TensorProto(dtype=1, float_val=[0.25 * s])),
+                Summary.Value(tag="train/kl", tensor=TensorProto(dtype=2,
+                                                                 tensor_content=np.float64(0.1 * s).tobytes())),
+                Summary.Value(tag="train/loss", tensor=TensorProto(dtype=1, float_val=[0.5])),
+            ]), s)
+        w.add_histogram("weights", np.arange(10.0), 1)
+    log = quiet(tmp_path / "tf2")
+    assert log.train["reward"].tolist() == [0.25, 0.5, 0.75]
+    assert log.train["kl"].tolist() == [0.1, 0.2, 0.30000000000000004]  # float64 kept exactly
+    assert "left out 1 tag(s) that are not scalars (histograms, images, text): weights" in log.notes
+
+
+def test_a_run_column_with_a_step_found_by_name(tmp_path):
+    rows = [(arm, s, (0.1 if arm == "a" else 0.2) * s) for arm in ("a", "b") for s in range(1, 6)]
+    path = write(tmp_path, "arms.csv", table("arm,grpo_step,reward", rows))
+    with pytest.raises(DataError, match=r"2 runs in column 'arm'"):
+        read_log(path)
+    assert read_log(path, run="b").train["reward"].tolist() == pytest.approx([0.2 * s for s in range(1, 6)], abs=1e-15)

@@ -11,9 +11,11 @@ The room, one module per concept:
 ``verl``     verl keys
 ``keys``     :func:`normalize_key`, :func:`normalize_record` (any format's key -> normalised name, split)
 ``parsing``  the container: JSON document, JSON lines, CSV
+``tensorboard`` TensorBoard event files and folders of them (the extra ``grpo-dynamics[tensorboard]``)
 ``console``  console and stream logs (what a run printed: TRL/Unsloth/ms-swift metric dicts among
              progress bars, verl ``step:N - key:value`` lines, Kaggle stream logs)
-``aliases``  W&B exports, files holding several runs (``run=``), step and reward aliases
+``aliases``  W&B exports, files holding several runs (``run=``: a run column, runs appended one after the
+             other), step columns by name (``grpo_step``, ``iteration``), step and reward aliases
              (``reward_mean``, ``mean_reward``, ``reward/selected_mean``, per-function rewards)
 ``detect``   which format a table's columns are
 ``build``    the normalised tables, as a pipeline of named stages (and the row-handling rules)

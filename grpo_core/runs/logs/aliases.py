@@ -110,8 +110,8 @@ def prepare_frame(frame: pd.DataFrame, source: str, notes: list[str], *, run: st
         The table holds several runs and ``run`` does not name one of them (the message lists them).
     """
     frame, used = _wandb_export(frame, source, notes, run)
+    frame = _steps(frame, source, notes)  # first: a step found by name also tells the runs of a run column apart
     frame, labelled = _select_run(frame, source, notes, None if used else run)
-    frame = _steps(frame, source, notes)
     frame = _restarted_runs(frame, source, notes, None if used or labelled else run)
     frame = _aliases(frame, notes)
     return _total_reward(frame, source, notes)
@@ -244,6 +244,18 @@ def choose_segment(names: list[str], run: str) -> int | None:
     return None
 
 
+def _epoch_hint(frame: pd.DataFrame, cuts: list[int]) -> str:
+    """A clause for when an ``epoch`` column goes up at every place the step starts again: then the step may
+    count steps within an epoch, and the whole log is one run."""
+    if "epoch" not in frame.columns:
+        return ""
+    epoch = pd.to_numeric(frame["epoch"], errors="coerce").to_numpy(dtype=float)
+    if all(np.isfinite(epoch[k]) and np.isfinite(epoch[k - 1]) and epoch[k] > epoch[k - 1] for k in cuts):
+        return (", or one run whose step counts within each epoch (`epoch` goes up where the step starts again; "
+                "then map a step column that counts on with --map step=COLUMN)")
+    return ""
+
+
 def _restarted_runs(frame: pd.DataFrame, source: str, notes: list[str], run: str | None) -> pd.DataFrame:
     """One of several runs appended one after the other in one table (the step counter starts again,
     :func:`restart_rows`): the one ``run`` names (``"2"``, ``"last"``); without ``run`` the reader stops with
@@ -266,8 +278,8 @@ def _restarted_runs(frame: pd.DataFrame, source: str, notes: list[str], run: str
     names = [str(i) for i in range(1, len(bounds))]
     if run is None:
         raise DataError(f"{source}: the step counter starts again {len(cuts)} time(s): the file holds "
-                        f"{len(cuts) + 1} runs one after the other ({shown}); choose one with run='last' or "
-                        "run='1' (command line: --run last, --run 1)")
+                        f"{len(cuts) + 1} runs one after the other ({shown}){_epoch_hint(frame, cuts)}; choose one "
+                        "with run='last' or run='1' (command line: --run last, --run 1)")
     k = choose_segment(names, run)
     if k is None:
         raise DataError(f"{source}: `run` {run!r} is not one of the {len(names)} runs one after the other in "

@@ -20,6 +20,10 @@ TRL / ``transformers`` console log
     Dicts with ``eval_`` keys are evaluation rows; dicts of evaluation metrics printed without the
     prefix (Unsloth: ``runtime``, ``samples_per_second`` ...) get it, so they never overwrite the
     training values of the same step. The final ``train_runtime`` dict is the summary row.
+Hard-wrapped console log
+    A terminal that broke every line at a fixed width splits the printed dicts mid-key or mid-number; a
+    dict that opens on one line and closes on a later one, every line but the last of one width, is
+    joined back (:func:`unwrap_dicts`), with a note.
 ms-swift console log
     The same dict lines with ``global_step/max_steps``, ``percentage``, ``elapsed_time`` ...
 verl console
@@ -68,7 +72,8 @@ ACCEPTED = ("accepted: TRL trainer_state.json or log_history (JSON/JSONL), CSV t
             "custom loops with a step key), console logs with printed metric dicts {'loss': ...} (TRL, "
             "Unsloth, ms-swift), verl console lines 'step:N - key:value', "
             "MiniMind lines 'Epoch:[1/1](N/M), Reward: ...', "
-            "custom-loop lines 'step N/M | key: value | ...', Kaggle/Jupyter stream logs")
+            "custom-loop lines 'step N/M | key: value | ...', Kaggle/Jupyter stream logs, TensorBoard event "
+            "files (events.out.tfevents.*, or their folder)")
 
 # A printed Python dict on one line, without nested braces.
 _DICT = re.compile(r"\{'[^{}\n\r]*\}")
