@@ -155,20 +155,13 @@ def render_report(log, diagnosis, *, group_size: int | None = None, binary_rewar
 
         h, (a, b) = fc.horizon, fc.now_steps
         wide = fc.wide_band_note
-        where = ("at the planned end of the run" if fc.horizon_kind == "planned"
-                 else "if trained on to twice its length")
         rows = [
-            (f"where the reward ends: mean of steps {round(0.8 * h):d}-{h:g} ({where})", fc.shown_point),
-            (f"{fc.level:.0%} band (benchmarked forecaster, {fc.clock} clock"
-             + (f"; clipped to {range_text(fc.shown_range)}" if fc.band_clipped else "") + ")",
-             f"{fc.shown_low:.4g} to {fc.shown_high:.4g}"
-             + (f" ({wide})" if wide else "")),
-            ("of which the late gain learned from real runs" + (
-                " (scaled by the logged reward_std)" if fc.late_gain_unit == "reward_std" else ""),
-             fc.late_gain_text),
-            ("plateau", fc.asymptote if fc.plateau_determined
-             else f"not determined (the laws have not levelled off by step {h:g})"),
-            (f"now (the current level as the forecaster sees it: mean of steps {a:g}-{b:g})", fc.now),
+            (f"where the reward ends: mean of steps {round(0.8 * h):d}-{h:g}", fc.shown_point),
+            (f"{fc.level:.0%} band" + (f" (clipped to {range_text(fc.shown_range)})" if fc.band_clipped else ""),
+             f"{fc.shown_low:.4g} to {fc.shown_high:.4g}" + (f" ({wide})" if wide else "")),
+            ("what it is", fc.evidence),
+            ("the run's end", fc.horizon_note),
+            (f"now (the current level: mean of steps {a:g}-{b:g})", fc.now),
         ]
         if fc.law_fit is not None:  # the law that describes the curve (not a second forecast)
             rows += [
@@ -181,7 +174,7 @@ def render_report(log, diagnosis, *, group_size: int | None = None, binary_rewar
         if fc.caveat:
             parts.append(f"<p><b>Caveat:</b> {html.escape(fc.caveat)}.</p>")
     else:
-        why = next((n for n in diagnosis.notes if n.startswith("no plateau forecast")), "no reward column")
+        why = next((n for n in diagnosis.notes if n.startswith("no end-of-run forecast")), "no reward column")
         parts.append(f"<p>{html.escape(why)}.</p>")
     parts += _curvature_section(getattr(diagnosis, "implied_curvature", None))
     osc = diagnosis.oscillation

@@ -86,7 +86,8 @@ def test_stop_on_critical_at_the_first_critical_finding(tmp_path):
     # one line per (mode, severity): the warning at 15, the critical at 16, then the stop line (beside the
     # forecast's two lines at each diagnosis: there is no significance gate on the forecast any more, so a
     # reward that has barely moved gets one too, from its 8th point)
-    lines = [ln for ln in out.getvalue().splitlines() if ": forecast: " not in ln and ": now " not in ln]
+    lines = [ln for ln in out.getvalue().splitlines()
+             if ": end of run (" not in ln and ":   " not in ln and ": no end-of-run forecast" not in ln]
     assert [ln.split(":")[0] for ln in lines] == ["[dynamics] step 15", "[dynamics] step 16", "[dynamics] step 16"]
     assert "warning advantage_degeneration" in lines[0] and "critical not_learning" in lines[1]
     assert "stopping training" in lines[2]
@@ -119,15 +120,19 @@ def test_the_forecast_is_recorded_with_its_step(tmp_path):
     assert [f["step"] for f in cb.forecasts] == [40, 60, 80, 100, 120, 140, 160]
     last = cb.forecasts[-1]
     assert abs(last["plateau"] - 0.8) < 0.05 and last["plateau_low"] <= last["plateau"] <= last["plateau_high"]
-    # the forecast is diagnose's (the benchmarked forecaster's), and "now" is its current level over the
-    # steps it names: what diagnose returns on the same records
+    # the forecast is diagnose's (the current level with its calibrated band), and "now" is that level over
+    # the steps it names: what diagnose returns on the same records
     d = diagnose(from_records(cb.records), group_size=4, num_prompts=4, n_boot=0)
     assert last["now"] == pytest.approx(d.forecast.now) and last["now_steps"] == list(d.forecast.now_steps)
     assert last["final"] == pytest.approx(d.forecast.shown_point)
     assert last["final_low"] <= last["final"] <= last["final_high"]
     assert last["current"] == pytest.approx(d.forecast.law_fit.current)  # the law fit's, kept
     printed = out.getvalue()
-    assert printed.count("the mean reward over steps") == 7 and printed.count("(the forecaster's current level") == 7
+    assert printed.count("end of run (mean of the last 20% of steps") == 7
+    # no max_steps: each diagnosis takes the run as half done, and says so
+    assert printed.count("band calibrated on 52 real runs at 50% of this run (split-conformal)") == 7
+    assert printed.count("the band assumes the run is half done") == 7
+    assert last["method"] == d.forecast.method and last["fraction_seen"] == 0.5 and "clock" not in last
     assert "(logistic law)" not in printed  # no second, law-banded plateau beside it
 
 
@@ -199,27 +204,25 @@ def test_planted_failure_stops_a_real_grpo_trainer(tmp_path):
 
 
 def test_with_max_steps_the_forecast_of_the_planned_end_is_recorded(tmp_path):
-    """state.max_steps known: each diagnosis also forecasts the mean reward over the last 20% of the
-    planned run with the benchmarked forecaster (forecast_end), the same numbers as on the records."""
-    from grpo_core.laws import plateau
+    """state.max_steps known: each diagnosis from 20% of the planned run on forecasts the mean reward over
+    its last 20% (forecast_end), the same numbers as on the records; at step 40 of 300 (13%) it is too
+    early for the calibrated band, and no forecast is recorded."""
     from grpo_core.runs.forecast import forecast_end
 
     out = io.StringIO()
     cb = DynamicsCallback(tmp_path, every=40, min_steps=30, n_boot=0, stream=out)
     _feed_rise(cb, SimpleNamespace(global_step=0, is_world_process_zero=True, max_steps=300), 80)
-    assert cb.max_steps == 300 and [f["step"] for f in cb.forecasts] == [40, 80]
+    assert cb.max_steps == 300 and [f["step"] for f in cb.forecasts] == [80]
     end = cb.forecasts[-1]["end_of_run"]
     log = from_records(cb.records)
     log.meta["max_steps"] = 300
-    want = forecast_end(log, n_boot=0)
+    want = forecast_end(log)
     assert end["horizon"] == 300 and end["final"] == pytest.approx(want.point) and want.horizon_kind == "planned"
-    # the curve's level at steps 240-300 is 0.8 (1 - e^-9.6 of the rise made): the band covers it and the
-    # laws' forecast is within 0.05 of it; the shipped prior adds a late gain (real runs keep rising after
-    # the laws' bend; this exact exponential does not): std_gain x the logged reward_std 0.3 x the remaining
-    # time, 190 steps = 2.4 window lengths, capped at 1.5
-    assert end["final_low"] <= 0.8 <= end["final_high"] and abs(end["final"] - want.late_gain - 0.8) < 0.05
-    assert want.late_gain_unit == "reward_std"
-    assert want.late_gain == pytest.approx(plateau.SHIPPED_PRIOR.std_gain * 0.3 * plateau.STD_CAP)
-    assert 0 < want.late_gain < 0.15
-    assert ("forecast: at the planned end of the run (step 300), the mean reward over steps 240-300 is "
-            in out.getvalue())
+    assert want.fraction_seen == pytest.approx(80 / 300) and cb.forecasts[-1]["fraction_seen"] == want.fraction_seen
+    # the point is the level of steps 73-80 (~0.78); the curve's level at steps 240-300 is 0.8: the band covers it
+    assert want.now_steps == (73.0, 80.0) and end["final_low"] <= 0.8 <= end["final_high"]
+    printed = out.getvalue()
+    assert "step 80: end of run (mean of the last 20% of steps, 240-300): " in printed
+    assert "planned end: step 300, 27% of it seen" in printed
+    assert ("step 40: no end-of-run forecast: too early: 13% of the run is seen, and the band is calibrated from "
+            "20% of a run on") in printed

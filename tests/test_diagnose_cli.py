@@ -60,51 +60,81 @@ def test_cases_json_and_exit_status(capsys, name):
 
 
 def test_forecast_in_json(capsys):
-    code, out, _ = run(capsys, CASES / "02-zero-loss-but-learning" / "trainer_state.json", "--json")
+    from grpo_core.runs import datasets
+    from grpo_core.runs.forecast import calibrated
+
+    code, out, _ = run(capsys, datasets.real_run("22").path, "--json", "--no-curvature")
     fc = json.loads(out)["forecast"]
-    assert code == 0
     law = fc["law_fit"]  # the law that describes the curve, apart from what the text prints
     assert law["plateau_low"] <= law["plateau"] <= law["plateau_high"]
     assert {"law", "r2", "t90", "current", "reliable"} <= set(law) and not {"plateau", "current", "law"} & set(fc)
-    # the forecast (the benchmarked forecaster's): the end-of-run mean in its band, now over named steps
+    # the forecast: the current level in its calibrated band, now over named steps, and what it is
     assert fc["final_low"] <= fc["final"] <= fc["final_high"] and fc["end_of_run"]["final"] == fc["final"]
-    assert fc["now"] == fc["end_of_run"]["current"] and fc["now_steps"][0] <= fc["now_steps"][1]
+    assert fc["now"] == fc["end_of_run"]["current"] == fc["final"] and fc["now_steps"] == [905, 1000]
+    assert fc["method"] == calibrated.METHOD and fc["fraction_seen"] == 0.5 and fc["horizon_kind"] == "assumed"
+    assert fc["calibration"] == "bench/results/forecast_fair.json"
+    assert not {"asymptote", "plateau_determined", "clock", "late_gain"} & (set(fc) | set(fc["end_of_run"]))
     assert "fitted" not in fc  # the curves are for charts, not the JSON
+    # a finished run whose trainer_state.json gives its planned end: nothing left to forecast, and why
+    code, out, _ = run(capsys, CASES / "02-zero-loss-but-learning" / "trainer_state.json", "--json")
+    assert code == 0 and json.loads(out)["forecast"] is None
+    code, out, _ = run(capsys, CASES / "02-zero-loss-but-learning" / "trainer_state.json")
+    assert ("no end-of-run forecast: the run has reached its planned end (step 120): its end is what the log shows, "
+            "the mean of steps 96-120: ") in out
+
+
+def test_max_steps_gives_the_planned_end_the_band_is_read_at(capsys):
+    """Real run 22 (1000 steps, no max_steps in its log): taken as half done by default (the band's quantile at
+    0.5); --max-steps 2500 reads it at 0.4 (wider), --max-steps 1000 is a finished run (no forecast, its end is
+    what the log shows), --max-steps 0 is refused naming the flag."""
+    from grpo_core.runs import datasets
+
+    path = datasets.real_run("22").path
+    half = json.loads(run(capsys, path, "--json", "--no-curvature")[1])["forecast"]
+    at40 = json.loads(run(capsys, path, "--json", "--no-curvature", "--max-steps", "2500")[1])["forecast"]
+    assert half["fraction_seen"] == 0.5 and at40["fraction_seen"] == 0.4 and at40["horizon_kind"] == "planned"
+    assert at40["final"] == half["final"] and at40["final_high"] - at40["final"] == pytest.approx(
+        (half["final_high"] - half["final"]) * 1.700886 / 1.352408)
+    _, text, _ = run(capsys, path, "--no-curvature")
+    assert "the band assumes the run is half done, to end at step 2000; give the planned steps with " in text
+    _, text, _ = run(capsys, path, "--no-curvature", "--max-steps", "2500")
+    assert "planned end: step 2500, 40% of it seen" in text
+    _, text, _ = run(capsys, path, "--no-curvature", "--max-steps", "1000")
+    assert "no end-of-run forecast: the run has reached its planned end (step 1000)" in text
+    code, _, err = run(capsys, path, "--max-steps", "0")
+    assert code == 2 and "max_steps" in err
 
 
 def test_the_json_forecast_is_what_the_text_prints_with_the_law_fit_apart(capsys):
     """Real run 01 (a 0/1 reward that collapsed to 0.006 by its end, 40 rows): the JSON's top-level
-    "current" was 0.524 (the law fit's mean of the last 50 rows: all 40) beside the text's "now 0.00625",
-    and "plateau" 0.006 (a logistic) where the text says the plateau is not determined. The top level now
-    holds what the text prints; the law fit is under "law_fit"."""
+    "current" was 0.524 (the law fit's mean of the last 50 rows: all 40) beside the text's "now 0.00625".
+    The top level holds what the text prints; the law fit is under "law_fit"."""
     from grpo_core.runs import datasets
 
     path = datasets.real_run("01").path
     code, out, _ = run(capsys, path, "--json", "--no-curvature")
     fc = json.loads(out)["forecast"]
     code, text, _ = run(capsys, path, "--no-curvature")
-    now = next(s for s in text.splitlines() if s.strip().startswith("now "))
-    assert now.strip().startswith(f"now {fc['now']:.4g} (the forecaster's current level: mean of steps 185-200")
-    assert fc["now"] == 0.00625 and fc["plateau_determined"] is False and "plateau not determined" in text
+    assert fc["forecast"] in text and "(mean of steps 185-200)" in fc["forecast"]
+    assert fc["now"] == 0.00625 and fc["final"] == 0.00625 and fc["horizon_note"] in text
     assert fc["law_fit"]["current"] == pytest.approx(0.52375) and fc["law_fit"]["tail"] == 40  # all 40 rows
     assert "current" not in fc and "plateau" not in fc
 
 
 def test_a_forecast_band_wider_than_the_log_ever_went_says_so(capsys):
-    """Real run 27 (Phi-4 14B, 100 steps) trained on to twice its length: the band [-2.92, 3.41] is 2.86x the
-    whole range of the rewards it logged; the forecast line says it says little. Real run 22
-    (a smooth rise): no note."""
+    """Real run 22 (a smooth rise, taken as half done): the band [0.573, 2.22] is 1.28x the whole range of the
+    rewards it logged; the forecast says it says little. Real run 27 (Phi-4 14B, rewards over 2.2): its band
+    [-0.267, 0.761] is narrower than that: no note."""
     from grpo_core.runs import datasets
 
-    for rid, wide in (("27", True), ("22", False)):
+    for rid, wide in (("22", True), ("27", False)):
         code, out, _ = run(capsys, datasets.real_run(rid).path, "--json")
         fc = json.loads(out)["forecast"]
         ratio = (fc["final_high"] - fc["final_low"]) / fc["window_range"]
         assert (ratio > 1) is wide
         _, text, _ = run(capsys, datasets.real_run(rid).path)
-        line = next(s for s in text.splitlines() if s.strip().startswith("forecast:"))
-        assert (f"90% band; the band is {ratio:.2f}x as wide as the whole range of the values the fit window logged: "
-                "it says little about where the run ends); plateau" in line) is wide
+        assert (f"the band is {ratio:.2f}x as wide as the whole range of the values seen: it says little about where "
+                "the run ends" in text) is wide
 
 
 # the exit code each log must give: the constructed logs are healthy (0; 0.23 has an info finding
@@ -310,13 +340,11 @@ def test_forecast_past_what_a_0_1_reward_can_reach_is_flagged_not_reliable(capsy
     fc = json.loads(out)["forecast"]
     assert fc["law_fit"]["plateau"] > 1  # reported as fitted, not clipped ...
     assert fc["law_fit"]["reliable"] is False and "outside [0, 1]" in fc["law_fit"]["caveat"]  # ... out of reach
-    # the forecaster's, too: shown clipped to [0, 1] (end_of_run keeps its own numbers), no plateau
-    assert fc["end_of_run"]["final"] > 1 and fc["final"] == 1.0 and fc["band_clipped"] is True
-    assert fc["final_low"] >= 0 and fc["final_high"] == 1.0 and fc["plateau_determined"] is False
-    assert "outside [0, 1]" in fc["forecast_caveat"]
+    # the end forecast is the current level, within [0, 1]; its band is shown clipped to it (end_of_run keeps
+    # the method's own numbers)
+    assert fc["final"] <= 1 and fc["end_of_run"]["final_high"] > 1 and fc["band_clipped"] is True
+    assert fc["final_low"] >= 0 and fc["final_high"] == 1.0 and fc["forecast_caveat"] is None
     code, out, err = run(capsys, log)
-    # ... and the headline prints no plateau, and the caveat
-    assert "plateau not determined" in out and "caveat: the laws' forecast" in out
     assert "clipped to [0, 1], the range of a 0/1 reward" in out
     # a reward that is not 0/1 (the user says so): no such caveat
     code, out, err = run(capsys, log, "--json", "--binary-reward", "no")
@@ -337,8 +365,9 @@ def test_forecast_whose_plateau_sits_at_the_law_bound_is_flagged(capsys, tmp_pat
 def test_text_report_says_why_there_is_no_forecast(capsys, tmp_path):
     code, out, err = run(capsys, _write_curve(tmp_path / "flat.csv", [0.5] * 100))
     # no significance gate (whether the run learns is not_learning's verdict): a reward that never
-    # changes is declined by the forecaster itself
-    assert "no plateau forecast: the window does not change" in out
+    # changes is declined by the forecast itself
+    assert ("no end-of-run forecast: the seen part's rolling mean does not change (its spread is 0): the band has "
+            "no scale") in out
     # ten steps of grad_norm let a check run; the reward was logged on only three of them
     three = tmp_path / "three.csv"
     three.write_text("step,grad_norm,reward\n" + "".join(
@@ -347,7 +376,7 @@ def test_text_report_says_why_there_is_no_forecast(capsys, tmp_path):
     # the 7 empty reward cells mean "not logged at this step", not a logged NaN: no numerical failure
     # (it was exit 1 while empty cells read as NaN); three rewards are too few to say whether the run
     # learns, so the verdict is inconclusive (exit 3)
-    assert code == 3 and "numerical" not in out and "no plateau forecast: only 3 reward point(s)" in out
+    assert code == 3 and "numerical" not in out and "no end-of-run forecast: only 3 reward point(s)" in out
     assert "the reward is logged on 3 of 10 training steps" in out
 
 
@@ -366,7 +395,7 @@ def test_a_log_with_nothing_to_check_is_an_error_not_healthy(capsys, tmp_path):
     log.write_text("step,loss,grad_norm,kl,reward\n" + "".join(f"{i},0.1,0.{i % 7 + 1},0.0{i},good\n"
                                                              for i in range(1, 50)))
     code, out, err = run(capsys, log)
-    assert code == 3 and ("no plateau forecast: the log has no reward values (the column 'reward' was dropped: it "
+    assert code == 3 and ("no end-of-run forecast: the log has no reward values (the column 'reward' was dropped: it "
                           "holds no numbers)") in out
     assert "no 'reward' column" not in out
 
@@ -387,7 +416,7 @@ def test_missing_or_partly_missing_reward_is_said_in_the_text_report(capsys, tmp
     empty = tmp_path / "allnan.csv"
     empty.write_text("step,reward,kl\n" + "".join(f"{i},nan,{0.01 * i:.3f}\n" for i in range(1, 61)))
     code, out, err = run(capsys, empty)
-    assert ("no plateau forecast: the log has no reward values (the column 'reward' was dropped: every value is "
+    assert ("no end-of-run forecast: the log has no reward values (the column 'reward' was dropped: every value is "
             "empty or NaN)") in out
     assert "dropped column 'reward': every value is empty or NaN" in err
     some = tmp_path / "somenan.csv"
@@ -468,10 +497,10 @@ def test_wasted_rollouts_of_a_log_written_every_5_steps_count_steps(capsys):
 
 
 def test_a_declared_reward_range_bounds_the_forecast_like_a_0_1_reward(capsys, tmp_path):
-    """Real run 04: format (0.5) + correctness (1.0); its log reaches 1.5 exactly and no more. Trained on to
-    twice its length, the band runs to 1.528: past what the reward can be. --reward-range 0 1.5 shows it
-    within [0, 1.5] with the reason, in the text, the JSON and the HTML report; end_of_run keeps the
-    forecaster's numbers. A range the log leaves is refused, naming the flag."""
+    """Real run 04: format (0.5) + correctness (1.0); its log reaches 1.5 exactly and no more. Taken as half
+    done, its band runs past 1.5: past what the reward can be. --reward-range 0 1.5 shows it within [0, 1.5]
+    with the reason, in the text, the JSON and the HTML report; end_of_run keeps the method's numbers. A
+    range the log leaves is refused, naming the flag."""
     log = REAL_RUNS / "04-Caitlyn-Yin-easy-standard" / "easy_standard.log"
     code, out, _ = run(capsys, log, "--json", "--no-curvature")
     plain = json.loads(out)["forecast"]
@@ -479,14 +508,14 @@ def test_a_declared_reward_range_bounds_the_forecast_like_a_0_1_reward(capsys, t
     report = tmp_path / "r04.html"
     code, out, _ = run(capsys, log, "--json", "--no-curvature", "--reward-range", "0", "1.5", "--report", report)
     fc = json.loads(out)["forecast"]
-    assert fc["end_of_run"]["final_high"] == plain["final_high"]  # the forecaster's own, unchanged
+    assert fc["end_of_run"]["final_high"] == plain["final_high"]  # the method's own, unchanged
     assert fc["final_high"] == 1.5 and fc["final_low"] == plain["final_low"] and fc["band_clipped"] is True
     assert fc["shown_range"] == [0.0, 1.5, "the reward's declared range"]
     import html
 
     assert "clipped to [0, 1.5], the reward's declared range" in html.unescape(report.read_text())
     code, out, _ = run(capsys, log, "--no-curvature", "--reward-range", "0", "1.5")
-    assert "(90% band, clipped to [0, 1.5], the reward's declared range)" in out
+    assert ", 1.5] (clipped to [0, 1.5], the reward's declared range): the current level" in out
     code, out, err = run(capsys, log, "--reward-range", "0", "1.4")
     assert code == 2 and "`--reward-range` (0, 1.4) does not hold the reward" in err and "0.175 to 1.5" in err
 
@@ -516,9 +545,9 @@ def test_the_time_scale_of_a_run_that_fell_carries_advises_caveat(capsys, tmp_pa
     assert json.loads(out)["implied_curvature"]["caveat"] is None
 
 
-def test_a_saturated_0_1_run_pushed_past_1_by_the_late_gain_says_so(capsys):
-    # a committed language-model run (cpu-dynamics, G = 16) at its ceiling: the laws level off below 1,
-    # and only the learned late gain carries the forecast past it; the caveat names the gain, not a rise
+def test_a_saturated_0_1_run_is_forecast_within_its_range(capsys):
+    # a committed language-model run (cpu-dynamics, G = 16) near its ceiling: the end forecast is its current
+    # level (a mean of rewards within [0, 1]), the band shown clipped to [0, 1], no caveat
     from pathlib import Path
 
     log = (Path(__file__).resolve().parents[1] / "book" / "experiments" / "runs" / "prompts-fixed-dynamics"
@@ -526,6 +555,5 @@ def test_a_saturated_0_1_run_pushed_past_1_by_the_late_gain_says_so(capsys):
     code, out, err = run(capsys, str(log), "--json")
     fc = json.loads(out)["forecast"]
     end = fc["end_of_run"]
-    assert end["final"] > 1 > end["final"] - end["late_gain"]
-    assert "the late gain" in fc["forecast_caveat"] and "has not bent over" not in fc["forecast_caveat"]
-    assert fc["final"] == 1.0 and fc["band_clipped"] is True
+    assert 0.9 < fc["final"] == end["final"] < 1 and end["final_high"] > 1 and fc["final_high"] == 1.0
+    assert fc["band_clipped"] is True and fc["forecast_caveat"] is None

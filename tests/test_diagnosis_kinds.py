@@ -226,7 +226,7 @@ def test_spikes_at_the_float32_maximum_are_a_failure_and_are_not_forecast():
     assert d.verdict == "unhealthy" and f.severity == "critical"
     assert f.evidence["reward"]["overflow_steps"] == [30, 60, 90]
     assert "step(s) 30, 60, 90" in f.message
-    assert d.forecast is None and any(n.startswith("no plateau forecast and no reward time scale: the run failed "
+    assert d.forecast is None and any(n.startswith("no end-of-run forecast and no reward time scale: the run failed "
                                                    "numerically") for n in d.notes)
     # the boundary: a value just under the float32 maximum as a log rounds it is no overflow
     assert OVERFLOW == 3.4e38

@@ -15,6 +15,7 @@ from grpo_core import laws
 from grpo_core.errors import DataError
 from grpo_core.runs import datasets
 from grpo_core.runs.datasets import real_log_path
+from grpo_core.runs.forecast import calibrated
 from grpo_dynamics.cli import main
 
 QWEN = str(real_log_path("qwen2.5-3b-instruct_gsm8k_unsloth"))
@@ -67,10 +68,13 @@ def test_json_forecast_and_smoothing(capsys):
     # the end-of-run forecast reads the raw log (not the smoothed curve): the first 100 of 250 steps, the
     # mean of the last 20% (50 steps) as the truth
     end = d["end_of_run_forecast"]
-    assert end["n_fit"] == 100 and end["clock"] == "step" and end["horizon"] == 250
+    assert end["n_fit"] == 100 and end["horizon"] == 250 and end["fraction_seen"] == 0.4
     assert end["actual"] == pytest.approx(float(np.mean(_qwen_reward()[-50:]))) and end["actual_steps"] == [201, 250]
-    assert end["current_steps"] == [91, 100]  # "now": the forecaster's level, the window's last 10%
-    assert end["final_low"] <= end["final"] <= end["final_high"] and end["method"].startswith("laws in learning-rate")
+    # the point is "now": the mean of the window's last 10%
+    assert end["current_steps"] == [91, 100] and end["final"] == pytest.approx(np.mean(_qwen_reward()[90:100]))
+    assert end["final_low"] <= end["final"] <= end["final_high"] and end["method"] == calibrated.METHOD
+    assert end["calibration"] == "bench/results/forecast_fair.json" and end["forecast"].startswith("end of run")
+    assert not {"clock", "late_gain", "late_gain_unit", "weights", "plateau"} & set(end)
 
 
 def _qwen_reward():
@@ -90,24 +94,23 @@ def test_table_report(capsys):
     assert re.search(r"^ three_phase\s+0\.37\d", out, re.M)
     assert "best by AIC: logistic" in out
     assert "oscillator: damping ratio" in out
-    # one forecast, the benchmarked forecaster's (the law fits above describe the curve; no second,
-    # differently-banded law plateau competes with it)
+    # one forecast, the calibrated one (the law fits above describe the curve; no second, differently-banded
+    # law plateau competes with it)
     assert out.count("forecast from the first") == 1 and "90% bootstrap band" not in out
-    assert "forecast from the first 40% of the points (100, to step 100), step clock: mean of the last 20% " in out
-    assert "now (the forecaster's current level: mean of steps 91-100) " in out
+    assert ("forecast from the first 40% of the points (100, to step 100): end of run (mean of the last 20% of "
+            "steps, 200-250): ") in out
+    assert ("the current level (mean of steps 91-100), band calibrated on 52 real runs at 40% of this run "
+            "(split-conformal); on 15 new runs no point forecast beat holding the level") in out
     # the actual: the last 20% of the log, all after the fit window (steps 201-250)
     assert re.search(r"actual: mean of steps 201-250 \(the log's last 20%, after the fit window\) 1\.437 "
                      r"\((inside|outside) the band; error [+-]", out)
-    assert "method: laws in learning-rate time (constant, exponential, logistic, Janoschek)" in out
-    # this log has no learning rate: the method line says the laws ran in steps, as the clock above does
-    assert "(python -m bench forecast; here in steps: the log has no learning-rate schedule)" in out
+    assert "late gain" not in out and "clock" not in out.split("forecast from")[1]
 
 
 def test_actual_is_what_the_forecast_is_of_and_says_how_much_the_window_saw(capsys, tmp_path):
     """A fit fraction above 0.8: the actual is still the mean of the log's last 20% (the steps the forecast
-    is of, the benchmark's truth), and the line says how many of its points the window holds (40 rows
-    logged every 5 steps, as real run 01). Before, it was the part after the window (steps 185-200),
-    compared with a forecast of steps 160-200."""
+    is of, the calibration's truth), and the JSON says how many of its points the window holds (40 rows
+    logged every 5 steps, as real run 01); no forecast is made past 80% of a run, and the text says why."""
     log = tmp_path / "every5.csv"
     log.write_text("step,reward\n" + "".join(f"{5 * i},{min(1.0, 0.02 * i)}\n" for i in range(1, 41)))
     d = _json(capsys, str(log), "--fit-fraction", "0.9", "--n-boot", "0")
@@ -115,14 +118,20 @@ def test_actual_is_what_the_forecast_is_of_and_says_how_much_the_window_saw(caps
     assert end["n_fit"] == 36 and end["t_fit_end"] == 180 and end["actual_steps"] == [165, 200]
     assert end["actual"] == pytest.approx(np.mean([min(1.0, 0.02 * i) for i in range(33, 41)]))
     assert end["actual_points"] == 8 and end["actual_in_window"] == 4
+    assert end["declined"] == ("90% of the run is seen: its end is nearly what the log shows now; the band is "
+                               "calibrated up to 80% of a run") and end["covered"] is None
     assert main(["fit", str(log), "--fit-fraction", "0.9", "--n-boot", "0"]) == 0
     out = capsys.readouterr().out
-    assert "actual: mean of steps 165-200 (the log's last 20%; the fit window holds 4 of its 8 points)" in out
+    assert ("forecast from the first 90% of the points (36, to step 180): end of run (mean of the last 20% of "
+            "steps, 160-200): no forecast: 90% of the run is seen") in out and "actual:" not in out
+    # at 0.8 the window ends where the last 20% begins
+    end = _json(capsys, str(log), "--fit-fraction", "0.8", "--n-boot", "0")["end_of_run_forecast"]
+    assert end["declined"] is None and end["t_fit_end"] == 160 and end["actual_in_window"] == 0
 
 
 def test_a_zero_one_reward_forecast_is_shown_within_zero_one(capsys, tmp_path):
     """Real run 01 (a 0/1 reward that collapses): the band from 40% runs past [0, 1]; fit shows it clipped
-    to the reward's range and says so, as diagnose does; the JSON keeps the forecaster's own numbers."""
+    to the reward's range and says so, as diagnose does; the JSON keeps the method's own numbers."""
     path = str(datasets.real_run("01").path)
     d = _json(capsys, path, "--fit-fraction", "0.4", "--n-boot", "0")
     end = d["end_of_run_forecast"]
@@ -133,41 +142,36 @@ def test_a_zero_one_reward_forecast_is_shown_within_zero_one(capsys, tmp_path):
     plot = tmp_path / "f.html"
     assert main(["fit", path, "--fit-fraction", "0.4", "--n-boot", "0", "--plot", str(plot)]) == 0
     line = next(s for s in capsys.readouterr().out.splitlines() if s.startswith("forecast from"))
-    assert "90% band [0, 1], clipped to [0, 1], the range of a 0/1 reward" in line
-    # the plot's band is the printed one, not the forecaster's unclipped [-0.27, 1.77]
+    assert "0.9083, 90% band [0, 1] (clipped to [0, 1], the range of a 0/1 reward)" in line
+    # the plot's band is the printed one, not the method's unclipped [-0.034, 1.85]
     boxes = [json.loads(r) for r in re.findall(r'\{[^{}]*"what": "forecast"[^{}]*\}', plot.read_text())]
     assert boxes and all(r["low"] == 0.0 and r["high"] == 1.0 for r in boxes)
 
 
 def test_a_declared_reward_range_clips_a_composite_rewards_forecast(capsys):
     """Real run 04: format (0.5) + correctness (1.0), so its step mean cannot pass 1.5 (its log reaches 1.5
-    exactly). From 40% the forecaster says 1.528 with a plateau of 1.549; with --reward-range 0 1.5 the
-    forecast and band are shown within it, the asymptote past it is no plateau, and the error is the shown
-    forecast's (1.5 - 1.411), the forecaster's own beside it. The JSON keeps the forecaster's numbers."""
+    exactly). From 40% the level is 1.4125 with a band up to 2.78; with --reward-range 0 1.5 the band is shown
+    within it and the text says the method's own band runs past it. The JSON keeps the method's numbers."""
     path = str(datasets.real_run("04").path)
     end = _json(capsys, path, "--fit-fraction", "0.4", "--n-boot", "0", "--reward-range", "0", "1.5")[
         "end_of_run_forecast"]
-    assert end["final"] > 1.5 and end["final_high"] > 1.5 and not end["unit_range"]
+    assert end["final"] == pytest.approx(1.4125) and end["final_high"] > 1.5 and not end["unit_range"]
     shown = {k: end["shown"][k] for k in ("final", "low", "high", "clipped_to")}
-    assert shown == {"final": 1.5, "low": end["final_low"], "high": 1.5, "clipped_to": [0.0, 1.5]}
+    assert shown == {"final": end["final"], "low": end["final_low"], "high": 1.5, "clipped_to": [0.0, 1.5]}
     assert end["shown_range"] == [0.0, 1.5, "the reward's declared range"]
     assert main(["fit", path, "--fit-fraction", "0.4", "--n-boot", "0", "--reward-range", "0", "1.5"]) == 0
     out = capsys.readouterr().out
     line = next(s for s in out.splitlines() if s.startswith("forecast from"))
-    assert ", 1.5]" in line and "clipped to [0, 1.5], the reward's declared range" in line
-    assert f"no plateau within reach (the laws' asymptote {end['plateau']:.4g} lies outside [0, 1.5]" in line
-    # the clipped forecast does not hide the forecaster's overshoot
-    assert (f"; the forecaster's own {end['final']:.4g} [{end['final_low']:.4g}, {end['final_high']:.4g}] runs "
-            "past it") in line
-    # the JSON says what the text says beside the forecaster's own numbers
-    assert end["plateau_determined"] is True and end["shown"]["plateau_determined"] is False
-    assert end["shown"]["plateau_past_range"] is True
-    assert end["shown"]["error"] == pytest.approx(1.5 - end["actual"]) and end["error"] > end["shown"]["error"]
+    assert ", 1.5] (clipped to [0, 1.5], the reward's declared range)" in line
+    # the clipped band does not hide the method's own
+    assert (f"  the method's own band [{end['final_low']:.4g}, {end['final_high']:.4g}] runs past [0, 1.5], the "
+            "reward's declared range") in out
+    assert end["shown"]["error"] == pytest.approx(end["final"] - end["actual"]) == end["error"]
     actual = next(s for s in out.splitlines() if s.startswith("actual:"))
-    assert f"error {1.5 - end['actual']:+.4g}, {end['error']:+.4g} unclipped" in actual
-    # without the range: shown as the forecaster has it (a reward past 1 is no 0/1 reward)
+    assert f"error {end['error']:+.4g})" in actual
+    # without the range: shown as the method has it (a reward past 1 is no 0/1 reward)
     plain = _json(capsys, path, "--fit-fraction", "0.4", "--n-boot", "0")["end_of_run_forecast"]
-    assert plain["shown"]["clipped_to"] is None and plain["shown"]["final"] == plain["final"] > 1.5
+    assert plain["shown"]["clipped_to"] is None and plain["shown"]["high"] == plain["final_high"] > 1.5
     # a range the log leaves, a reversed one, a non-reward metric: one-line errors naming the flag
     assert "`--reward-range` (0, 1.2) does not hold the reward" in _fails(
         capsys, path, "--fit-fraction", "0.4", "--reward-range", "0", "1.2")
@@ -197,36 +201,37 @@ def test_the_law_fits_forecast_says_when_it_means_nothing_and_reads_the_last_20p
     assert fc["reliable"] is True and fc["caveat"] is None and fc["at_bound"] == []
 
 
-def test_a_metric_that_is_not_a_reward_gets_no_late_gain(capsys):
-    """The late gain is the continued rise learned from real runs' rewards: a KL forecast (real run 28) adds
-    none (it added +0.014)."""
-    end = _json(capsys, str(datasets.real_run("28").path), "--metric", "kl", "--fit-fraction", "0.4",
-                "--n-boot", "0")["end_of_run_forecast"]
-    assert end["late_gain"] == 0.0 and end["declined"] is None
+def test_a_metric_that_is_not_a_reward_gets_no_end_forecast(capsys):
+    """The band is calibrated on training rewards: a KL (real run 28) gets its law fit, not an end forecast."""
+    d = _json(capsys, str(datasets.real_run("28").path), "--metric", "kl", "--fit-fraction", "0.4", "--n-boot", "0")
+    end = d["end_of_run_forecast"]
+    assert end["declined"] == ("no end forecast for `kl`: its band is calibrated on training rewards only; the law "
+                               "fit still describes the curve") and end["final"] is None
+    assert d["forecast"]["plateau"] is not None and d["models"]
 
 
 def test_a_band_wider_than_the_window_ever_went_says_it_says_little(capsys):
-    """Real run 32 (gpt-oss 20B, 84 steps) from 40%: the band [-24.9, 24.0] is 3.3x the whole range of the 33
-    rewards the window logged (-12.5 to 10.5 over the log) and the actual was "inside the band" as if that
-    meant something. Real run 04 (a smooth rise): no note. The ratio is the printed band's width over the
-    window's max - min, read off the raw log."""
+    """Real run 04 from 40%: the band [0.041, 2.78] is 2.09x the whole range of the 80 rewards the window
+    logged, and the actual "inside the band" means little; the text says so. Real run 32 (rewards -12.5 to
+    10.5): its band [-3.3, 3.3] is narrower than that range: no note. The ratio is the printed band's width
+    over the window's max - min, read off the raw log."""
     import dataclasses
 
     from grpo_core.runs.forecast import forecast_end
     from grpo_core.runs.logs import read_log
 
-    for rid, wide in (("32", True), ("04", False)):
+    for rid, wide in (("04", True), ("32", False)):
         path = str(datasets.real_run(rid).path)
         end = _json(capsys, path, "--fit-fraction", "0.4")["end_of_run_forecast"]
         _, y = read_log(path).series("reward")
         assert end["window_range"] == pytest.approx(np.ptp(y[:end["n_fit"]]))
         ratio = (end["final_high"] - end["final_low"]) / end["window_range"]
-        fc = forecast_end(read_log(path), fit_fraction=0.4, n_boot=100)
+        fc = forecast_end(read_log(path), fit_fraction=0.4)
         assert (ratio > 1) is wide and bool(fc.wide_band_note) is wide
         assert main(["fit", path, "--fit-fraction", "0.4"]) == 0
-        line = next(s for s in capsys.readouterr().out.splitlines() if s.startswith("forecast from"))
-        assert (f"(the band is {ratio:.2f}x as wide as the whole range of the values the fit window logged: it "
-                "says little about where the run ends)" in line) is wide
+        out = capsys.readouterr().out
+        assert (f"the band is {ratio:.2f}x as wide as the whole range of the values seen: it says little about "
+                "where the run ends" in out) is wide
     def note(low, high, window_range):  # the band as shown against the window's range
         return dataclasses.replace(fc, shown_low=low, shown_high=high, window_range=window_range).wide_band_note
 
@@ -455,14 +460,16 @@ def test_a_window_stuck_at_zero_declines_the_forecast_not_the_command(capsys, tm
                    + "".join(f"{i},{(i - 50) / 75:.3f}\n" for i in range(51, 126)))
     assert main(["fit", str(log), "--fit-fraction", "0.4", "--n-boot", "0"]) == 0
     out = capsys.readouterr().out
-    assert "best by AIC" in out and "forecast from the first 40% of the points (50, to step 50): declined " \
-                                    "(the window does not change)" in out
+    assert "best by AIC" in out and ("forecast from the first 40% of the points (50, to step 50): end of run (mean "
+                                     "of the last 20% of steps, 100-125): no forecast: the seen part's rolling mean "
+                                     "does not change") in out
     d = _json(capsys, str(log), "--fit-fraction", "0.4", "--n-boot", "0")
     assert d["forecast"] is None and "declined: `y` is constant" in d["forecast_note"]
     tiny = tmp_path / "tiny.csv"
     tiny.write_text("step,reward\n" + "".join(f"{i},{i / 40}\n" for i in range(1, 41)))
     assert main(["fit", str(tiny), "--fit-fraction", "0.01", "--n-boot", "0"]) == 0
-    assert "(none): declined (window too short (0 points, at least 8))" in capsys.readouterr().out
+    assert ("(none): end of run (mean of the last 20% of steps, 32-40): no forecast: too early: 1% of the run is seen, "
+            "and the band is calibrated from 20% of a run on") in capsys.readouterr().out
     assert main(["fit", str(tiny), "--smooth", "1000"]) == 2
     assert "`--smooth` must be an integer in [1, 40]" in capsys.readouterr().err
 

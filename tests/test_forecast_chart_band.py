@@ -33,8 +33,10 @@ def test_chart_band_is_the_fit_commands_band(qwen, capsys):
     assert label["final"] == pytest.approx(end["final"], rel=1e-12)
     assert label["low"] == pytest.approx(end["final_low"], rel=1e-12)
     assert label["high"] == pytest.approx(end["final_high"], rel=1e-12)
-    # the numbers the chapter quotes: 0.6877 [-1.788, 3.164]
-    assert (round(label["final"], 4), round(label["low"], 3), round(label["high"], 3)) == (0.6877, -1.788, 3.164)
+    # the level of steps 91-100 and the band q(0.4) = 1.700886 window spreads either side
+    assert label["final"] == pytest.approx(float(qwen.series("reward")[1][90:100].mean()), rel=1e-12)
+    assert (round(label["final"], 4), round(label["low"], 3), round(label["high"], 3)) == (0.5303, -0.641, 1.702)
+    assert (label["high"] - label["final"]) / 1.700886 == pytest.approx(end["scale"], rel=1e-12)
 
 
 def test_chart_whole_log_band_is_diagnoses_band(qwen):

@@ -98,9 +98,10 @@ def test_periodic_diagnosis_prints_findings_and_forecast(tmp_path):
         reward = 0.2 + 0.6 * (1 - np.exp(-step / 25)) + rng.normal(0, 0.02)
         cb.on_log(ARGS, state, None, logs=_trl_row(step, float(reward)))
     text = out.getvalue()
-    assert text.count("[dynamics] ") >= 3 and "the mean reward over steps" in text
+    assert text.count("[dynamics] ") >= 3 and "end of run (mean of the last 20% of steps" in text
     fc = cb.last_diagnosis.forecast
-    assert abs(fc["plateau"] - 0.8) < 0.05
+    assert abs(fc.law_fit.plateau - 0.8) < 0.05  # the law that describes the curve
+    assert fc.point == pytest.approx(np.mean([r["reward"] for r in cb.records if r.get("split") == "train"][-12:]))
     cb.on_train_end(ARGS, state, None)
     diag = json.loads((tmp_path / DIAGNOSIS_FILE).read_text())
     assert "healthy" in diag and diag["steps"] == [1, 120]

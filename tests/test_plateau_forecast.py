@@ -248,54 +248,209 @@ def _real_log(run_id: str):
         return read_log(run.path, run=run.run)
 
 
-def test_forecast_end_from_a_fraction_is_the_benchmarked_forecaster_on_a_real_log():
-    """forecast_end on run 04's raw log from its first 40% (learning rate and reward_std logged, warm-up then
-    decay): the same forecast as forecast_plateau on the first 40% in learning-rate time with the shipped prior
-    and the logged reward_std as the late gain's unit; ``actual`` is the mean of the log's last 20% (the
-    benchmark's truth)."""
-    from bench import bench_forecast as bench
-    from grpo_core.runs.forecast import forecast_end
-
-    fc = forecast_end(_real_log("04"), fit_fraction=0.4, n_boot=0)
-    b = bench.load_run("04")
-    t, y = bench._window(b, 0.4)
-    want = plateau.forecast_plateau(t, y, horizon=1000.0, lr=b["lr"], prior=plateau.SHIPPED_PRIOR, n_boot=0,
-                                    reward_std=b["reward_std"])
-    assert fc.late_gain_unit == "reward_std" and math.isfinite(want.std_unit)
-    assert fc.late_gain == pytest.approx(plateau.SHIPPED_PRIOR.std_gain * want.std_unit)
-    assert fc.clock == "learning_rate" and fc.n_fit == 80 and fc.t_fit_end == 400 and fc.horizon == 1000
-    assert fc.horizon_kind == "log_end"
-    assert fc.point == pytest.approx(want.final) and fc.high == pytest.approx(want.final_high)
-    assert fc.actual == pytest.approx(bench.truth_and_spread(b["y"])[0])
-    assert fc.covered == (fc.low <= fc.actual <= fc.high)
-    assert fc.error == pytest.approx(fc.point - fc.actual)
-    # a reward of 0 to 1.5 logged within [0, 1.5]: no range of its own, the declared one clips the band
-    assert fc.shown_range is None and (fc.shown_low, fc.shown_high) == (fc.low, fc.high) and not fc.band_clipped
-    clipped = forecast_end(_real_log("04"), fit_fraction=0.4, n_boot=0, reward_range=(0, 1.5))
-    assert clipped.point == fc.point and clipped.shown_high == min(fc.high, 1.5)
-    assert clipped.band_clipped is (fc.high > 1.5) and clipped.range_declared
-
-
-def test_forecast_end_horizons_planned_doubled_and_given():
-    from grpo_core import DataError
-    from grpo_core.runs.forecast import forecast_end
+def _records(y, steps=None, **meta):
     from grpo_core.runs.logs import from_records
 
+    steps = np.arange(1, len(y) + 1) if steps is None else steps
+    log = from_records([{"step": int(s), "reward": float(v)} for s, v in zip(steps, y)])
+    log.meta.update(meta)
+    return log
+
+
+def _stored_q(fraction: float) -> float:
+    """The band's quantile at ``fraction`` read from calibrated.json by hand (linear between its fractions)."""
+    import json
+    from pathlib import Path
+
+    import grpo_core.runs.forecast as room
+
+    stored = json.loads((Path(room.__file__).parent / "calibrated.json").read_text())["quantiles"]
+    fs = sorted(stored, key=float)
+    return float(np.interp(fraction, [float(f) for f in fs], [stored[f] for f in fs]))
+
+
+def _spread_by_hand(y) -> float:
+    """p95 - p5 of the 10-point rolling mean (pandas), the band's unit for a window of 40 points or more."""
+    import pandas as pd
+
+    roll = pd.Series(y).rolling(10).mean().dropna().to_numpy()
+    return float(np.percentile(roll, 95) - np.percentile(roll, 5))
+
+
+def test_forecast_end_point_is_the_level_and_the_band_the_stored_quantile_by_hand():
+    """From the first 45% of 200 points: the point is the mean of the last 10% of the 90 seen (9 points); the
+    band is that level +- q(0.45) s_w, q halfway between calibrated.json's 0.4 and 0.5 quantiles, s_w the
+    p95 - p5 of the seen part's 10-point rolling mean."""
+    from grpo_core.runs.forecast import forecast_end
+
+    rng = np.random.default_rng(3)
+    y = 0.2 + 0.6 * (1 - np.exp(-np.arange(200) / 50)) + rng.normal(0, 0.05, 200)
+    fc = forecast_end(_records(y), fit_fraction=0.45)
+    seen = y[:90]
+    assert fc.n_fit == 90 and fc.fraction_seen == 0.45 and fc.declined is None
+    assert fc.point == pytest.approx(np.mean(seen[-9:]), rel=1e-12) and fc.now == fc.point
+    assert fc.now_steps == (82.0, 90.0)
+    q = (1.700886 + 1.352408) / 2
+    assert fc.q == pytest.approx(q, rel=1e-12) == _stored_q(0.45)
+    assert fc.scale == pytest.approx(_spread_by_hand(seen), rel=1e-12)
+    assert (fc.low, fc.high) == pytest.approx((fc.point - q * fc.scale, fc.point + q * fc.scale), rel=1e-12)
+    assert fc.actual == pytest.approx(np.mean(y[160:])) and fc.covered == (fc.low <= fc.actual <= fc.high)
+    # a short window: at least 3 points make the level (8 seen: the last 3, not 1)
+    short = forecast_end(_records(y[:20]), fit_fraction=0.4)
+    assert short.n_fit == 8 and short.point == pytest.approx(np.mean(y[5:8]), rel=1e-12)
+    d = fc.to_dict()
+    assert d["method"] == fc.method and d["fraction_seen"] == 0.45 and d["calibration"].endswith(".json")
+    assert not {"late_gain", "late_gain_unit", "weights", "clock", "plateau"} & set(d)
+
+
+@pytest.mark.parametrize(("max_steps", "made"), [(201, False), (200, True), (50, True), (49, False)])
+def test_forecast_end_is_made_from_20_to_80_percent_of_the_planned_run(max_steps, made):
+    """40 steps logged of a planned ``max_steps``: 40/201 < 0.2 and 40/49 > 0.8 are declined, 40/200 and 40/50
+    made with the quantile at that fraction."""
+    from grpo_core.runs.forecast import forecast_end
+
+    y = 0.5 + 0.1 * np.sin(np.arange(40) / 3)
+    fc = forecast_end(_records(y, max_steps=max_steps))
+    assert fc.horizon_kind == "planned" and fc.fraction_seen == pytest.approx(40 / max_steps)
+    if made:
+        assert fc.declined is None and fc.q == pytest.approx(_stored_q(40 / max_steps))
+        assert fc.point == pytest.approx(np.mean(y[-4:]), rel=1e-12)
+        assert "band calibrated on 52 real runs at" in fc.lines()[0]
+    else:
+        assert fc.declined is not None and math.isnan(fc.point) and fc.now_steps is None
+        assert ("too early: 20% of the run is seen" in fc.declined if max_steps == 201 else
+                "82% of the run is seen: its end is nearly what the log shows now" in fc.declined)
+        assert "no forecast" in fc.lines()[0]
+
+
+@pytest.mark.parametrize(("fraction", "made"), [(0.19, False), (0.2, True), (0.8, True), (0.81, False)])
+def test_forecast_end_from_a_fraction_both_sides_of_the_domain(fraction, made):
+    from grpo_core.runs.forecast import forecast_end
+
+    y = 0.3 + 0.4 * (1 - np.exp(-np.arange(200) / 40)) + np.random.default_rng(1).normal(0, 0.05, 200)
+    fc = forecast_end(_records(y), fit_fraction=fraction)
+    assert (fc.declined is None) is made
+    if made:
+        assert fc.q == pytest.approx(_stored_q(fraction))
+    else:
+        assert ("too early" if fraction < 0.2 else "nearly what the log shows now") in fc.declined
+
+
+def test_forecast_end_assumes_a_run_without_a_planned_end_half_done_and_says_so():
+    from grpo_core import DataError
+    from grpo_core.runs.forecast import forecast_end
+
     y = _exp(T, 1.0, 0.2, 0.02) + np.random.default_rng(0).normal(0, 0.03, T.size)
-    log = from_records([{"step": int(s), "reward": float(v)} for s, v in zip(T, y)])
-    doubled = forecast_end(log, n_boot=0)
-    assert doubled.horizon == 400.0 and doubled.horizon_kind == "doubled" and doubled.actual is None
+    log = _records(y, steps=T)
+    assumed = forecast_end(log)
+    assert assumed.horizon == 400.0 and assumed.horizon_kind == "assumed" and assumed.actual is None
+    assert assumed.fraction_seen == 0.5 and assumed.q == pytest.approx(1.352408)
+    assert "the band assumes the run is half done, to end at step 400" in assumed.lines()[1]
     with pytest.raises(DataError, match="not after the last logged step"):
         forecast_end(log, horizon=150)
-    given = forecast_end(log, horizon=600, n_boot=0)
+    given = forecast_end(log, horizon=600)
     log.meta["max_steps"] = 600
-    end = forecast_end(log, n_boot=0)
+    end = forecast_end(log)
     assert end == given and end.horizon == 600.0 and end.horizon_kind == "planned"
-    # the true mean of steps 480-600 is 1.0 - 0.8 e^-9.6 ~ 1.0
-    assert end.low <= 1.0 <= end.high
+    assert end.fraction_seen == pytest.approx(200 / 600) and end.q == pytest.approx(_stored_q(1 / 3))
     assert end.to_dict()["end_of_run"]["horizon_kind"] == "planned"
+    # a finished run (max_steps its last step) is declined: its end is what the log shows
+    log.meta["max_steps"] = 200
+    assert forecast_end(log).declined == ("the run has reached its planned end (step 200): its end is what the log "
+                                          f"shows, the mean of steps 160-200: {np.mean(y[159:]):.4g}")
+    log.meta["max_steps"] = 150
+    assert "the log runs past its planned end (max_steps 150)" in forecast_end(log).declined
     with pytest.raises(ParameterError, match="`horizon`"):
         forecast_end(log, fit_fraction=0.5, horizon=600)
+
+
+def test_forecast_end_band_is_calibrated_at_90_percent_only():
+    """--level 0.8: the same 90% band (not rescaled), with a caveat that says so."""
+    from grpo_core.runs.forecast import forecast_end
+
+    log = _records(0.4 + 0.2 * np.sin(np.arange(100) / 7))
+    at90, at80 = forecast_end(log, fit_fraction=0.4), forecast_end(log, fit_fraction=0.4, level=0.8)
+    assert (at80.low, at80.high, at80.level) == (at90.low, at90.high, 0.9) and not at90.caveats
+    assert at80.caveat == "the band is calibrated at 90% only: this is the 90% band, not the 80% asked for"
+
+
+def test_forecast_end_declines_a_metric_that_is_not_a_training_reward():
+    from grpo_core.runs.forecast import forecast_end, is_reward
+    from grpo_core.runs.logs import from_records
+
+    rng = np.random.default_rng(2)
+    log = from_records([{"step": s, "reward": float(v), "kl": float(k)}
+                        for s, v, k in zip(range(1, 101), rng.uniform(0, 1, 100), np.linspace(0, 0.1, 100))])
+    kl = forecast_end(log, fit_fraction=0.4, metric="kl", law_fit_boot=0)
+    assert kl.declined == ("no end forecast for `kl`: its band is calibrated on training rewards only; the law "
+                           "fit still describes the curve")
+    assert kl.law_fit is not None and kl.law_fit.metric == "kl"
+    assert forecast_end(log, fit_fraction=0.4).declined is None
+    assert [is_reward(m) for m in ("reward", "rewards/acc/mean", "reward/acc", "reward_std", "reward/acc/std",
+                                   "kl")] == [True, True, True, False, False, False]
+    assert not is_reward("reward", "eval")
+
+
+def test_forecast_end_needs_the_calibrations_fewest_points():
+    from grpo_core.runs.forecast import forecast_end
+
+    y = np.linspace(0.1, 0.6, 19) + 0.05 * np.sin(np.arange(19))
+    assert "too few points seen: 7" in forecast_end(_records(y), fit_fraction=0.4).declined
+
+
+_HOLDOUT_RECORD = "bench/results/forecast_holdout_v3.json"
+
+
+def test_forecast_end_equals_the_preregistered_records_on_the_15_new_runs():
+    """Every run of holdout_runs_3 read from its raw log and cut at 0.2, 0.4 and 0.6 of its points: the product's
+    forecast is the record's ``hold_conformal`` (the method the test chose): the same point and truth, the same
+    band to the 6 digits calibrated.json stores its quantiles with."""
+    import json
+    import warnings
+    from pathlib import Path
+
+    from grpo_core.runs import datasets
+    from grpo_core.runs.forecast import forecast_end
+    from grpo_core.runs.logs import read_log
+
+    root = Path(__file__).resolve().parents[1]
+    recs = [r for r in json.loads((root / _HOLDOUT_RECORD).read_text())
+            if r.get("method") == "record" and r.get("of") == "hold_conformal"]
+    assert len(recs) == 45
+    logs = {}
+    for r in recs:
+        if r["run"] not in logs:
+            run = datasets.real_run(r["run"], "holdout_runs_3")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                logs[r["run"]] = read_log(run.path, run=run.run)
+        fc = forecast_end(logs[r["run"]], fit_fraction=r["cut"])
+        assert fc.point == pytest.approx(r["point"], rel=1e-12, abs=1e-12), r["run"]
+        assert fc.actual == pytest.approx(r["truth"], rel=1e-12), r["run"]
+        tol = 1e-6 * fc.scale
+        assert fc.low == pytest.approx(r["low"], abs=tol) and fc.high == pytest.approx(r["high"], abs=tol), r["run"]
+
+
+def test_forecast_end_on_real_run_22_from_40_percent():
+    """Real run 22 (in the calibration set) from 40%: the benchmark record's level, and the band from the
+    quantile calibrated on the 52 runs; the record's band is leave-one-run-out, here within 1e-6 of it."""
+    import json
+    from pathlib import Path
+
+    from grpo_core.runs.forecast import forecast_end
+
+    fc = forecast_end(_real_log("22"), fit_fraction=0.4)
+    root = Path(__file__).resolve().parents[1]
+    rec = next(r for r in json.loads((root / "bench/results/forecast_fair.json").read_text())
+               if r.get("method") == "record" and r.get("of") == "hold_conformal"
+               and r["run"].startswith("22-") and r["cut"] == 0.4)
+    assert fc.point == pytest.approx(rec["point"], rel=1e-12) == 1.38125
+    assert (fc.low, fc.high) == pytest.approx((rec["low"], rec["high"]), abs=1e-6)
+    assert fc.actual == pytest.approx(rec["truth"]) and fc.covered
+    # the declared range clips the band as shown, not the method's own
+    clipped = forecast_end(_real_log("22"), fit_fraction=0.4, reward_range=(0, 2))
+    assert clipped.point == fc.point and (clipped.shown_low, clipped.shown_high) == (0, 2)
+    assert clipped.band_clipped and clipped.range_declared and (clipped.low, clipped.high) == (fc.low, fc.high)
 
 
 @pytest.mark.parametrize("bad", [None, "a/path.csv", 3.0])

@@ -132,13 +132,11 @@ def test_log_explorer_shows_the_library_fit(log_ex):
         log_ex.values["forecast_low"] <= log_ex.values["forecast_final"] <= log_ex.values["forecast_high"]
     )
     # the forecast is forecast_end's, the one fit and diagnose print
-    from grpo_core.runs.forecast import WINDOW_N_BOOT, forecast_end
-    from widgets.log_explorer import LIVE_BOOTSTRAP
+    from grpo_core.runs.forecast import forecast_end
 
-    assert LIVE_BOOTSTRAP == WINDOW_N_BOOT  # one band: the slider figure's and fit's
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fc = forecast_end(log, fit_fraction=0.4, n_boot=LIVE_BOOTSTRAP)
+        fc = forecast_end(log, fit_fraction=0.4)
     assert log_ex.values["forecast_final"] == pytest.approx(fc.point, rel=1e-12)
     assert (log_ex.values["forecast_low"], log_ex.values["forecast_high"]) == pytest.approx(
         (fc.low, fc.high), rel=1e-12)
@@ -192,7 +190,7 @@ def test_log_explorer_short_log_says_why_the_forecast_is_missing():
 
     ex = log_explorer("gemma3-1b-it_gsm8k_unsloth")
     assert ex.values["steps"] == 12
-    assert "window too short (4 points, at least 8)" in ex.status.text
+    assert "40%: too few points seen: 4, and the calibrated band needs at least 8" in ex.status.text
     assert "forecast_final" not in ex.values
     ex.fraction.text.value = "1.0"  # the whole curve: 12 points are enough
     assert "forecast_final" in ex.values and "forecast:" not in ex.status.text
@@ -577,7 +575,7 @@ def test_forecast_chart_of_one_window_draws_no_slider():
 
 
 @pytest.mark.parametrize("kwargs, name", [({"fractions": (0.4, 1.5)}, "fractions"), ({"fractions": ()}, "fractions"),
-                                          ({"fractions": (float("nan"),)}, "fractions"), ({"level": 1.2}, "level")])
+                                          ({"fractions": (float("nan"),)}, "fractions")])
 def test_forecast_grid_refuses_bad_settings(kwargs, name):
     from grpo_core.runs import datasets, logs
     from widgets.laws_charts import static_forecast_grid

@@ -115,8 +115,8 @@ def step_domain(log: RunLog, diagnosis=None, *, forecast: bool = True) -> list[f
         raise DataError(f"{log.source} has no step to draw")
     lo, hi = float(steps.min()), float(steps.max())
     fc = diagnosis.forecast if diagnosis is not None else None
-    if forecast and fc is not None and "horizon" in fc:
-        hi = max(hi, float(fc["horizon"]))
+    if forecast and fc is not None and fc.declined is None:
+        hi = max(hi, float(fc.horizon))
     return [lo, hi if hi > lo else lo + 1.0]
 
 
@@ -184,35 +184,39 @@ def reward_chart(log: RunLog, diagnosis=None, *, metric: str = "reward", eval_me
     _check_log(log)
     raw = _series(log, metric, max_points)
     fc = diagnosis.forecast if diagnosis is not None else None
-    fc = fc if fc is not None and fc.get("metric", "reward") == metric else None
+    fc = fc if fc is not None and fc.metric == metric else None
+    fit = fc.law_fit if fc is not None else getattr(diagnosis, "law_fit", None)
+    fit = fit if fit is not None and fit.metric == metric else None
     x = _x(x_domain if x_domain is not None else step_domain(log, diagnosis, forecast=forecast))
     if eval_metric is None and len(log.eval) and log.has("reward", "eval") and metric == "reward":
         eval_metric = "reward"
     # (frame, label, colour, dash, width, tooltip) of every line; the legend names each by its label
     lines: list[tuple] = [(raw, "per step", _DATA, [1, 0], 0.6, ["step:Q", alt.Tooltip("value:Q", format=".4g")])]
     band = None
-    if fc is not None and fc.get("law") is not None:
-        sm_t, sm = _thin(np.asarray(fc["smoothed_t"], float), np.asarray(fc["smoothed"], float), max_points)
-        if fc.get("reliable", True):  # the law that describes the curve (its own band is not the forecast's)
-            ft, fv = np.asarray(fc["t"], float), np.asarray(fc["fitted"], float)
+    if fit is not None:
+        sm_t, sm = _thin(np.asarray(fit.smoothed_t, float), np.asarray(fit.smoothed, float), max_points)
+        if fit.reliable in (True, None):  # the law that describes the curve (its own band is not the forecast's)
+            ft, fv = np.asarray(fit.t, float), np.asarray(fit.fitted, float)
             keep = np.unique(np.linspace(0, ft.size - 1, min(ft.size, max_points)).astype(int))
             lines.append((pd.DataFrame({"step": ft[keep], "value": fv[keep]}),
-                          f"{fc['law'].replace('_', '-')} law fitted to the curve (R² {fc['r2_smoothed']:.2f})",
-                          LAW_COLORS.get(fc["law"], OKABE_ITO["blue"]), [1, 0], 2.5,
+                          f"{fit.law.replace('_', '-')} law fitted to the curve (R² {fit.r2_smoothed:.2f})",
+                          LAW_COLORS.get(fit.law, OKABE_ITO["blue"]), [1, 0], 2.5,
                           [alt.Tooltip("value:Q", format=".4g")]))
-        lines.append((pd.DataFrame({"step": sm_t, "value": sm}), f"rolling mean ({fc['window']} points)", INK,
+        lines.append((pd.DataFrame({"step": sm_t, "value": sm}), f"rolling mean ({fit.window} points)", INK,
                       [1, 0], 1.5, ["step:Q", alt.Tooltip("value:Q", format=".4g")]))
-    if forecast and fc is not None and "final" in fc:  # on top: the forecast and its "now"
-        h = float(fc["horizon"])
-        a, b = fc["now_steps"]
+    if forecast and fc is not None and fc.declined is None:  # on top: the forecast and its "now"
+        h = float(fc.horizon)
+        a, b = fc.now_steps
         color = OKABE_ITO["vermillion"]
-        lines.append((pd.DataFrame({"step": [a, b], "value": fc["now"]}),
+        lines.append((pd.DataFrame({"step": [a, b], "value": fc.now}),
                       f"current level (mean of steps {a:.0f}-{b:.0f})", color, [2, 2], 2.5,
                       [alt.Tooltip("value:Q", format=".4g", title="now (current level)"), "step:Q"]))
-        lines.append((pd.DataFrame({"step": [0.8 * h, h], "value": fc["final"]}),
-                      f"forecast: mean of steps {0.8 * h:.0f}-{h:.0f} if trained to step {h:.0f}", color,
+        end = (f"the planned end, step {h:.0f}" if fc.horizon_kind == "planned"
+               else f"step {h:.0f} (the run assumed half done)")
+        lines.append((pd.DataFrame({"step": [0.8 * h, h], "value": fc.shown_point}),
+                      f"forecast: the current level held to {end}", color,
                       [1, 0], 2.5, [alt.Tooltip("value:Q", format=".4g", title="forecast (mean of these steps)")]))
-        band = pd.DataFrame({"step": [0.8 * h, h], "low": fc["final_low"], "high": fc["final_high"],
+        band = pd.DataFrame({"step": [0.8 * h, h], "low": fc.shown_low, "high": fc.shown_high,
                              "band": "90% band of the forecast"})
     if eval_metric is not None:
         ev = _series(log, eval_metric, max_points, split="eval")

@@ -544,35 +544,25 @@ STATIC_FORECAST_PARAMS = ("fraction",)
 
 
 def static_forecast_grid(log, *, metric: str = "reward",
-                         fractions: Sequence[float] = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
-                         level: float = 0.9, n_boot: int | None = None) -> dict[str, pd.DataFrame]:
+                         fractions: Sequence[float] = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)) -> dict[str, pd.DataFrame]:
     """End-of-run forecasts from growing fit windows of one log, precomputed for a slider.
 
-    Each fraction is one call of :func:`grpo_core.runs.forecast.forecast_end` (the forecaster of
-    ``fit``, ``diagnose``, the report and the callback, benchmarked by ``python -m bench forecast``): the
-    mean ``metric`` over the last 20% of the log, with its band, from the first ``fraction`` of the
-    points. A fraction the forecaster declines (a window too short or flat) is left out.
+    Each fraction is one call of :func:`grpo_core.runs.forecast.forecast_end` (the forecast of ``fit``,
+    ``diagnose``, the report and the callback): the mean ``metric`` over the last 20% of the log, the
+    current level with its 90% band calibrated on 52 real runs, from the first ``fraction`` of the points.
+    A fraction the forecast declines (outside 20% to 80% of the run, too few points, a flat window, a
+    metric that is not a training reward) is left out.
 
     Parameters
     ----------
     log : RunLog
-        From :func:`grpo_core.runs.logs.read_log` (its ``learning_rate``, when logged, is the clock).
+        From :func:`grpo_core.runs.logs.read_log`.
     metric : str
-        The column to forecast.
+        The column to forecast (a training reward).
     fractions : sequence of float in (0, 1]
-        1 fits the whole log and forecasts the end of the planned run
-        (:func:`grpo_core.runs.forecast.forecast_end`; twice the logged steps when the log does
+        1 sees the whole log and forecasts the end of the planned run
+        (:func:`grpo_core.runs.forecast.forecast_end`; the run assumed half done when the log does
         not know its ``max_steps``); then ``actual`` is NaN.
-    level : float in (0, 1)
-        Nominal coverage of the band.
-    n_boot : int, optional
-        Block-bootstrap replicates per window. The default is the commands' own, so that each band is
-        the one the command prints for that window:
-        :data:`~grpo_core.runs.forecast.WINDOW_N_BOOT` (100, ``grpo-dynamics fit
-        --fit-fraction F``) for a fraction below 1, :data:`~grpo_core.runs.forecast.END_N_BOOT`
-        (30, ``grpo-dynamics diagnose``) for 1. The quantiles of the band move with the number of
-        replicates (on the shipped Qwen run, from 40%: [-3.52, 4.90] with 30, [-1.79, 3.16] with 100);
-        the whole default grid of that run takes about 6 s with 30 and 20-30 s with 100.
 
     Returns
     -------
@@ -586,14 +576,14 @@ def static_forecast_grid(log, *, metric: str = "reward",
     Raises
     ------
     ParameterError
-        ``log`` not a RunLog; ``fractions`` empty or outside (0, 1]; bad ``level`` or ``n_boot``.
+        ``log`` not a RunLog; ``fractions`` empty or outside (0, 1].
     DataError
         If no fraction gives a forecast (the message gives each fraction's reason), or no ``metric``.
     """
     import warnings
 
     from grpo_core.errors import DataError
-    from grpo_core.runs.forecast import END_N_BOOT, WINDOW_N_BOOT, forecast_end
+    from grpo_core.runs.forecast import forecast_end
     from grpo_core.runs.logs import RunLog
     from grpo_core.validation import check_real
 
@@ -610,10 +600,8 @@ def static_forecast_grid(log, *, metric: str = "reward",
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                fc = (forecast_end(log, metric=metric, n_boot=END_N_BOOT if n_boot is None else n_boot,
-                                   level=level) if f >= 1.0 else
-                      forecast_end(log, fit_fraction=f, metric=metric,
-                                   n_boot=WINDOW_N_BOOT if n_boot is None else n_boot, level=level))
+                fc = (forecast_end(log, metric=metric) if f >= 1.0 else
+                      forecast_end(log, fit_fraction=f, metric=metric))
             except DataError as exc:
                 why.append(f"{key}%: {exc}")
                 continue
@@ -629,8 +617,9 @@ def static_forecast_grid(log, *, metric: str = "reward",
                        "low": fc.low, "high": fc.high, "now": fc.now,
                        "now_start": fc.now_steps[0], "now_end": fc.now_steps[1],
                        "actual": actual, "covered": fc.covered,
-                       "text": f"fit on the first {key}%: now {fc.now:.3f}; end of run {fc.point:.3f} "
-                               f"[{fc.low:.3f}, {fc.high:.3f}]"
+                       "text": f"seen: the first {key}%; end of run {fc.point:.3f}, {fc.level:.0%} band "
+                               f"[{fc.low:.3f}, {fc.high:.3f}]: the current level, band calibrated on 52 real "
+                               f"runs at {fc.fraction_seen:.0%} of the run"
                                + (f"; actual {actual:.3f}" if fc.actual is not None else
                                   f" (at step {fc.horizon:.0f}, {fc.horizon_kind})")})
     if not labels:

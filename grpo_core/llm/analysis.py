@@ -400,9 +400,9 @@ def diagnose_runs(runs: Sequence[Run], *, n_boot: int = 100, eval_metric: str | 
     table : pandas.DataFrame
         One row per run: ``run``, ``G``, ``seed``, ``healthy``, ``modes`` (warning or critical),
         ``findings`` (every finding as ``mode:severity``), ``final``, ``final_low``, ``final_high``
-        (``diagnose``'s end-of-run forecast: the mean reward over the last 20% of the run trained to
-        ``horizon``, twice the logged steps for a finished run, and its band), ``now`` (the
-        forecaster's current level), ``horizon``, ``forecast_note``.
+        (``diagnose``'s end-of-run forecast as shown: the mean reward over the last 20% of the run up to
+        ``horizon``, twice the logged steps when the log does not give ``max_steps``, and its calibrated 90%
+        band), ``now`` (the current level, the forecast's point), ``horizon``, ``forecast_note``.
     diagnoses : dict of str to Diagnosis
         By run name, for charts.
 
@@ -429,19 +429,19 @@ def diagnose_runs(runs: Sequence[Run], *, n_boot: int = 100, eval_metric: str | 
             d = diagnose(run.metrics, group_size=run.group_size, num_prompts=int(run.config.get("prompts_per_step", 0))
                          or None, n_boot=n_boot, eval_metric=metric)
         out[run.name] = d
-        fc = d.forecast or {}
-        end = fc.get("end_of_run") or {}
+        fc = d.forecast
         note = ""
-        if not fc:
+        if fc is None:
             note = "no forecast"
-        elif max_reward is not None and end.get("final_high", -np.inf) > max_reward:
+        elif max_reward is not None and fc.high > max_reward:
             note = "band reaches beyond the largest possible reward"
+        nan = float("nan")
         rows.append({"run": run.name, "G": run.group_size, "seed": run.seed, "healthy": d.healthy,
                      "modes": ", ".join(d.modes) or "-",
                      "findings": ", ".join(f"{f.mode}:{f.severity}" for f in d.findings) or "-",
-                     "final": fc.get("final", np.nan), "final_low": fc.get("final_low", np.nan),
-                     "final_high": fc.get("final_high", np.nan), "now": fc.get("now", np.nan),
-                     "horizon": fc.get("horizon", np.nan), "forecast_note": note})
+                     "final": nan if fc is None else fc.shown_point, "final_low": nan if fc is None else fc.shown_low,
+                     "final_high": nan if fc is None else fc.shown_high, "now": nan if fc is None else fc.now,
+                     "horizon": nan if fc is None else fc.horizon, "forecast_note": note})
     return pd.DataFrame(rows), out
 
 

@@ -14,7 +14,7 @@
   result in :attr:`DynamicsCallback.last_diagnosis`;
 * prints one line the first time each failure mode reaches a printed severity (``print_severities``,
   default warning and critical), and once more if it escalates; never the same line every check;
-* records the plateau forecast with its step at each diagnosis (:attr:`DynamicsCallback.forecasts`)
+* records the end-of-run forecast with its step at each diagnosis (:attr:`DynamicsCallback.forecasts`)
   and prints it on one line;
 * records the reward's time scale (``eta*K`` per step, ``K`` and t90 with their intervals, or why the
   log gives none) at each diagnosis (:attr:`DynamicsCallback.curvatures`), under the conventions of
@@ -34,7 +34,7 @@ std < 0.01 over 20 steps, importance ratio < 0.5, entropy down 50% in 30 steps, 
 divergence) and can stop on a critical one. Here the same questions are answered by the tested
 checks of :mod:`grpo_core.runs.diagnostics` with their documented thresholds (zero-spread groups
 against the 0/1-reward expectation, policy concentration, unbounded growth and oscillation,
-train-eval decoupling, and any mode added there later), plus the plateau forecast.
+train-eval decoupling, and any mode added there later), plus the end-of-run forecast.
 
 Resuming
 --------
@@ -47,7 +47,7 @@ GPUs under ``accelerate launch`` log the same gathered values).
 
 Cost
 ----
-Writing a line costs microseconds. The periodic diagnosis costs more (a few law fits; the forecast
+Writing a line costs microseconds. The periodic diagnosis costs more (a few law fits; the law fit's
 band by bootstrap), so it runs only every ``every`` steps, with a small bootstrap
 (``n_boot=20``) on a log binned to ``max_points`` (2000) training rows: bin means of every numeric
 metric, so NaN and inf survive the binning; ``bench/bench_llm.py`` measures the total against the
@@ -235,7 +235,7 @@ class DynamicsCallback(_Base):
         ``("warning", "critical")``; add ``"info"`` for everything, ``()`` for none). A mode is
         printed once, and again only when its severity rises.
     print_forecast : bool
-        Print the plateau forecast (one line) at each periodic diagnosis that makes one.
+        Print the end-of-run forecast (two lines) at each periodic diagnosis that makes one.
     max_points : int
         Training rows the periodic diagnosis sees at most, >= 8 (2000): longer runs are binned
         (:func:`binned_records`), so a check costs the same at step 2,000 and step 200,000.
@@ -254,7 +254,7 @@ class DynamicsCallback(_Base):
     eval_metric : str, optional
         Evaluation column for the train-eval decoupling check (default: chosen by ``diagnose``).
     n_boot : int
-        Bootstrap replicates of the forecast band in the periodic diagnosis (0: delta method).
+        Bootstrap replicates of the law fit's bands in the periodic diagnosis (0: delta method).
     min_steps : int
         No diagnosis before this many training lines (a forecast needs a curve).
     stream : file-like, optional
@@ -278,13 +278,14 @@ class DynamicsCallback(_Base):
         ``severity``, ``onset``, ``steps``, ``message`` (every severity, ``info`` included).
     forecasts : list of dict
         The forecast of each periodic diagnosis that made one (the one ``diagnose`` prints): ``step``
-        (the last logged step); the benchmarked forecaster's (:func:`~grpo_core.runs.forecast.forecast_end`)
+        (the last logged step); the end-of-run forecast's (:func:`~grpo_core.runs.forecast.forecast_end`)
         ``final``, ``final_low``, ``final_high`` (the mean reward over the last 20% of the run up to
         ``horizon``: the trainer's ``max_steps`` when known, ``horizon_kind`` ``"planned"``, else
-        twice the last step, ``"doubled"``), ``asymptote`` and ``plateau_determined``, ``now`` (the
-        current level as the forecaster sees it) and ``now_steps`` (the steps it averages); and
-        ``end_of_run`` (``horizon``, ``final``, ``final_low``, ``final_high``, ``clock``) when
-        ``max_steps`` is known. The law that describes the curve so far, as before: ``plateau``,
+        twice the last step, ``"assumed"``: the run taken as half done), ``method``, ``fraction_seen``,
+        ``calibration``, ``forecast`` (the line it prints), ``now`` (the current level, the forecast's
+        point) and ``now_steps`` (the steps it averages); and ``end_of_run`` (``horizon``, ``final``,
+        ``final_low``, ``final_high``) when ``max_steps`` is known. No forecast before 20% or after 80% of
+        ``max_steps`` (the band is calibrated between). The law that describes the curve so far, as before: ``plateau``,
         ``plateau_low``, ``plateau_high``, ``law``, ``current`` (the mean of the last 50 logged
         rows), ``reached``, ``t90``, ``reliable`` (``None`` where the law fit failed).
     max_steps : int or None
@@ -359,6 +360,7 @@ class DynamicsCallback(_Base):
         self.correctness = correctness
         self.alerts: list[dict[str, Any]] = []
         self.forecasts: list[dict[str, Any]] = []
+        self._no_forecast: str | None = None  # the reason last printed for no forecast
         self.curvatures: list[dict[str, Any]] = []
         self.settings = settings
         self.print_curvature = bool(print_curvature)
@@ -441,9 +443,15 @@ class DynamicsCallback(_Base):
                             f"{onset}): {f.message}")
         fc = diagnosis.forecast
         if fc is not None:
+            self._no_forecast = None
             self.forecasts.append({"step": step, **fc.to_record()})
             if self.print_forecast:
                 self._print(f"[dynamics] step {step}: " + f"\n[dynamics] step {step}: ".join(fc.lines()))
+        else:  # why not, once per reason (too early for the band, too few points ...)
+            why = next((n for n in diagnosis.notes if n.startswith("no end-of-run forecast")), None)
+            if why is not None and why != self._no_forecast and self.print_forecast:
+                self._print(f"[dynamics] step {step}: {why}")
+            self._no_forecast = why
         self._react_curvature(diagnosis.implied_curvature, step)
         critical = next((f for f in diagnosis.findings if f.severity == "critical"), None)
         if self.stop_on_critical and critical is not None and self.stopped is None:

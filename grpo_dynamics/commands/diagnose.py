@@ -62,7 +62,11 @@ def register(subparsers) -> None:
                    help="reward function that measures correctness, compared with the total training reward "
                         "for train-eval decoupling (repeatable; default: chosen by name; the log's spelling "
                         "rewards/f or the normalised reward/f or f; an unknown name is an error)")
-    p.add_argument("--no-forecast", dest="forecast", action="store_false", help="skip the plateau forecast")
+    p.add_argument("--no-forecast", dest="forecast", action="store_false", help="skip the end-of-run forecast")
+    p.add_argument("--max-steps", dest="max_steps", default=None, metavar="N",
+                   help="the run's planned steps (TRL's max_steps) when the log does not record them: the end-of-run "
+                        "forecast is of their last 20%%, and its band is read at the fraction of them logged "
+                        "(without it, a log that does not say is taken as half done)")
     p.add_argument("--config", default=None, metavar="FILE",
                    help="the run's settings for the reward's time scale eta*K (TRL config JSON, trainer_state.json, "
                         "a real run's meta.json); default: a file beside the log, else TRL's defaults")
@@ -102,6 +106,8 @@ def handler(args: argparse.Namespace) -> int:
             # --json prints exactly one JSON object; what reading did is in its "notes".
             warnings.simplefilter("ignore")
         log = read_log_from_args(args)
+        if args.max_steps is not None:
+            log.meta["max_steps"] = check_integer("max_steps", args.max_steps, low=1)
         with as_flag("reward_range", "--reward-range"):
             diagnosis = diagnose(
                 log,

@@ -14,7 +14,7 @@ from ..._json import json_ready
 from ...errors import DataError, GrpoError, ParameterError
 from ...validation import check_integer
 from ..curvature import NO_STABILITY_VERDICT
-from ..forecast import END_N_BOOT, EndForecast, check_reward_range, forecast_end
+from ..forecast import CurveLawFit, EndForecast, check_reward_range, forecast_end
 from ..logs import RunLog, read_log
 from .concentration import policy_concentration
 from .decoupling import train_eval_decoupling
@@ -47,13 +47,13 @@ class Diagnosis:
     healthy : bool
         ``verdict == "healthy"``.
     forecast : EndForecast or None
-        Where the reward ends (:func:`grpo_core.runs.forecast.forecast_end`, the forecaster ``python -m bench
-        forecast`` scores): the mean reward over the last 20% of the run up to ``horizon`` (the log's
-        ``max_steps``, or twice its last step) with its band as shown within the reward's range, the plateau
-        when the laws determine it, the current level, the caveats, and the law that describes the curve
-        (``law_fit``, with its curves for charts; ``law_fit_error`` when the curve is too short for it).
-        ``None`` if no forecast was made (fewer than 8 reward points, a reward that does not change; the
-        reason is in ``notes``).
+        Where the reward ends (:func:`grpo_core.runs.forecast.forecast_end`): the mean reward over the last
+        20% of the run up to ``horizon`` (the log's ``max_steps``, or twice its last step: the run assumed
+        half done), the current level with its calibrated 90% band as shown within the reward's range, the
+        caveats, and the law that describes the curve (``law_fit``, with its curves for charts;
+        ``law_fit_error`` when the curve is too short for it). ``None`` if no forecast was made (fewer than 8
+        reward points, a reward that does not change, a run seen past 80% of its planned steps; the reason
+        is in ``notes``).
     oscillation : Oscillation or None
         Oscillation analysis of the reward.
     checked : list of str
@@ -79,6 +79,9 @@ class Diagnosis:
         there is none, ``caveat``, ``line``); no stability verdict (a reward curve does not give one:
         :data:`grpo_core.runs.curvature.NO_STABILITY_VERDICT`). ``None`` when not computed
         (``curvature=False``, or no reward).
+    law_fit : CurveLawFit or None
+        The law that describes the reward curve (:func:`grpo_core.runs.forecast.fit_curve_laws`), also when
+        the end forecast is declined (a finished run): the charts draw it. ``None`` when not made.
     """
 
     findings: list[Finding]
@@ -95,6 +98,7 @@ class Diagnosis:
     verdict: str = ""
     missing: list[str] = field(default_factory=list)
     implied_curvature: dict[str, Any] | None = None
+    law_fit: CurveLawFit | None = None
 
     def __post_init__(self) -> None:
         if not self.verdict:
@@ -132,7 +136,8 @@ class Diagnosis:
         """JSON-ready dict: ``verdict``, ``healthy``, ``missing``, ``findings``, ``forecast`` (what the text
         prints at its top level; the law fit that describes the curve under ``forecast["law_fit"]``; no curves),
         ``oscillation``, ``checked``, ``skipped``, ``format``, ``source``, ``reward_std_kind``, ``steps``,
-        ``notes``, ``implied_curvature``."""
+        ``notes``, ``implied_curvature``, ``law_fit`` (the law fit when no end forecast carries it, e.g. a
+        finished run; else ``None``)."""
         return json_ready({
             "verdict": self.verdict,
             "healthy": self.healthy,
@@ -148,6 +153,7 @@ class Diagnosis:
             "steps": list(self.steps),
             "notes": self.notes,
             "implied_curvature": self.implied_curvature,
+            "law_fit": (self.law_fit.to_dict() if self.forecast is None and self.law_fit is not None else None),
         })
 
     def table(self) -> pd.DataFrame:
@@ -172,7 +178,7 @@ class Diagnosis:
         if self.forecast:
             lines += [f"  {line}" for line in self.forecast.lines()]
         else:
-            lines += [f"  {note}" for note in self.notes if note.startswith("no plateau forecast")]
+            lines += [f"  {note}" for note in self.notes if note.startswith("no end-of-run forecast")]
         if self.implied_curvature is not None:
             lines.append(f"  {self.implied_curvature['line']}")
             if self.implied_curvature.get("reason") is None:
@@ -217,7 +223,8 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
     forecast : bool
         Make the forecast and the law fit (:func:`grpo_core.runs.forecast.forecast_end`).
     n_boot : int
-        Bootstrap replicates of the forecast band. 50 keeps a 100,000-step diagnosis under a
+        Bootstrap replicates of the law fit's bands (the end forecast's band is calibrated, not
+        bootstrapped). 50 keeps a 100,000-step diagnosis under a
         second; against 1,000 replicates the ends of the 90% band moved by 4-17% of its width on
         the logs we measured (the Qwen run, case 02, a constructed healthy log).
     settings : RunSettings or path, optional
@@ -230,7 +237,7 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
     reward_range : (float, float), optional
         The least and the most a step's mean reward can be (a composite reward: the sums of its functions'
         minima and maxima, e.g. ``(0, 1.5)`` for a format reward of 0.5 and a correctness reward of 1). The
-        forecast and its band are shown within it, and a forecast past it is said to be. Default: ``[0, 1]``
+        forecast's band is shown within it. Default: ``[0, 1]``
         for a reward logged within it (unless ``binary_reward`` is False), else none.
 
     Returns
@@ -302,11 +309,11 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
     failed = next((f for f in findings if f.mode == "numerical_failure" and f.severity == "critical"), None)
     if failed is not None and (forecast or curvature) and log.has("reward"):
         # NaN, inf or overflowed values poison the update: what follows is no learning curve to extrapolate or fit
-        notes.append(f"no plateau forecast and no reward time scale: the run failed numerically (numerical_failure, "
+        notes.append(f"no end-of-run forecast and no reward time scale: the run failed numerically (numerical_failure, "
                      f"from step {failed.steps[0]}); a curve with NaN, infinite or overflowed values is not fitted")
         forecast = curvature = False
-    fc = (_forecast(log, findings, binary_reward, n_boot, th, notes, reward_range)
-          if forecast and log.has("reward") else None)
+    fc, law_fit = (_forecast(log, findings, binary_reward, n_boot, th, notes, reward_range)
+                   if forecast and log.has("reward") else (None, None))
     if log.has("reward"):
         raw = log.train["reward"].to_numpy(float)
         n_bad = int(log.nonfinite_steps("reward").size)
@@ -319,9 +326,9 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
                          "(the other steps logged other metrics)")
     if forecast and not log.has("reward"):
         gone = (getattr(log, "dropped", None) or {}).get("train", {}).get("reward")
-        notes.append(f"no plateau forecast: the log has no reward values (the column 'reward' was dropped: {gone})"
+        notes.append(f"no end-of-run forecast: the log has no reward values (the column 'reward' was dropped: {gone})"
                      if gone else
-                     "no plateau forecast: the log has no reward values (no 'reward' column, or every value "
+                     "no end-of-run forecast: the log has no reward values (no 'reward' column, or every value "
                      "empty or NaN)")
     implied = None
     if curvature and log.has("reward"):
@@ -333,7 +340,7 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
     return Diagnosis(findings=findings, healthy=verdict == "healthy", forecast=fc, oscillation=osc,
                      checked=checked, skipped=skipped, source=log.source, format=_format_label(log),
                      reward_std_kind=log.reward_std_kind, steps=steps, notes=notes, verdict=verdict,
-                     missing=missing, implied_curvature=implied)
+                     missing=missing, implied_curvature=implied, law_fit=law_fit)
 
 
 def _strip_reward_prefix(name: str) -> str:
@@ -476,31 +483,31 @@ def not_a_relaxation(finding: Finding | None, *, quote: bool = True) -> str | No
 
 
 def _forecast(log: RunLog, findings: list[Finding], binary_reward: bool | None, n_boot: int, th: Thresholds,
-              notes: list[str], reward_range: tuple[float, float] | None = None) -> EndForecast | None:
-    """The forecast of where the reward ends with the law fit that describes the curve
-    (:func:`~grpo_core.runs.forecast.forecast_end`), or ``None`` with the reason in ``notes``. No significance
-    gate: a flat reward is forecast to stay flat (the constant law), and whether the run learns is
-    :func:`not_learning`'s verdict alone."""
-    from ...laws.plateau import MIN_WINDOW
+              notes: list[str], reward_range: tuple[float, float] | None = None
+              ) -> tuple[EndForecast | None, CurveLawFit | None]:
+    """The forecast of where the reward ends (:func:`~grpo_core.runs.forecast.forecast_end`), or ``None`` with
+    the reason in ``notes``, and the law fit that describes the curve (kept when the forecast is declined). No
+    significance gate: whether the run learns is :func:`not_learning`'s verdict alone."""
+    from ..forecast.calibrated import MIN_POINTS
 
     r = _quiet_series(log, "reward")[1]
-    if r.size < MIN_WINDOW:
-        notes.append(f"no plateau forecast: only {r.size} reward point(s); a learning curve to extrapolate "
-                     f"needs at least {MIN_WINDOW}")
-        return None
+    if r.size < MIN_POINTS:
+        notes.append(f"no end-of-run forecast: only {r.size} reward point(s); the calibrated band needs at "
+                     f"least {MIN_POINTS}")
+        return None, None
     unstable = any(f.mode == "dynamic_instability" and f.severity in ("warning", "critical") for f in findings)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            fc = forecast_end(log, n_boot=min(n_boot, END_N_BOOT), binary_reward=binary_reward,
-                              reward_range=reward_range, unstable=unstable, law_fit_boot=n_boot)
+            fc = forecast_end(log, binary_reward=binary_reward, reward_range=reward_range, unstable=unstable,
+                              law_fit_boot=n_boot)
         except GrpoError as exc:
-            notes.append(f"no plateau forecast: {exc}")
-            return None
+            notes.append(f"no end-of-run forecast: {exc}")
+            return None, None
     if fc.declined is not None:
-        notes.append(f"no plateau forecast: {fc.declined}")
-        return None
-    return fc
+        notes.append(f"no end-of-run forecast: {fc.declined}")
+        return None, fc.law_fit
+    return fc, fc.law_fit
 
 
 #: Containers whose rows were renamed to TRL's keys by the reader: the label names where they came from.

@@ -15,6 +15,11 @@ __all__ = ["EndForecast", "CurveLawFit"]
 #: The law fit's keys in the JSON of a diagnosis (under ``law_fit``), in their order.
 _LAW_FIT_KEYS = ("law", "plateau", "plateau_low", "plateau_high", "band_method", "r2", "r2_smoothed", "t90",
                  "current", "tail", "reached", "window", "start", "at_bound", "laws")
+#: The runs the end forecast's band is calibrated on (``grpo_core/data/real_runs``, ``holdout_runs``,
+#: ``holdout_runs_2``) and the new runs of the test fixed beforehand (``holdout_runs_3``), as
+#: ``calibrated.json``'s provenance counts them.
+CALIBRATION_RUNS = 52
+HOLDOUT_RUNS = 15
 #: The curves a chart draws (arrays; never in the JSON).
 _CURVE_KEYS = ("t", "fitted", "fitted_low", "fitted_high", "smoothed_t", "smoothed")
 
@@ -103,64 +108,59 @@ class CurveLawFit:
 
 @dataclass(frozen=True)
 class EndForecast:
-    """Where a run's reward ends (:func:`~grpo_core.runs.forecast.forecast_end`): the mean ``metric`` over the
-    last 20% of the steps up to ``horizon``, with its band, as the forecaster made it and as it is shown.
+    """Where a run's reward ends (:func:`~grpo_core.runs.forecast.forecast_end`): the mean reward over the
+    last 20% of the steps up to ``horizon``, with its 90% band, as the method made it and as it is shown.
 
     Attributes
     ----------
     metric : str
     level : float
-        Nominal coverage of the band, in (0, 1).
+        Nominal coverage of the band: 0.9, the only level it is calibrated at.
     horizon : float
         The run's last step the forecast is of.
-    horizon_kind : {"planned", "doubled", "log_end"}
-        The log's planned ``max_steps``; twice the last logged step (a finished run trained on); the
-        log's own last step (a forecast from its first ``fit_fraction``, compared with what happened).
+    horizon_kind : {"planned", "assumed", "log_end"}
+        The planned end (the log's ``max_steps`` or a given horizon); twice the last logged step (the run
+        assumed half done: the log does not give its planned end); the log's own last step (a forecast from
+        its first ``fit_fraction``, compared with what happened).
+    fraction_seen : float
+        The fraction of the run seen, at which the band's quantile is read (``fit_fraction``; the last
+        logged step over a planned horizon; 0.5 when assumed).
     point, low, high : float
-        The forecaster's own forecast and band (NaN when declined).
+        The method's forecast (the current level) and band (NaN when declined).
     shown_point, shown_low, shown_high : float
-        The same within ``shown_range`` (equal to the forecaster's without one).
+        The same within ``shown_range`` (equal to the method's without one).
     shown_range : tuple (low, high, name) or None
         The declared ``reward_range`` or [0, 1] for a reward logged within it; ``None``: none.
     range_declared : bool
         ``shown_range`` is the declared ``reward_range``.
     band_clipped : bool
-        The band as shown differs from the forecaster's.
-    asymptote : float
-        The laws' asymptote (shrunk and shifted like ``point``).
-    asymptote_determined : bool
-        The forecaster's verdict: the asymptote lies inside the band and within 0.1 of the window's
-        spread of ``point`` (the laws have levelled off by the horizon).
-    plateau_past_range : bool
-        A determined asymptote outside ``shown_range``.
-    plateau_determined : bool
-        ``asymptote_determined`` and not ``plateau_past_range``: a plateau to quote.
+        The band as shown differs from the method's.
     now : float
-        The forecaster's current level (mean of the window's last 10% of points, at least 3).
+        The current level: the mean of the seen part's last 10% of points, at least 3 (``point``).
     now_steps : tuple (first, last) or None
         The steps behind ``now`` (``None`` when declined).
-    clock : {"learning_rate", "step"}
+    q : float
+        The band's conformal quantile at ``fraction_seen`` (window spreads; NaN when declined).
+    scale : float
+        The seen part's spread ``s_w`` (reward units; NaN when declined): the band is ``point +- q scale``.
     method : str
-        One line naming the forecaster.
-    weights : dict
-        Each law's weight.
+        One line naming the method.
+    calibration : str
+        The record the band's quantiles were calibrated in.
     fit_fraction : float or None
     t_fit_end : float
     n_fit : int
-        The points the window holds.
+        The points seen.
     actual, actual_steps, actual_points, actual_in_window, covered, error
-        With ``fit_fraction``: the mean of the log's last 20% of points (the benchmark's truth), their
+        With ``fit_fraction``: the mean of the log's last 20% of points (the calibration's truth), their
         first and last step, how many, how many the window holds, whether the band covers it, and
         ``point - actual``; ``None`` (``actual_in_window`` 0) otherwise.
     declined : str or None
         Why no forecast was made (then the numbers are NaN).
     window_range : float
-        ``max - min`` of the window's values (NaN when declined).
-    late_gain : float
-        The part of ``point`` added by the prior's late gain (NaN when declined).
-    late_gain_unit : {"reward_std", "window_spread"} or None
+        ``max - min`` of the seen values (NaN when declined).
     caveats : tuple of str
-        Why the forecast is to be read with care: the run is unstable, the forecast lies outside the range.
+        Why the forecast is to be read with care: the run is unstable, the level asked for is not 0.9.
     law_fit : CurveLawFit or None
         The law that describes the curve, when asked for (with its caveats), else ``None``.
     law_fit_error : str or None
@@ -171,6 +171,7 @@ class EndForecast:
     level: float
     horizon: float
     horizon_kind: str
+    fraction_seen: float
     point: float
     low: float
     high: float
@@ -180,15 +181,12 @@ class EndForecast:
     shown_range: tuple[float, float, str] | None
     range_declared: bool
     band_clipped: bool
-    asymptote: float
-    asymptote_determined: bool
-    plateau_past_range: bool
-    plateau_determined: bool
     now: float
     now_steps: tuple[float, float] | None
-    clock: str
+    q: float
+    scale: float
     method: str
-    weights: dict
+    calibration: str
     fit_fraction: float | None
     t_fit_end: float
     n_fit: int
@@ -200,8 +198,6 @@ class EndForecast:
     error: float | None
     declined: str | None
     window_range: float
-    late_gain: float
-    late_gain_unit: str | None
     caveats: tuple[str, ...] = ()
     law_fit: CurveLawFit | None = None
     law_fit_error: str | None = None
@@ -215,62 +211,73 @@ class EndForecast:
 
     @property
     def wide_band_note(self) -> str:
-        """``""``, or a note that the band as shown is at least as wide as every value the fit window logged
-        (``window_range``): a truth "inside" it is then weak evidence (real run 32 from 40%: a band 3.3x the
-        range of its 33 rewards)."""
+        """``""``, or a note that the band as shown is at least as wide as every value the seen part logged
+        (``window_range``): a truth "inside" it is then weak evidence (from 20% of a run the band is about
+        10 window spreads wide)."""
         low, high, rng = self.shown_low, self.shown_high, self.window_range
-        # at least as wide (to rounding): a band clipped to a declared range that the window spanned is as wide
-        # as everything, real run 34 from 20% with reward_range (-7.5, 13) (its first 20 points span -7.5 to 13)
+        # at least as wide (to rounding): a band clipped to a declared range that the window spanned
         if not (rng > 0 and math.isfinite(high - low) and high - low >= rng * (1 - 1e-9)):
             return ""
-        return (f"the band is {(high - low) / rng:.2f}x as wide as the whole range of the values the fit window "
-                "logged: it says little about where the run ends")
+        return (f"the band is {(high - low) / rng:.2f}x as wide as the whole range of the values seen: it says "
+                "little about where the run ends")
 
     @property
-    def late_gain_text(self) -> str:
-        """``late_gain`` signed to 3 significant digits, or ``"+0"`` when it is below 1e-4 of the window's
-        range (real run 08 doubled: its learning rate has decayed to ~0, so a gain of 1.4e-13 is no gain)."""
-        v, rng = float(self.late_gain), float(self.window_range)
-        if math.isfinite(v) and math.isfinite(rng) and rng > 0 and abs(v) < 1e-4 * rng:
-            return "+0"
-        return f"{v:+.3g}"
+    def evidence(self) -> str:
+        """What the forecast is and its evidence, in one clause (``""`` when declined)."""
+        if self.declined is not None:
+            return ""
+        a, b = self.now_steps
+        return (f"the current level (mean of steps {a:g}-{b:g}), band calibrated on {CALIBRATION_RUNS} real runs "
+                f"at {self.fraction_seen:.0%} of this run (split-conformal); on {HOLDOUT_RUNS} new runs no point "
+                "forecast beat holding the level")
+
+    @property
+    def horizon_note(self) -> str:
+        """Where the run's end was taken from, in words."""
+        h = self.horizon
+        if self.horizon_kind == "assumed":
+            return (f"the log does not give its planned end (max_steps): the band assumes the run is half done, to "
+                    f"end at step {h:g}; give the planned steps with `diagnose --max-steps N`")
+        if self.horizon_kind == "planned":
+            return f"planned end: step {h:g}, {self.fraction_seen:.0%} of it seen"
+        return f"the log's end: step {h:g}, the first {self.fraction_seen:.0%} of its points seen"
+
+    def headline(self) -> str:
+        """The forecast in one line: the end-of-run mean with its band as shown and its evidence, or why
+        there is none."""
+        h = self.horizon
+        head = f"end of run (mean of the last 20% of steps, {round(0.8 * h):d}-{h:g})"
+        if self.declined is not None:
+            return f"{head}: no forecast: {self.declined}"
+        return (f"{head}: {self.shown_point:.4g}, {self.level:.0%} band [{self.shown_low:.4g}, {self.shown_high:.4g}]"
+                + (f" (clipped to {range_text(self.shown_range)})" if self.band_clipped else "")
+                + f": {self.evidence}")
 
     def lines(self) -> list[str]:
-        """The forecast in two lines (what ``diagnose`` and the callback print): where the reward ends (the
-        end-of-run mean with its band as shown, and the plateau or why it is not quoted), and now (the
-        forecaster's current level and the steps it averages, with the caveats)."""
-        h = self.horizon
-        where = (f"at the planned end of the run (step {h:g})" if self.horizon_kind == "planned"
-                 else f"if trained on to step {h:g} (twice as long)")
-        plateau = (f"plateau {self.asymptote:.4g}" if self.plateau_determined else
-                   f"plateau not determined (the laws have not levelled off by step {h:g})")
-        a, b = self.now_steps
-        wide = self.wide_band_note
-        return [f"forecast: {where}, the mean reward over steps {round(0.8 * h):d}-{h:g} is {self.shown_point:.4g} "
-                f"[{self.shown_low:.4g}, {self.shown_high:.4g}] ({self.level:.0%} band"
-                + (f", clipped to {range_text(self.shown_range)}" if self.band_clipped else "")
-                + (f"; {wide}" if wide else "") + f"); {plateau}",
-                f"now {self.now:.4g} (the forecaster's current level: mean of steps {a:g}-{b:g}; {self.clock} clock)"
-                + (f" (caveat: {self.caveat})" if self.caveat else "")]
+        """The forecast in two lines (what ``diagnose`` and the callback print): :meth:`headline`, and where
+        the end was taken from with the notes and caveats."""
+        notes = [self.horizon_note]
+        if self.declined is None and self.wide_band_note:
+            notes.append(self.wide_band_note)
+        notes += list(self.caveats)
+        return [self.headline(), "  " + "; ".join(notes)]
 
     # -- dicts -----------------------------------------------------------------------------------------
 
     def forecaster_dict(self) -> dict[str, Any]:
-        """The forecaster's own numbers (unclipped) under their record names: ``final``, ``final_low``,
-        ``final_high``, ``plateau``, ``current``, ``current_steps``, ``plateau_determined`` (the
-        forecaster's), ``weights``, ``clock``, ``level``, ``fit_fraction``, ``t_fit_end``, ``horizon``,
-        ``n_fit``, ``method``, ``actual``, ``actual_steps``, ``actual_in_window``, ``actual_points``,
-        ``covered``, ``error``, ``declined``, ``window_range``, ``late_gain``, ``late_gain_unit``, and
-        ``horizon_kind`` unless the forecast is of the log's own end."""
+        """The method's own numbers (unclipped) under their record names: ``final``, ``final_low``,
+        ``final_high``, ``current``, ``current_steps``, ``level``, ``method``, ``fraction_seen``,
+        ``calibration``, ``q``, ``scale``, ``fit_fraction``, ``t_fit_end``, ``horizon``, ``n_fit``,
+        ``actual``, ``actual_steps``, ``actual_in_window``, ``actual_points``, ``covered``, ``error``,
+        ``declined``, ``window_range``, and ``horizon_kind`` unless the forecast is of the log's own end."""
         out = {"metric": self.metric, "final": self.point, "final_low": self.low, "final_high": self.high,
-               "plateau": self.asymptote, "current": self.now, "current_steps": _list(self.now_steps),
-               "plateau_determined": self.asymptote_determined, "weights": dict(self.weights), "clock": self.clock,
-               "level": self.level, "fit_fraction": self.fit_fraction, "t_fit_end": self.t_fit_end,
-               "horizon": self.horizon, "n_fit": self.n_fit, "method": self.method, "actual": self.actual,
+               "current": self.now, "current_steps": _list(self.now_steps), "level": self.level,
+               "method": self.method, "fraction_seen": self.fraction_seen, "calibration": self.calibration,
+               "q": self.q, "scale": self.scale, "fit_fraction": self.fit_fraction, "t_fit_end": self.t_fit_end,
+               "horizon": self.horizon, "n_fit": self.n_fit, "actual": self.actual,
                "actual_steps": _list(self.actual_steps), "actual_in_window": self.actual_in_window,
                "actual_points": self.actual_points, "covered": self.covered, "error": self.error,
-               "declined": self.declined, "window_range": self.window_range, "late_gain": self.late_gain,
-               "late_gain_unit": self.late_gain_unit}
+               "declined": self.declined, "window_range": self.window_range}
         if self.horizon_kind != "log_end":
             out["horizon_kind"] = self.horizon_kind
         return out
@@ -278,27 +285,26 @@ class EndForecast:
     def to_dict(self) -> dict[str, Any]:
         """The forecast as JSON-ready keys (not yet :func:`~grpo_core._json.json_ready`; no curves).
 
-        An end-of-run forecast (``horizon_kind`` ``"planned"`` or ``"doubled"``, the JSON of ``diagnose``):
-        ``metric``, ``level``, ``end_of_run`` (:meth:`forecaster_dict`), ``final``, ``final_low``,
-        ``final_high`` (as shown), ``band_clipped``, ``shown_range``, ``horizon``, ``horizon_kind``,
-        ``asymptote``, ``plateau_determined`` (quoted), ``now``, ``now_steps``, ``clock``,
-        ``forecast_caveat``, ``window_range`` and ``law_fit`` (the curve's law fit, :meth:`CurveLawFit.to_dict`,
-        or ``{"law": None, "law_fit_error": ...}``; ``None`` when not asked for).
+        An end-of-run forecast (``horizon_kind`` ``"planned"`` or ``"assumed"``, the JSON of ``diagnose``):
+        ``metric``, ``level``, ``method``, ``fraction_seen``, ``calibration``, ``forecast`` (:meth:`headline`),
+        ``end_of_run`` (:meth:`forecaster_dict`), ``final``, ``final_low``, ``final_high`` (as shown),
+        ``band_clipped``, ``shown_range``, ``horizon``, ``horizon_kind``, ``horizon_note``, ``now``,
+        ``now_steps``, ``forecast_caveat``, ``window_range`` and ``law_fit`` (the curve's law fit,
+        :meth:`CurveLawFit.to_dict`, or ``{"law": None, "law_fit_error": ...}``; ``None`` when not asked for).
 
         A forecast from the first ``fit_fraction`` (``horizon_kind`` ``"log_end"``, the JSON of ``fit
-        --fit-fraction``): :meth:`forecaster_dict` with ``unit_range`` (the range shown is [0, 1] for a
-        reward logged within it, not declared), ``shown_range`` and ``shown`` (``final``, ``low``, ``high``,
-        ``clipped_to``, ``plateau_past_range``, ``plateau_determined``, ``error``: what the text shows).
+        --fit-fraction``): :meth:`forecaster_dict` with ``forecast`` (:meth:`headline`), ``unit_range`` (the
+        range shown is [0, 1] for a reward logged within it, not declared), ``shown_range`` and ``shown``
+        (``final``, ``low``, ``high``, ``clipped_to``, ``error``: what the text shows).
         """
         rng = None if self.shown_range is None else list(self.shown_range)
         if self.horizon_kind == "log_end":
             out = self.forecaster_dict()
+            out["forecast"] = self.headline()
             out["unit_range"] = self.shown_range is not None and not self.range_declared
             out["shown_range"] = rng
             out["shown"] = {"final": self.shown_point, "low": self.shown_low, "high": self.shown_high,
                             "clipped_to": None if rng is None else rng[:2],
-                            "plateau_past_range": self.plateau_past_range,
-                            "plateau_determined": self.plateau_determined,
                             "error": None if self.actual is None or self.declined is not None
                             else self.shown_point - self.actual}
             return out
@@ -308,31 +314,31 @@ class EndForecast:
             law_fit = {"law": None, "law_fit_error": self.law_fit_error}
         else:
             law_fit = None
-        return {"metric": self.metric, "level": self.level, "end_of_run": self.forecaster_dict(),
-                "final": self.shown_point, "final_low": self.shown_low, "final_high": self.shown_high,
-                "band_clipped": self.band_clipped, "shown_range": rng, "horizon": self.horizon,
-                "horizon_kind": self.horizon_kind, "asymptote": self.asymptote,
-                "plateau_determined": self.plateau_determined, "now": self.now, "now_steps": _list(self.now_steps),
-                "clock": self.clock, "forecast_caveat": self.caveat, "window_range": self.window_range,
-                "law_fit": law_fit}
+        return {"metric": self.metric, "level": self.level, "method": self.method,
+                "fraction_seen": self.fraction_seen, "calibration": self.calibration, "forecast": self.headline(),
+                "end_of_run": self.forecaster_dict(), "final": self.shown_point, "final_low": self.shown_low,
+                "final_high": self.shown_high, "band_clipped": self.band_clipped, "shown_range": rng,
+                "horizon": self.horizon, "horizon_kind": self.horizon_kind, "horizon_note": self.horizon_note,
+                "now": self.now, "now_steps": _list(self.now_steps), "forecast_caveat": self.caveat,
+                "window_range": self.window_range, "law_fit": law_fit}
 
     def to_record(self) -> dict[str, Any]:
         """What the training callback keeps of each forecast: ``final``, ``final_low``, ``final_high`` (as
-        shown), ``horizon``, ``horizon_kind``, ``asymptote``, ``plateau_determined``, ``now``, ``now_steps``,
-        ``band_clipped``, the law fit's ``plateau``, ``plateau_low``, ``plateau_high``, ``law``, ``current``,
-        ``reached``, ``t90``, ``reliable`` (``None`` without a law fit), and ``end_of_run`` (``horizon``,
-        ``final``, ``final_low``, ``final_high``, ``clock``: the forecaster's own) when the horizon is the
-        planned one."""
+        shown), ``horizon``, ``horizon_kind``, ``method``, ``fraction_seen``, ``calibration``, ``forecast``
+        (:meth:`headline`), ``now``, ``now_steps``, ``band_clipped``, the law fit's ``plateau``,
+        ``plateau_low``, ``plateau_high``, ``law``, ``current``, ``reached``, ``t90``, ``reliable`` (``None``
+        without a law fit), and ``end_of_run`` (``horizon``, ``final``, ``final_low``, ``final_high``: the
+        method's own) when the horizon is the planned one."""
         fit = self.law_fit
         out = {"final": self.shown_point, "final_low": self.shown_low, "final_high": self.shown_high,
-               "horizon": self.horizon, "horizon_kind": self.horizon_kind, "asymptote": self.asymptote,
-               "plateau_determined": self.plateau_determined, "now": self.now, "now_steps": _list(self.now_steps),
-               "band_clipped": self.band_clipped}
+               "horizon": self.horizon, "horizon_kind": self.horizon_kind, "method": self.method,
+               "fraction_seen": self.fraction_seen, "calibration": self.calibration, "forecast": self.headline(),
+               "now": self.now, "now_steps": _list(self.now_steps), "band_clipped": self.band_clipped}
         out.update({k: None if fit is None else getattr(fit, k) for k in
                     ("plateau", "plateau_low", "plateau_high", "law", "current", "reached", "t90", "reliable")})
         if self.declined is None and self.horizon_kind == "planned":
             out["end_of_run"] = {"horizon": self.horizon, "final": self.point, "final_low": self.low,
-                                 "final_high": self.high, "clock": self.clock}
+                                 "final_high": self.high}
         return out
 
     # -- read-only mapping view ------------------------------------------------------------------------
