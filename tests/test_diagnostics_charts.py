@@ -126,7 +126,7 @@ def test_stacked_panels_share_one_step_axis(chart_server, probe):
     assert ends[0] - lefts[0] == pytest.approx(600 * (250 - 1) / (500 - 1), abs=3)
     labels = [t for legend in drawn["legends"] for t in legend]
     assert "90% band of the forecast" in labels  # the shaded band is named
-    assert "forecast: mean of steps 400-500 if trained to step 500" in labels
+    assert "forecast: the current level held to step 500 (the run assumed half done)" in labels
     assert any(t.startswith("advantage-degeneration finding (info), steps ") for t in labels)
 
 
