@@ -195,7 +195,7 @@ def test_trl_version_flag(capsys):
     ('{"log_history": [{"step": 1, "rew', [], r"invalid JSON at line 1, column 30: Unterminated string starting$"),
     ("a,b\n1,2\n", [], "unknown log format"),
     ("\x00\x01\x02binary", [], "not a text file .it holds NUL bytes."),
-    ("iter,acc\n1,0.1\n", ["--map", "reward=acc"], "no step column"),
+    ("idx,acc\n1,0.1\n", ["--map", "reward=acc"], "no step column"),
     ("step,reward\n1,0.1\n", ["--map", "reward"], "`--map` must be KEY=COLUMN"),
     ("step,reward\n1,0.1\n", ["--group-size", "1"], "`group_size` must be an integer >= 2"),
     ("step,reward\n1,0.1\n", ["--format", "wandb"], "`format` must be one of"),

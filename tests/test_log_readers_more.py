@@ -338,3 +338,17 @@ def test_a_run_column_with_a_step_found_by_name(tmp_path):
     with pytest.raises(DataError, match=r"2 runs in column 'arm'"):
         read_log(path)
     assert read_log(path, run="b").train["reward"].tolist() == pytest.approx([0.2 * s for s in range(1, 6)], abs=1e-15)
+
+
+def test_rows_after_a_drop_that_log_other_metrics_are_one_runs_evaluations():
+    """Training rows 1..100, then the evaluations at steps 0, 20, ..., 100 written after them (verl logs
+    the initial policy's eval at step 0): the step goes down, but the rows after the drop share no metric
+    with those before, so this is one run with an eval table, not two runs."""
+    from grpo_core.runs.logs import from_records
+
+    recs = [{"step": s, "reward": 0.1 + 0.001 * s} for s in range(1, 101)]
+    recs += [{"step": s, "eval_reward": 0.5} for s in range(0, 101, 20)]
+    log = from_records(recs)
+    assert log.train.index.tolist() == list(range(1, 101)) and log.eval.index.tolist() == list(range(0, 101, 20))
+    with pytest.raises(DataError, match="starts again 1 time"):  # the same metric again from step 1: two runs
+        from_records(recs[:100] + [{"step": s, "reward": 0.2} for s in range(1, 51)])

@@ -264,11 +264,17 @@ def _restarted_runs(frame: pd.DataFrame, source: str, notes: list[str], run: str
     step_col = next((c for c in ("step",) + _STEP_KNOWN if c in frame.columns), None)
     cuts = restart_rows(pd.to_numeric(frame[step_col], errors="coerce").to_numpy(dtype=float)) \
         if step_col is not None else []
+    bounds = [0, *cuts, len(frame)]
+    logged = [set(frame.iloc[a:b].drop(columns=[step_col]).dropna(axis=1, how="all").columns)
+              for a, b in zip(bounds, bounds[1:])] if cuts else []
+    if cuts and any(not (x & y) for x, y in zip(logged, logged[1:])):
+        # the rows after the drop log other metrics (evaluations at steps 0, 20, ... written after the
+        # training rows): one run's two tables, not a second run
+        cuts = []
     if not cuts:
         if run is not None:
             raise DataError(f"{source}: `run` {run!r} given, but the file holds a single run")
         return frame
-    bounds = [0, *cuts, len(frame)]
     steps = pd.to_numeric(frame[step_col], errors="coerce")
     parts = []
     for i, (a, b) in enumerate(zip(bounds, bounds[1:]), 1):
