@@ -558,7 +558,7 @@ def test_forecast_slider_shows_the_products_forecast(chart_server, probe):
     from vega_page import set_param, wait_text
 
     from grpo_core.runs import datasets, logs
-    from grpo_core.runs.forecast import WINDOW_N_BOOT, forecast_end
+    from grpo_core.runs.forecast import forecast_end
     from widgets.laws_charts import static_forecast_chart, static_forecast_grid
 
     log = logs.read_log(datasets.real_log_path("qwen2.5-3b-instruct_gsm8k_unsloth"))
@@ -567,12 +567,13 @@ def test_forecast_slider_shows_the_products_forecast(chart_server, probe):
     for pct in grid["labels"]["fraction"]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            fc = forecast_end(log, fit_fraction=pct / 100, n_boot=WINDOW_N_BOOT)  # what `fit` uses
+            fc = forecast_end(log, fit_fraction=pct / 100)  # what `fit --fit-fraction` prints
         set_param(probe.page, 0, "fraction", int(pct))
-        text = wait_text(probe.page, 0, "forecast_label", lambda t, p=pct: t.startswith(f"fit on the first {p}%"))
-        assert f"now {fc.now:.3f}; end of run {fc.point:.3f} " in text, text
-        assert f"[{fc.low:.3f}, {fc.high:.3f}]; actual {fc.actual:.3f}" in text, text
-    assert list(grid["labels"]["fraction"]) == [20, 30, 40, 50, 60, 70, 80, 90]  # none declined
+        text = wait_text(probe.page, 0, "forecast_label", lambda t, p=pct: t.startswith(f"seen: the first {p}%"))
+        assert f"end of run {fc.point:.3f}, 90% band [{fc.low:.3f}, {fc.high:.3f}]" in text, text
+        assert f"actual {fc.actual:.3f}" in text and fc.point == fc.now, text
+    # the band is calibrated from 20% to 80% of a run: 90% is declined, so the slider stops at 80
+    assert list(grid["labels"]["fraction"]) == [20, 30, 40, 50, 60, 70, 80]
     assert probe.console_errors == []
 
 
