@@ -384,3 +384,17 @@ def test_from_records_names_what_is_not_an_iterable_of_records(value, hint):
         from_records(value)
     assert hint in str(info.value)
     assert from_records(iter([{"step": 1, "reward": 0.5}])).series("reward")[1].tolist() == [0.5]  # a generator
+
+
+def test_diagnose_names_a_log_and_switches_of_the_wrong_kind():
+    """A DataFrame as the log blamed `path`; a DataFrame as a switch raised numpy's truth-value error."""
+    from grpo_core.runs.diagnostics import diagnose
+    from grpo_core.runs.synthetic import synthetic_log
+
+    with pytest.raises(ParameterError, match=r"^`log` must be a RunLog or a log file path"):
+        diagnose(FRAME)
+    for flag in ("forecast", "curvature"):
+        with pytest.raises(ParameterError, match=f"^`{flag}`"):
+            diagnose(synthetic_log("policy_concentration"), **{flag: FRAME})
+    assert diagnose(synthetic_log("policy_concentration"), forecast=False, curvature=False).modes == [
+        "policy_concentration"]

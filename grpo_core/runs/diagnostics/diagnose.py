@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..._json import json_ready
 from ...errors import DataError, GrpoError, ParameterError
-from ...validation import check_integer
+from ...validation import check_flag, check_integer, check_path
 from ..curvature import NO_STABILITY_VERDICT
 from ..forecast import CurveLawFit, EndForecast, check_reward_range, forecast_end
 from ..logs import RunLog, read_log
@@ -271,7 +271,8 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
     """
     th = thresholds or DEFAULT_THRESHOLDS
     if not isinstance(log, RunLog):
-        log = read_log(log)
+        log = read_log(check_path("log", log, what="a RunLog or a log file path"))
+    forecast, curvature = check_flag("forecast", forecast), check_flag("curvature", curvature)
     if group_size is not None:
         group_size = check_integer("group_size", group_size, low=2)
     eval_metric, correctness = _check_names(log, eval_metric, correctness)
