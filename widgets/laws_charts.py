@@ -660,7 +660,7 @@ def static_forecast_chart(grid: dict[str, pd.DataFrame], fraction: int = 40, *, 
     step = int(np.min(np.diff(fs))) if len(fs) > 1 else 1
     # a grid of one window (the live explorer's) draws no slider
     bind = ({"bind": alt.binding_range(min=int(fs[0]), max=int(fs[-1]), step=step,
-                                       name="fit on the first % of the steps ")} if len(fs) > 1 else {})
+                                       name="seen: the first % of the steps ")} if len(fs) > 1 else {})
     param = alt.param(name="fraction", value=int(fraction), **bind)
     x = step_x()
     # One frame for every slider position (the data's range, with room for the label on top):
