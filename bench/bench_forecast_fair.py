@@ -70,6 +70,7 @@ from bench import bench_forecast as bf
 from grpo_core.laws import anchors
 from grpo_core.laws import plateau as laws_plateau
 from grpo_core.runs import datasets
+from grpo_core.runs.diagnostics.series import _bin  # the bin means the forecaster is fed, as the product bins
 
 CUTS = (0.2, 0.4, 0.6)
 ALPHA = 0.1
@@ -117,15 +118,6 @@ def product_fit(t, y, horizon, lr, reward_std, n_boot, seed=0):
         warnings.simplefilter("ignore")
         return mod.forecast_plateau(bt, by, horizon=horizon, lr=lr, prior=neutral, n_boot=n_boot, seed=seed,
                                     spread=mod.window_spread(y), reward_std=reward_std)
-
-
-def _bin(t, y, max_points):
-    n = y.size
-    if n <= max_points:
-        return t, y
-    k = int(math.ceil(n / max_points))
-    m = (n // k) * k
-    return t[:m].reshape(-1, k).mean(axis=1), y[:m].reshape(-1, k).mean(axis=1)
 
 
 def calibrated_module():
