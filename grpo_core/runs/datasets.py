@@ -26,7 +26,8 @@ from typing import Any
 from ..errors import ParameterError
 
 __all__ = ["real_log_path", "list_real_logs", "REAL_LOGS_README", "example_log_path", "list_example_logs",
-           "RealRun", "real_runs", "real_run", "RUN_COLLECTIONS"]
+           "RealRun", "real_runs", "real_run", "RUN_COLLECTIONS",
+           "tracker_runs", "tracker_run_path"]
 
 _PACKAGE = "grpo_core.data"
 #: Name of the README describing the real logs (models, settings, provenance).
@@ -240,3 +241,25 @@ def real_run(run_id: str, collection: str = "real_runs") -> RealRun:
     folder = _runs_folder(collection) / match[0]
     meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
     return RealRun(run_id=match[0], path=folder / meta["raw_file"], meta=meta, folder=folder)
+
+
+def tracker_runs() -> list[str]:
+    """Names of the real runs kept as their trackers wrote them (``grpo_core/data/tracker_runs``: TensorBoard
+    event files, W&B run folders, MLflow stores; each folder's ``SOURCE.md`` gives its provenance), sorted."""
+    folder = _folder("tracker_runs")
+    return sorted(p.name for p in folder.iterdir() if p.is_dir())
+
+
+def tracker_run_path(name: str) -> Path:
+    """The folder of the tracker run ``name`` (one of :func:`tracker_runs`), to pass to
+    :func:`grpo_core.runs.logs.read_log`.
+
+    Raises
+    ------
+    ParameterError
+        ``name`` is not one of :func:`tracker_runs` (the message lists them).
+    """
+    names = tracker_runs()
+    if name not in names:
+        raise ParameterError("name", f"`name` must be one of {names}; got {name!r}")
+    return _folder("tracker_runs") / name

@@ -104,13 +104,12 @@ def read_log(
     rows = _max_rows(max_rows)
     p = Path(path)
     source = str(path)
-    if _tensorboard_path(p):
-        from .tensorboard import read_events
-
+    store = _store_for(p)
+    if store is not None:
         notes: list[str] = []
         meta: dict[str, Any] = {}
-        records, used = read_events(p, source, notes, meta, run, _max_bytes())
-        return _build(records, None, container="tensorboard", fmt=format, mapping=mapping, source=source,
+        records, used = store.read_store(p, source, notes, meta, run, _max_bytes())
+        return _build(records, None, container=store.CONTAINER, fmt=format, mapping=mapping, source=source,
                       notes=notes, meta=meta, trl_version=trl_version, reward_std_kind=reward_std_kind,
                       run=None if used else run, max_rows=rows)
     raw = _read_regular_file(p, source)
@@ -163,16 +162,29 @@ def _max_rows(value) -> int:
     return int(rows)
 
 
-def _tensorboard_path(p: Path) -> bool:
-    """A TensorBoard event file (by its name), or a folder with one below it."""
-    from .tensorboard import event_files, is_event_file
+#: The modules that read a tracker's files or folders (TensorBoard, W&B, MLflow), tried in this order. Each has
+#: ``CONTAINER`` (its name in ``RunLog.container``), ``matches(path) -> bool``, ``run_names(path) -> list[str]``
+#: (the runs a path holds, each a value of ``run``) and ``read_store(path, source, notes, meta, run, max_bytes)
+#: -> (records, run_used)``.
+STORES = ("tensorboard", "wandb_files", "mlflow_store")
 
-    try:
-        if p.is_dir():
-            return bool(event_files(p))
-        return is_event_file(p) and p.is_file()
-    except OSError:
-        return False  # a link loop, no permission: the regular reading says what is wrong
+
+def _store_module(name: str):
+    import importlib
+
+    return importlib.import_module(f"{__package__}.{name}")
+
+
+def _store_for(p: Path):
+    """The tracker module that reads ``p`` (an event file, a W&B run folder, an MLflow store ...), or None."""
+    for name in STORES:
+        module = _store_module(name)
+        try:
+            if module.matches(p):
+                return module
+        except OSError:
+            continue  # a link loop, no permission: the regular reading says what is wrong
+    return None
 
 
 def _max_bytes() -> int:

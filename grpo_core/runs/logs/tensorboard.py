@@ -43,7 +43,10 @@ from ...errors import DataError
 from .aliases import choose_segment
 from .schema import _note
 
-__all__ = ["read_events", "event_files", "EXTRA"]
+__all__ = ["read_events", "event_files", "EXTRA", "CONTAINER", "matches", "run_names", "read_store"]
+
+#: ``RunLog.container`` of a log read from event files.
+CONTAINER = "tensorboard"
 
 #: How to install what reading event files needs.
 EXTRA = "pip install 'grpo-dynamics[tensorboard]' (tensorboardX)"
@@ -84,6 +87,22 @@ def event_files(folder: Path) -> dict[str, list[Path]]:
             rel = f.parent.relative_to(folder).as_posix()
             groups.setdefault(rel, []).append(f)
     return {k: sorted(v, key=_file_order) for k, v in sorted(groups.items())}
+
+
+def matches(path: Path) -> bool:
+    """Whether ``path`` is an event file (by its name) or a folder with one below it."""
+    if path.is_dir():
+        return bool(event_files(path))
+    return is_event_file(path) and path.is_file()
+
+
+def run_names(path: Path) -> list[str]:
+    """The runs ``path`` holds, each a value of ``run``: the folders holding event files (``["."]`` for an
+    event file or a folder of one run's files)."""
+    if not path.is_dir():
+        return ["."]
+    names = list(event_files(path))
+    return names if len(names) > 1 else ["."]
 
 
 def _file_order(f: Path) -> tuple:
@@ -247,3 +266,7 @@ def read_events(path: Path, source: str, notes: list[str], meta: dict, run: str 
         notes.append(f"left out {len(skipped)} tag(s) that are not scalars (histograms, images, text): "
                      f"{', '.join(sorted(skipped)[:5])}{' ...' if len(skipped) > 5 else ''}")
     return _trl_keys(records, notes), used
+
+
+#: The reader :func:`grpo_core.runs.logs.read_log` calls (:data:`grpo_core.runs.logs.read.STORES`).
+read_store = read_events
