@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["GrpoError", "ParameterError", "DataError"]
+__all__ = ["GrpoError", "ParameterError", "DataError", "SeveralRunsError"]
 
 # NumPy >= 2 writes scalars as ``np.float64(0.5)``; a message shows the plain value ``0.5``.
 _NUMPY_SCALAR = re.compile(r"\bnp\.(?:float|int|uint|complex|bool|str)_?\d*\(([^()]*)\)")
@@ -49,3 +49,18 @@ class ParameterError(GrpoError, ValueError):
 
 class DataError(GrpoError, ValueError):
     """Input data (a log, a curve, a rewards array) cannot be used as given."""
+
+
+class SeveralRunsError(DataError):
+    """The input holds several runs and ``run`` chose none of them.
+
+    Attributes
+    ----------
+    runs : list of str
+        For each run, a value of ``run`` that reads it (a label, ``"arm=pure-GRPO"``, a run folder, ``"2"``), in
+        the input's order.
+    """
+
+    def __init__(self, message: str, runs):
+        super().__init__(message)
+        self.runs = [str(r) for r in runs]

@@ -31,7 +31,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from ...errors import DataError
+from ...errors import DataError, SeveralRunsError
 from .schema import NAN_MARK, _nan_text
 
 __all__ = ["prepare_frame", "REWARD_ALIASES", "METRIC_ALIASES", "STEP_ALIASES", "report_broken_lines",
@@ -135,8 +135,9 @@ def _wandb_export(frame: pd.DataFrame, source: str, notes: list[str],
         if c not in band:
             runs.setdefault(_WANDB.match(c).group(1), []).append(c)
     if len(runs) > 1 and run is None:
-        raise DataError(f"{source}: a W&B export of {len(runs)} runs ({', '.join(sorted(runs))}); choose one "
-                        f"with run='{sorted(runs)[0]}' (command line: --run '{sorted(runs)[0]}')")
+        raise SeveralRunsError(f"{source}: a W&B export of {len(runs)} runs ({', '.join(sorted(runs))}); choose "
+                               f"one with run='{sorted(runs)[0]}' (command line: --run '{sorted(runs)[0]}')",
+                               sorted(runs))
     name = next(iter(runs)) if len(runs) == 1 else run
     if name not in runs:
         raise DataError(f"{source}: `run` {run!r} is not a run of this W&B export; runs: {', '.join(sorted(runs))}")
@@ -187,8 +188,9 @@ def _select_run(frame: pd.DataFrame, source: str, notes: list[str], run: str | N
     counts = frame[label].astype(str).value_counts()
     shown = ", ".join(f"{lab!r} ({counts[lab]} rows)" for lab in labels)
     if run is None:
-        raise DataError(f"{source}: the table holds {len(labels)} runs in column {label!r}: {shown}; choose one "
-                        f"with run='{labels[0]}' (command line: --run '{labels[0]}')")
+        raise SeveralRunsError(f"{source}: the table holds {len(labels)} runs in column {label!r}: {shown}; choose "
+                               f"one with run='{labels[0]}' (command line: --run '{labels[0]}')",
+                               [f"{label}={lab}" for lab in labels])
     want = run.split("=", 1)[1] if run.startswith(f"{label}=") else run
     if want not in labels:
         raise DataError(f"{source}: `run` {run!r} is not a label of column {label!r}; labels: {shown}")
@@ -283,9 +285,9 @@ def _restarted_runs(frame: pd.DataFrame, source: str, notes: list[str], run: str
     shown = "; ".join(parts)
     names = [str(i) for i in range(1, len(bounds))]
     if run is None:
-        raise DataError(f"{source}: the step counter starts again {len(cuts)} time(s): the file holds "
-                        f"{len(cuts) + 1} runs one after the other ({shown}){_epoch_hint(frame, cuts)}; choose one "
-                        "with run='last' or run='1' (command line: --run last, --run 1)")
+        raise SeveralRunsError(f"{source}: the step counter starts again {len(cuts)} time(s): the file holds "
+                               f"{len(cuts) + 1} runs one after the other ({shown}){_epoch_hint(frame, cuts)}; choose "
+                               "one with run='last' or run='1' (command line: --run last, --run 1)", names)
     k = choose_segment(names, run)
     if k is None:
         raise DataError(f"{source}: `run` {run!r} is not one of the {len(names)} runs one after the other in "

@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...errors import DataError
+from ...errors import DataError, SeveralRunsError
 from .aliases import choose_segment
 from .schema import _note
 
@@ -227,8 +227,9 @@ def read_events(path: Path, source: str, notes: list[str], meta: dict, run: str 
         if len(names) > 1:
             shown = "; ".join(f"{i}: {n!r} ({len(groups[n])} file(s))" for i, n in enumerate(names, 1))
             if run is None:
-                raise DataError(f"{source}: event files of {len(names)} runs, one per folder ({shown}); choose one "
-                                f"with run='{names[-1]}' or run='last' (command line: --run '{names[-1]}')")
+                raise SeveralRunsError(f"{source}: event files of {len(names)} runs, one per folder ({shown}); "
+                                       f"choose one with run='{names[-1]}' or run='last' (command line: --run "
+                                       f"'{names[-1]}')", names)
             last_parts = [n.rsplit("/", 1)[-1] for n in names]
             k = choose_segment(names, run)
             if k is None and last_parts.count(run) == 1:
