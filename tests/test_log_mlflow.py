@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grpo_core.errors import DataError
+from grpo_core.errors import DataError, SeveralRunsError
 from grpo_core.runs import datasets
 from grpo_core.runs.logs import LogWarning, mlflow_store, read_log
 from grpo_dynamics.cli import main
@@ -101,8 +101,9 @@ def test_the_final_summary_repeating_epoch_needs_no_warning():
 
 
 def test_several_runs_are_listed_and_one_chosen():
-    with pytest.raises(DataError) as info:
+    with pytest.raises(SeveralRunsError) as info:
         read_log(store())
+    assert info.value.runs == [STANDARD, NO_STD]
     msg = str(info.value)
     assert (f"an MLflow store of 2 runs (1: grpo_norm-final3_difficulty/easy_standard ({STANDARD}); "
             f"2: grpo_norm-final3_difficulty/easy_no_std ({NO_STD})); choose one with run='{NO_STD}'") in msg

@@ -43,7 +43,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...errors import DataError
+from ...errors import DataError, SeveralRunsError
 from .aliases import choose_segment
 from .schema import _note
 
@@ -297,9 +297,10 @@ def read_mlflow(path: Path, source: str, notes: list[str], meta: dict, run: str 
     Raises
     ------
     DataError
-        No run in the path; several runs and ``run`` is None, or ``run`` names none of them (the message lists
-        them); the run has no metric file or only empty ones; a metric line is not ``timestamp value step``
-        (the message names the file and the line); the metric files are larger than ``max_bytes``.
+        No run in the path; several runs and ``run`` is None (:class:`~grpo_core.errors.SeveralRunsError`, its
+        ``runs`` the run ids), or ``run`` names none of them (the message lists them); the run has no metric
+        file or only empty ones; a metric line is not ``timestamp value step`` (the message names the file and
+        the line); the metric files are larger than ``max_bytes``.
     """
     runs = store_runs(path)
     if not runs:
@@ -307,8 +308,9 @@ def read_mlflow(path: Path, source: str, notes: list[str], meta: dict, run: str 
                         "holding meta.yaml and metrics/; deleted runs are in .trash and not read)")
     if len(runs) > 1 and run is None:
         shown = "; ".join(f"{i}: {r.label}" for i, r in enumerate(runs, 1))
-        raise DataError(f"{source}: an MLflow store of {len(runs)} runs ({shown}); choose one with "
-                        f"run='{runs[-1].run_id}' or run='last' (command line: --run {runs[-1].run_id})")
+        raise SeveralRunsError(f"{source}: an MLflow store of {len(runs)} runs ({shown}); choose one with "
+                               f"run='{runs[-1].run_id}' or run='last' (command line: --run {runs[-1].run_id})",
+                               [r.run_id for r in runs])
     chosen = runs[0] if run is None else _choose(runs, run, source)
     if len(runs) > 1:
         _note(notes, f"read the MLflow run {chosen.label}; left out {len(runs) - 1} other run(s)", warn=False)
