@@ -1,9 +1,10 @@
-"""W&B run files (``run-<id>.wandb``): two real runs as they were committed, a folder of several runs, the
+"""W&B run files (``run-<id>.wandb``): four real runs as they were committed, a folder of several runs, the
 missing library, damaged and cut-off files.
 
-The real runs are ProRAG's process-supervised RL runs (``RAGTrainer``, a subclass of TRL's ``GRPOTrainer``);
-their values are checked against the files W&B wrote beside them (``wandb-summary.json``, the training dicts
-printed in ``output.log``), read here without W&B.
+The real runs: two of TON (TRL 0.15.2 ``GRPOTrainer``, Qwen2.5-VL-3B; one learning the format reward, one dead)
+and two of ProRAG (``RAGTrainer``, a subclass of TRL's ``GRPOTrainer``, its rewards under its own keys). Their
+values are checked against the files W&B wrote beside them (``wandb-summary.json``, the training dicts printed
+in ``output.log``), read here without W&B.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from grpo_dynamics.cli import main
 
 RUN_40 = "40-wandb-lilinwz-prorag-rlbczdro"
 RUN_41 = "41-wandb-lilinwz-prorag-981wi271"
+RUN_42 = "42-wandb-kokolerk-ton-8m4eakd6"
+RUN_43 = "43-wandb-kokolerk-ton-vybm96cb"
 REWARD = {"reward": "rollout/outcome_reward_mean"}
 
 
@@ -47,6 +50,43 @@ def console_dicts(path: Path) -> list[dict]:
 
 
 # --- the real runs --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, steps", [(RUN_42, 13), (RUN_43, 9)])
+def test_trl_runs_read_as_trl_and_agree_with_their_console_log_and_summary(name, steps):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a whole run reads without a warning
+        log = read_log(tracker_run_path(name))
+    assert log.container == "wandb" and log.format == "trl" and log.reward_std_kind == "group_mean_std"
+    assert log.train.index.tolist() == list(range(1, steps + 1))
+    printed = console_dicts(run_folder(name) / "files" / "output.log")
+    assert len(printed) == steps
+    for step, d in enumerate(printed, 1):  # the dicts TRL printed, one per step (logging_steps=1)
+        for key in ("reward", "reward_std", "kl", "loss", "grad_norm", "completion_length"):
+            assert log.train[key][step] == d[key], (step, key)
+        assert log.train["reward/accuracy_reward"][step] == d["rewards/accuracy_reward"]
+    summary = json.loads((run_folder(name) / "files" / "wandb-summary.json").read_text())
+    assert summary["train/global_step"] == steps
+    for key in ("reward", "reward_std", "kl", "loss", "learning_rate"):
+        assert log.train[key][steps] == summary[f"train/{key}"]
+
+
+def test_run_42_learns_its_format_reward():
+    reward = quiet(tracker_run_path(RUN_42)).train["reward"]
+    assert reward[1] == reward[2] == 0.0078125
+    assert reward[11] == 0.875 and reward[13] == 0.84375
+    assert (quiet(tracker_run_path(RUN_42)).train["reward/accuracy_reward"] == 0).all()
+
+
+def test_run_43_is_a_dead_run_and_diagnose_says_so(capsys):
+    log = quiet(tracker_run_path(RUN_43))
+    for key in ("reward", "reward_std", "loss", "grad_norm", "kl"):
+        assert (log.train[key] == 0).all(), key
+    rc = main(["diagnose", str(tracker_run_path(RUN_43)), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 1
+    found = {f["mode"]: f["severity"] for f in out["findings"]}
+    assert found.get("not_learning") == "critical" and found.get("advantage_degeneration") == "critical"
+
 
 def test_run_40_reads_with_the_trainer_step_and_agrees_with_its_summary():
     log = quiet(tracker_run_path(RUN_40))
@@ -84,7 +124,7 @@ def test_run_41_is_cut_off_and_agrees_with_its_console_log():
     assert log.train["rollout/outcome_reward_mean"][20] == 1.0625
 
 
-@pytest.mark.parametrize("name", [RUN_40, RUN_41])
+@pytest.mark.parametrize("name", [RUN_40, RUN_41, RUN_42, RUN_43])
 @pytest.mark.parametrize("how", ["folder", "run folder", "file"])
 def test_the_file_the_run_folder_and_the_store_folder_read_alike(name, how):
     folder = run_folder(name)
@@ -93,9 +133,10 @@ def test_the_file_the_run_folder_and_the_store_folder_read_alike(name, how):
     assert quiet(path).train.equals(quiet(tracker_run_path(name)).train)
 
 
-@pytest.mark.parametrize("name", [RUN_40, RUN_41])
+@pytest.mark.parametrize("name", [RUN_40, RUN_41, RUN_42])
 def test_diagnose_runs_on_the_real_runs(name, capsys):
-    rc = main(["diagnose", str(tracker_run_path(name)), "--map", "reward=rollout/outcome_reward_mean", "--json"])
+    mapping = ["--map", "reward=rollout/outcome_reward_mean"] if name in (RUN_40, RUN_41) else []
+    rc = main(["diagnose", str(tracker_run_path(name)), *mapping, "--json"])
     out = json.loads(capsys.readouterr().out)
     assert rc not in (2, 70)
     assert out["format"] and out["verdict"] in ("healthy", "inconclusive", "findings")
@@ -107,31 +148,31 @@ def test_diagnose_runs_on_the_real_runs(name, capsys):
 def two_runs(tmp_path) -> Path:
     wandb = tmp_path / "wandb"
     wandb.mkdir()
-    for name in (RUN_40, RUN_41):
+    for name in (RUN_42, RUN_43):
         src = run_folder(name)
         shutil.copytree(src, wandb / src.name)
-    (wandb / "latest-run").symlink_to(wandb / run_folder(RUN_41).name, target_is_directory=True)
+    (wandb / "latest-run").symlink_to(wandb / run_folder(RUN_42).name, target_is_directory=True)
     return tmp_path
 
 
 def test_a_folder_of_two_runs_lists_them_and_refuses_to_guess(two_runs):
-    assert wandb_files.run_names(two_runs) == ["wandb/run-20251202_092558-rlbczdro",
-                                               "wandb/run-20251203_090609-981wi271"]  # latest-run is no third
-    with pytest.raises(DataError, match=r"2 W&B runs .*run='981wi271'.*--run 981wi271") as info:
+    assert wandb_files.run_names(two_runs) == ["wandb/run-20250318_105822-vybm96cb",
+                                               "wandb/run-20250318_111614-8m4eakd6"]  # latest-run is no third
+    with pytest.raises(DataError, match=r"2 W&B runs .*run='8m4eakd6'.*--run 8m4eakd6") as info:
         read_log(two_runs)
     assert "\n" not in str(info.value)
 
 
-@pytest.mark.parametrize("run, steps", [("rlbczdro", 9), ("run-20251202_092558-rlbczdro", 9), ("1", 9),
-                                        ("last", 22), ("981wi271", 22)])
+@pytest.mark.parametrize("run, steps", [("vybm96cb", 9), ("run-20250318_105822-vybm96cb", 9), ("1", 9),
+                                        ("last", 13), ("8m4eakd6", 13), ("wandb/run-20250318_111614-8m4eakd6", 13)])
 def test_run_chooses_one_by_id_folder_number_or_last(two_runs, run, steps):
-    log = quiet(two_runs / "wandb", run=run)
+    log = quiet(two_runs / ("wandb" if run.startswith(("run", "vyb")) else ""), run=run)
     assert len(log.train) == steps
     assert any("left out 1 other run folder" in n for n in log.notes)
 
 
 def test_a_run_not_in_the_folder_is_refused_listing_them(two_runs):
-    with pytest.raises(DataError, match=r"`run` 'nope' is not one of the runs \(1: 'run-2025"):
+    with pytest.raises(DataError, match=r"`run` 'nope' is not one of the runs \(1: 'run-20250318_105822-vybm96cb'"):
         read_log(two_runs / "wandb", run="nope")
 
 
