@@ -252,17 +252,26 @@ def write_report(path: str | Path, log, diagnosis, **kwargs) -> Path:
     grpo_core.errors.DataError
         If ``path`` is a directory or its folder does not exist.
     """
+    _check_target(Path(path))
+    return _write_atomic(path, render_report(log, diagnosis, **kwargs))
+
+
+def _check_target(p: Path) -> None:
     from grpo_core.errors import DataError
 
-    p = Path(path)
     if p.is_dir():
         raise DataError(f"{p}: is a directory; give the report's file name (e.g. report.html)")
     if not p.parent.exists():
         raise DataError(f"{p.parent}: no such folder for the report")
-    # rendered in full, then written beside the target and renamed over it: a failure never leaves
-    # a truncated report in place of an earlier one; a name that is not valid UTF-8 (a Linux file
-    # name's undecodable bytes) is written with "?" for those bytes instead of failing
-    data = render_report(log, diagnosis, **kwargs).encode("utf-8", errors="replace")
+
+
+def _write_atomic(path: str | Path, text: str) -> Path:
+    """Write ``text`` to ``path`` whole: rendered in full, then written beside the target and renamed over it, so a
+    failure never leaves a truncated page in place of an earlier one; a name that is not valid UTF-8 (a Linux file
+    name's undecodable bytes) is written with "?" for those bytes instead of failing."""
+    p = Path(path)
+    _check_target(p)
+    data = text.encode("utf-8", errors="replace")
     tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
     try:
         tmp.write_bytes(data)

@@ -5,6 +5,8 @@ Examples::
     grpo-dynamics diagnose output/checkpoint-500/trainer_state.json
     grpo-dynamics diagnose metrics.jsonl --group-size 8 --json
     grpo-dynamics diagnose run.csv --map step=iter --map reward=acc --report run.html
+    grpo-dynamics diagnose runs/                       # every run below: one table
+    grpo-dynamics diagnose runs/*/trainer_state.json --json --report sweep.html
 
 Exit status: 0 healthy (no warning or critical finding, and the checks that establish it ran),
 1 findings (at least one warning or critical finding), 2 the log could not be read or an argument is
@@ -12,6 +14,12 @@ wrong (one line on stderr; an unknown ``--eval-metric`` or ``--correctness`` col
 3 inconclusive (no warning or critical finding, but the log lacks what the checks that can establish
 health read: the learning check, or at least two of the four failure-mode checks; the report says what
 is missing). A CI gate that wants "known healthy" tests for 0.
+
+Several logs (several paths, or a folder that is not one run: a sweep's ``runs/``, a ``tensorboard_log/`` of
+several experiments): one table row per run (an input holding several runs gives a row each), diagnosed in
+parallel (``--jobs``); ``--json`` prints one JSON object per run per line; ``--report`` writes one page comparing
+them. The exit status is the worst run's: 2 when a path given could not be read, else 1 when a run has a finding,
+else 3 when one is inconclusive, else 0. Files found in a folder that are not logs are listed, and do not count.
 """
 
 from __future__ import annotations
@@ -42,7 +50,9 @@ def register(subparsers) -> None:
             "finding, but too few checks could run to call the run healthy)."
         ),
     )
-    p.add_argument("log", help="the log file")
+    p.add_argument("log", nargs="+", metavar="LOG",
+                   help="the log file, or a tracker's folder (TensorBoard, W&B, MLflow); several paths or a folder of "
+                        "runs diagnose each run (one table)")
     add_log_arguments(p)
     p.add_argument("--group-size", dest="group_size", default=None,
                    help="completions per prompt G (TRL num_generations), for the 0/1-reward expectation "
@@ -81,7 +91,10 @@ def register(subparsers) -> None:
         help="print one JSON object (findings, healthy, forecast, format, ...) instead of the report",
     )
     p.add_argument("--report", metavar="FILE.html", default=None,
-                   help="also write a self-contained HTML report with the charts")
+                   help="also write a self-contained HTML report with the charts (several runs: one page comparing "
+                        "them)")
+    p.add_argument("--jobs", default=None, metavar="N",
+                   help="several runs: processes diagnosing them at once (default: the machine's cores)")
     p.set_defaults(func=handler)
 
 
@@ -99,7 +112,10 @@ def handler(args: argparse.Namespace) -> int:
     group_size = None if args.group_size is None else check_integer("group_size", args.group_size, low=2)
     num_prompts = None if args.num_prompts is None else check_integer("num_prompts", args.num_prompts, low=1)
     binary = {"auto": None, "yes": True, "no": False}[args.binary_reward]
-    report = output_path("--report", args.report, (".html", ".htm"), (args.log,))  # before any work
+    report = output_path("--report", args.report, (".html", ".htm"), tuple(args.log))  # before any work
+    several = _several(args)
+    if several is not None:
+        return _many(args, several, report, group_size, num_prompts, binary)
     quiet = args.json
     with warnings.catch_warnings():
         if quiet:
@@ -136,6 +152,95 @@ def handler(args: argparse.Namespace) -> int:
         if args.report:
             print(f"report: {args.report}")
     return {"healthy": EXIT_HEALTHY, "inconclusive": EXIT_INCONCLUSIVE}.get(diagnosis.verdict, EXIT_FINDINGS)
+
+
+def _several(args):
+    """``(refs, notes)`` of :func:`~grpo_core.runs.logs.discover.find_runs` when the paths hold several logs (several
+    paths, or a folder of runs), else ``None`` with ``args.log`` set to the one log (a folder holding one log: that
+    log)."""
+    from pathlib import Path
+
+    from grpo_core.runs.logs.discover import find_runs, is_one_run
+
+    paths = args.log
+    if len(paths) == 1:
+        p = Path(paths[0])
+        if args.run is not None or not p.is_dir() or is_one_run(p):
+            args.log = paths[0]
+            return None
+    refs, notes = find_runs(paths)
+    if len(refs) == 1 and len(paths) == 1:
+        args.log = str(refs[0].path)
+        return None
+    return refs, notes
+
+
+def _many(args, several, report, group_size, num_prompts, binary) -> int:
+    import sys
+    import time
+
+    from grpo_core.errors import ParameterError
+    from grpo_core.runs.diagnostics.many import diagnose_many, worst_exit
+    from grpo_core.validation import check_integer
+
+    from ._logargs import mapping
+
+    if args.run is not None:
+        raise ParameterError("run", "`--run` chooses one run of one log; with several logs every run is "
+                                    "diagnosed (give one path to choose)")
+    jobs = None if args.jobs is None else check_integer("jobs", args.jobs, low=1)
+    refs, notes = several
+    options = {"format": args.format, "mapping": mapping(args.map), "trl_version": args.trl_version,
+               "group_size": group_size, "binary_reward": binary, "num_prompts": num_prompts,
+               "eval_metric": args.eval_metric, "correctness": args.correctness, "forecast": args.forecast,
+               "settings": _settings(args), "curvature": args.curvature, "reward_range": args.reward_range,
+               "max_steps": None if args.max_steps is None else check_integer("max_steps", args.max_steps, low=1)}
+    bar = _Bar(len(refs))
+    t0 = time.perf_counter()
+    try:
+        rows = diagnose_many(refs, jobs=jobs, options=options, record=bool(args.json or report),
+                             series=report is not None, progress=bar)
+    finally:
+        bar.close()
+    seconds = time.perf_counter() - t0
+    if report is not None:
+        from grpo_dynamics.comparison import write_comparison
+
+        write_comparison(report, rows)
+    if args.json:
+        for row in rows:
+            out = row.to_dict()
+            out.pop("series", None)
+            print(json.dumps(out, allow_nan=False))
+    else:
+        from grpo_dynamics.comparison import table_text
+
+        print(table_text(rows, seconds=seconds, notes=notes))
+        if report is not None:
+            print(f"report: {report}")
+    sys.stdout.flush()
+    return worst_exit(rows)
+
+
+class _Bar:
+    """A progress bar on stderr when it is a terminal and there are more than 3 logs (tqdm)."""
+
+    def __init__(self, total: int):
+        import sys
+
+        self._bar = None
+        if total > 3 and sys.stderr.isatty():
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total, unit="log", desc="diagnosing", leave=False, file=sys.stderr)
+
+    def __call__(self, done: int, total: int) -> None:
+        if self._bar is not None:
+            self._bar.update(done - self._bar.n)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
 
 
 def _settings(args):
