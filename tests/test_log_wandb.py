@@ -70,6 +70,12 @@ def test_trl_runs_read_as_trl_and_agree_with_their_console_log_and_summary(name,
         assert log.train[key][steps] == summary[f"train/{key}"]
 
 
+def test_the_trl_version_comes_from_the_run_requirements():
+    log = quiet(tracker_run_path(RUN_42))
+    assert log.meta["trl_version"] == "0.15.2"  # files/requirements.txt: trl==0.15.2
+    assert "reward_std is the mean per-group std (TRL 0.15.2)" in log.notes
+
+
 def test_run_42_learns_its_format_reward():
     reward = quiet(tracker_run_path(RUN_42)).train["reward"]
     assert reward[1] == reward[2] == 0.0078125
@@ -260,3 +266,36 @@ def test_an_old_release_history_jsonl_is_read(tmp_path):
     log = read_log(folder)
     assert log.train.index.tolist() == list(range(5))
     assert log.train["reward"].tolist() == pytest.approx([0.1 * s for s in range(5)], abs=1e-15)
+
+
+def test_eval_rows_and_rows_of_one_step_are_merged(tmp_path):
+    # WandbCallback: a row of train metrics per step, an eval row at some steps, TRL's timings in rows of their own;
+    # W&B's step_sync gives each row the trainer step logged last
+    body = []
+    for s in range(1, 7):
+        body.append(frame(history(3 * s, train__global_step=s, train__reward=0.1 * s, train__reward_std=0.2)))
+        body.append(frame(history(3 * s + 1, train__global_step=s, **{"profiling__Time taken: x": float(s)})))
+        if s % 3 == 0:
+            body.append(frame(history(3 * s + 2, train__global_step=s, eval__reward=0.5 * s)))
+    log = read_log(copy_file(tmp_path, wandb_files._HEADER + b"".join(body)))
+    assert log.train.index.tolist() == list(range(1, 7))
+    assert log.eval.index.tolist() == [3, 6]
+    assert log.eval["reward"].tolist() == [1.5, 3.0]
+    assert any("merged the 14 W&B rows into 6, one per trainer step" in n for n in log.notes)
+
+
+def test_a_value_logged_twice_in_a_step_is_said(tmp_path):
+    body = b"".join(frame(history(2 * s + k, train__global_step=s, train__reward=0.1 * s + 0.01 * k))
+                    for s in range(1, 5) for k in (0, 1))
+    with pytest.warns(LogWarning, match="logged more than once in a step kept the last value: train/reward"):
+        log = read_log(copy_file(tmp_path, wandb_files._HEADER + body))
+    assert log.train["reward"].tolist() == pytest.approx([0.1 * s + 0.01 for s in range(1, 5)], abs=1e-15)
+
+
+def test_a_resumed_run_id_asks_for_its_folder(tmp_path):
+    src = run_folder(RUN_43)
+    for name in ("run-20250318_105822-vybm96cb", "run-20250319_090000-vybm96cb"):
+        shutil.copytree(src, tmp_path / name)
+    with pytest.raises(DataError, match="run id 'vybm96cb' has 2 run folders"):
+        read_log(tmp_path, run="vybm96cb")
+    assert len(quiet(tmp_path, run="run-20250319_090000-vybm96cb").train) == 9

@@ -25,7 +25,10 @@ Files and folders:
   from 1 in the list (folders sorted by name, that is by start time), or ``"last"``.
 
 The config (the run's ``config`` records) gives ``meta["max_steps"]`` where it holds a positive
-``max_steps`` (TRL's ``GRPOConfig``); ``meta["wandb"]`` holds the run's id, name and project and the file read.
+``max_steps`` (TRL's ``GRPOConfig``); the run folder's ``files/requirements.txt`` (the packages W&B found
+installed) gives ``meta["trl_version"]`` for a transformers Trainer's run (rows with ``train/global_step``),
+which says what TRL's ``reward_std`` means; ``meta["wandb"]`` holds the run's id, name and project and the file
+read.
 
 The frames are read here and the records parsed with W&B's own protocol buffers
 (``wandb.proto.wandb_internal_pb2.Record``; the extra ``grpo-dynamics[wandb]``). W&B's own scanner
@@ -410,7 +413,8 @@ def read_wandb(path: Path, source: str, notes: list[str], meta: dict, run: str |
         Name used in messages.
     notes, meta : list, dict
         Appended to / filled in (``meta["wandb"]``: the run's id, name, project and the file read;
-        ``meta["max_steps"]`` where the run's config has a positive ``max_steps``).
+        ``meta["max_steps"]`` where the run's config has a positive ``max_steps``; ``meta["trl_version"]`` where
+        the run folder's ``files/requirements.txt`` lists TRL).
     run : str, optional
         Which run, where the folder holds several: a run id, a folder name, a number from 1, or ``"last"``.
     max_bytes : int
@@ -472,13 +476,44 @@ def read_wandb(path: Path, source: str, notes: list[str], meta: dict, run: str |
         raise DataError(f"{source}: no number in the W&B history of {file.name}"
                         + (f" (only keys that are not numbers: {', '.join(sorted(skipped)[:5])})" if skipped else ""))
     records = _steps(rows, source, notes)
+    if any(_TRAINER_STEP in r for r in rows) and "trl_version" not in meta:
+        _trl_version(file, notes, meta)  # a transformers Trainer's run: TRL's version says what reward_std is
     if not records:
         raise DataError(f"{source}: no W&B history row of {file.name} has a trainer step")
     notes.append("read " + what)
     if skipped:
         notes.append(f"left out {len(skipped)} key(s) that are not numbers (tables, histograms, media, text): "
                      f"{', '.join(sorted(skipped)[:5])}{' ...' if len(skipped) > 5 else ''}")
-    return _trl_keys(records, notes), used
+    return _trl_keys_noted(records, notes), used
+
+
+def _trl_keys_noted(records: list[dict], notes: list[str]) -> list[dict]:
+    """:func:`.tensorboard._trl_keys` (``train/<key>`` -> ``<key>``, ``eval/<key>`` -> ``eval_<key>``), its note
+    in W&B's words."""
+    before = {k for r in records for k in r}
+    out = _trl_keys(records, [])
+    renamed = len(before - {k for r in out for k in r})
+    if renamed:
+        notes.append(f"W&B keys train/<key> and eval/<key> (transformers' WandbCallback) read as TRL's <key> and "
+                     f"eval_<key> ({renamed} key(s))")
+    return out
+
+
+def _trl_version(file: Path, notes: list[str], meta: dict) -> None:
+    """``meta["trl_version"]`` from the run's ``files/requirements.txt`` (the packages W&B found installed when
+    the run started), where it lists ``trl==X``."""
+    req = file.parent / "files" / "requirements.txt"
+    try:
+        lines = req.read_text(encoding="utf-8", errors="replace").splitlines() if req.is_file() else []
+    except OSError:
+        return
+    for line in lines:
+        name, sep, version = line.strip().partition("==")
+        if sep and name.strip().lower() == "trl" and version.strip():
+            meta["trl_version"] = version.strip()
+            notes.append(f"TRL {version.strip()}: the version in the run's files/requirements.txt (the packages "
+                         "W&B found installed)")
+            return
 
 
 #: The reader :func:`grpo_core.runs.logs.read_log` calls (:data:`grpo_core.runs.logs.read.STORES`).
