@@ -299,3 +299,13 @@ def test_a_resumed_run_id_asks_for_its_folder(tmp_path):
     with pytest.raises(DataError, match="run id 'vybm96cb' has 2 run folders"):
         read_log(tmp_path, run="vybm96cb")
     assert len(quiet(tmp_path, run="run-20250319_090000-vybm96cb").train) == 9
+
+
+def test_offline_and_online_run_folders_are_listed_by_start_time(tmp_path):
+    src = run_folder(RUN_43)
+    for name in ("run-20250320_000000-bbbb", "offline-run-20250321_000000-cccc", "run-20250319_000000-aaaa"):
+        shutil.copytree(src, tmp_path / name)
+    assert wandb_files.run_names(tmp_path) == ["run-20250319_000000-aaaa", "run-20250320_000000-bbbb",
+                                               "offline-run-20250321_000000-cccc"]
+    log = quiet(tmp_path, run="last")
+    assert log.meta["wandb"]["file"].startswith(str(tmp_path / "offline-run-20250321_000000-cccc"))

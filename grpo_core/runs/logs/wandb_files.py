@@ -9,7 +9,9 @@ text is left out); :func:`grpo_core.runs.logs.read_log` then normalises the reco
 The step: W&B's own ``_step`` counts the calls to ``wandb.log``. ``transformers``' ``WandbCallback`` (TRL's
 trainers) logs the trainer's step as ``train/global_step`` in every row and makes it the runs' step
 (``define_metric("*", step_metric="train/global_step")``); that is the ``step`` of ``trainer_state.json``,
-so it is read as the step where the rows hold it, else ``_step``. A note says which.
+so it is read as the step where the rows hold it, else ``_step``. A note says which. The rows one after the
+other at one trainer step (TRL's metrics, its completions table, its ``profiling/`` timings each come in a row
+of their own) are merged into one record (:func:`_merge_steps`).
 
 Keys: ``WandbCallback`` writes ``train/<key>`` and ``eval/<key>`` as ``TensorBoardCallback`` does; they are
 read as the keys TRL logs (``train/reward`` -> ``reward``, ``eval/loss`` -> ``eval_loss``), with the rule of
@@ -22,7 +24,7 @@ Files and folders:
   has ``wandb-history.jsonl`` instead: those JSON lines;
 * a ``wandb/`` folder, or a folder holding ``wandb/``: its run folders, listed (``latest-run``, a link to
   one of them, is not listed again); one is chosen with ``run=``: its run id, its folder name, its number
-  from 1 in the list (folders sorted by name, that is by start time), or ``"last"``.
+  from 1 in the list (in the order of the start times in the folders' names), or ``"last"``.
 
 The config (the run's ``config`` records) gives ``meta["max_steps"]`` where it holds a positive
 ``max_steps`` (TRL's ``GRPOConfig``); the run folder's ``files/requirements.txt`` (the packages W&B found
@@ -32,15 +34,16 @@ read.
 
 The frames are read here and the records parsed with W&B's own protocol buffers
 (``wandb.proto.wandb_internal_pb2.Record``; the extra ``grpo-dynamics[wandb]``). W&B's own scanner
-(``wandb.sdk.internal.datastore.DataStore``) is not used: releases from 0.27 on no longer ship it, and it
-opens the file for writing and stops at the first bad frame with an ``AssertionError``. Each frame's CRC-32 is
+(``wandb.sdk.internal.datastore.DataStore``) is not used: recent releases no longer ship it (0.26.1 does;
+0.30.0 and 0.31.0 do not), and it opens the file for writing and stops at the first bad frame with an
+``AssertionError``. Each frame's CRC-32 is
 checked; a frame cut off at the end of the file (a run killed while writing, a file copied while the run was
 going on) is dropped with a warning, and so is a bad frame in the last 32 KiB block (a block being written);
 a bad frame before that is a :class:`~grpo_core.errors.DataError`.
 
 References
 ----------
-W&B ``wandb/sdk/internal/datastore.py`` (releases up to 0.26: the file's header and frames, after LevelDB's
+W&B ``wandb/sdk/internal/datastore.py`` (release 0.26.1: the file's header and frames, after LevelDB's
 log format, ``leveldb/doc/log_format.md``); ``wandb/proto/wandb_internal.proto`` (``Record``,
 ``HistoryRecord``, ``ConfigRecord``); ``transformers.integrations.WandbCallback`` (``rewrite_logs``, the
 ``train/global_step`` step metric).
@@ -115,7 +118,8 @@ def _run_file(folder: Path) -> Path | None:
 
 def run_folders(path: Path) -> dict[str, Path]:
     """The W&B run folders of ``path`` (a run folder, a ``wandb/`` folder, or a folder holding ``wandb/``):
-    folder name -> its run file, sorted by name (by start time); ``{".": file}`` for a run folder itself.
+    folder name -> its run file, in the order of the start times in their names (then by name); ``{".": file}``
+    for a run folder itself.
 
     ``latest-run`` and any other link to a run folder listed already are left out."""
     own = _run_file(path)
@@ -139,7 +143,13 @@ def run_folders(path: Path) -> dict[str, Path]:
             seen.add(real)
             name = child.name if parent == path else f"wandb/{child.name}"
             found[name] = f
-    return dict(sorted(found.items()))
+    return dict(sorted(found.items(), key=lambda kv: _start(kv[0])))
+
+
+def _start(name: str) -> tuple[str, str]:
+    """A run folder's sort key: its start time (``offline-run-`` and ``run-`` folders interleaved), then name."""
+    m = _RUN_FOLDER.match(name.rsplit("/", 1)[-1])
+    return (m.group(1) if m else "", name)
 
 
 def matches(path: Path) -> bool:
