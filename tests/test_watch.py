@@ -379,7 +379,7 @@ def test_fingerprint_of_a_folder_follows_its_files(tmp_path):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--interval", "0.05"], "`--interval` must be a finite number >= 0.1; got '0.05'"),
+    (["--interval", "0.05"], "`--interval` must be a finite number in [0.1, 86400]; got '0.05'"),
     (["--idle", "0"], "`--idle` must be a finite number > 0; got '0'"),
     (["--reward-range", "0", "1"], "`--reward-range` is the range the forecast is shown within"),
     (["--max-steps", "0"], "`--max-steps`"),
@@ -389,3 +389,69 @@ def test_bad_arguments_are_refused_before_any_wait(tmp_path, monkeypatch, argv, 
     status, lines, err = _watch(monkeypatch, [str(tmp_path / "none.jsonl"), *argv])
     assert status == 2 and lines == []
     assert message in err
+
+
+@pytest.mark.parametrize("flag", ["--interval", "--idle", "--max-steps", "--group-size", "--num-prompts"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "0", "1e308", "1e-320", "abc", "99999999999999999999999",
+                                   "1e400"])
+def test_every_numeric_flag_refuses_or_takes_every_value(monkeypatch, flag, value):
+    """A one-line refusal naming the flag (2) or a result (one pass), never a crash (70)."""
+    status, lines, err = _watch(monkeypatch, [str(real_run("01").path), "--once", flag, value])
+    assert status in (1, 2), (status, err)
+    if status == 2:
+        assert err.count("\n") == 1 and flag in err, err
+    else:
+        assert lines[-1].startswith("end at step 200 (one pass): NOT healthy: ")
+
+
+def test_an_eval_metric_the_log_has_not_logged_yet(tmp_path, monkeypatch):
+    """Eval rows come every N steps: until the first, --eval-metric is left to its default, said once."""
+    rows = _rows()
+    log = tmp_path / "metrics.jsonl"
+    log.write_text(_jsonl(rows[:20]))
+
+    def writer(out):
+        out.wait_for(r'"event": "status", "step": 20,')
+        _append(log, _jsonl(rows[20:25]))
+        out.wait_for(r'"event": "status", "step": 25,')
+        _append(log, json.dumps({"step": 25, "eval_loss": 0.1, "eval_reward": 0.61}) + "\n" + _jsonl(rows[25:30]))
+        out.wait_for(r'"event": "status", "step": 30,')
+
+    status, lines, _ = _watch(monkeypatch, [str(log), "--interval", INTERVAL, "--eval-metric", "reward", "--json",
+                                            "--idle", "0.5"], writer)
+    events = [json.loads(x) for x in lines]
+    notes = [e for e in events if e["event"] == "note"]
+    assert len(notes) == 1 and notes[0]["option"] == "--eval-metric"
+    assert "`--eval-metric` 'reward' is not a column of the eval table" in notes[0]["reason"]
+    assert [e["step"] for e in events if e["event"] == "status"] == [20, 25, 30]
+    assert events[-1]["verdict"] == "healthy" and status == 0
+    # a name the eval rows do not have (a typo, or a metric logged later) is said with the columns they have
+    status, lines, _ = _watch(monkeypatch, [str(log), "--once", "--eval-metric", "accuracy"])
+    assert status == 0
+    assert lines[0].startswith("`--eval-metric` 'accuracy' is not a column of the eval table of ")
+    assert lines[0].endswith("; its eval columns: loss, reward; diagnosed without it until the log has it")
+
+
+def test_a_log_rewritten_from_an_earlier_step_and_a_second_run(tmp_path, monkeypatch):
+    """A run resumed from a checkpoint rewrites its log from there (the training callback does): the status
+    follows the step back. A second run appended to the same file, its step counter from 1 again, is two
+    runs: an error naming them (the watch does not choose; --run does), not a wait."""
+    rows = _rows()
+    log = tmp_path / "metrics.jsonl"
+    log.write_text(_jsonl(rows[:30]))
+
+    def writer(out):
+        out.wait_for(r"^step 30  ")
+        tmp = tmp_path / "tmp.jsonl"
+        tmp.write_text(_jsonl(rows[:20]))
+        os.replace(tmp, log)
+        out.wait_for(r"^step 20  ")
+        _append(log, _jsonl(rows[20:25]))
+        out.wait_for(r"^step 25  ")
+        _append(log, _jsonl(rows[:5]))
+
+    status, lines, err = _watch(monkeypatch, [str(log), "--interval", INTERVAL, "--idle", "60"], writer)
+    assert _status_steps(lines) == [30, 20, 25]
+    assert status == 2 and "the step counter starts again" in err and "run='last'" in err
+    status, lines, _ = _watch(monkeypatch, [str(log), "--once", "--run", "1"])
+    assert status == 0 and _status_steps(lines) == [25]
