@@ -146,6 +146,60 @@ def test_the_cli_diagnoses_the_store(capsys):
     assert any("read the MLflow run grpo_norm-final3_difficulty/easy_standard" in n for n in out["notes"])
 
 
+# --- a store MLflowCallback wrote (TRL SFTTrainer, not GRPO) ------------------------------------------------
+
+SFT = "51-mlflow-ssjs545688-drone-qwen3-sft"
+KILLED = "7ab3201b89d749a8b8b7b0fa3e2966b0"  # status RUNNING, end_time null: killed at about step 930
+FINISHED = "1deddf808cb440c7b32194fee17d9e96"  # status FINISHED, 6250 steps
+
+
+def sft_lines(run_id: str, key: str) -> dict[int, float]:
+    path = datasets.tracker_run_path(SFT) / "mlruns" / "0" / run_id / "metrics" / key
+    return {int(s): float(v) for _, v, s in (ln.split(" ") for ln in path.read_text().splitlines())}
+
+
+def test_the_sft_store_lists_two_runs_of_one_name():
+    path = datasets.tracker_run_path(SFT)
+    with pytest.raises(SeveralRunsError) as info:
+        read_log(path)
+    assert info.value.runs == [KILLED, FINISHED]  # in the order they started
+    assert (f"1: Default/capable-auk-759 ({KILLED}); 2: Default/capable-auk-759 ({FINISHED})") in str(info.value)
+    with pytest.raises(DataError, match="`run` 'capable-auk-759' names 2 runs"):
+        read_log(path, run="capable-auk-759")
+
+
+def test_the_killed_sft_run_reads_with_no_mapping():
+    log = quiet(datasets.tracker_run_path(SFT), run=KILLED[:8])
+    assert log.container == "mlflow" and log.format == "trl"
+    assert len(log.train) == 93 and log.train.index[0] == 10 and log.train.index[-1] == 930
+    for key in ("loss", "grad_norm", "learning_rate", "entropy", "mean_token_accuracy", "num_tokens", "epoch"):
+        want = sft_lines(KILLED, key)
+        assert log.train[key].tolist() == [want[s] for s in range(10, 931, 10)], key
+    # the file lines: "1789544011054 4.6325 10", "1789544527185 0.077 930", "... 8.321194648742676 10"
+    assert log.train.loc[[10, 930], "loss"].tolist() == [4.6325, 0.077]
+    assert log.train.loc[10, "grad_norm"] == 8.321194648742676
+    assert log.meta["mlflow_run"]["status"] == "RUNNING"
+    assert any("the run's status is RUNNING" in n for n in log.notes)
+    assert "max_steps" not in log.meta  # not among the params kept
+
+
+def test_the_finished_sft_run_keeps_its_final_summary_apart():
+    log = quiet(datasets.tracker_run_path(SFT), run="last")
+    assert log.meta["mlflow_run"]["run_id"] == FINISHED
+    assert len(log.train) == 625 and log.train.index[0] == 10 and log.train.index[-1] == 6250
+    want = sft_lines(FINISHED, "loss")
+    assert log.train.loc[[10, 1500, 6250], "loss"].tolist() == [want[10], want[1500], want[6250]] == [4.6284, 0.1155,
+                                                                                                   0.0715]
+    assert list(log.train.columns) == ["step", "loss"]
+    assert any("kept the final summary row" in n for n in log.notes)
+
+
+def test_the_cli_diagnoses_the_killed_sft_run(capsys):
+    rc = main(["diagnose", str(datasets.tracker_run_path(SFT)), "--json", "--run", KILLED])
+    assert rc not in (2, 70)
+    assert json.loads(capsys.readouterr().out)["steps"] == [10, 930]
+
+
 # --- stores written by hand in MLflow's layout -------------------------------------------------------------
 
 def write_run(root: Path, experiment: str, run_id: str, metrics: dict[str, list[tuple[int, float, int]]], *,
