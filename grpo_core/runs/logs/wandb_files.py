@@ -58,7 +58,7 @@ import struct
 import zlib
 from pathlib import Path
 
-from ...errors import DataError
+from ...errors import DataError, SeveralRunsError
 from .aliases import choose_segment
 from .schema import _note
 from .tensorboard import _trl_keys
@@ -457,8 +457,9 @@ def read_wandb(path: Path, source: str, notes: list[str], meta: dict, run: str |
             shown = "; ".join(f"{i}: {n!r}" for i, n in enumerate(names, 1))
             if run is None:
                 last_id = _run_id(names[-1]) or names[-1]
-                raise DataError(f"{source}: {len(names)} W&B runs ({shown}); choose one with run='{last_id}' (its "
-                                f"id), its folder, its number or run='last' (command line: --run {last_id})")
+                raise SeveralRunsError(f"{source}: {len(names)} W&B runs ({shown}); choose one with run='{last_id}' "
+                                       f"(its id), its folder, its number or run='last' (command line: --run "
+                                       f"{last_id})", names)
             where = _choose(folders, run, source, shown)
             used = True
             _note(notes, f"read the W&B run in folder {where!r}; left out {len(names) - 1} other run folder(s)",
