@@ -50,9 +50,12 @@ _REWARD_CANONICAL = ("reward", "critic/score/mean", "Reward")
 METRIC_ALIASES = {
     "grad_norm": ("actor_train/grad_norm", "grad-norm", "gradient_norm"),
     "kl": ("approx_kl", "kl_mean", "mean_kl"),
-    "completion_length": ("avg_gen_tokens", "length/mean", "mean_completion_length", "completion_length_mean"),
-    "entropy": ("entropy_mean", "policy_entropy"),
-    "clipped_ratio": ("length/cap_hit_rate", "truncated_ratio", "clip_ratio_length"),
+    # slime's rollout manager logs rollout/response_len/mean and rollout/truncated_ratio (samples cut at the cap)
+    "completion_length": ("avg_gen_tokens", "length/mean", "mean_completion_length", "completion_length_mean",
+                          "rollout/response_len/mean"),
+    # slime's train/entropy_loss is the mean token entropy (the loss term before its coefficient)
+    "entropy": ("entropy_mean", "policy_entropy", "entropy_loss"),
+    "clipped_ratio": ("length/cap_hit_rate", "truncated_ratio", "clip_ratio_length", "rollout/truncated_ratio"),
     # the share of samples whose advantage is 0: with group-normalised advantages, those of groups whose
     # rewards are all equal (real run 11, a ROLL-style pipeline)
     "frac_reward_zero_std": ("advantage/zero_rate",),
