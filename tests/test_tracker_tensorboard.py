@@ -166,6 +166,7 @@ def test_slime_two_writers_are_one_run_on_the_rollout_axis():
     length = dict(manager["rollout/response_len/mean"])
     assert log.train["completion_length"].tolist() == [length[r] for r in range(107)]
     assert log.train.loc[0, "clipped_ratio"] == dict(manager["rollout/truncated_ratio"])[0]
+    assert log.train.loc[0, "learning_rate"] == trainer["train/lr-pg_0"][0][1]  # 1e-6 as float32
     assert "rollout/rewards" in log.train.columns  # the group-normalised value is not the reward
     assert any("read by alias: 'rollout/raw_reward' as 'reward'" in n for n in log.notes)
     assert any("212 optimizer steps, 2 per rollout" in n for n in log.notes)

@@ -59,6 +59,8 @@ METRIC_ALIASES = {
     # the share of samples whose advantage is 0: with group-normalised advantages, those of groups whose
     # rewards are all equal (real run 11, a ROLL-style pipeline)
     "frac_reward_zero_std": ("advantage/zero_rate",),
+    # slime's train/lr-pg_0: the learning rate of the optimizer's first parameter group
+    "learning_rate": ("lr-pg_0",),
 }
 # Columns a format's own mapping already reads as the canonical metric (verl, TRL): no alias then.
 _COVERED = {
@@ -68,6 +70,7 @@ _COVERED = {
     "entropy": {"actor/entropy", "actor/entropy_loss"},
     "clipped_ratio": {"response_length/clip_ratio", "completions/clipped_ratio"},
     "frac_reward_zero_std": set(),
+    "learning_rate": {"actor/lr", "lr"},
 }
 #: Step columns besides the ones every format knows (``step``, ``Step``, ``global_step`` ...).
 STEP_ALIASES = ("system/step", "train/global_step", "trainer/global_step")
