@@ -142,7 +142,9 @@ def _whole(p: Path):
         module = _store_module(name)
         try:
             if name == "tensorboard":
-                if any(module.is_event_file(c) and c.is_file() for c in p.iterdir()):
+                # event files in the folder itself, or sibling writer folders of one run (slime's rollout manager and
+                # trainer, :func:`~grpo_core.runs.logs.tensorboard.writers_of_one_run`)
+                if any(module.is_event_file(c) and c.is_file() for c in p.iterdir()) or module.writers_of_one_run(p):
                     return module
             elif module.matches(p):
                 return module
