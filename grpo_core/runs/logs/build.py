@@ -95,10 +95,12 @@ def _rows(records, frame, source: str) -> pd.DataFrame:
         if not records:
             raise DataError(f"{source}: no records (the log has no rows)")
         for i, rec in enumerate(records):
-            if not isinstance(rec, Mapping):
+            if type(rec) is not dict and not isinstance(rec, Mapping):
                 raise DataError(f"{source}: record {i} is a {type(rec).__name__}, not an object of metric names "
                                 "to values")
-        frame = pd.DataFrame.from_records(_mark_nan(records))
+        frame = pd.DataFrame.from_records(records)
+        if _marks_nan(records, frame):
+            frame = pd.DataFrame.from_records(_mark_nan(records))
     if frame is None or len(frame) == 0:
         raise DataError(f"{source}: no rows (only a header?)")
     frame.columns = [str(c) for c in frame.columns]
@@ -106,6 +108,37 @@ def _rows(records, frame, source: str) -> pd.DataFrame:
         dup = sorted(set(frame.columns[frame.columns.duplicated()]))
         raise DataError(f"{source}: column name(s) {dup} appear more than once")
     return frame
+
+
+def _marks_nan(records: list, frame: pd.DataFrame) -> bool:
+    """Whether :func:`_mark_nan` would mark a value of ``records``; ``frame`` is their table unmarked.
+
+    Such a value is a missing cell of the table: only the missing cells whose record has the key are looked at
+    (the keys of a record found once per sequence of keys), not every value (a 100,000-row log has a million).
+    """
+    columns = list(frame.columns)
+    if not all(type(c) is str for c in columns) or frame.columns.has_duplicates:
+        return True  # keys the table may have merged: every value is looked at
+    missing = frame.isna().to_numpy()
+    if not missing.any():
+        return False
+    layouts: dict[tuple, int] = {}
+    has_key: list[np.ndarray] = []
+    layout_of = np.empty(len(records), dtype=np.intp)
+    for i, rec in enumerate(records):
+        keys = tuple(rec)
+        j = layouts.get(keys)
+        if j is None:
+            j = layouts[keys] = len(has_key)
+            has_key.append(np.array([c in rec for c in columns], dtype=bool))
+        layout_of[i] = j
+    rows, cols = np.nonzero(missing & np.stack(has_key)[layout_of])
+    for i, j in zip(rows.tolist(), cols.tolist()):
+        rec = records[i]
+        v = rec[columns[j]]
+        if (isinstance(v, float | np.floating) and v != v) or (v is None and "split" in rec):
+            return True
+    return False
 
 
 def _mark_nan(records: list) -> list:

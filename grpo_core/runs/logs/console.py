@@ -56,7 +56,9 @@ from __future__ import annotations
 
 import ast
 import bisect
+import itertools
 import json
+import operator
 import re
 import warnings
 from typing import Any
@@ -180,23 +182,108 @@ def stream_text(text: str, source: str) -> str:
 def _find_dicts(text: str, limit: int | None = None) -> list[tuple[int, dict]]:
     """(position, dict) of every printed metrics dict in ``text``."""
     found: list[tuple[int, dict]] = []
-    for m in _DICT.finditer(text):
-        chunk = m.group()
+    metric_keys = _METRIC_KEYS
+    if limit is None:
+        chunks = [(m.start(), m.group()) for m in _DICT.finditer(text)]
+        read = _json_blocks([c for _, c in chunks])
+    else:
+        chunks = ((m.start(), m.group()) for m in _DICT.finditer(text))
+        read = itertools.repeat(None)
+    for (start, chunk), value in zip(chunks, read):
         if "'" not in chunk[:2]:
             continue
-        value = _flat_dict(chunk)
+        if value is None:
+            value = _json_dict(chunk)
+        if value is None:
+            value = _flat_dict(chunk)
         if value is None:
             value = _literal_dict(chunk)
             if value is None:
                 continue
-        if not isinstance(value, dict) or not any(
-            isinstance(k, str) and (k in _METRIC_KEYS or k.startswith(("eval_", "rewards/"))) for k in value
-        ):
+        # a known metric key (a set operation, then the prefixes only where none is found)
+        if not isinstance(value, dict) or (metric_keys.isdisjoint(value) and not any(
+            isinstance(k, str) and k.startswith(("eval_", "rewards/")) for k in value
+        )):
             continue
-        found.append((m.start(), value))
+        found.append((start, value))
         if limit is not None and len(found) >= limit:
             break
     return found
+
+
+class _NotJson(ValueError):
+    """A JSON constant (``NaN``, ``Infinity``) that a printed Python dict does not hold."""
+
+
+def _no_constant(name: str):
+    raise _NotJson(name)
+
+
+_JSON = json.JSONDecoder(parse_constant=_no_constant)
+_PLAIN_TYPES = frozenset({str, int, float})
+
+
+def _json_dict(chunk: str) -> dict | None:
+    """A printed dict of plain text and numbers, read as JSON (its quotes made double): the common TRL line,
+    ~3 times faster than :func:`_flat_dict`; ``None`` for anything else, left to :func:`_flat_dict` and
+    :func:`_literal_dict`.
+
+    The same dict as theirs. Only an ASCII chunk without a double quote, a backslash, a ``[`` or the words
+    ``true``, ``false`` and ``null`` is tried: a quoted text then means the same in both languages, and
+    the values are texts and numbers, a JSON number being a Python literal of the same value and type
+    (``int`` without a fraction or exponent, else ``float``); JSON refuses what Python reads otherwise
+    (``1.``, ``.5``, ``01``, a bare ``nan``, a tab in a text), and its constants ``NaN`` and ``Infinity``
+    are refused here.
+    """
+    if not _json_candidate(chunk):
+        return None
+    try:
+        value = _JSON.decode(chunk.replace("'", '"'))
+    except (ValueError, RecursionError):
+        return None
+    return value if _PLAIN_TYPES.issuperset(map(type, value.values())) else None
+
+
+#: Printed dicts read as one JSON text (:func:`_json_blocks`).
+_BLOCK = 512
+
+
+def _json_blocks(chunks: list[str]) -> list[dict | None]:
+    """:func:`_json_dict` of each chunk, ``_BLOCK`` chunks read as one JSON list at a time; ``None`` for each
+    chunk of a block that does not read so (each is then read alone).
+
+    A block is read when its text passes :func:`_json_dict`'s test (then every chunk of it does: the
+    chunks are joined by ``","``, so no word is made across two), holds one ``{`` a chunk and reads as a
+    list of as many objects of text and numbers as it has chunks: every ``{`` then opens an object, so no
+    quoted text runs from one chunk into the next, and each object is one chunk's, as that chunk alone
+    reads.
+    """
+    out: list[dict | None] = []
+    for i in range(0, len(chunks), _BLOCK):
+        block = chunks[i:i + _BLOCK]
+        text = ",".join(block)
+        # one "{" a chunk (as _DICT finds them: no brace inside)
+        values = _json_block(text) if text.count("{") == len(block) else None
+        if values is None or len(values) != len(block) or not all(
+                type(v) is dict and _PLAIN_TYPES.issuperset(map(type, v.values())) for v in values):
+            values = [None] * len(block)
+        out.extend(values)
+    return out
+
+
+def _json_block(text: str) -> list | None:
+    if not _json_candidate(text):
+        return None
+    try:
+        return _JSON.decode("[" + text.replace("'", '"') + "]")
+    except (ValueError, RecursionError):
+        return None
+
+
+def _json_candidate(text: str) -> bool:
+    """Whether a printed dict (or several, joined by ``","``) may be read as JSON (:func:`_json_dict`)."""
+    return text.isascii() and not ('"' in text or "\\" in text or "[" in text or "true" in text
+                                   or "false" in text or "null" in text)
 
 
 def _flat_dict(chunk: str) -> dict | None:
@@ -228,15 +315,32 @@ def _literal_dict(chunk: str):
         return None
 
 
+_STARTS_EVAL = operator.methodcaller("startswith", "eval_")
+
+
 def _kind(record: dict) -> str:
     keys = set(record)
     if "train_runtime" in keys:
         return "summary"
-    if any(k.startswith("eval_") for k in keys):
+    if any(map(_STARTS_EVAL, keys)):
         return "eval"
     if keys & _EVAL_ONLY and not keys & _TRAIN_ONLY:
         return "eval_unprefixed"
     return "train"
+
+
+def _kinds(records: list[dict]) -> list[str]:
+    """:func:`_kind` of each record, once per sequence of keys (a log prints a few kinds of dict, each many
+    times; the kind depends on the keys alone)."""
+    seen: dict[tuple, str] = {}
+    out = []
+    for record in records:
+        keys = tuple(record)
+        kind = seen.get(keys)
+        if kind is None:
+            kind = seen[keys] = _kind(record)
+        out.append(kind)
+    return out
 
 
 def _given_step(record: dict) -> int | None:
@@ -251,15 +355,34 @@ def _given_step(record: dict) -> int | None:
     return int(step) if step == int(step) else None
 
 
+# Where a head (_REDRAW_HEAD) can start: at most 233 characters before its "]" (two 15-digit numbers, "/",
+# " [" and 200 characters).
+_HEAD_SPAN = 240
+# A "]" followed by a clear (>= 20 blanks): found by its fixed "]" first, fast, where the head has no such text
+_CLEAR = re.compile(r"\]\s{20}")
+_BLANKS = re.compile(r"\s*")
+
+
 def _redraws(text: str) -> list[tuple[str, str]]:
     """Each bar cleared and drawn again, as (the step it showed, the step redrawn): a bar
     ``5/200 [...]``, >= 20 blanks, then ``|...|`` and the same total (``5/200 [``), left to right,
-    non-overlapping."""
-    import bisect
+    non-overlapping.
 
-    pipes = [m.start() for m in re.finditer(r"\|", text)]
+    Each head ends at a ``]`` followed by a clear, and the first head at or after a position ends at
+    the first such ``]`` that has one: so the search for it is the head's pattern over the few hundred
+    characters before each ``]`` and clear in turn (:data:`_CLEAR`), not over all the text.
+    """
+    pipes: list[int] | None = None
     out, pos = [], 0
-    while (head := _REDRAW_HEAD.search(text, pos)) is not None:
+    clear = _CLEAR.search(text, pos)
+    while clear is not None:
+        x = clear.start()
+        head = _REDRAW_HEAD.search(text, max(pos, x - _HEAD_SPAN), _BLANKS.match(text, x + 1).end())
+        if head is None:
+            clear = _CLEAR.search(text, x + 1)
+            continue
+        if pipes is None:
+            pipes = [m.start() for m in re.finditer(r"\|", text)]
         i = bisect.bisect_left(pipes, head.end())
         tail = _REDRAW_TAIL.match(text, pipes[i + 1] + 1) if i + 1 < len(pipes) else None
         if tail is not None and tail.group(2) == head.group(2):
@@ -267,6 +390,7 @@ def _redraws(text: str) -> list[tuple[str, str]]:
             pos = tail.end()
         else:
             pos = head.start() + 1
+        clear = _CLEAR.search(text, pos)
     return out
 
 
@@ -286,12 +410,9 @@ def _bar_steps(text: str, positions: list[int], n_train: int, kinds: list[str]) 
         )
     bars = [(m.start(), int(m.group(1))) for m in _BAR.finditer(text)]
     starts = [b[0] for b in bars]
-    before = []
-    for pos, kind in zip(positions, kinds):
-        if kind != "train":
-            continue
-        i = bisect.bisect(starts, pos) - 1
-        before.append(bars[i][1] if i >= 0 else None)
+    find = bisect.bisect
+    before = [bars[i][1] if i >= 0 else None
+              for i in (find(starts, pos) - 1 for pos, kind in zip(positions, kinds) if kind == "train")]
     if before and None not in before and all(b > a for a, b in zip(before, before[1:])):
         return before, "the progress bar just before each dict"
     return None, ""
@@ -315,8 +436,8 @@ def _dict_records(text: str, source: str, notes: list[str], meta: dict) -> list[
             f"dict; first at line {text.count(chr(10), 0, lost[0]) + 1}); read the other {len(found)}",
         )
     positions = [p for p, _ in found]
-    records = [dict(d) for _, d in found]
-    kinds = [_kind(r) for r in records]
+    records = [d for _, d in found]  # each a dict of its own, changed below
+    kinds = _kinds(records)
     n_train = kinds.count("train")
     given = [_given_step(r) for r in records]
     if all(g is not None for g, k in zip(given, kinds) if k == "train"):
