@@ -16,8 +16,9 @@ Every ``--interval`` seconds (10) the log's size and modification time are compa
   known by its mode and severity, not by its numbers (which change as the log grows), as in the training
   callback (:class:`grpo_core.runs.callback.DynamicsCallback`). The line gives the step it was first seen
   at (the log's last training step then), the steps it covers and its onset;
-* one status line each time the log's last training step advances: the step (of ``max_steps`` when
-  known), the reward (the last value and the mean of the last 10 logged), the verdict.
+* one status line each time the log's last training step changes (it advances; it goes back when a run
+  resumed from a checkpoint rewrote its log): the step (of ``max_steps`` when known), the reward (the last
+  value and the mean of the last 10 logged), the verdict.
 
 It ends when the run has ended (the log's last step reached its planned ``max_steps``, from the log or
 ``--max-steps``, or the log holds TRL's end-of-training summary, ``train_runtime``), after ``--idle``
