@@ -429,12 +429,9 @@ class DynamicsCallback(_Base):
 
     def _react(self, diagnosis, step: int, control) -> None:
         """Alerts for modes new (or worse) since the last check, the forecast, the stop."""
-        rank = {s: i for i, s in enumerate(_SEVERITIES)}
-        for f in diagnosis.findings:
-            r = rank.get(f.severity, 0)
-            if self._seen.get(f.mode, -1) >= r:
-                continue
-            self._seen[f.mode] = r
+        from .diagnostics.findings import new_findings
+
+        for f in new_findings(diagnosis.findings, self._seen):
             self.alerts.append({"step": step, "mode": f.mode, "severity": f.severity, "onset": f.onset,
                                 "steps": list(f.steps), "message": f.message})
             if f.severity in self.print_severities:

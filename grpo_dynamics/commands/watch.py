@@ -178,24 +178,6 @@ class _Printer:
             print(text, flush=True)
 
 
-def _new_findings(findings, seen: dict[str, int]) -> list:
-    """The findings whose mode is new or more severe than ``seen`` (mode -> severity rank), which is updated.
-
-    The rule of :class:`grpo_core.runs.callback.DynamicsCallback`: a mode is reported once, and again only
-    when its severity rises; a finding's numbers (its steps, its evidence) do not make it new.
-    """
-    from grpo_core.runs.diagnostics.findings import SEVERITIES
-
-    new = []
-    for f in findings:
-        rank = SEVERITIES.index(f.severity)
-        if seen.get(f.mode, -1) >= rank:
-            continue
-        seen[f.mode] = rank
-        new.append(f)
-    return new
-
-
 def fingerprint(path: Path) -> tuple | None:
     """What changes when a log grows: ``(inode, size, mtime_ns)`` of a file; for a folder, ``(relative path,
     size, mtime_ns)`` of every file below it (sorted). ``None`` when ``path`` does not exist."""
@@ -308,10 +290,10 @@ class _Watch:
                                                                  "correctness": None})
 
     def _react(self) -> None:
-        from grpo_core.runs.diagnostics.findings import SEVERITIES
+        from grpo_core.runs.diagnostics.findings import SEVERITIES, new_findings
 
         d, step = self.diagnosis, self._last_step()
-        for f in _new_findings(d.findings, self.seen):
+        for f in new_findings(d.findings, self.seen):
             if SEVERITIES.index(f.severity) < self.least:
                 continue
             onset = f", onset step {f.onset}" if f.onset is not None else ""

@@ -92,3 +92,17 @@ class Finding:
         return json_ready({"mode": self.mode, "severity": self.severity, "steps": list(self.steps),
                            "onset": self.onset, "evidence": self.evidence, "message": self.message,
                            "advice": self.advice})
+
+
+def new_findings(findings, seen: dict[str, int]) -> list[Finding]:
+    """The findings whose mode is new or more severe than ``seen`` (mode -> rank in :data:`SEVERITIES`), which is
+    updated: a mode is reported once, and again only when its severity rises; a finding's numbers (its steps, its
+    evidence) do not make it new. The rule of the TRL callback's alerts and of ``grpo-dynamics watch``."""
+    new = []
+    for f in findings:
+        r = _RANK.get(f.severity, 0)
+        if seen.get(f.mode, -1) >= r:
+            continue
+        seen[f.mode] = r
+        new.append(f)
+    return new
