@@ -211,3 +211,20 @@ def test_the_comparison_page_opens_in_chromium_and_draws_every_curve(comparison,
     assert probe.console_errors == [] and probe.external_requests == []
     assert lines == 23
     assert probe.page.evaluate("document.documentElement.scrollWidth") <= 1280
+
+
+@pytest.mark.parametrize("run_id", ["01", "20", "22"])
+def test_leaving_out_the_law_fit_changes_nothing_else(run_id):
+    path = datasets.real_run(run_id).path
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        full = diagnose(read_log(path)).to_dict()
+        lean = diagnose(read_log(path), fit_laws=False).to_dict()
+    assert full["law_fit"] is not None or full["forecast"]["law_fit"] is not None
+    assert lean["law_fit"] is None and (lean["forecast"] is None or lean["forecast"]["law_fit"] is None)
+    for d in (full, lean):
+        d.pop("law_fit")
+        if d["forecast"] is not None:
+            d["forecast"].pop("law_fit")
+            d["forecast"].pop("law_fit_error", None)
+    assert lean == full

@@ -201,7 +201,7 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
              num_prompts: int | None = None, eval_metric: str | None = None, correctness: list[str] | None = None,
              thresholds: Thresholds | None = None, forecast: bool = True, n_boot: int = 50,
              settings: Any = None, curvature: bool = True,
-             reward_range: tuple[float, float] | None = None) -> Diagnosis:
+             reward_range: tuple[float, float] | None = None, fit_laws: bool = True) -> Diagnosis:
     """Check a training log for every failure mode and forecast its plateau.
 
     Parameters
@@ -234,6 +234,10 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
     curvature : bool
         Report the reward's time scale ``eta K`` with ``K`` and t90 (:attr:`Diagnosis.implied_curvature`;
         two law fits, about 0.15 s on the real runs).
+    fit_laws : bool
+        Fit the laws that describe the reward curve (:attr:`Diagnosis.law_fit`, the forecast's ``law_fit``): a
+        description for charts, not a forecast, and most of a diagnosis' time on a flat or noisy curve (0.1-3 s
+        on 1,000 steps); ``False`` leaves it out (``law_fit`` ``None``) and changes nothing else.
     reward_range : (float, float), optional
         The least and the most a step's mean reward can be (a composite reward: the sums of its functions'
         minima and maxima, e.g. ``(0, 1.5)`` for a format reward of 0.5 and a correctness reward of 1). The
@@ -273,6 +277,7 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
     if not isinstance(log, RunLog):
         log = read_log(check_path("log", log, what="a RunLog or a log file path"))
     forecast, curvature = check_flag("forecast", forecast), check_flag("curvature", curvature)
+    fit_laws = check_flag("fit_laws", fit_laws)
     if group_size is not None:
         group_size = check_integer("group_size", group_size, low=2)
     eval_metric, correctness = _check_names(log, eval_metric, correctness)
@@ -313,7 +318,7 @@ def diagnose(log: RunLog | str | Path, *, group_size: int | None = None, binary_
         notes.append(f"no end-of-run forecast and no reward time scale: the run failed numerically (numerical_failure, "
                      f"from step {failed.steps[0]}); a curve with NaN, infinite or overflowed values is not fitted")
         forecast = curvature = False
-    fc, law_fit = (_forecast(log, findings, binary_reward, n_boot, th, notes, reward_range)
+    fc, law_fit = (_forecast(log, findings, binary_reward, n_boot if fit_laws else None, th, notes, reward_range)
                    if forecast and log.has("reward") else (None, None))
     if log.has("reward"):
         raw = log.train["reward"].to_numpy(float)
@@ -483,7 +488,7 @@ def not_a_relaxation(finding: Finding | None, *, quote: bool = True) -> str | No
             "relaxation fitted to it and do not explain the fall")
 
 
-def _forecast(log: RunLog, findings: list[Finding], binary_reward: bool | None, n_boot: int, th: Thresholds,
+def _forecast(log: RunLog, findings: list[Finding], binary_reward: bool | None, n_boot: int | None, th: Thresholds,
               notes: list[str], reward_range: tuple[float, float] | None = None
               ) -> tuple[EndForecast | None, CurveLawFit | None]:
     """The forecast of where the reward ends (:func:`~grpo_core.runs.forecast.forecast_end`), or ``None`` with

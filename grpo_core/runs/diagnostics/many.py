@@ -70,7 +70,9 @@ class RunRow:
         ``point``, ``low``, ``high`` (the 90% band as shown), ``horizon`` and ``horizon_kind``; or ``declined``
         with the reason.
     record : dict or None
-        The whole diagnosis (:meth:`~grpo_core.runs.diagnostics.Diagnosis.to_dict`), when asked for.
+        The whole diagnosis (:meth:`~grpo_core.runs.diagnostics.Diagnosis.to_dict`), when asked for; without the
+        law fit that describes the curve (``fit_laws=False``: a description for charts, not a forecast, and most
+        of a diagnosis' time), which a run diagnosed alone has.
     series : dict or None
         The reward curve for charts (``steps``, ``reward``; at most 600 points, evenly thinned), when asked for.
     seconds : float
@@ -221,7 +223,8 @@ def _diagnose_one(ref: RunRef, options: dict[str, Any], record: bool, series: bo
         log = read_log(ref.path, run=ref.run, **read_kw)
         if options.get("max_steps") is not None and "max_steps" not in log.meta:
             log.meta["max_steps"] = int(options["max_steps"])
-        d = diagnose(log, **diag_kw)
+        # the laws that describe each curve are for charts, which a batch does not draw (and most of its time)
+        d = diagnose(log, fit_laws=False, **diag_kw)
     top = d.primary
     counts = {s: sum(f.severity == s for f in d.findings) for s in ("critical", "warning", "info")}
     fc = d.forecast
