@@ -58,6 +58,8 @@ DELTA = 1e-4
 #: Sampled runs: seeds per setting, displacement along the fastest mode (theta units).
 SEEDS = 4
 C0_SAMPLED = 0.2
+#: Group sizes of the sampled runs: the G of the setup, and a larger one (less noise at the same mean).
+SAMPLED_G = (8, 64)
 
 
 def build() -> tuple[ContextualBandit, object]:
@@ -167,14 +169,6 @@ def write_predictions() -> dict:
     return pred
 
 
-def _late_rate(e: np.ndarray) -> float:
-    """Growth rate per step of a deviation: log of the late quarter's max over the second quarter's."""
-    n = e.size - 1
-    mid = np.max(e[n // 4: n // 2 + 1])
-    late = np.max(e[3 * n // 4:])
-    return float(math.log(late / mid) / (n / 2))
-
-
 def _steps_for_growth(cb, fp, eta, mu, k, factor=1e3, low=400, cap=40_000) -> int:
     r = cycle_radius(cb, fp, eta=eta, mu=mu, k_ref=k)
     n = low if r <= 1.0 else math.ceil(math.log(factor) / math.log(r))
@@ -192,15 +186,16 @@ def measure_setting(cb: ContextualBandit, fp, mode: str, mu: float, k: int, pred
         row[f"eta_pred_{name}"] = p
         row[f"pred_over_measured_{name}"] = p / eta_star
         row[f"within_1.5_{name}"] = bool(1 / 1.5 <= p / eta_star <= 1.5)
-    # a small random perturbation of the expected dynamics: decays below, grows above
+    # a small random perturbation of the expected dynamics: decays below, grows above (run until the
+    # growth at 1.1x would reach 10^3 in the linear regime; 1e-6 * 10^3 is still linear)
     d0 = np.random.default_rng(100).standard_normal(cb.dim)
     d0 = 1e-6 * d0 / np.linalg.norm(d0)
-    steps = _steps_for_growth(cbm, fp, 1.1 * eta_star, mu, k, cap=4000 if quick else 40_000)
+    steps = _steps_for_growth(cbm, fp, 1.1 * eta_star, mu, k, low=max(8 * k, 200), cap=4000 if quick else 40_000)
     run = simulate_contextual(cbm, eta=[0.9 * eta_star, 1.1 * eta_star], mu=mu, k_ref=k, beta=fp.beta, steps=steps,
                               theta0=fp.theta_star + d0)
-    dist = np.linalg.norm(run.theta[:, 0] - fp.theta_star, axis=-1)
-    row["perturbation_rate_0.9x"] = _late_rate(dist[0])
-    row["perturbation_rate_1.1x"] = _late_rate(dist[1])
+    dist = np.linalg.norm(run.theta[:, 0] - fp.theta_star, axis=-1) / 1e-6
+    row["perturbation_late_over_start_0.9x"] = float(np.max(dist[0, 3 * steps // 4:]))
+    row["perturbation_max_over_start_1.1x"] = float(np.max(dist[1]))
     row["perturbation_steps"] = steps
     # the fastest mode at 0.7x and 1.3x: expected dynamics (period, regime) and sampled runs (regime)
     u = fp.modes[:, -1]
@@ -216,17 +211,33 @@ def measure_setting(cb: ContextualBandit, fp, mode: str, mu: float, k: int, pred
     row["class_expected_0.7x"] = classify_mode(c, rtol=1e-3)
     for f in (0.7, 1.3):
         row[f"class_predicted_{f}x"] = pred[f"class_top_mode_{f}x"]
-        n = _steps_for_growth(cbm, fp, 1.3 * eta_star, mu, k, factor=50.0, low=300,
-                              cap=3000 if quick else 20_000)
-        srun = simulate_contextual(cbm, eta=f * eta_star, mu=mu, k_ref=k, beta=fp.beta, steps=n,
-                                   theta0=fp.theta_star + C0_SAMPLED * u, mean_field=False,
-                                   seeds=2 if quick else SEEDS, seed=1000)
-        cs = (srun.theta[0] - fp.theta_star) @ u  # (seeds, T + 1)
-        row[f"class_sampled_{f}x"] = classify_mode(cs)
-        row[f"class_sampled_{f}x_each_seed"] = [classify_mode(x) for x in cs]
-        fin = np.isfinite(cs).all(axis=-1)
-        row[f"sampled_{f}x_late_rms"] = float(np.sqrt(np.mean(cs[fin, 3 * n // 4:] ** 2))) if fin.any() else math.nan
-        row[f"sampled_{f}x_steps"] = n
+    # long enough for 2500-fold linear growth at 1.3x, and at least 1000 steps
+    n = _steps_for_growth(cbm, fp, 1.3 * eta_star, mu, k, factor=2500.0, low=300 if quick else 1000,
+                          cap=3000 if quick else 20_000)
+    # the same finite displacement in the expected dynamics: what the sampled runs would do without noise
+    frun = simulate_contextual(cbm, eta=[0.7 * eta_star, 1.3 * eta_star], mu=mu, k_ref=k, beta=fp.beta, steps=n,
+                               theta0=fp.theta_star + C0_SAMPLED * u)
+    for i, f in enumerate((0.7, 1.3)):
+        row[f"class_expected_displaced_{f}x"] = classify_mode((frun.theta[i, 0] - fp.theta_star) @ u)
+    if mode == "ratio":  # the same without the clip binding (eps_low 0.99, eps_high 100): is the clip the cause?
+        cbn = ContextualBandit(cbm.features, cbm.offsets, cbm.spec.replace(eps_low=0.99, eps_high=100.0))
+        nrun = simulate_contextual(cbn, eta=0.7 * eta_star, mu=mu, k_ref=k, beta=fp.beta, steps=n,
+                                   theta0=fp.theta_star + C0_SAMPLED * u)
+        row["class_expected_displaced_0.7x_no_clip"] = classify_mode((nrun.theta[0, 0] - fp.theta_star) @ u)
+    for g in SAMPLED_G:
+        cbg = ContextualBandit(cbm.features, cbm.offsets, cbm.spec.replace(group_size=g))
+        for f in (0.7, 1.3):
+            srun = simulate_contextual(cbg, eta=f * eta_star, mu=mu, k_ref=k, beta=fp.beta, steps=n,
+                                       theta0=fp.theta_star + C0_SAMPLED * u, mean_field=False,
+                                       seeds=2 if quick else SEEDS, seed=1000)
+            cs = (srun.theta[0] - fp.theta_star) @ u  # (seeds, T + 1)
+            key = f"G{g}_{f}x"
+            row[f"class_sampled_{key}"] = classify_mode(cs)
+            row[f"class_sampled_{key}_each_seed"] = [classify_mode(x) for x in cs]
+            fin = np.isfinite(cs).all(axis=-1)
+            row[f"sampled_{key}_late_rms"] = (float(np.sqrt(np.mean(cs[fin, 3 * n // 4:] ** 2))) if fin.any()
+                                             else math.nan)
+    row["sampled_steps"] = n
     return row
 
 
@@ -260,10 +271,11 @@ def main(quick: bool = False) -> list[dict]:
                                              max(r["pred_over_measured_k_curve"] for r in thr)],
         "within_1.5_k_relax": sum(r["within_1.5_k_relax"] for r in thr),
         "within_1.5_k_max": sum(r["within_1.5_k_max"] for r in thr),
-        "perturbation_checks_agree": sum((r["perturbation_rate_0.9x"] < 0) and (r["perturbation_rate_1.1x"] > 0)
-                                         for r in thr),
-        "sampled_classes_agree": sum((r["class_sampled_0.7x"] != "growing oscillation")
-                                     and (r["class_sampled_1.3x"] == "growing oscillation") for r in thr),
+        "perturbation_checks_agree": sum((r["perturbation_late_over_start_0.9x"] < 1)
+                                         and (r["perturbation_max_over_start_1.1x"] > 100) for r in thr),
+        **{f"sampled_classes_agree_G{g}": sum((r[f"class_sampled_G{g}_0.7x"] != "growing oscillation")
+                                              and (r[f"class_sampled_G{g}_1.3x"] == "growing oscillation")
+                                              for r in thr) for g in SAMPLED_G},
     })
     return _plain(rows)
 
