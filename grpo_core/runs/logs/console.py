@@ -264,8 +264,9 @@ def _json_blocks(chunks: list[str]) -> list[dict | None]:
         text = ",".join(block)
         # one "{" a chunk (as _DICT finds them: no brace inside)
         values = _json_block(text) if text.count("{") == len(block) else None
-        if values is None or len(values) != len(block) or not all(
-                type(v) is dict and _PLAIN_TYPES.issuperset(map(type, v.values())) for v in values):
+        # each "{" follows "[" or ",": it opens an item of the list, never a value inside an object, so the
+        # values of these objects are texts and numbers
+        if values is None or len(values) != len(block) or not all(type(v) is dict for v in values):
             values = [None] * len(block)
         out.extend(values)
     return out
@@ -408,14 +409,34 @@ def _bar_steps(text: str, positions: list[int], n_train: int, kinds: list[str]) 
             f"the progress bar's redraw at each log ({len(redraws) - n_train} later "
             "redraw(s) have no dict yet: buffered output of a cut log)"
         )
-    bars = [(m.start(), int(m.group(1))) for m in _BAR.finditer(text)]
-    starts = [b[0] for b in bars]
-    find = bisect.bisect
-    before = [bars[i][1] if i >= 0 else None
-              for i in (find(starts, pos) - 1 for pos, kind in zip(positions, kinds) if kind == "train")]
+    before = _bars_before(text, positions, kinds)
     if before and None not in before and all(b > a for a, b in zip(before, before[1:])):
         return before, "the progress bar just before each dict"
     return None, ""
+
+
+def _bars_before(text: str, positions: list[int], kinds: list[str]) -> list[int | None]:
+    """The step of the last progress bar (:data:`_BAR`) before each training dict (``None`` before the first
+    bar); ``positions`` increase.
+
+    A bar holds one ``|``, where it starts, so the bars are the ``|`` where the pattern matches: the last one
+    before a dict is found searching back from it to the dict before, each stretch of text once.
+    """
+    before: list[int | None] = []
+    last, prev = None, 0
+    for pos, kind in zip(positions, kinds):
+        if kind != "train":
+            continue
+        j = text.rfind("|", prev, pos)
+        while j >= 0:
+            m = _BAR.match(text, j)
+            if m is not None:
+                last = int(m.group(1))
+                break
+            j = text.rfind("|", prev, j)
+        prev = pos
+        before.append(last)
+    return before
 
 
 # The start of a printed metrics dict (counted, so a dict cut off or garbled is never lost unseen).
