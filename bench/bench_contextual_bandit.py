@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from grpo_core.bandit.contextual import MODES as MODES_EST
 from grpo_core.bandit.contextual import (
     ContextualBandit,
     classify_mode,
@@ -241,6 +242,61 @@ def measure_setting(cb: ContextualBandit, fp, mode: str, mu: float, k: int, pred
     return row
 
 
+#: Fractions of the measured critical eta scanned with the sampled dynamics (not pre-registered).
+SCAN = (0.3, 0.5, 0.7, 0.85, 1.0, 1.15, 1.3)
+
+
+def sampled_scan(cb: ContextualBandit, fp, thr: list[dict]) -> list[dict]:
+    """Where the sampled dynamics leave the fixed point: the regime at fractions of the measured eta*.
+
+    Not pre-registered. The same displaced start and rule as the 0.7x/1.3x checks; "growing" means the
+    fastest mode's deviation reached twice the displacement in the second half of a run (noise-driven
+    excursions count: the run has left the neighbourhood of the fixed point).
+    """
+    out = []
+    u = fp.modes[:, -1]
+    for r in thr:
+        mode, mu, k, eta_star = r["mode"], r["mu"], r["k_ref"], r["eta_measured"]
+        n = r["sampled_steps"]
+        row = {"method": "sampled_scan", "mode": mode, "mu": mu, "k_ref": k, "fractions": list(SCAN)}
+        for g in SAMPLED_G:
+            cbg = ContextualBandit(cb.features, cb.offsets, cb.spec.replace(group_size=g, estimator=MODES_EST[mode]))
+            run = simulate_contextual(cbg, eta=[f * eta_star for f in SCAN], mu=mu, k_ref=k, beta=fp.beta, steps=n,
+                                      theta0=fp.theta_star + C0_SAMPLED * u, mean_field=False, seeds=SEEDS, seed=2000)
+            cs = (run.theta - fp.theta_star) @ u  # (fractions, seeds, T + 1)
+            classes = [classify_mode(c) for c in cs]
+            row[f"G{g}_classes"] = classes
+            grown = [f for f, c in zip(SCAN, classes) if c == "growing oscillation"]
+            row[f"G{g}_first_growing_fraction"] = min(grown) if grown else None
+        out.append(row)
+    return out
+
+
+def other_instances(seeds=(1, 2, 3)) -> list[dict]:
+    """The same comparison on other random feature draws (not pre-registered): K's and three thresholds."""
+    out = []
+    for sd in seeds:
+        cb = ContextualBandit.random(SETUP["num_prompts"], SETUP["arms"], SETUP["dim"], seed=sd,
+                                     success_range=tuple(SETUP["success_range"]), group_size=SETUP["group_size"],
+                                     baseline=SETUP["baseline"], eps_low=SETUP["eps_clip"])
+        fp = contextual_fixed_point(cb, SETUP["beta"])
+        rel = [relaxation_curvature(cb, fp, np.random.default_rng(i).standard_normal(cb.dim), delta=DELTA)
+               for i in range(5)]
+        k_relax = float(np.nanmedian([x["k_reward_fit"] for x in rel]))
+        k_curve = relaxation_curvature(cb, fp, -fp.theta_star, delta=float(np.linalg.norm(fp.theta_star)))
+        row = {"method": "other_instance", "feature_seed": sd, "k_min": fp.k_min, "k_max": fp.k_max,
+               "k_relax": k_relax, "k_curve": k_curve["k_reward_fit"], "fixed_point_mean_reward": fp.mean_reward}
+        for mode, mu, k in (("stale", 0.0, 1), ("stale", 0.9, 16), ("ratio", 0.9, 64)):
+            pred_max = float(predicted_critical_eta(fp.k_max, mu, k, mode))
+            meas = critical_eta(cb.with_mode(mode), fp, mu=mu, k_ref=k, guess=pred_max, rtol=1e-6)
+            key = f"{mode}_mu{mu}_k{k}"
+            row[f"{key}_eta_measured"] = meas
+            row[f"{key}_pred_over_measured_k_max"] = pred_max / meas
+            row[f"{key}_pred_over_measured_k_relax"] = float(predicted_critical_eta(k_relax, mu, k, mode)) / meas
+        out.append(row)
+    return out
+
+
 def main(quick: bool = False) -> list[dict]:
     if not PREDICTIONS.exists():
         raise SystemExit(f"{PREDICTIONS} is missing: run `python -m bench.bench_contextual_bandit predict` first")
@@ -261,6 +317,9 @@ def main(quick: bool = False) -> list[dict]:
             for k in k_refs:
                 rows.append(measure_setting(cb, fp, mode, mu, k, by_key[(mode, mu, k)], quick))
     thr = [r for r in rows if r["method"] == "threshold"]
+    if not quick:
+        rows.extend(sampled_scan(cb, fp, thr))
+        rows.extend(other_instances())
     rows.append({
         "method": "summary",
         "settings": len(thr),
