@@ -119,8 +119,8 @@ def _marks_nan(records: list, frame: pd.DataFrame) -> bool:
     columns = list(frame.columns)
     if not all(type(c) is str for c in columns) or frame.columns.has_duplicates:
         return True  # keys the table may have merged: every value is looked at
-    missing = frame.isna().to_numpy()
-    if not missing.any():
+    missing = [frame[c].isna().to_numpy() for c in columns]
+    if not any(m.any() for m in missing):
         return False
     layouts: dict[tuple, int] = {}
     has_key: list[np.ndarray] = []
@@ -132,12 +132,13 @@ def _marks_nan(records: list, frame: pd.DataFrame) -> bool:
             j = layouts[keys] = len(has_key)
             has_key.append(np.array([c in rec for c in columns], dtype=bool))
         layout_of[i] = j
-    rows, cols = np.nonzero(missing & np.stack(has_key)[layout_of])
-    for i, j in zip(rows.tolist(), cols.tolist()):
-        rec = records[i]
-        v = rec[columns[j]]
-        if (isinstance(v, float | np.floating) and v != v) or (v is None and "split" in rec):
-            return True
+    has = np.stack(has_key)  # layout x column
+    for j, column in enumerate(columns):
+        for i in np.flatnonzero(missing[j] & has[layout_of, j]).tolist():
+            rec = records[i]
+            v = rec[column]
+            if (isinstance(v, float | np.floating) and v != v) or (v is None and "split" in rec):
+                return True
     return False
 
 
