@@ -140,7 +140,9 @@ def test_what_is_not_a_regular_file_is_refused_by_name(tmp_path, capsys):
         with pytest.raises(DataError, match=re.escape(message)):
             read_log(path)
         assert main(["diagnose", str(path)]) == 2
-        assert message in capsys.readouterr().err
+        # diagnose walks a folder for the runs in it: here only links that loop or lead nowhere, and a FIFO
+        cli_message = "no log found in this folder" if path == tmp_path else message
+        assert cli_message in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("value", ["5", "null", "true", '"a string"', "-1e308"])

@@ -282,3 +282,22 @@ def test_bend_test_against_polynomials():
     assert p_line > 0.05 and 0.8 < r2 < 0.95
     p_s, _ = curvature._bend_test(t, 1.0 / (1.0 + np.exp(-(t - 50) / 10)) + noise)  # an S: cubic term
     assert p_s < 1e-10
+
+
+def test_a_curve_longer_than_max_fit_points_is_fitted_to_bin_means(monkeypatch):
+    from grpo_core.runs import curvature
+    from grpo_core.runs.curvature import ModelLaw, implied_curvature
+    from grpo_core.runs.settings import RunSettings
+
+    conv = RunSettings().conventions()
+    t = np.arange(1, 20_001)
+    y = ModelLaw(conv)(t, [0.2, 0.8, 0.0005]) + np.random.default_rng(3).normal(0, 0.05, t.size)
+    binned = implied_curvature(t, y, conv, eta=1e-6)
+    monkeypatch.setattr(curvature, "MAX_FIT_POINTS", 10**9)
+    whole = implied_curvature(t, y, conv, eta=1e-6)
+    assert binned.ok and whole.ok and binned.n == 10_000 and whole.n == 20_000
+    assert binned.notes == ("fitted to 10,000 bin means of 2 consecutive points (the curve has 20,000; at most "
+                            "10,000 are fitted)",) and whole.notes == ()
+    # each fit's rate lies within the other's interval: the binning moves it by less than its uncertainty
+    assert whole.a_low < binned.a < whole.a_high and binned.a_low < whole.a < binned.a_high
+    assert binned.last_step == whole.last_step == 20_000 and binned.curve_range == whole.curve_range

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import optimize, special
 
 __all__ = ["AnchorForecast", "ANCHORS", "DOMHAN_FAMILIES", "anchor_forecast", "domhan_mean"]
 
@@ -153,7 +153,7 @@ def anchor_forecast(name: str, t, y, *, horizon: float, level: float = 0.9) -> A
                 g[j] = (_final_mean(f, x_tail, q) - final) / h
         se = math.sqrt(max(float(g @ cov @ g), 0.0))
         if math.isfinite(se):
-            z = stats.norm.ppf(0.5 + level / 2)
+            z = special.ndtri(0.5 + level / 2)
             band = (final - z * se, final + z * se)
     return AnchorForecast(name, lo + span * plateau, lo + span * final,
                           lo + span * band[0], lo + span * band[1])

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import optimize, special
 
 from .._json import json_ready
 from ..errors import DataError, ParameterError
@@ -149,7 +149,7 @@ class FitResult:
         t = np.asarray(t, dtype=float)
         g = _gradient(self.law_object, t, self.param_vector())
         var = np.einsum("ij,jk,ik->i", g, np.nan_to_num(self.cov, posinf=1e300), g)
-        half = stats.norm.ppf(0.5 + level / 2) * np.sqrt(np.maximum(var, 0.0))
+        half = special.ndtri(0.5 + level / 2) * np.sqrt(np.maximum(var, 0.0))
         mid = self.predict(t)
         return mid - half, mid + half
 
@@ -227,7 +227,7 @@ class FitResult:
         # covariance of (log k, log tau)
         jac = np.diag([1.0 / k, 1.0 / tau])
         lcov = inflate * (jac @ cov @ jac)
-        z = float(stats.norm.ppf(0.5 + level / 2.0))
+        z = float(special.ndtri(0.5 + level / 2.0))
 
         def band(value: float, weights: tuple[float, float]) -> tuple[float, float]:
             w = np.asarray(weights)

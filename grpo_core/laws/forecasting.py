@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 from .._json import json_ready
 from ..errors import DataError, ParameterError
@@ -254,7 +254,7 @@ def forecast(
     t_curve = t_all if horizon is None else np.union1d(t_all, np.linspace(t_all[0], end, 400))
     t_curve = t_curve[t_curve <= end]
     curve = law_obj.evaluate(t_curve, p_hat)
-    z = stats.norm.ppf(0.5 + level / 2)
+    z = special.ndtri(0.5 + level / 2)
     delta_band = (fit.plateau - z * fit.plateau_stderr, fit.plateau + z * fit.plateau_stderr)
     t90 = fit.t90
     boot_band = None
