@@ -24,7 +24,8 @@ _EXTRA_CSS = """
 .v-healthy { color: #007a5a; font-weight: 600; } .v-unhealthy { color: #b34700; font-weight: 600; }
 .v-inconclusive { color: #555; font-weight: 600; } .v-not-read { color: #8a1c1c; font-weight: 600; }
 .num { font-variant-numeric: tabular-nums; white-space: nowrap; } td.run { min-width: 13em; overflow-wrap: anywhere; }
-h3.run, .finding p { overflow-wrap: anywhere; } #overlay { width: 100%; } #overlay svg { max-width: 100%; height: auto; } .vega-bindings { margin: 0.3em 0; }
+h3.run, .finding p { overflow-wrap: anywhere; }
+#overlay { width: 100%; } #overlay svg { max-width: 100%; height: auto; } .vega-bindings { margin: 0.3em 0; }
 """
 
 _VERDICT_TEXT = {"healthy": "healthy", "unhealthy": "NOT healthy", "inconclusive": "inconclusive",
@@ -52,11 +53,14 @@ def finding_text(row: RunRow) -> str:
 
 
 def table_text(rows: list[RunRow], *, seconds: float | None = None, notes: list[str] | None = None,
-               width: int = 52) -> str:
-    """The batch as a console table: a header line with the counts, one line per run (run, verdict, most severe
-    finding, steps, now, end of run with its 90% band), then the logs not read with the reason.
+               columns: int | None = None) -> str:
+    """The batch as a console table: a header line with the counts, one line per run (run, verdict, top finding,
+    steps, now, end of run with its 90% band), then the logs not read with the reason.
 
-    Run names are shown relative to the folder they share, cut in the middle to ``width`` characters.
+    Run names are shown relative to the folder they share, cut in the middle to fit. ``columns``: the width to
+    fit (default: the terminal's when the output is one, the ``COLUMNS`` environment variable when set, else no
+    limit). Where the table is wider, the top finding moves to a line of its own under its run and ``now`` is
+    left out (it is the forecast's point where there is a forecast; without one it is shown in its place).
     """
     counts = Counter(r.verdict for r in rows)
     summary = ", ".join(f"{counts[v]} {_VERDICT_TEXT[v]}" for v in ("healthy", "unhealthy", "inconclusive", NOT_READ)
@@ -66,26 +70,68 @@ def table_text(rows: list[RunRow], *, seconds: float | None = None, notes: list[
     prefix = _common_folder([r.label for r in rows])
     if prefix:
         lines.append(f"in {prefix}")
-    table = [("run", "verdict", "top finding", "steps", "now", "end of run [90% band]")]
-    for r in rows:
-        name = _cut(r.label[len(prefix):], width)
-        steps = "-" if r.steps is None else f"{r.steps[0]}-{r.steps[1]}"
-        top = finding_text(r) if r.read else "(see below)"
-        table.append((name, _VERDICT_TEXT.get(r.verdict, r.verdict), top[:48], steps,
-                      "-" if r.now is None else f"{r.now:.4g}", forecast_text(r)))
-    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
-    for row in table:
-        lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    limit = _columns() if columns is None else columns
+    wide = [_wide_row(r, prefix, 52) for r in rows]
+    header = ("run", "verdict", "top finding", "steps", "now", "end of run [90% band]")
+    if limit is None or _width([header, *wide]) <= limit:
+        lines += _aligned([header, *wide])
+        tail = ("now: mean of the last 10% of the reward's points; end of run: the mean reward over the last 20% of "
+                "the run, the current level with its calibrated 90% band")
+    else:
+        header = ("run", "verdict", "steps", "end of run [90% band]")
+        short = [(name, verdict, steps, end if end != "-" else (f"now {now}" if now != "-" else "-"))
+                 for name, verdict, _, steps, now, end in wide]
+        room = max(20, limit - _width([header[1:], *[row[1:] for row in short]]) - 2)
+        short = [(_cut(r.label[len(prefix):], room), *row[1:]) for r, row in zip(rows, short)]
+        table = _aligned([header, *short])
+        lines.append(table[0])
+        for line, (_, _, top, *_) in zip(table[1:], wide):
+            lines.append(line)
+            if top not in ("-", "(see below)"):
+                lines.append(f"    {top}")
+        tail = ("end of run: the mean reward over the last 20% of the run, the current level (the mean of the last "
+                "10% of the reward's points) with its calibrated 90% band")
     unread = [r for r in rows if not r.read]
     if unread:
         lines.append(f"not read ({len(unread)}):")
         lines += [f"  {r.label[len(prefix):]}: {r.error}" + ("" if r.explicit else " (found in a folder; not counted)")
                   for r in unread]
     lines += list(notes or [])
-    lines.append("now: mean of the last 10% of the reward's points; end of run: the mean reward over the last 20% "
-                 "of the run, the current level with its calibrated 90% band (--json or --report for each run's "
-                 "findings)")
+    lines.append(tail + " (--json or --report for each run's findings)")
     return "\n".join(lines)
+
+
+def _wide_row(r: RunRow, prefix: str, width: int) -> tuple[str, ...]:
+    steps = "-" if r.steps is None else f"{r.steps[0]}-{r.steps[1]}"
+    top = finding_text(r) if r.read else "(see below)"
+    return (_cut(r.label[len(prefix):], width), _VERDICT_TEXT.get(r.verdict, r.verdict), top[:48], steps,
+            "-" if r.now is None else f"{r.now:.4g}", forecast_text(r))
+
+
+def _width(table) -> int:
+    return sum(max(len(row[i]) for row in table) for i in range(len(table[0]))) + 2 * (len(table[0]) - 1)
+
+
+def _aligned(table) -> list[str]:
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in table]
+
+
+def _columns() -> int | None:
+    """The width to fit: ``COLUMNS`` when set, else the terminal's when stdout is one, else ``None``."""
+    import os
+    import shutil
+    import sys
+
+    env = os.environ.get("COLUMNS", "").strip()
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    try:
+        if sys.stdout.isatty():
+            return shutil.get_terminal_size().columns
+    except (AttributeError, ValueError, OSError):
+        pass
+    return None
 
 
 def _common_folder(labels: list[str]) -> str:

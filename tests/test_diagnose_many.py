@@ -21,6 +21,12 @@ from grpo_dynamics.cli import main
 REAL_RUNS = Path(str(datasets._folder("real_runs")))
 
 
+@pytest.fixture(autouse=True)
+def _no_terminal_width(monkeypatch):
+    # the table fits COLUMNS when set (a CI shell may set it): these tests read the full table
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
 def state(steps, rewards, max_steps=None) -> str:
     history = [{"step": s, "loss": 0.0, "reward": r, "reward_std": 0.3, "rewards/acc/mean": r}
                for s, r in zip(steps, rewards)]
@@ -228,3 +234,19 @@ def test_leaving_out_the_law_fit_changes_nothing_else(run_id):
             d["forecast"].pop("law_fit")
             d["forecast"].pop("law_fit_error", None)
     assert lean == full
+
+
+def test_a_narrow_terminal_gets_the_finding_under_its_run(tmp_path):
+    from grpo_dynamics.comparison import table_text
+
+    rows = diagnose_many(find_runs([sweep(tmp_path)])[0], jobs=1)
+    wide, narrow = table_text(rows, columns=None).splitlines(), table_text(rows, columns=66).splitlines()
+    assert [c.strip() for c in wide[2].split("  ") if c.strip()][:3] == ["run", "verdict", "top finding"]
+    assert len(wide) == 6
+    table = narrow[2:-1]
+    assert table[0].split() == ["run", "verdict", "steps", "end", "of", "run", "[90%", "band]"]
+    assert all(len(line) <= 66 for line in table)
+    # lr2 is flat: its finding on the line under it, indented; lr1 has none
+    assert table[1].startswith("lr1/") and table[2].startswith("lr2/")
+    assert table[3] == "    warning: not_learning" and len(table) == 4
+    assert "now 0.5" in table[2]  # no forecast for a finished run: its current level in the column's place
