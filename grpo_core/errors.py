@@ -59,8 +59,11 @@ class SeveralRunsError(DataError):
     runs : list of str
         For each run, a value of ``run`` that reads it (a label, ``"arm=pure-GRPO"``, a run folder, ``"2"``), in
         the input's order.
+    labels : list of str
+        For each run, how to name it to a person (its name where ``runs`` holds ids; default: ``runs``).
     """
 
-    def __init__(self, message: str, runs):
+    def __init__(self, message: str, runs, labels=None):
         super().__init__(message)
         self.runs = [str(r) for r in runs]
+        self.labels = self.runs if labels is None else [str(x) for x in labels]

@@ -19,6 +19,7 @@ from .report import _CSS, _script_json, _write_atomic
 __all__ = ["render_comparison", "write_comparison", "table_text", "forecast_text", "finding_text"]
 
 _EXTRA_CSS = """
+body { max-width: 1200px; }
 .scroll { overflow-x: auto; } table.runs td, table.runs th { border-bottom: 1px solid #eee; padding: 0.25em 0.8em
 0.25em 0; vertical-align: top; } table.runs th { position: sticky; top: 0; background: white; }
 .v-healthy { color: #007a5a; font-weight: 600; } .v-unhealthy { color: #b34700; font-weight: 600; }
@@ -33,11 +34,12 @@ _VERDICT_TEXT = {"healthy": "healthy", "unhealthy": "NOT healthy", "inconclusive
 
 
 def forecast_text(row: RunRow) -> str:
-    """The forecast cell: ``0.83 [0.71, 0.95]`` (the end-of-run mean reward and its 90% band), or ``-`` with the
-    reason kept for the details."""
+    """The forecast cell: ``0.83 [0.71, 0.95]`` (the end-of-run mean reward and its 90% band); ``ended 0.85`` for a
+    run that reached its planned end (the mean reward over its last 20% of steps); else ``-`` (the reason is in the
+    details)."""
     fc = row.forecast or {}
     if "point" not in fc:
-        return "-"
+        return f"ended {fc['ended']:.3g}" if "ended" in fc else "-"
     return f"{fc['point']:.3g} [{fc['low']:.3g}, {fc['high']:.3g}]"
 
 
@@ -62,16 +64,16 @@ def table_text(rows: list[RunRow], *, seconds: float | None = None, notes: list[
     limit). Where the table is wider, the top finding moves to a line of its own under its run and ``now`` is
     left out (it is the forecast's point where there is a forecast; without one it is shown in its place).
     """
-    counts = Counter(r.verdict for r in rows)
-    summary = ", ".join(f"{counts[v]} {_VERDICT_TEXT[v]}" for v in ("healthy", "unhealthy", "inconclusive", NOT_READ)
-                        if counts[v])
-    took = f" in {seconds:.1f} s" if seconds is not None else ""
-    lines = [f"diagnosed {len(rows)} run{'s' * (len(rows) != 1)}{took}: {summary}"]
-    prefix = _common_folder([r.label for r in rows])
-    if prefix:
-        lines.append(f"in {prefix}")
+    import textwrap
+
+    skipped = [r for r in rows if not r.read and not r.explicit]  # files found in a folder that are not logs
+    rows = [r for r in rows if r.read or r.explicit]
+    lines = [_summary(rows, skipped, seconds)]
+    prefix, suffix, names = short_names(rows)
+    if prefix or suffix:
+        lines.append(f"in {prefix or './'}" + (f" (each .../{suffix})" if suffix else ""))
     limit = _columns() if columns is None else columns
-    wide = [_wide_row(r, prefix, 52) for r in rows]
+    wide = [_wide_row(r, name, 52) for r, name in zip(rows, names)]
     header = ("run", "verdict", "top finding", "steps", "now", "end of run [90% band]")
     if limit is None or _width([header, *wide]) <= limit:
         lines += _aligned([header, *wide])
@@ -82,7 +84,7 @@ def table_text(rows: list[RunRow], *, seconds: float | None = None, notes: list[
         short = [(name, verdict, steps, end if end != "-" else (f"now {now}" if now != "-" else "-"))
                  for name, verdict, _, steps, now, end in wide]
         room = max(20, limit - _width([header[1:], *[row[1:] for row in short]]) - 2)
-        short = [(_cut(r.label[len(prefix):], room), *row[1:]) for r, row in zip(rows, short)]
+        short = [(_cut_path(name, room), *row[1:]) for name, row in zip(names, short)]
         table = _aligned([header, *short])
         lines.append(table[0])
         for line, (_, _, top, *_) in zip(table[1:], wide):
@@ -94,17 +96,55 @@ def table_text(rows: list[RunRow], *, seconds: float | None = None, notes: list[
     unread = [r for r in rows if not r.read]
     if unread:
         lines.append(f"not read ({len(unread)}):")
-        lines += [f"  {r.label[len(prefix):]}: {r.error}" + ("" if r.explicit else " (found in a folder; not counted)")
-                  for r in unread]
+        lines += [f"  {name}: {r.error}" for r, name in zip(rows, names) if not r.read]
+    if skipped:
+        lines.append(f"found in the folders but not read as logs ({len(skipped)}; not counted):")
+        lines += [f"  {_relative(r.label, prefix)}: {_first_sentence(r.error, r.path)}" for r in skipped]
     lines += list(notes or [])
     lines.append(tail + " (--json or --report for each run's findings)")
+    if limit is not None:
+        lines[-1:] = textwrap.wrap(lines[-1], max(40, limit))
     return "\n".join(lines)
 
 
-def _wide_row(r: RunRow, prefix: str, width: int) -> tuple[str, ...]:
+def _summary(rows: list[RunRow], skipped: list[RunRow], seconds: float | None) -> str:
+    counts = Counter(r.verdict for r in rows)
+    summary = ", ".join(f"{counts[v]} {_VERDICT_TEXT[v]}" for v in ("healthy", "unhealthy", "inconclusive", NOT_READ)
+                        if counts[v])
+    took = f" in {seconds:.1f} s" if seconds is not None else ""
+    extra = f"; {len(skipped)} other file(s) were not logs" if skipped else ""
+    return f"diagnosed {len(rows)} run{'s' * (len(rows) != 1)}{took}: {summary or 'none read'}{extra}"
+
+
+def _relative(label: str, prefix: str) -> str:
+    return label[len(prefix):] if prefix and label.startswith(prefix) else label
+
+
+def _first_sentence(text: str | None, path: str = "", limit: int = 160) -> str:
+    text = (text or "").split("; ")[0]
+    text = text[len(path) + 2:] if path and text.startswith(f"{path}: ") else text  # the path is said already
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def short_names(rows: list[RunRow]) -> tuple[str, str, list[str]]:
+    """``(prefix, suffix, names)``: the folder every run's label starts with, the file name every label ends with
+    (``trainer_state.json`` in a sweep; ``""`` unless all share it), and each run's label without them."""
+    labels = [r.label for r in rows]
+    prefix = _common_folder(labels)
+    names = [label[len(prefix):] for label in labels]
+    ends = {n.rsplit("/", 1)[-1] for n in names}
+    suffix = ""
+    if len(names) > 1 and len(ends) == 1 and all("/" in n for n in names):
+        shorter = [n.rsplit("/", 1)[0] for n in names]
+        if len(set(shorter)) == len(shorter):
+            suffix, names = ends.pop(), shorter
+    return prefix, suffix, names
+
+
+def _wide_row(r: RunRow, name: str, width: int) -> tuple[str, ...]:
     steps = "-" if r.steps is None else f"{r.steps[0]}-{r.steps[1]}"
     top = finding_text(r) if r.read else "(see below)"
-    return (_cut(r.label[len(prefix):], width), _VERDICT_TEXT.get(r.verdict, r.verdict), top[:48], steps,
+    return (_cut_path(name, width), _VERDICT_TEXT.get(r.verdict, r.verdict), top[:48], steps,
             "-" if r.now is None else f"{r.now:.4g}", forecast_text(r))
 
 
@@ -147,6 +187,24 @@ def _common_folder(labels: list[str]) -> str:
     return "/".join(common) + "/" if common else ""
 
 
+def _cut_path(name: str, width: int) -> str:
+    """A run's name cut to ``width``: its last folder and file kept where they fit (what tells runs apart), the
+    folders above shown as "..."; a longer file name cut in its middle."""
+    if len(name) <= width:
+        return name
+    head, sep, run = name.partition(" [")
+    run = sep + run
+    if len(run) > max(16, width // 2):
+        run = _cut(run[:-1], max(16, width // 2) - 1) + "]"
+    parts = head.split("/")
+    keep = 2 if "." in parts[-1] else 1  # a file: with its folder; a run folder alone
+    tail = "/".join(parts[-keep:])
+    dots = "…/" if len(parts) > keep else ""
+    if len(dots) + len(tail) + len(run) <= width:
+        return dots + tail + run
+    return _cut(dots + tail, max(12, width - len(run))) + run
+
+
 def _cut(text: str, width: int) -> str:
     if len(text) <= width:
         return text
@@ -173,10 +231,10 @@ def render_comparison(rows: list[RunRow], *, title: str | None = None) -> str:
     import altair as alt
     import vl_convert
 
+    skipped = [r for r in rows if not r.read and not r.explicit]  # files found in a folder that are not logs
+    rows = [r for r in rows if r.read or r.explicit]
     title = title or f"GRPO diagnosis of {len(rows)} run{'s' * (len(rows) != 1)}"
-    counts = Counter(r.verdict for r in rows)
-    summary = ", ".join(f"{counts[v]} {_VERDICT_TEXT[v]}" for v in ("healthy", "unhealthy", "inconclusive", NOT_READ)
-                        if counts[v])
+    summary = _summary(rows, skipped, None).split(": ", 1)[1]
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -191,34 +249,41 @@ def render_comparison(rows: list[RunRow], *, title: str | None = None) -> str:
         '<div class="scroll"><table class="runs"><tr><th>run</th><th>verdict</th>'
         "<th>top finding (warning or critical)</th><th>steps</th><th>now</th><th>end of run [90% band]</th></tr>",
     ]
-    prefix = _common_folder([r.label for r in rows])
-    if prefix:
-        parts.insert(-1, f'<p class="meta">Runs in <code>{html.escape(prefix)}</code>:</p>')
+    prefix, suffix, names = short_names(rows)
+    if prefix or suffix:
+        parts.insert(-1, f'<p class="meta">Runs in <code>{html.escape(prefix or "./")}</code>'
+                         + (f" (each <code>.../{html.escape(suffix)}</code>)" if suffix else "") + ":</p>")
     for i, r in enumerate(rows):
         v = r.verdict.replace(" ", "-")
         steps = "-" if r.steps is None else f"{r.steps[0]}&ndash;{r.steps[1]}"
         now = "-" if r.now is None else f"{r.now:.3g}"
         parts.append(
-            f'<tr><td class="run"><a href="#run-{i}">{html.escape(r.label[len(prefix):])}</a></td>'
+            f'<tr><td class="run"><a href="#run-{i}">{html.escape(names[i])}</a></td>'
             f'<td class="v-{v}">{html.escape(_VERDICT_TEXT.get(r.verdict, r.verdict))}</td>'
             f"<td>{html.escape(finding_text(r))}</td><td class=\"num\">{steps}</td>"
             f'<td class="num">{now}</td><td class="num">{html.escape(forecast_text(r))}</td></tr>')
     parts.append("</table></div>")
     specs = {}
-    curves = [(r.label[len(prefix):], s, y, z) for r in rows if r.series
+    curves = [(_cut_path(name, 60), s, y, z) for r, name in zip(rows, names) if r.series
               for s, y, z in zip(r.series["steps"], r.series["reward"], _scaled(r.series["reward"]))]
     if curves:
         parts += ["<h2>Reward curves</h2>",
                   '<p class="muted">Each run\'s mean reward per step (at most 600 points per run). Click a run in '
-                  "the legend to pick it out (shift-click for more); hover a curve for its name. Rewards of different "
-                  "scales compare better each scaled to its own range (0 its least, 1 its most).</p>",
+                  "the legend (or a curve) to pick it out, shift-click for more; hover a curve for its name. "
+                  "Rewards of different scales compare better each scaled to its own range (0 its least, 1 its "
+                  "most).</p>",
                   '<div class="chart" id="overlay"></div>']
         specs["overlay"] = _overlay(alt, curves).to_dict()
     parts.append("<h2>Each run</h2>")
     for i, r in enumerate(rows):
-        parts.append(f'<div class="finding" id="run-{i}"><h3 class="run">{html.escape(r.label)}</h3>')
+        parts.append(f'<div class="finding" id="run-{i}"><h3 class="run">{html.escape(names[i])}</h3>')
         parts += _run_details(r)
         parts.append("</div>")
+    if skipped:
+        parts.append(f'<h2>Found in the folders but not read as logs ({len(skipped)})</h2><ul class="muted">')
+        parts += [f"<li>{html.escape(_relative(r.label, prefix))}: {html.escape(_first_sentence(r.error, r.path))}</li>"
+                  for r in skipped]
+        parts.append("</ul>")
     parts.append('<p class="muted">Definitions and thresholds: grpo_core.runs.diagnostics (book chapter "Reading a '
                  'training log"). Generated by grpo-dynamics.</p>')
     parts.append(
@@ -240,7 +305,11 @@ def _overlay(alt, curves):
 
     # inline values (600 points per run at most): Altair's 5,000-row guard is for data a notebook would embed
     data = alt.Data(values=pd.DataFrame(curves, columns=["run", "step", "reward", "scaled"]).to_dict("records"))
-    pick = alt.selection_point(fields=["run"], bind="legend")
+    runs = len({c[0] for c in curves})
+    # a legend of up to 60 runs (click one to pick it out); past that the curves are named on hover only
+    legend = (alt.Legend(orient="bottom", columns=1, symbolLimit=0, labelLimit=250, title="run (click to pick out)")
+              if runs <= 60 else None)
+    pick = alt.selection_point(fields=["run"], on="click", **({"bind": "legend"} if legend is not None else {}))
     view = alt.param(name="y_axis", value="mean reward",
                      bind=alt.binding_radio(options=["mean reward", "scaled to each run's range"], name="show: "))
     return (
@@ -250,8 +319,7 @@ def _overlay(alt, curves):
         .encode(
             x=alt.X("step:Q", title="step"),
             y=alt.Y("y:Q", title="mean reward (or scaled to the run's range)"),
-            color=alt.Color("run:N", legend=alt.Legend(orient="bottom", columns=1, symbolLimit=40, labelLimit=250,
-                                                       title="run (click to pick out)")),
+            color=alt.Color("run:N", scale=alt.Scale(scheme="tableau20"), legend=legend),
             opacity=alt.condition(pick, alt.value(0.9), alt.value(0.08)),
             tooltip=["run:N", "step:Q", alt.Tooltip("reward:Q", format=".4g", title="mean reward")],
         )
@@ -284,11 +352,18 @@ def _run_details(r: RunRow) -> list[str]:
             f"{html.escape(f['message'])}</p>")
         if f["severity"] != "info":
             out.append(f'<p class="try"><b>What to try:</b> {html.escape(what_to_try(_Finding(f)))}</p>')
+    reading = [n for n in record.get("notes", []) if not n.startswith(("no end-of-run forecast", "data: "))]
+    if reading:
+        out.append('<details class="muted"><summary>reading the log</summary><ul>'
+                   + "".join(f"<li>{html.escape(n)}</li>" for n in reading) + "</ul></details>")
     fc = r.forecast or {}
     if "point" in fc:
         out.append(f"<p>End of run (mean of the last 20% of steps up to {fc['horizon']:g}, "
                    f"{'planned' if fc['horizon_kind'] == 'planned' else 'the run assumed half done'}): "
                    f"{html.escape(forecast_text(r))}.</p>")
+    elif "ended" in fc:
+        out.append(f"<p>The run reached its planned end: the mean reward over its last 20% of steps was "
+                   f"{fc['ended']:.4g}.</p>")
     elif fc.get("declined"):
         out.append(f'<p class="muted">{html.escape(fc["declined"])}.</p>')
     return out

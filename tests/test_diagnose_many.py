@@ -141,14 +141,13 @@ def test_the_command_prints_one_line_per_run_and_lists_what_it_could_not_read(tm
     (root / "notes.txt").write_text("nothing to see here\n")
     code = main(["diagnose", str(root), "--jobs", "1"])
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("diagnosed 3 runs in ") and out[0].endswith("1 not read")
-    assert out[1] == f"in {root}/"
-    header = out[2].split()
-    assert header[:2] == ["run", "verdict"]
-    lines = {line.split()[0]: line for line in out[3:6]}
-    assert set(lines) == {"lr1/checkpoint-30/trainer_state.json", "lr2/trainer_state.json", "notes.txt"}
-    assert "not read" in lines["notes.txt"]
-    assert any(line.startswith("  notes.txt: ") and line.endswith("(found in a folder; not counted)") for line in out)
+    assert out[0].startswith("diagnosed 2 runs in ") and out[0].endswith("; 1 other file(s) were not logs")
+    # the folder the runs share and the file name they share are said once
+    assert out[1] == f"in {root}/ (each .../trainer_state.json)"
+    assert out[2].split()[:2] == ["run", "verdict"]
+    assert [line.split()[0] for line in out[3:5]] == ["lr1/checkpoint-30", "lr2"]
+    assert out[5] == "found in the folders but not read as logs (1; not counted):"
+    assert out[6].startswith("  notes.txt: ")
     assert code == 1  # lr2 is flat at 0.5 for its 40 steps: not learning
 
 
@@ -243,10 +242,42 @@ def test_a_narrow_terminal_gets_the_finding_under_its_run(tmp_path):
     wide, narrow = table_text(rows, columns=None).splitlines(), table_text(rows, columns=66).splitlines()
     assert [c.strip() for c in wide[2].split("  ") if c.strip()][:3] == ["run", "verdict", "top finding"]
     assert len(wide) == 6
-    table = narrow[2:-1]
+    table = narrow[2:6]
+    assert all(len(line) <= 66 for line in narrow[2:])  # the footnote wrapped too
     assert table[0].split() == ["run", "verdict", "steps", "end", "of", "run", "[90%", "band]"]
     assert all(len(line) <= 66 for line in table)
     # lr2 is flat: its finding on the line under it, indented; lr1 has none
-    assert table[1].startswith("lr1/") and table[2].startswith("lr2/")
-    assert table[3] == "    warning: not_learning" and len(table) == 4
-    assert "now 0.5" in table[2]  # no forecast for a finished run: its current level in the column's place
+    assert table[1].startswith("lr1/checkpoint-30 ") and table[2].startswith("lr2 ")
+    assert table[3] == "    warning: not_learning" and narrow[6].startswith("end of run: ")
+    assert table[2].endswith("ended 0.5")  # a finished run: the mean of its last 20% of steps
+
+
+def test_a_log_given_twice_or_found_twice_is_read_once(tmp_path):
+    root = sweep(tmp_path)
+    state = root / "lr2" / "trainer_state.json"
+    refs, notes = find_runs([root, state, f"{root}/../runs/lr2/trainer_state.json"])
+    assert [r.path.relative_to(root).as_posix() for r in refs] == ["lr1/checkpoint-30/trainer_state.json",
+                                                                  "lr2/trainer_state.json"]
+    assert notes[-1] == "read 2 path(s) once that were given or found twice"
+
+
+def test_a_trainer_output_folder_with_its_wandb_folder_gives_both_logs(tmp_path):
+    import shutil
+
+    out = sweep(tmp_path) / "lr2"
+    run = "run-20250318_111614-8m4eakd6"
+    shutil.copytree(datasets.tracker_run_path("42-wandb-kokolerk-ton-8m4eakd6") / run, out / "wandb" / run)
+    refs, _ = find_runs([out])
+    # the trainer's own log and the W&B run beside it: both read, not the folder taken for a W&B folder
+    assert sorted(r.path.relative_to(out).as_posix() for r in refs) == ["trainer_state.json", "wandb"]
+
+
+def test_a_tracker_folder_of_several_runs_given_alone_is_one_row_per_run(capsys):
+    store = datasets.tracker_run_path("50-mlflow-Caitlyn-Yin-grpo-norm-replay")
+    assert main(["diagnose", str(store)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("diagnosed 2 runs in ") and out[0].endswith("2 healthy")
+    names = [line.split("  ")[0] for line in out if "[easy_" in line]
+    assert [n.rsplit("[", 1)[1] for n in names] == ["easy_standard]", "easy_no_std]"]
+    assert any(line.endswith("holds 2 runs; --run chooses one (e.g. --run '0d118e1973b149308bbd0d4d8df0a95c')")
+               for line in out)

@@ -137,8 +137,12 @@ def test_an_experiment_a_run_or_a_folder_holding_mlruns(where, tmp_path):
 
 
 def test_the_cli_diagnoses_the_store(capsys):
-    assert main(["diagnose", str(store()), "--json"]) == 2
-    assert f"--run {NO_STD}" in capsys.readouterr().err
+    # without --run every run of the store is diagnosed, one JSON record each, named by its run name
+    assert main(["diagnose", str(store()), "--json"]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["run"] for r in records] == [STANDARD, NO_STD]
+    assert [r["label"].rsplit(" [", 1)[1] for r in records] == ["easy_standard]", "easy_no_std]"]
+    assert all(r["steps"] == [5, 1000] and r["verdict"] == "healthy" for r in records)
     rc = main(["diagnose", str(store()), "--json", "--run", "easy_standard"])
     assert rc not in (2, 70)
     out = json.loads(capsys.readouterr().out)

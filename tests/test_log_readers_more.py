@@ -165,8 +165,10 @@ def test_run_that_names_no_appended_run_is_refused(tmp_path):
 
 def test_the_cli_refuses_appended_runs_and_reads_the_one_chosen(tmp_path, capsys):
     path = two_runs(tmp_path)
-    assert main(["diagnose", str(path), "--no-forecast", "--json"]) == 2
-    assert "--run last" in capsys.readouterr().err
+    # without --run each of the appended runs is diagnosed: one JSON record each
+    assert main(["diagnose", str(path), "--no-forecast", "--json"]) in (0, 1, 3)
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["run"], r["steps"]) for r in records] == [("1", [1, 200]), ("2", [1, 150])]
     assert main(["diagnose", str(path), "--no-forecast", "--json", "--run", "last"]) in (0, 1, 3)  # a verdict
     out = json.loads(capsys.readouterr().out)
     assert out["steps"] == [1, 150] and "read run 2 of 2" in out["notes"][0]

@@ -88,7 +88,9 @@ def register(subparsers) -> None:
     p.add_argument(
         "--json",
         action="store_true",
-        help="print one JSON object (findings, healthy, forecast, format, ...) instead of the report",
+        help="print one JSON object (findings, healthy, forecast, format, ...) instead of the report; for several "
+             "paths, a folder of runs or a log holding several runs: one JSON object per run per line (label, path, "
+             "run, verdict, exit_code, top, forecast, diagnosis ...)",
     )
     p.add_argument("--report", metavar="FILE.html", default=None,
                    help="also write a self-contained HTML report with the charts (several runs: one page comparing "
@@ -116,12 +118,26 @@ def handler(args: argparse.Namespace) -> int:
     several = _several(args)
     if several is not None:
         return _many(args, several, report, group_size, num_prompts, binary)
+    from grpo_core.errors import SeveralRunsError
+
     quiet = args.json
     with warnings.catch_warnings():
         if quiet:
             # --json prints exactly one JSON object; what reading did is in its "notes".
             warnings.simplefilter("ignore")
-        log = read_log_from_args(args)
+        try:
+            log = read_log_from_args(args)
+        except SeveralRunsError as exc:
+            if args.run is not None:
+                raise
+            # a log or tracker folder of several runs: each run diagnosed, one row each (--run reads one)
+            from pathlib import Path
+
+            from grpo_core.runs.logs.discover import RunRef
+
+            note = f"{args.log} holds {len(exc.runs)} runs; --run chooses one (e.g. --run '{exc.runs[-1]}')"
+            return _many(args, ([RunRef(Path(args.log), None, str(args.log), True)], [note]), report, group_size,
+                         num_prompts, binary)
         if args.max_steps is not None:
             log.meta["max_steps"] = check_integer("max_steps", args.max_steps, low=1)
         with as_flag("reward_range", "--reward-range"):
@@ -169,7 +185,8 @@ def _several(args):
             args.log = paths[0]
             return None
     refs, notes = find_runs(paths)
-    if len(refs) == 1 and len(paths) == 1:
+    if len(refs) == 1 and len(paths) == 1 and not args.json:
+        # a folder holding one log: its diagnosis in full (with --json, the records of a folder, whatever its count)
         args.log = str(refs[0].path)
         return None
     return refs, notes

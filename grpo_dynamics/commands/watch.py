@@ -315,15 +315,17 @@ class _Watch:
         except (TypeError, ValueError):
             return None
 
-    def _reward(self) -> tuple[float | None, float | None]:
-        """The last logged finite reward and the mean of the last :data:`RECENT` (None without a reward)."""
+    def _reward(self) -> tuple[float | None, float | None, int | None]:
+        """The last logged finite reward, the mean of the last :data:`RECENT` and the step of the last (None without
+        a reward): a step's other metrics can be written before its reward (TensorBoard writes one event per value)."""
         if not self.log.has("reward"):
-            return None, None
-        values = [v for v in self.log.train["reward"].to_numpy(float) if math.isfinite(v)]
-        if not values:
-            return None, None
-        recent = values[-RECENT:]
-        return float(values[-1]), float(sum(recent) / len(recent))
+            return None, None, None
+        column = self.log.train["reward"]
+        pairs = [(int(i), v) for i, v in zip(column.index, column.to_numpy(float)) if math.isfinite(v)]
+        if not pairs:
+            return None, None, None
+        recent = [v for _, v in pairs[-RECENT:]]
+        return float(pairs[-1][1]), float(sum(recent) / len(recent)), pairs[-1][0]
 
     def _verdict_text(self) -> str:
         d = self.diagnosis
@@ -333,12 +335,14 @@ class _Watch:
 
     def _status(self) -> None:
         step, planned = self.step, self._planned()
-        last, mean = self._reward()
+        last, mean, at = self._reward()
         width = len(str(planned)) if planned else 1
         where = f"step {step:>{width}}" + (f"/{planned}" if planned else "")
-        reward = (f"reward {last:.4g} (mean of last {min(RECENT, self._n_rewards())}: {mean:.4g})"
-                  if last is not None else "no reward")
-        fields: dict[str, Any] = dict(step=step, max_steps=planned, reward=last, reward_mean=mean,
+        reward = "no reward"
+        if last is not None:
+            reward = (f"reward {last:.4g}" + (f" (at step {at})" if at != step else "")
+                      + f" (mean of last {min(RECENT, self._n_rewards())}: {mean:.4g})")
+        fields: dict[str, Any] = dict(step=step, max_steps=planned, reward=last, reward_step=at, reward_mean=mean,
                                       reward_mean_steps=min(RECENT, self._n_rewards()),
                                       verdict=self.diagnosis.verdict, modes=self.diagnosis.modes)
         text = f"{where}  {reward}  {self._verdict_text()}"

@@ -68,7 +68,8 @@ class RunRow:
         reads it.
     forecast : dict or None
         ``point``, ``low``, ``high`` (the 90% band as shown), ``horizon`` and ``horizon_kind``; or ``declined``
-        with the reason.
+        with the reason, and for a run that reached its planned end ``ended``, the mean reward over its last 20%
+        of steps.
     record : dict or None
         The whole diagnosis (:meth:`~grpo_core.runs.diagnostics.Diagnosis.to_dict`), when asked for; without the
         law fit that describes the curve (``fit_laws=False``: a description for charts, not a forecast, and most
@@ -190,7 +191,8 @@ def _diagnose_ref(ref: RunRef, options: dict[str, Any], record: bool, series: bo
     try:
         return [_diagnose_one(ref, options, record, series)]
     except SeveralRunsError as exc:
-        return [_row_or_error(ref.with_run(run), options, record, series) for run in exc.runs]
+        return [_row_or_error(ref.with_run(run, label), options, record, series)
+                for run, label in zip(exc.runs, exc.labels)]
     except (GrpoError, OSError, UnicodeError) as exc:
         return [_not_read(ref, exc)]
 
@@ -234,7 +236,7 @@ def _diagnose_one(ref: RunRef, options: dict[str, Any], record: bool, series: bo
     else:
         why = fc.declined if fc is not None else next(
             (n for n in d.notes if n.startswith("no end-of-run forecast")), "no end-of-run forecast")
-        forecast = {"declined": why}
+        forecast = {"declined": why, **_ended(log, why)}
     return RunRow(
         label=ref.label, path=str(ref.path), run=ref.run, verdict=d.verdict, exit_code=EXIT_OF_VERDICT[d.verdict],
         explicit=ref.explicit,
@@ -244,6 +246,22 @@ def _diagnose_one(ref: RunRef, options: dict[str, Any], record: bool, series: bo
         forecast=forecast, record=d.to_dict() if record else None, series=_series(log) if series else None,
         seconds=time.perf_counter() - t0,
     )
+
+
+def _ended(log, why: str) -> dict[str, float]:
+    """For a run that reached its planned end: ``ended``, the mean reward over its last 20% of steps (what the
+    forecast would have been of; :func:`~grpo_core.runs.forecast.forecast_end` says the same in its reason)."""
+    import re
+
+    import numpy as np
+
+    m = re.search(r"reached its planned end \(step ([0-9.e+]+)\)", why)
+    if m is None or "reward" not in log.train.columns:
+        return {}
+    horizon = float(m.group(1))
+    steps, values = log.series("reward")
+    keep = np.isfinite(values) & (steps >= 0.8 * horizon)
+    return {"ended": float(values[keep].mean())} if keep.any() else {}
 
 
 def _now(log, fc) -> float | None:

@@ -68,9 +68,9 @@ class RunRef:
     label: str
     explicit: bool
 
-    def with_run(self, run: str) -> RunRef:
-        """The same input read with ``run`` (one of the runs it holds)."""
-        return RunRef(self.path, run, f"{self.label} [{run}]", self.explicit)
+    def with_run(self, run: str, name: str | None = None) -> RunRef:
+        """The same input read with ``run`` (one of the runs it holds), labelled with ``name`` (default: ``run``)."""
+        return RunRef(self.path, run, f"{self.label} [{name or run}]", self.explicit)
 
 
 def find_runs(paths, *, max_runs: int = 10_000) -> tuple[list[RunRef], list[str]]:
@@ -118,7 +118,27 @@ def find_runs(paths, *, max_runs: int = 10_000) -> tuple[list[RunRef], list[str]
             refs.append(RunRef(p, None, str(raw), True))
         if len(refs) > max_runs:
             raise DataError(f"more than {max_runs} logs in {', '.join(map(str, paths))[:200]}; give fewer paths")
-    return refs, notes
+    return _unique(refs, notes), notes
+
+
+def _unique(refs: list[RunRef], notes: list[str]) -> list[RunRef]:
+    """Each file or folder once (a path given twice, a folder and a file in it, two spellings of one path, a
+    hard link), the first kept."""
+    seen: set = set()
+    out = []
+    for ref in refs:
+        try:
+            st = ref.path.stat()
+            key = (st.st_dev, st.st_ino)
+        except OSError:
+            key = str(ref.path.resolve())
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(ref)
+    if len(out) < len(refs):
+        notes.append(f"read {len(refs) - len(out)} path(s) once that were given or found twice")
+    return out
 
 
 def is_one_run(folder: Path) -> bool:
@@ -146,17 +166,34 @@ def _whole(p: Path):
                 # trainer, :func:`~grpo_core.runs.logs.tensorboard.writers_of_one_run`)
                 if any(module.is_event_file(c) and c.is_file() for c in p.iterdir()) or module.writers_of_one_run(p):
                     return module
-            elif module.matches(p):
+            elif module.matches(p) and not _other_logs(p):
+                # a TRL output folder with its wandb/ or mlruns/ beside trainer_state.json is walked: both are read
                 return module
         except OSError:
             continue
     return None
 
 
+def _other_logs(folder: Path) -> bool:
+    """Whether ``folder`` holds a log file of its own (``trainer_state.json``, a ``.jsonl`` or ``.csv``) or a
+    ``checkpoint-<N>`` folder, beside what a tracker wrote."""
+    try:
+        return any((c.is_file() and (c.name == "trainer_state.json" or c.suffix.lower() in (".jsonl", ".csv"))
+                    and not _NOT_LOGS.match(c.name)) or (c.is_dir() and _CHECKPOINT.match(c.name))
+                   for c in folder.iterdir())
+    except OSError:
+        return False
+
+
 def _walk(root: Path, notes: list[str]) -> list[Path]:
     found: list[Path] = []
     older = 0
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+    unlisted: list[str] = []
+
+    def not_listed(exc: OSError) -> None:
+        unlisted.append(f"{exc.filename}: {exc.strerror}")
+
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False, onerror=not_listed):
         here = Path(dirpath)
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in _SKIP_DIRS)
         if here != root and _whole(here) is not None:
@@ -183,6 +220,8 @@ def _walk(root: Path, notes: list[str]) -> list[Path]:
             if name == "trainer_state.json" or (f.suffix.lower() in LOG_SUFFIXES and not _NOT_LOGS.match(name)):
                 if f.is_file():
                     found.append(f)
+    if unlisted:
+        notes.append(f"could not list {len(unlisted)} folder(s): {'; '.join(unlisted[:5])}")
     if older:
         notes.append(f"left out {older} earlier checkpoint(s)' trainer_state.json (the last checkpoint's "
                      "holds the same history and more)")

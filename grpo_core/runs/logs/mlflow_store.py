@@ -310,7 +310,7 @@ def read_mlflow(path: Path, source: str, notes: list[str], meta: dict, run: str 
         shown = "; ".join(f"{i}: {r.label}" for i, r in enumerate(runs, 1))
         raise SeveralRunsError(f"{source}: an MLflow store of {len(runs)} runs ({shown}); choose one with "
                                f"run='{runs[-1].run_id}' or run='last' (command line: --run {runs[-1].run_id})",
-                               [r.run_id for r in runs])
+                               [r.run_id for r in runs], _short_labels(runs))
     chosen = runs[0] if run is None else _choose(runs, run, source)
     if len(runs) > 1:
         _note(notes, f"read the MLflow run {chosen.label}; left out {len(runs) - 1} other run(s)", warn=False)
@@ -359,3 +359,14 @@ def _param(folder: Path, key: str) -> str | None:
 
 #: The reader :func:`grpo_core.runs.logs.read_log` calls (:data:`grpo_core.runs.logs.read.STORES`).
 read_store = read_mlflow
+
+
+def _short_labels(runs) -> list[str]:
+    """Each run's name, with its experiment where names repeat across experiments and the start of its id where
+    they still repeat (a table's label; the run id chooses it)."""
+    names = [r.run_name for r in runs]
+    if len(set(names)) < len(names):
+        names = [f"{r.experiment}/{r.run_name}" for r in runs]
+    if len(set(names)) < len(names):
+        names = [f"{n} ({r.run_id[:8]})" for n, r in zip(names, runs)]
+    return names
