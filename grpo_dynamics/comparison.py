@@ -73,7 +73,7 @@ def table_text(rows: list[RunRow], *, seconds: float | None = None, notes: list[
     if prefix or suffix:
         lines.append(f"in {prefix or './'}" + (f" (each .../{suffix})" if suffix else ""))
     limit = _columns() if columns is None else columns
-    wide = [_wide_row(r, name, 52) for r, name in zip(rows, names)]
+    wide = [_wide_row(r, name, 52, bool(prefix)) for r, name in zip(rows, names)]
     header = ("run", "verdict", "top finding", "steps", "now", "end of run [90% band]")
     if limit is None or _width([header, *wide]) <= limit:
         lines += _aligned([header, *wide])
@@ -84,7 +84,7 @@ def table_text(rows: list[RunRow], *, seconds: float | None = None, notes: list[
         short = [(name, verdict, steps, end if end != "-" else (f"now {now}" if now != "-" else "-"))
                  for name, verdict, _, steps, now, end in wide]
         room = max(20, limit - _width([header[1:], *[row[1:] for row in short]]) - 2)
-        short = [(_cut_path(name, room), *row[1:]) for name, row in zip(names, short)]
+        short = [(_cut_path(name, room, bool(prefix)), *row[1:]) for name, row in zip(names, short)]
         table = _aligned([header, *short])
         lines.append(table[0])
         for line, (_, _, top, *_) in zip(table[1:], wide):
@@ -141,10 +141,10 @@ def short_names(rows: list[RunRow]) -> tuple[str, str, list[str]]:
     return prefix, suffix, names
 
 
-def _wide_row(r: RunRow, name: str, width: int) -> tuple[str, ...]:
+def _wide_row(r: RunRow, name: str, width: int, first: bool) -> tuple[str, ...]:
     steps = "-" if r.steps is None else f"{r.steps[0]}-{r.steps[1]}"
     top = finding_text(r) if r.read else "(see below)"
-    return (_cut_path(name, width), _VERDICT_TEXT.get(r.verdict, r.verdict), top[:48], steps,
+    return (_cut_path(name, width, first), _VERDICT_TEXT.get(r.verdict, r.verdict), top[:48], steps,
             "-" if r.now is None else f"{r.now:.4g}", forecast_text(r))
 
 
@@ -187,9 +187,10 @@ def _common_folder(labels: list[str]) -> str:
     return "/".join(common) + "/" if common else ""
 
 
-def _cut_path(name: str, width: int) -> str:
+def _cut_path(name: str, width: int, first: bool = True) -> str:
     """A run's name cut to ``width``: its last folder and file kept where they fit (what tells runs apart), the
-    folders above shown as "..."; a longer file name cut in its middle."""
+    folders above shown as "..." (but the first, a run's folder in the folder given, with ``first``); a longer
+    name cut in its middle."""
     if len(name) <= width:
         return name
     head, sep, run = name.partition(" [")
@@ -199,10 +200,18 @@ def _cut_path(name: str, width: int) -> str:
     parts = head.split("/")
     keep = 2 if "." in parts[-1] else 1  # a file: with its folder; a run folder alone
     tail = "/".join(parts[-keep:])
+    room = max(12, width - len(run))
+    if first and len(parts) > keep + 1:
+        # deeper: the first folder (a run's folder in a collection) and the tail, each cut to its share
+        first = parts[0]
+        if len(first) + 3 + len(tail) <= room:
+            return f"{first}/…/{tail}{run}"
+        share = max(6, 2 * (room - 3) // 3)
+        return f"{_cut(first, share)}/…/{_cut(tail, room - 3 - min(share, len(first)))}{run}"
     dots = "…/" if len(parts) > keep else ""
-    if len(dots) + len(tail) + len(run) <= width:
+    if len(dots) + len(tail) <= room:
         return dots + tail + run
-    return _cut(dots + tail, max(12, width - len(run))) + run
+    return _cut(dots + tail, room) + run
 
 
 def _cut(text: str, width: int) -> str:
@@ -264,7 +273,7 @@ def render_comparison(rows: list[RunRow], *, title: str | None = None) -> str:
             f'<td class="num">{now}</td><td class="num">{html.escape(forecast_text(r))}</td></tr>')
     parts.append("</table></div>")
     specs = {}
-    curves = [(_cut_path(name, 60), s, y, z) for r, name in zip(rows, names) if r.series
+    curves = [(_cut_path(name, 60, bool(prefix)), s, y, z) for r, name in zip(rows, names) if r.series
               for s, y, z in zip(r.series["steps"], r.series["reward"], _scaled(r.series["reward"]))]
     if curves:
         parts += ["<h2>Reward curves</h2>",
