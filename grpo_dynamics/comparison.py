@@ -104,6 +104,7 @@ def table_text(rows: list[RunRow], *, seconds: float | None = None, notes: list[
     lines.append(tail + " (--json or --report for each run's findings)")
     if limit is not None:
         lines[-1:] = textwrap.wrap(lines[-1], max(40, limit))
+        lines[:1] = textwrap.wrap(lines[0], max(40, limit))
     return "\n".join(lines)
 
 
