@@ -317,7 +317,7 @@ def _overlay(alt, curves):
     data = alt.Data(values=pd.DataFrame(curves, columns=["run", "step", "reward", "scaled"]).to_dict("records"))
     runs = len({c[0] for c in curves})
     # a legend of up to 60 runs (click one to pick it out); past that the curves are named on hover only
-    legend = (alt.Legend(orient="bottom", columns=1, symbolLimit=0, labelLimit=250, title="run (click to pick out)")
+    legend = (alt.Legend(orient="bottom", columns=1, symbolLimit=0, labelLimit=380, title="run (click to pick out)")
               if runs <= 60 else None)
     pick = alt.selection_point(fields=["run"], on="click", **({"bind": "legend"} if legend is not None else {}))
     view = alt.param(name="y_axis", value="mean reward",
