@@ -249,6 +249,7 @@ class _Bar:
         if total > 3 and sys.stderr.isatty():
             from tqdm import tqdm
 
+            tqdm.monitor_interval = 0  # no monitor thread: the workers are forked, which threads make unsafe
             self._bar = tqdm(total=total, unit="log", desc="diagnosing", leave=False, file=sys.stderr)
 
     def __call__(self, done: int, total: int) -> None:
