@@ -103,8 +103,13 @@ def table_text(rows: list[RunRow], *, seconds: float | None = None, notes: list[
     lines += list(notes or [])
     lines.append(tail + " (--json or --report for each run's findings)")
     if limit is not None:
-        lines[-1:] = textwrap.wrap(lines[-1], max(40, limit))
-        lines[:1] = textwrap.wrap(lines[0], max(40, limit))
+        width = max(40, limit)
+        lines[-1:] = textwrap.wrap(lines[-1], width)
+        lines[:1] = textwrap.wrap(lines[0], width)
+        # the lists of what was not read: each entry wrapped under its indent
+        lines = [part for line in lines for part in
+                 (textwrap.wrap(line, width, initial_indent="  ", subsequent_indent="      ")
+                  if line.startswith("  ") and not line.startswith("    ") and len(line) > width else [line])]
     return "\n".join(lines)
 
 

@@ -169,8 +169,8 @@ def _whole(p: Path):
             elif module.matches(p) and not _other_logs(p):
                 # a TRL output folder with its wandb/ or mlruns/ beside trainer_state.json is walked: both are read
                 return module
-        except OSError:
-            continue
+        except (OSError, DataError):
+            continue  # unreadable, or the tracker's library missing: the walk lists the files and reading says why
     return None
 
 
