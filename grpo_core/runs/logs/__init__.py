@@ -11,7 +11,10 @@ The room, one module per concept:
 ``verl``     verl keys
 ``keys``     :func:`normalize_key`, :func:`normalize_record` (any format's key -> normalised name, split)
 ``parsing``  the container: JSON document, JSON lines, CSV
-``tensorboard`` TensorBoard event files and folders of them (the extra ``grpo-dynamics[tensorboard]``)
+``tensorboard`` TensorBoard event files and folders of them (tensorboardX, a dependency)
+``wandb_files`` W&B run files (``.wandb``) and run folders (the extra ``grpo-dynamics[wandb]``)
+``mlflow_store`` MLflow file stores (``mlruns/``), by their documented layout
+``discover`` the logs in paths and folders a user gives (many runs at once)
 ``console``  console and stream logs (what a run printed: TRL/Unsloth/ms-swift metric dicts among
              progress bars, verl ``step:N - key:value`` lines, Kaggle stream logs)
 ``aliases``  W&B exports, files holding several runs (``run=``: a run column, runs appended one after the

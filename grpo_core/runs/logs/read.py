@@ -40,8 +40,10 @@ def read_log(
     Parameters
     ----------
     path : str or pathlib.Path
-        The log file, or a TensorBoard event file or a folder of them (:mod:`grpo_core.runs.logs.tensorboard`;
-        needs ``pip install 'grpo-dynamics[tensorboard]'``).
+        The log file; or a tracker's files as it wrote them: a TensorBoard event file or a folder of them
+        (:mod:`grpo_core.runs.logs.tensorboard`), a W&B ``.wandb`` file, run folder or ``wandb/`` folder
+        (:mod:`grpo_core.runs.logs.wandb_files`; needs ``pip install 'grpo-dynamics[wandb]'``), an MLflow file store,
+        experiment or run folder (:mod:`grpo_core.runs.logs.mlflow_store`).
     format : {"auto", "trl", "notebook", "verl", "grpo_dynamics", "generic"}
         Force a format instead of detecting it.
     mapping : dict of str to str, optional

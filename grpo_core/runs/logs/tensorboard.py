@@ -27,10 +27,10 @@ Files and folders:
   (slime's rollout manager and trainer: no tag in common, steps shared), read as one run when ``run`` is not
   given.
 
-The frames and protocol buffers are read with ``tensorboardX`` (the extra ``grpo-dynamics[tensorboard]``)
-or, where it is missing, ``tensorboard``; each frame's length is checked against its CRC (the data's
-CRC is not: in pure Python it costs 0.2 s per megabyte), and a frame cut off at the end (a run killed
-while writing) is dropped with a warning.
+The frames and protocol buffers are read with ``tensorboardX`` (a dependency of grpo-dynamics; the extra
+``grpo-dynamics[tensorboard]`` is kept for old install lines) or, where it is missing, ``tensorboard``;
+each frame's length is checked against its CRC (the data's CRC is not: in pure Python it costs 0.2 s per
+megabyte), and a frame cut off at the end (a run killed while writing) is dropped with a warning.
 
 References
 ----------
