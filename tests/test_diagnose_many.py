@@ -281,3 +281,15 @@ def test_a_tracker_folder_of_several_runs_given_alone_is_one_row_per_run(capsys)
     assert [n.rsplit("[", 1)[1] for n in names] == ["easy_standard]", "easy_no_std]"]
     assert any(line.endswith("holds 2 runs; --run chooses one (e.g. --run '0d118e1973b149308bbd0d4d8df0a95c')")
                for line in out)
+
+
+def test_fit_and_watch_read_a_trainer_output_folder_as_its_last_checkpoint(tmp_path, capsys):
+    root = sweep(tmp_path)
+    assert main(["fit", str(root / "lr1"), "--metric", "reward"]) == 0
+    assert capsys.readouterr().out.startswith(f"{root / 'lr1'} [reward]: 30 points")
+    assert main(["watch", str(root / "lr1"), "--once"]) in (0, 1, 3)
+    assert "step 30/60" in capsys.readouterr().out
+    # a folder of several runs is for diagnose: the others name the logs
+    assert main(["fit", str(root), "--metric", "reward"]) == 2
+    err = capsys.readouterr().err
+    assert "a folder of 2 logs (lr1/checkpoint-30/trainer_state.json, lr2/trainer_state.json)" in err

@@ -43,10 +43,34 @@ def mapping(items: list[str] | None) -> dict[str, str] | None:
 
 
 def read_log_from_args(args: argparse.Namespace):
-    """Read ``args.log`` with the shared options; returns a :class:`grpo_core.runs.logs.RunLog`."""
+    """Read ``args.log`` with the shared options; returns a :class:`grpo_core.runs.logs.RunLog`.
+
+    A folder that no tracker reads as a whole (a trainer's output folder) is read as the one log it holds (the
+    last checkpoint's ``trainer_state.json``: :func:`grpo_core.runs.logs.discover.find_runs`), found again at
+    each call, so ``watch`` follows the newest checkpoint.
+
+    Raises
+    ------
+    DataError
+        The log cannot be read; the folder holds no log, or several (the message lists them).
+    """
+    from pathlib import Path
+
     from grpo_core.runs.logs import read_log
 
-    return read_log(args.log, format=args.format, mapping=mapping(args.map), trl_version=args.trl_version,
+    path = Path(args.log)
+    if path.is_dir():
+        from grpo_core.errors import DataError
+        from grpo_core.runs.logs.discover import find_runs, is_one_run
+
+        if not is_one_run(path):
+            refs, _ = find_runs([path])
+            if len(refs) > 1:
+                shown = ", ".join(str(r.path.relative_to(path)) for r in refs[:8]) + (" ..." if len(refs) > 8 else "")
+                raise DataError(f"{args.log}: a folder of {len(refs)} logs ({shown}); give one of them (`diagnose` "
+                                "takes a folder of runs)")
+            path = refs[0].path
+    return read_log(path, format=args.format, mapping=mapping(args.map), trl_version=args.trl_version,
                     run=getattr(args, "run", None))
 
 

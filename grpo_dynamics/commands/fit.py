@@ -50,7 +50,9 @@ def register(subparsers) -> None:
             "points, what the forecast is of)."
         ),
     )
-    p.add_argument("log", metavar="LOG", help="the training log file")
+    p.add_argument("log", metavar="LOG",
+                   help="the training log file, a tracker's folder (TensorBoard, W&B, MLflow) or a trainer's output "
+                        "folder (its last checkpoint's trainer_state.json)")
     p.add_argument("--metric", default="reward",
                    help="column to fit: a normalised name (reward, kl, entropy, reward/<f>) or the log's own "
                         "name ('rewards/correctness/mean', 'rewards/correctness', 'critic/score/mean'); "

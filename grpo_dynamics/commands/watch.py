@@ -83,7 +83,9 @@ def register(subparsers) -> None:
             "end at times); `grpo-dynamics diagnose LOG` gives the full report."
         ),
     )
-    p.add_argument("log", help="the log file, or a folder of TensorBoard event files (need not exist yet)")
+    p.add_argument("log", help="the log file, a tracker's folder (TensorBoard, W&B, MLflow) or a trainer's output "
+                               "folder (its newest checkpoint's trainer_state.json, found again as it grows); it "
+                               "need not exist yet")
     add_log_arguments(p)
     p.add_argument("--interval", default="10", metavar="S",
                    help=f"seconds between polls (default 10, {MIN_INTERVAL:g} to {MAX_INTERVAL:g}); a poll that finds "
