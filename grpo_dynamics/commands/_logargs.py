@@ -21,6 +21,18 @@ def add_log_arguments(p: argparse.ArgumentParser) -> None:
                         "or --run arm=pure-GRPO; a W&B export's run name)")
 
 
+def add_group_arguments(p: argparse.ArgumentParser) -> None:
+    """``--group-size``, ``--num-prompts`` and ``--binary-reward``: what the zero-spread check reads (``diagnose``,
+    ``watch``)."""
+    p.add_argument("--group-size", dest="group_size", default=None,
+                   help="completions per prompt G (TRL num_generations), for the 0/1-reward expectation "
+                        "p^G + (1-p)^G of the zero-spread fraction")
+    p.add_argument("--num-prompts", dest="num_prompts", default=None,
+                   help="prompts per step; 1 makes reward_std == 0 the exact zero-spread fraction")
+    p.add_argument("--binary-reward", dest="binary_reward", choices=("auto", "yes", "no"), default="auto",
+                   help="whether the reward is 0/1 (auto: when every reward lies in [0, 1])")
+
+
 def mapping(items: list[str] | None) -> dict[str, str] | None:
     """``["step=iter", "reward=acc"]`` -> ``{"step": "iter", "reward": "acc"}``.
 

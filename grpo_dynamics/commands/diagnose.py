@@ -27,11 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ._logargs import add_log_arguments, as_flag, output_path, read_log_from_args
-
-EXIT_HEALTHY = 0
-EXIT_FINDINGS = 1
-EXIT_INCONCLUSIVE = 3
+from ._logargs import add_group_arguments, add_log_arguments, as_flag, output_path, read_log_from_args
 
 
 def register(subparsers) -> None:
@@ -54,13 +50,7 @@ def register(subparsers) -> None:
                    help="the log file, or a tracker's folder (TensorBoard, W&B, MLflow); several paths or a folder of "
                         "runs diagnose each run (one table)")
     add_log_arguments(p)
-    p.add_argument("--group-size", dest="group_size", default=None,
-                   help="completions per prompt G (TRL num_generations), for the 0/1-reward expectation "
-                        "p^G + (1-p)^G of the zero-spread fraction")
-    p.add_argument("--num-prompts", dest="num_prompts", default=None,
-                   help="prompts per step; 1 makes reward_std == 0 the exact zero-spread fraction")
-    p.add_argument("--binary-reward", dest="binary_reward", choices=("auto", "yes", "no"), default="auto",
-                   help="whether the reward is 0/1 (auto: when every reward lies in [0, 1])")
+    add_group_arguments(p)
     p.add_argument("--reward-range", dest="reward_range", nargs=2, type=float, metavar=("LOW", "HIGH"), default=None,
                    help="the least and the most a step's mean reward can be (a composite reward: the sums of its "
                         "functions' minima and maxima, e.g. 0 1.5); the forecast and its band are shown within it "
@@ -167,7 +157,9 @@ def handler(args: argparse.Namespace) -> int:
         print(diagnosis.summary())
         if args.report:
             print(f"report: {args.report}")
-    return {"healthy": EXIT_HEALTHY, "inconclusive": EXIT_INCONCLUSIVE}.get(diagnosis.verdict, EXIT_FINDINGS)
+    from grpo_core.runs.diagnostics.many import EXIT_OF_VERDICT
+
+    return EXIT_OF_VERDICT[diagnosis.verdict]
 
 
 def _several(args):

@@ -52,12 +52,9 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from ._logargs import add_log_arguments, as_flag, mapping, read_log_from_args
+from ._logargs import add_group_arguments, add_log_arguments, as_flag, mapping, read_log_from_args
 
-EXIT_HEALTHY = 0
-EXIT_FINDINGS = 1
 EXIT_UNREADABLE = 2
-EXIT_INCONCLUSIVE = 3
 #: Least ``--interval`` (seconds): a poll is a stat of the log (of each file below a folder).
 MIN_INTERVAL = 0.1
 #: Most ``--interval`` (seconds, a day): polling less often is no watching (and ``time.sleep`` has a limit).
@@ -98,13 +95,7 @@ def register(subparsers) -> None:
                    help="the least severity printed (default warning, as the training callback; info adds what "
                         "is worth knowing but no failure, e.g. saturation); the verdict and the exit status do "
                         "not depend on it")
-    p.add_argument("--group-size", dest="group_size", default=None,
-                   help="completions per prompt G (TRL num_generations), for the 0/1-reward expectation "
-                        "p^G + (1-p)^G of the zero-spread fraction")
-    p.add_argument("--num-prompts", dest="num_prompts", default=None,
-                   help="prompts per step; 1 makes reward_std == 0 the exact zero-spread fraction")
-    p.add_argument("--binary-reward", dest="binary_reward", choices=("auto", "yes", "no"), default="auto",
-                   help="whether the reward is 0/1 (auto: when every reward lies in [0, 1])")
+    add_group_arguments(p)
     p.add_argument("--eval-metric", dest="eval_metric", default=None,
                    help="eval column to compare with the training reward (default: chosen by name); until the "
                         "log has it (eval rows come every N steps) the default is used, said once")
@@ -442,8 +433,9 @@ class _Watch:
                      exit_status=EXIT_UNREADABLE, error=str(error))
             raise error
         d = self.diagnosis
-        status = 130 if interrupted else {"healthy": EXIT_HEALTHY, "inconclusive": EXIT_INCONCLUSIVE}.get(
-            d.verdict, EXIT_FINDINGS)
+        from grpo_core.runs.diagnostics.many import EXIT_OF_VERDICT
+
+        status = 130 if interrupted else EXIT_OF_VERDICT[d.verdict]
         self.out("end", f"end at step {self.step} ({why}): {self._verdict_text()}",
                  reason=why, step=self.step, verdict=d.verdict, modes=d.modes, exit_status=status)
         return status
