@@ -22,11 +22,17 @@ Stages, each written to ``book/experiments/runs/oscillator-lab/`` before the nex
 ``sweep``
     Every (optimizer, mode, ``K_ref``, learning rate) of the ladder, ``SWEEP_SEEDS`` seeds, from the
     displaced start; each run's trace appended to ``traces.jsonl`` (resumable).
+``predict-frozen``, ``sweep-frozen``
+    The frozen mode (the whole gradient taken at the behaviour policy: the model's lag exactly), added after
+    the first sweep showed the stale mode stable far above its prediction: its predictions (the stale
+    formula) are registered in ``predictions_frozen.json`` before its sweep runs.
+``extend``
+    Brackets the ladder left open, continued by a factor 2.5 per round (not registered; labelled so).
 ``ablation``
     The group-size ablation: ``G`` in {4, 16} at a fixed prompts per step, {std-scaled, mean baseline}
     x {AdamW, SGD}, ``beta = 0`` from the warm-up (the setting where TRL's runs ended apart).
 
-``python -m bench.bench_llm_oscillator prepare|sweep|ablation [--jobs N]``. Warmed-up model and
+``python -m bench.bench_llm_oscillator STAGE [--jobs N]``. Warmed-up model and
 weights stay in ``--work`` (not committed).
 """
 
@@ -34,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import sys
@@ -274,20 +281,94 @@ def ablation(work: Path, n_jobs: int) -> None:
              "num_prompts": a["num_prompts"], "scale_rewards": scale, "max_grad_norm": a["max_grad_norm"],
              "lr_warmup_steps": a["lr_warmup_steps"]}
             for opt in OPTIMIZERS for scale in ("group", "none") for g in a["group_sizes"] for seed in a["seeds"]]
-    jobs.sort(key=lambda j: -j["group_size"])
+    # two arms that split what is left (SGD, mean baseline): G = 4 with its learning rate raised by
+    # (15/16) / (3/4) = 1.25, which cancels the mean baseline's (G - 1)/G shrink of the expected gradient;
+    # and G = 4 with four times the prompts, the completions (and so the sampling noise) of G = 16
+    base = {"optimizer": "sgd", "momentum": a["momentum"], "k_ref": 1, "mode": "ratio", "beta": a["beta"],
+            "steps": a["steps"], "scale_rewards": "none", "max_grad_norm": a["max_grad_norm"],
+            "lr_warmup_steps": a["lr_warmup_steps"], "group_size": 4}
+    for seed in a["seeds"]:
+        jobs.append({**base, "seed": seed, "num_prompts": a["num_prompts"],
+                     "learning_rate": a["learning_rate"]["sgd"] * (15 / 16) / (3 / 4)})
+        jobs.append({**base, "seed": seed, "num_prompts": 4 * a["num_prompts"],
+                     "learning_rate": a["learning_rate"]["sgd"]})
+    jobs.sort(key=lambda j: -j["group_size"] * j["num_prompts"])
     _execute(jobs, OUT / "ablation.jsonl", n_jobs, "warmup", work)
+
+
+def predict_frozen() -> None:
+    """Register the frozen mode's predictions (the same formula as the stale mode's) before its sweep."""
+    from grpo_core.llm.lab_analysis import lab_predictions
+    from grpo_core.llm.runs import provenance
+
+    pred = _read(OUT / "predictions.json")
+    rows = {}
+    for opt, pr in pred["predictions"].items():
+        new = lab_predictions(pr["k"], pr["top"], opt, pred["mu"], [k for k in K_REFS if k > 1], ("frozen",))
+        for row in new["settings"]:
+            row["ladder"] = [row["eta_pred"] * f for f in LADDER]
+        rows[opt] = new["settings"]
+    _write(OUT / "predictions_frozen.json", {
+        "written_before_sweep": "of the frozen mode (after the stale and ratio-corrected sweep)",
+        "settings": rows, "provenance": provenance(0, "cpu", extra={"platform": platform.platform()})})
+
+
+def sweep_frozen(work: Path, n_jobs: int) -> None:
+    pred = _read(OUT / "predictions.json")
+    frozen = _read(OUT / "predictions_frozen.json")
+    jobs = [{"optimizer": opt, "learning_rate": float(eta), "momentum": pred["mu"], "k_ref": row["k_ref"],
+             "mode": "frozen", "beta": pred["beta"], "steps": pred["steps"][str(row["k_ref"])], "seed": seed}
+            for opt, rows in frozen["settings"].items() for row in rows for eta in row["ladder"]
+            for seed in pred["seeds"]]
+    jobs.sort(key=lambda j: -j["steps"])
+    _execute(jobs, OUT / "traces.jsonl", n_jobs, "displaced", work)
+
+
+#: The extension of an open bracket: steps of this factor beyond the ladder, at most EXTEND_ROUNDS.
+EXTEND_FACTOR = 2.5
+EXTEND_ROUNDS = 5
+
+
+def extend(work: Path, n_jobs: int) -> None:
+    """Close the brackets the ladder left open (not registered: run after looking at the sweep).
+
+    A setting with no unstable run continues upward, one with no stable run downward, by EXTEND_FACTOR per
+    round, until its bracket closes or EXTEND_ROUNDS rounds; the settings of a round run in parallel.
+    """
+    from grpo_core.llm.lab_analysis import load_lab_record, sweep_table
+
+    for _ in range(EXTEND_ROUNDS):
+        rec = load_lab_record(OUT)
+        jobs = []
+        for row in sweep_table(rec.predictions, rec.traces):
+            etas = [r["eta"] for r in row["runs"]]
+            if math.isinf(row["hi"]):
+                eta = max(etas) * EXTEND_FACTOR
+            elif row["lo"] == 0.0:
+                eta = min(etas) / EXTEND_FACTOR
+            else:
+                continue
+            mode = row["mode"] if row["k_ref"] > 1 else "stale"
+            jobs.append({"optimizer": row["optimizer"], "learning_rate": float(eta), "momentum": rec.predictions["mu"],
+                         "k_ref": row["k_ref"], "mode": mode, "beta": rec.predictions["beta"],
+                         "steps": rec.predictions["steps"][str(row["k_ref"])], "seed": 0})
+        if not jobs:
+            return
+        jobs.sort(key=lambda j: -j["steps"])
+        _execute(jobs, OUT / "traces.jsonl", n_jobs, "displaced", work)
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("stage", choices=("prepare", "sweep", "ablation"))
+    ap.add_argument("stage", choices=("prepare", "sweep", "ablation", "predict-frozen", "sweep-frozen", "extend"))
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--work", default=str(ROOT / "runs" / "oscillator-lab-work"))
     a = ap.parse_args(argv)
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
     {"prepare": lambda: prepare(work), "sweep": lambda: sweep(work, a.jobs),
-     "ablation": lambda: ablation(work, a.jobs)}[a.stage]()
+     "ablation": lambda: ablation(work, a.jobs), "predict-frozen": predict_frozen,
+     "sweep-frozen": lambda: sweep_frozen(work, a.jobs), "extend": lambda: extend(work, a.jobs)}[a.stage]()
 
 
 if __name__ == "__main__":

@@ -17,7 +17,11 @@ exact-match reward and takes one optimizer step on
   ``r = pi_theta / pi_behaviour`` (TRL's reuse of a generation batch, ``steps_per_generation =
   K_ref``);
 * ``mode="stale"``: the same loss with ``r = pi_theta / stopgrad(pi_theta)`` (value 1, gradient
-  of ``log pi_theta``): the stale samples used as if current, the lag the model is about;
+  of ``log pi_theta``): the stale samples used as if current (the KL term, as in TRL, at the current
+  weights);
+* ``mode="frozen"``: the stale loss's gradient taken *at the behaviour policy's weights* and applied to
+  the current ones, the whole update direction (reward and KL terms) as of the last refresh: the
+  oscillator model's lag ``g(theta_{t-d})``;
 
 plus ``beta`` times TRL's per-token KL estimate ``exp(q - l) - (q - l) - 1`` (``l``, ``q`` the
 policy's and the reference's token log-probabilities; the reference is the warmed-up model),
@@ -52,7 +56,7 @@ from .probe import _advantages, _pack, _token_logps, expected_reward
 __all__ = ["LabSettings", "LabTrace", "Lab", "MODES", "OPTIMIZERS", "warmed_policy"]
 
 #: Lag modes of :class:`LabSettings`.
-MODES = ("stale", "ratio")
+MODES = ("stale", "ratio", "frozen")
 #: Optimizers of :class:`LabSettings`.
 OPTIMIZERS = ("sgd", "adamw")
 
@@ -69,8 +73,9 @@ class LabSettings:
         SGD's heavy-ball momentum or AdamW's beta1.
     k_ref : int >= 1
         Refresh interval of the behaviour policy, in steps.
-    mode : {"stale", "ratio"}
-        Samples of the behaviour policy used as if current, or corrected by TRL's clipped ratio.
+    mode : {"stale", "ratio", "frozen"}
+        Samples of the behaviour policy used as if current, corrected by TRL's clipped ratio, or the whole
+        gradient taken at the behaviour policy (module docstring).
     beta : float >= 0
         KL weight to the reference (warmed-up) policy.
     steps : int >= 1
@@ -321,7 +326,8 @@ class Lab:
         params = [q for q in model.parameters() if q.requires_grad]
         rng = np.random.default_rng([s.seed, 7])
         tr = LabTrace(settings=asdict(s), p=[self.expected(model)])
-        behaviour = None
+        behaviour = lagged = None
+        lagged_params: list = []
         steps = range(s.steps)
         if progress:
             from tqdm.auto import tqdm
@@ -330,13 +336,23 @@ class Lab:
         for t in steps:
             if t % s.k_ref == 0:
                 behaviour = copy.deepcopy(model).eval()
+                if s.mode == "frozen":   # a trainable twin of the behaviour policy: the gradient is taken there
+                    lagged = copy.deepcopy(model)
+                    lagged_params = [q for q in lagged.parameters() if q.requires_grad]
             # at a refresh the behaviour is the policy itself: the ratio is 1 with the gradient of log pi
             fresh = t % s.k_ref == 0
             batch = self.sample(behaviour, s, rng, seed=int(rng.integers(2**31)),
                                 need_old=s.mode == "ratio" and not fresh)
-            loss, kl = self.loss(model, batch, s)
             opt.zero_grad(set_to_none=True)
-            loss.backward()
+            if s.mode == "frozen":
+                loss, kl = self.loss(lagged, batch, s)
+                lagged.zero_grad(set_to_none=True)
+                loss.backward()
+                for q, b in zip(params, lagged_params):
+                    q.grad = None if b.grad is None else b.grad.detach().clone()
+            else:
+                loss, kl = self.loss(model, batch, s)
+                loss.backward()
             gn = float(torch.sqrt(sum((q.grad.detach() ** 2).sum() for q in params if q.grad is not None)))
             if not (math.isfinite(gn) and math.isfinite(loss.item())):
                 tr.finite = False

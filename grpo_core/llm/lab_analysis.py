@@ -27,6 +27,7 @@ ball and EMA momentum); the edge of stability of SGD with heavy ball on a quadra
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -35,8 +36,9 @@ from ..errors import ParameterError
 from ..model import stability as model_stability
 from ..validation import check_array, check_choice, check_integer, check_real
 
-__all__ = ["relaxation_fit", "recurrence_fit", "oscillator_critical_lr", "sharpness_critical_lr", "lab_predictions", "predicted_regime", "predicted_period", "classify_trace",
-           "critical_bracket", "sweep_table", "prediction_curves", "REGIMES", "UNSTABLE"]
+__all__ = ["relaxation_fit", "recurrence_fit", "oscillator_critical_lr", "sharpness_critical_lr", "lab_predictions",
+           "predicted_regime", "predicted_period", "classify_trace", "critical_bracket", "sweep_table",
+           "prediction_curves", "LabRecord", "load_lab_record", "ablation_table", "REGIMES", "UNSTABLE"]
 
 #: Regimes of :func:`classify_trace`, calmest first.
 REGIMES = ("monotone", "damped ringing", "growing oscillation", "collapse")
@@ -151,7 +153,8 @@ def oscillator_critical_lr(k: float, optimizer: str, mu: float, k_ref: int, mode
     """The 1-D model's critical learning rate ``a*(mu, K_ref) / K`` (exact, refresh lag).
 
     ``mode="ratio"``: the importance ratio removes the lag from the expected gradient (mean baseline),
-    so the on-policy ``a*`` applies at every ``K_ref``. SGD: heavy ball; AdamW: EMA momentum.
+    so the on-policy ``a*`` applies at every ``K_ref``; ``"stale"`` and ``"frozen"`` (:mod:`grpo_core.llm.lab`)
+    take the refresh lag. SGD: heavy ball; AdamW: EMA momentum.
 
     Examples
     --------
@@ -159,7 +162,8 @@ def oscillator_critical_lr(k: float, optimizer: str, mu: float, k_ref: int, mode
     7.6
     """
     k = check_real("k", k, low=0, low_inclusive=False)
-    kr = 1 if check_choice("mode", mode, ("stale", "ratio")) == "ratio" else check_integer("k_ref", k_ref, low=1)
+    mode = check_choice("mode", mode, ("stale", "ratio", "frozen"))
+    kr = 1 if mode == "ratio" else check_integer("k_ref", k_ref, low=1)
     return float(model_stability.critical_a_exact(mu, kr, "refresh", _momentum(optimizer))) / k
 
 
@@ -193,7 +197,7 @@ def lab_predictions(k: float, top: float, optimizer: str, mu: float, k_refs=(1, 
     mu : float in [0, 1)
         Heavy-ball momentum or beta1.
     k_refs : sequence of int
-    modes : sequence of {"stale", "ratio"}
+    modes : sequence of {"stale", "ratio", "frozen"}
 
     Returns
     -------
@@ -371,7 +375,9 @@ def sweep_table(predictions: dict, traces: list[dict]) -> list[dict[str, Any]]:
     list of dict
         ``optimizer``, ``mode``, ``k_ref``, ``first`` (predicted mechanism), ``eta_pred``, ``eta_osc``,
         ``eta_sharp``, ``lo``/``hi`` (measured bracket, :func:`critical_bracket`), ``within_1_5``
-        (``eta_pred`` within a factor 1.5 of the bracket: ``lo / 1.5 <= eta_pred <= 1.5 hi``), and ``runs``:
+        (``eta_pred`` within a factor 1.5 of the bracket: ``lo / 1.5 <= eta_pred <= 1.5 hi``), ``mechanism`` (the
+        regime of the smallest unstable rate; ``None`` when none was unstable), ``mechanism_as_predicted``
+        (growing oscillation where the oscillator fires first, collapse where the edge does), and ``runs``:
         per run ``eta``, ``seed``, ``measured`` and ``predicted`` regime, ``period`` and ``period_pred``
         (steps; ``inf`` when none). Settings without runs are left out; ``mode="ratio"`` at ``K_ref = 1`` is
         the on-policy row of ``"stale"``.
@@ -396,9 +402,14 @@ def sweep_table(predictions: dict, traces: list[dict]) -> list[dict[str, Any]]:
                              "peak": c["peak"]})
             lo, hi = critical_bracket([r["eta"] for r in runs], [r["measured"] in UNSTABLE for r in runs])
             within = (lo / 1.5 <= row["eta_pred"] <= 1.5 * hi) and math.isfinite(hi) and lo > 0
+            first_unstable = [r["measured"] for r in runs if r["eta"] == hi]
+            mechanism = first_unstable[0] if first_unstable else None
             rows.append({"optimizer": opt, "mode": row["mode"], "k_ref": row["k_ref"], "first": row["first"],
                          "eta_pred": row["eta_pred"], "eta_osc": row["eta_osc"], "eta_sharp": row["eta_sharp"],
                          "eta_damping": row["eta_damping"], "lo": lo, "hi": hi, "within_1_5": bool(within),
+                         "mechanism": mechanism,
+                         "mechanism_as_predicted": None if mechanism is None else
+                         mechanism == ("growing oscillation" if row["first"] == "oscillator" else "collapse"),
                          "runs": runs})
     return rows
 
@@ -417,9 +428,132 @@ def prediction_curves(predictions: dict, k_refs: Any = None) -> list[dict[str, A
     out = []
     for opt, pr in predictions["predictions"].items():
         edge = sharpness_critical_lr(pr["top"], opt, mu)
-        for mode in ("stale", "ratio"):
+        for mode in predictions.get("modes", ("stale", "ratio")):
             for kr in grid:
                 out.append({"optimizer": opt, "mode": mode, "k_ref": kr, "line": "oscillator",
                             "eta": oscillator_critical_lr(pr["k"], opt, mu, kr, mode)})
                 out.append({"optimizer": opt, "mode": mode, "k_ref": kr, "line": "sharpness", "eta": edge})
+    return out
+
+
+@dataclass
+class LabRecord:
+    """The committed record of the oscillator lab (folder ``book/experiments/runs/oscillator-lab``).
+
+    Attributes
+    ----------
+    stages : dict
+        ``stages.json``: plateau, holds (``p_star``, ``noise``), displacement, relaxation, sharpness.
+    predictions : dict
+        ``predictions.json`` (written before the sweep), with the rows of ``predictions_frozen.json`` (the
+        frozen mode's, written before its sweep) added to each optimizer's ``settings`` when present.
+    traces : list of dict
+        ``traces.jsonl``: the sweep's runs.
+    ablation : list of dict
+        ``ablation.jsonl``: the group-size ablation's runs.
+    """
+
+    stages: dict
+    predictions: dict
+    traces: list
+    ablation: list
+
+    def relaxation_table(self) -> list[dict[str, Any]]:
+        """Per optimizer and learning rate: ``K`` of each seed's return, their mean, its 95% Student-t interval
+        over the seeds (``k_interval``) and ``eta K`` per step (``gain``, with ``gain_interval``)."""
+        from .probe import _t_interval
+
+        out = []
+        rel = self.stages["relaxation"]
+        for opt in dict.fromkeys(r["optimizer"] for r in rel):
+            for eta in dict.fromkeys(r["learning_rate"] for r in rel if r["optimizer"] == opt):
+                ks = [r["k"] for r in rel if r["optimizer"] == opt and r["learning_rate"] == eta]
+                ci = _t_interval(ks)
+                out.append({"optimizer": opt, "eta": eta, "k_seeds": ks, "k": float(np.mean(ks)),
+                            "k_sd": float(np.std(ks, ddof=1)) if len(ks) > 1 else math.nan, "k_interval": ci,
+                            "gain": float(np.mean(ks)) * eta, "gain_interval": [c * eta for c in ci]})
+        return out
+
+    def cpu_hours(self) -> float:
+        """CPU hours of every run in the record (one thread each)."""
+        secs = float(self.stages.get("seconds", 0.0))
+        secs += sum(float(t.get("seconds", 0.0)) for t in self.traces + self.ablation)
+        return secs / 3600.0
+
+
+def load_lab_record(folder: Any) -> LabRecord:
+    """Read the lab's committed record (:class:`LabRecord`).
+
+    Raises
+    ------
+    DataError
+        A missing ``stages.json`` or ``predictions.json``, or a line of a ``.jsonl`` that is not JSON
+        (named with its line number).
+    """
+    import json
+    from pathlib import Path
+
+    from ..errors import DataError
+
+    root = Path(folder)
+
+    def one(name):
+        path = root / name
+        if not path.exists():
+            raise DataError(f"{path}: missing (the oscillator lab's record)")
+        return json.loads(path.read_text())
+
+    def lines(name):
+        path = root / name
+        if not path.exists():
+            return []
+        out = []
+        for i, line in enumerate(path.read_text().splitlines(), 1):
+            if line.strip():
+                try:
+                    out.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise DataError(f"{path}, line {i}: not JSON ({exc.msg})") from None
+        return out
+
+    predictions = one("predictions.json")
+    later = root / "predictions_frozen.json"
+    if later.exists():   # the frozen mode's rows, registered before its own sweep (after the first)
+        extra = json.loads(later.read_text())
+        predictions = json.loads(json.dumps(predictions))
+        for opt, rows in extra["settings"].items():
+            predictions["predictions"][opt]["settings"] += rows
+        predictions["modes"] = ["stale", "ratio", "frozen"]
+    return LabRecord(one("stages.json"), predictions, lines("traces.jsonl"), lines("ablation.jsonl"))
+
+
+def ablation_table(runs: list[dict], *, tail: int = 25) -> list[dict[str, Any]]:
+    """The group-size ablation: per (optimizer, advantages, arm) the gap between the largest and the smallest ``G``.
+
+    Each run's end is the mean exact expected reward over its last ``tail`` steps; runs of one seed are
+    paired. An arm is the settings other than ``G`` (e.g. the learning rate or prompts per step).
+
+    Returns
+    -------
+    list of dict
+        ``optimizer``, ``scale_rewards``, ``arm`` (dict of the settings that differ from the cell's first
+        arm), ``g_small``/``g_large``, ``ends_small``/``ends_large`` (per seed), ``gaps`` (large - small, per
+        seed), ``gap`` (their mean).
+    """
+    cells: dict = {}
+    for r in runs:
+        s = r["settings"]
+        arm = (s["optimizer"], s["scale_rewards"], s["learning_rate"], s["num_prompts"], s.get("max_grad_norm", 0.0))
+        end = float(np.mean([x for x in r["p"][-tail:] if x is not None]))
+        cells.setdefault(arm, {}).setdefault(s["group_size"], {})[s["seed"]] = end
+    out = []
+    for (opt, scale, lr, b, clip), by_g in cells.items():
+        gs = sorted(by_g)
+        small, large = by_g[gs[0]], by_g[gs[-1]]
+        seeds = sorted(set(small) & set(large))
+        gaps = [large[s] - small[s] for s in seeds] if len(gs) > 1 else []
+        out.append({"optimizer": opt, "scale_rewards": scale, "learning_rate": lr, "num_prompts": b,
+                    "max_grad_norm": clip, "g_small": gs[0], "g_large": gs[-1],
+                    "ends_small": [small[s] for s in sorted(small)], "ends_large": [large[s] for s in sorted(large)],
+                    "gaps": gaps, "gap": float(np.mean(gaps)) if gaps else math.nan})
     return out
