@@ -247,13 +247,17 @@ def _execute(jobs: list, path: Path, n_jobs: int, start: str, work: Path) -> Non
                   f"p {d['p'][0]} -> {d['p'][-1]} ({d['seconds']:.0f}s)", flush=True)
 
 
-def sweep(work: Path, n_jobs: int) -> None:
+def sweep(work: Path, n_jobs: int, seeds=None, modes=None) -> None:
     pred = _read(OUT / "predictions.json")
+    if seeds is not None:
+        pred["seeds"] = list(seeds)
     jobs = []
     for opt, pr in pred["predictions"].items():
         for row in pr["settings"]:
             if row["mode"] == "ratio" and row["k_ref"] == 1:
                 continue  # identical to stale at K_ref = 1 (on-policy)
+            if modes is not None and (row["mode"] if row["k_ref"] > 1 else "on-policy") not in modes:
+                continue
             for eta in row["ladder"]:
                 for seed in pred["seeds"]:
                     jobs.append({"optimizer": opt, "learning_rate": float(eta), "momentum": pred["mu"],
@@ -313,8 +317,10 @@ def predict_frozen() -> None:
         "settings": rows, "provenance": provenance(0, "cpu", extra={"platform": platform.platform()})})
 
 
-def sweep_frozen(work: Path, n_jobs: int) -> None:
+def sweep_frozen(work: Path, n_jobs: int, seeds=None) -> None:
     pred = _read(OUT / "predictions.json")
+    if seeds is not None:
+        pred["seeds"] = list(seeds)
     frozen = _read(OUT / "predictions_frozen.json")
     jobs = [{"optimizer": opt, "learning_rate": float(eta), "momentum": pred["mu"], "k_ref": row["k_ref"],
              "mode": "frozen", "beta": pred["beta"], "steps": pred["steps"][str(row["k_ref"])], "seed": seed}
@@ -363,12 +369,14 @@ def main(argv=None) -> None:
     ap.add_argument("stage", choices=("prepare", "sweep", "ablation", "predict-frozen", "sweep-frozen", "extend"))
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--work", default=str(ROOT / "runs" / "oscillator-lab-work"))
+    ap.add_argument("--seeds", type=int, nargs="+", help="sweep, sweep-frozen: these seeds instead of the registered")
+    ap.add_argument("--modes", nargs="+", choices=("on-policy", "stale", "ratio"), help="sweep: only these rows")
     a = ap.parse_args(argv)
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
-    {"prepare": lambda: prepare(work), "sweep": lambda: sweep(work, a.jobs),
+    {"prepare": lambda: prepare(work), "sweep": lambda: sweep(work, a.jobs, a.seeds, a.modes),
      "ablation": lambda: ablation(work, a.jobs), "predict-frozen": predict_frozen,
-     "sweep-frozen": lambda: sweep_frozen(work, a.jobs), "extend": lambda: extend(work, a.jobs)}[a.stage]()
+     "sweep-frozen": lambda: sweep_frozen(work, a.jobs, a.seeds), "extend": lambda: extend(work, a.jobs)}[a.stage]()
 
 
 if __name__ == "__main__":

@@ -12,6 +12,9 @@ Pure functions returning Altair charts; the tables come from :mod:`grpo_core.llm
   with the probe's predicted time scale (a run that ends below its start drawn dashed; :func:`curve_trends`).
 * :func:`lr_sweep_chart` -- the learning-rate sweep: each run's final reward against its rate, per
   optimizer, with the probe's predicted critical rates as rules.
+* :func:`oscillator_lab_chart` -- the lag sweep on the network: every run at its (``K_ref``, learning rate),
+  coloured by the regime it showed, under the predicted critical rates (oscillator and sharpness edge).
+* :func:`lab_returns_chart` -- returns to the fixed point of chosen lab runs, step by step.
 * :func:`colab_url`, :func:`colab_badge` -- the "Open in Colab" link of a notebook of the repository,
   built from ``_config.yml``'s ``repository`` settings (the one place the public URL is kept).
 """
@@ -37,7 +40,15 @@ __all__ = [
     "curve_trends",
     "colab_url",
     "colab_badge",
+    "oscillator_lab_chart",
+    "lab_returns_chart",
 ]
+
+#: Colours of the regimes of :func:`grpo_core.llm.lab_analysis.classify_trace`.
+_REGIME_COLOURS = {"monotone": CATEGORY10["blue"], "damped ringing": CATEGORY10["green"],
+                   "growing oscillation": CATEGORY10["orange"], "collapse": CATEGORY10["red"]}
+_OPT_NAMES = {"sgd": "SGD, heavy ball", "adamw": "AdamW"}
+_MODE_NAMES = {"stale": "stale samples, no ratio", "ratio": "ratio-corrected (TRL)"}
 
 _G_SCALE = alt.Scale(scheme="category10")
 
@@ -452,3 +463,89 @@ def colab_badge(notebook: str, config_path=None, *, text: str = "Open in Colab")
     """Markdown link to :func:`colab_url`, for the page: text, not Colab's badge image, because the
     book's pages load nothing from other sites."""
     return f"[**{text}**]({colab_url(notebook, config_path)})"
+
+
+def _lab_panel(frame: pd.DataFrame) -> pd.Series:
+    return frame.optimizer.map(_OPT_NAMES) + " · " + frame["mode"].map(_MODE_NAMES)
+
+
+def oscillator_lab_chart(runs: pd.DataFrame, curves: pd.DataFrame, *, width: int = 170,
+                         height: int = 150) -> alt.FacetChart:
+    """One panel per (optimizer, lag mode): each run at its refresh interval and learning rate (log-log),
+    coloured by the regime it showed; the predicted critical rates as lines (solid: the oscillator's
+    ``a*/K``; dashed: the sharpness edge). A run above the lower line should be unstable.
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        ``optimizer``, ``mode``, ``k_ref``, ``eta``, ``measured`` (a regime).
+    curves : pandas.DataFrame
+        :func:`grpo_core.llm.lab_analysis.prediction_curves` as a frame.
+
+    Returns
+    -------
+    altair.FacetChart
+        Configured (legends under the panels).
+
+    Examples
+    --------
+    >>> r = pd.DataFrame({"optimizer": ["sgd"], "mode": ["stale"], "k_ref": [4], "eta": [0.01],
+    ...                   "measured": ["damped ringing"]})
+    >>> c = pd.DataFrame({"optimizer": ["sgd"] * 2, "mode": ["stale"] * 2, "k_ref": [1, 64],
+    ...                   "line": ["oscillator"] * 2, "eta": [1.0, 0.01]})
+    >>> oscillator_lab_chart(r, c).to_dict()["facet"]["field"]
+    'panel'
+    """
+    require_columns(runs, "runs", ["optimizer", "mode", "k_ref", "eta", "measured"])
+    require_columns(curves, "curves", ["optimizer", "mode", "k_ref", "eta", "line"])
+    lo = float(min(runs.eta.min(), curves.eta.min())) / 2
+    hi = float(runs.eta.max()) * 2
+    data = pd.concat([runs.assign(kind="run"), curves.assign(kind="curve", eta=curves.eta.clip(lo, hi))],
+                     ignore_index=True)
+    data["panel"] = _lab_panel(data)
+    x = alt.X("k_ref:Q", scale=alt.Scale(type="log", base=2, domain=[0.8, 80]), title="refresh interval K_ref",
+              axis=alt.Axis(values=[1, 4, 16, 64]))
+    y = alt.Y("eta:Q", scale=alt.Scale(type="log", domain=[lo, hi]), title="learning rate")
+    line = alt.Chart().mark_line(color="#444444").encode(
+        x=x, y=y, detail="line:N",
+        strokeDash=alt.StrokeDash("line:N", title="predicted critical rate", scale=alt.Scale(
+            domain=["oscillator", "sharpness"], range=[[1, 0], [5, 3]]))).transform_filter("datum.kind == 'curve'")
+    dots = alt.Chart().mark_point(filled=True, size=60, opacity=0.85).encode(
+        x=x, y=y,
+        color=alt.Color("measured:N", title="the run", scale=alt.Scale(
+            domain=list(_REGIME_COLOURS), range=list(_REGIME_COLOURS.values()))),
+        tooltip=["k_ref:Q", alt.Tooltip("eta:Q", format=".3g"), "measured:N"],
+    ).transform_filter("datum.kind == 'run'")
+    return alt.layer(line, dots, data=data).properties(width=width, height=height).facet(
+        facet=alt.Facet("panel:N", title=None), columns=2).configure_legend(orient="bottom", direction="vertical")
+
+
+def lab_returns_chart(frame: pd.DataFrame, *, width: int = 170, height: int = 130) -> alt.FacetChart:
+    """Returns of chosen lab runs: the exact expected reward minus ``p*`` against the step, one panel per
+    setting, one line per learning rate, coloured by the regime the run showed.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        ``panel`` (title), ``step``, ``e`` (``p - p*``), ``run`` (a label per line), ``measured``.
+
+    Returns
+    -------
+    altair.FacetChart
+
+    Examples
+    --------
+    >>> f = pd.DataFrame({"panel": ["a"] * 2, "step": [0, 1], "e": [-0.2, -0.1], "run": ["x"] * 2,
+    ...                   "measured": ["monotone"] * 2})
+    >>> lab_returns_chart(f).to_dict()["facet"]["field"]
+    'panel'
+    """
+    require_columns(frame, "frame", ["panel", "step", "e", "run", "measured"])
+    zero = alt.Chart().mark_rule(color=GREYS["light"]).encode(y=alt.datum(0))
+    lines = alt.Chart().mark_line(strokeWidth=1.4).encode(
+        x=alt.X("step:Q", title="step"), y=alt.Y("e:Q", title="p − p*"), detail="run:N",
+        color=alt.Color("measured:N", title="the run", scale=alt.Scale(
+            domain=list(_REGIME_COLOURS), range=list(_REGIME_COLOURS.values()))),
+        tooltip=["run:N", "step:Q", alt.Tooltip("e:Q", format=".3f"), "measured:N"])
+    return alt.layer(zero, lines, data=frame).properties(width=width, height=height).facet(
+        facet=alt.Facet("panel:N", title=None), columns=2).configure_legend(orient="bottom", direction="vertical")

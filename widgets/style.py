@@ -69,7 +69,7 @@ NOTE = "#444"
 #: Light greys: a context line (``"mid"``), a range bar (``"light"``), a shaded window (``"pale"``).
 GREYS = {"mid": "#999999", "soft": "#b0b0b0", "light": "#bbbbbb", "pale": "#dddddd"}
 #: Vega's category10, whose scheme the LLM charts colour by (their accents match it).
-CATEGORY10 = {"blue": "#1f77b4", "green": "#2ca02c", "red": "#d62728"}
+CATEGORY10 = {"blue": "#1f77b4", "green": "#2ca02c", "red": "#d62728", "orange": "#ff7f0e"}
 #: The explorers' status line (HTML text): info, warning, error, ok.
 STATUS_COLORS = {"info": "#555", "warning": "#a94400", "error": "#b00020", "ok": "#1b5e20"}
 

@@ -37,8 +37,9 @@ from ..model import stability as model_stability
 from ..validation import check_array, check_choice, check_integer, check_real
 
 __all__ = ["relaxation_fit", "recurrence_fit", "oscillator_critical_lr", "sharpness_critical_lr", "lab_predictions",
-           "predicted_regime", "predicted_period", "classify_trace", "critical_bracket", "sweep_table",
-           "prediction_curves", "LabRecord", "load_lab_record", "ablation_table", "REGIMES", "UNSTABLE"]
+           "predicted_regime", "predicted_period", "model_trace", "model_period", "classify_trace",
+           "critical_bracket", "sweep_table", "prediction_curves", "LabRecord", "load_lab_record",
+           "ablation_table", "REGIMES", "UNSTABLE"]
 
 #: Regimes of :func:`classify_trace`, calmest first.
 REGIMES = ("monotone", "damped ringing", "growing oscillation", "collapse")
@@ -274,17 +275,92 @@ def _crossings(e: np.ndarray, h: float) -> list[int]:
     return out
 
 
-def classify_trace(p: Any, p_star: float, *, noise: float, grow: float = 1.5, floor: float = 0.02) -> dict[str, Any]:
+def _smooth(x: np.ndarray, window: int = 5) -> np.ndarray:
+    """Centred moving average (shorter at the ends)."""
+    half = window // 2
+    c = np.concatenate([[0.0], np.cumsum(x)])
+    idx = np.arange(x.size)
+    lo, hi = np.maximum(idx - half, 0), np.minimum(idx + half + 1, x.size)
+    return (c[hi] - c[lo]) / (hi - lo)
+
+
+def _troughs(x: np.ndarray, drop: float) -> list[int]:
+    """Steps of the lowest points of the dips of ``x`` that fall more than ``drop`` below the preceding high
+    and rise more than ``drop`` after (the last dip counts without the rise)."""
+    troughs, high, low, low_at = [], x[0], None, None
+    for t in range(1, x.size):
+        if low is None:
+            high = max(high, x[t])
+            if high - x[t] > drop:
+                low, low_at = x[t], t
+        elif x[t] < low:
+            low, low_at = x[t], t
+        elif x[t] - low > drop:
+            troughs.append(low_at)
+            low, high = None, x[t]
+    if low is not None:
+        troughs.append(low_at)
+    return troughs
+
+
+def model_trace(eta: float, k: float, optimizer: str, mu: float, k_ref: int, steps: int, mode: str = "stale",
+                e0: float = -1.0) -> np.ndarray:
+    """The 1-D model's deviation ``e_t`` from rest at ``e0``, step by step (refresh lag, exact recurrence).
+
+    Heavy ball (SGD): ``v <- mu v - eta K e_r``, ``e <- e + v``; EMA (AdamW): ``m <- mu m + (1 - mu) e_r``,
+    ``e <- e - eta K m``; ``e_r`` the deviation at the last refresh (every ``K_ref`` steps; every step for
+    ``mode="ratio"``, where the ratio removes the lag).
+
+    Returns
+    -------
+    ndarray, shape (steps + 1,)
+    """
+    mode = check_choice("mode", mode, ("stale", "ratio", "frozen"))
+    kr = 1 if mode == "ratio" else check_integer("k_ref", k_ref, low=1)
+    a = check_real("eta", eta, low=0, low_inclusive=False) * check_real("k", k, low=0, low_inclusive=False)
+    ema = _momentum(optimizer) == "ema"
+    e, v, ref = [float(e0)], 0.0, float(e0)
+    for t in range(check_integer("steps", steps, low=1)):
+        if t % kr == 0:
+            ref = e[-1]
+        v = mu * v + ((1 - mu) * ref if ema else -a * ref)
+        e.append(e[-1] - a * v if ema else e[-1] + v)
+    return np.array(e)
+
+
+def model_period(eta: float, k: float, optimizer: str, mu: float, k_ref: int, steps: int,
+                 mode: str = "stale") -> float:
+    """The ringing period the model's own trace shows (:func:`model_trace`), read as the runs are: the mean
+    spacing of the troughs that fall and rise by more than 5% of the start (``inf`` with fewer than two)."""
+    e = model_trace(eta, k, optimizer, mu, k_ref, steps, mode)
+    scale = np.maximum(1.0, np.abs(e))   # a growing mode: troughs relative to the local size
+    troughs = _troughs(e / scale, 0.05 * 2)
+    return float(np.mean(np.diff(troughs))) if len(troughs) >= 2 else math.inf
+
+
+def classify_trace(p: Any, p_star: float, *, noise: float, grow: float = 1.5, floor: float = 0.02,
+                   rule: str = "swings") -> dict[str, Any]:
     """The regime a run from a displaced start showed, from its exact expected reward (our rule).
 
-    With ``e = p - p*``, ``e0 = e[0]`` and a hysteresis ``h = max(3 noise, 0.1 |e0|)``:
+    ``rule="swings"`` (the default). The reward of a network at an interior plateau is bounded by the
+    ceiling above, so an oscillation shows as repeated dips below ``p*`` rather than as swings to either
+    side. With ``e = p - p*``, ``e0 = e[0] < 0``, ``s`` the 5-step centred mean of ``p``, the step noise
+    ``sigma`` (the larger of ``noise`` and the run's own, from the differences of its second half) and a
+    hysteresis ``h = max(3 sigma, 0.1 |e0|)``:
 
-    * **collapse**: the weights became non-finite, or ``p`` fell below ``floor`` and stayed there to
-      the end, or ``|e|`` grew past ``grow |e0|`` with fewer than two crossings of ``+-h`` before;
-    * **growing oscillation**: ``|e|`` grew past ``grow |e0|`` in the second half of the run after at
-      least two crossings;
-    * **damped ringing**: at least one crossing (an overshoot beyond the noise), bounded;
+    * **growing oscillation**: ``s`` fell deeper than ``grow |e0|`` below ``p*`` at least twice, recovering
+      above the start (``p* - |e0|``) in between; or once, recovering, and it kept swinging (at least three
+      troughs, below);
+    * **collapse**: the weights became non-finite, or ``s`` fell that deep otherwise (a fall that is not
+      repeated);
+    * **damped ringing**: bounded, and the return is not monotone: ``s`` falls by more than ``2 h`` from a
+      previous high (or rises above ``p* + h`` and comes back);
     * **monotone**: otherwise.
+
+    ``rule="registered"``: the rule registered with the predictions (crossings of ``p* +- h`` with
+    ``h = max(3 noise, 0.1 |e0|)``; growing oscillation when ``|e|`` passes ``grow |e0|`` in the second half
+    after two crossings; collapse when it passes it before two, or ``p`` ends below ``floor``; damped
+    ringing with one crossing). It misses oscillations that stay below ``p* + h``.
 
     Parameters
     ----------
@@ -294,32 +370,61 @@ def classify_trace(p: Any, p_star: float, *, noise: float, grow: float = 1.5, fl
     noise : float >= 0
         Standard deviation of ``p`` around ``p*`` at rest (from the plateau).
     grow, floor : float
+    rule : {"swings", "registered"}
 
     Returns
     -------
     dict
-        ``regime`` (one of :data:`REGIMES`), ``period`` (steps: twice the mean spacing of the
-        crossings; ``inf`` with fewer than three), ``crossings`` (their steps), ``peak`` (largest
-        ``|e| / |e0|``).
+        ``regime`` (one of :data:`REGIMES`), ``period`` (steps between successive troughs of ``s``, averaged;
+        ``inf`` with fewer than two), ``troughs`` (their steps), ``peak`` (largest ``|e| / |e0|``).
 
     Raises
     ------
     ParameterError
-        Fewer than 8 steps, or a start within the hysteresis (not displaced).
+        Fewer than 8 steps, a start within the noise (not displaced), an unknown rule.
     """
     arr = check_array("p", p, ndim=1, finite=False)
+    rule = check_choice("rule", rule, ("swings", "registered"))
     if arr.size < 8:
         raise ParameterError("p", "`p` must hold at least 8 steps")
+    noise = check_real("noise", noise, low=0)
     e = arr - float(p_star)
     e0 = abs(float(e[0]))
-    h = max(3.0 * check_real("noise", noise, low=0), 0.1 * e0)
-    if not e0 > h * 1.0001 and not e0 > 3.0 * noise:
+    if not e0 > 3.0 * noise or not e0 > 0:
         raise ParameterError("p", f"the run must start displaced beyond the noise (|e0| = {e0:.3g})")
+    finite = np.isfinite(e)
+    peak = float(np.nanmax(np.abs(e)) / e0) if finite.any() else math.inf
+    if rule == "registered":
+        return _classify_registered(arr, e, e0, noise, grow, floor, peak)
+    if not finite.all():
+        return {"regime": "collapse", "period": math.inf, "troughs": [], "peak": peak}
+    half = arr[arr.size // 2:]
+    sigma = max(noise, float(np.std(np.diff(half)) / math.sqrt(2.0)) if half.size > 2 else noise)
+    h = max(3.0 * sigma, 0.1 * e0)
+    sm = _smooth(arr) - float(p_star)
+    troughs = _troughs(sm, 2 * h)
+    period = float(np.mean(np.diff(troughs))) if len(troughs) >= 2 else math.inf
+    out = {"period": period, "troughs": troughs, "peak": peak}
+    # deep dips, each counted once it has recovered above the start in between
+    dips, below, recovered = 0, False, False
+    for x in sm[1:]:
+        if not below and x <= -grow * e0:
+            dips, below = dips + 1, True
+        elif below and x > -e0:
+            below, recovered = False, True
+    if dips:
+        oscillating = dips >= 2 or (recovered and len(troughs) >= 3)
+        return {**out, "regime": "growing oscillation" if oscillating else "collapse"}
+    over = bool(np.any(sm[1:] > h)) and bool(np.any(sm[int(np.argmax(sm > h)):] < h / 2))
+    return {**out, "regime": "damped ringing" if (troughs or over) else "monotone"}
+
+
+def _classify_registered(arr, e, e0, noise, grow, floor, peak) -> dict[str, Any]:
+    h = max(3.0 * noise, 0.1 * e0)
     finite = np.isfinite(e)
     cross = _crossings(np.where(finite, e, 0.0), h)
     period = 2.0 * float(np.mean(np.diff(cross))) if len(cross) >= 3 else math.inf
-    peak = float(np.nanmax(np.abs(e)) / e0) if finite.any() else math.inf
-    out = {"crossings": cross, "period": period, "peak": peak}
+    out = {"troughs": cross, "period": period, "peak": peak}
     if not finite.all():
         return {**out, "regime": "collapse"}
     tail = arr[-max(3, arr.size // 10):]
@@ -378,14 +483,18 @@ def sweep_table(predictions: dict, traces: list[dict]) -> list[dict[str, Any]]:
         (``eta_pred`` within a factor 1.5 of the bracket: ``lo / 1.5 <= eta_pred <= 1.5 hi``), ``mechanism`` (the
         regime of the smallest unstable rate; ``None`` when none was unstable), ``mechanism_as_predicted``
         (growing oscillation where the oscillator fires first, collapse where the edge does), and ``runs``:
-        per run ``eta``, ``seed``, ``measured`` and ``predicted`` regime, ``period`` and ``period_pred``
-        (steps; ``inf`` when none). Settings without runs are left out; ``mode="ratio"`` at ``K_ref = 1`` is
-        the on-policy row of ``"stale"``.
+        per run ``eta``, ``seed``, ``measured`` and ``predicted`` regime (:func:`predicted_regime`, with
+        ringing only where the model's own trace from the same start overshoots ``p*`` by 10% of the start),
+        ``period`` (the run's trough spacing) and ``period_pred`` (the model's, :func:`model_period`; steps,
+        ``inf`` when none). Settings without runs are left out; at ``K_ref = 1`` (on-policy) the modes
+        coincide and only the ``"stale"`` row is given.
     """
     p_star, noise, mu = float(predictions["p_star"]), float(predictions["noise"]), float(predictions["mu"])
     rows = []
     for opt, pr in predictions["predictions"].items():
         for row in pr["settings"]:
+            if row["mode"] == "ratio" and row["k_ref"] == 1:
+                continue   # on-policy: the same runs as the stale row at K_ref = 1
             mine = [t for t in traces if t["settings"]["optimizer"] == opt and t["settings"]["k_ref"] == row["k_ref"]
                     and (t["settings"]["mode"] == row["mode"] or row["k_ref"] == 1)]
             if not mine:
@@ -396,9 +505,14 @@ def sweep_table(predictions: dict, traces: list[dict]) -> list[dict[str, Any]]:
                 p = np.array([math.nan if x is None else x for x in t["p"]], dtype=float)
                 c = classify_trace(p, p_star, noise=noise)
                 pred = predicted_regime(eta, row, pr["k"], opt, mu)
+                if pred == "damped ringing":   # visible ringing: the model's own trace overshoots by 10% of e0
+                    e = model_trace(eta, pr["k"], opt, mu, row["k_ref"], p.size - 1, row["mode"])
+                    if not (e.max() > 0.1 or len(_troughs(e, 0.2)) > 0):
+                        pred = "monotone"
                 runs.append({"eta": eta, "seed": t["settings"]["seed"], "measured": c["regime"], "predicted": pred,
                              "period": c["period"],
-                             "period_pred": predicted_period(eta, pr["k"], opt, mu, row["k_ref"], row["mode"]),
+                             "period_pred": model_period(eta, pr["k"], opt, mu, row["k_ref"], p.size - 1,
+                                                         row["mode"]),
                              "peak": c["peak"]})
             lo, hi = critical_bracket([r["eta"] for r in runs], [r["measured"] in UNSTABLE for r in runs])
             within = (lo / 1.5 <= row["eta_pred"] <= 1.5 * hi) and math.isfinite(hi) and lo > 0
