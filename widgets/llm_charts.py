@@ -48,7 +48,8 @@ __all__ = [
 _REGIME_COLOURS = {"monotone": CATEGORY10["blue"], "damped ringing": CATEGORY10["green"],
                    "growing oscillation": CATEGORY10["orange"], "collapse": CATEGORY10["red"]}
 _OPT_NAMES = {"sgd": "SGD, heavy ball", "adamw": "AdamW"}
-_MODE_NAMES = {"stale": "stale samples, no ratio", "ratio": "ratio-corrected (TRL)"}
+_MODE_NAMES = {"stale": "stale samples, no ratio", "frozen": "frozen lag (the model's)",
+               "ratio": "ratio-corrected (TRL)"}
 
 _G_SCALE = alt.Scale(scheme="category10")
 
@@ -471,7 +472,7 @@ def _lab_panel(frame: pd.DataFrame) -> pd.Series:
 
 def oscillator_lab_chart(runs: pd.DataFrame, curves: pd.DataFrame, *, width: int = 170,
                          height: int = 150) -> alt.FacetChart:
-    """One panel per (optimizer, lag mode): each run at its refresh interval and learning rate (log-log),
+    """One panel per (optimizer, lag mode), a row per mode: each run at its refresh interval and learning rate,
     coloured by the regime it showed; the predicted critical rates as lines (solid: the oscillator's
     ``a*/K``; dashed: the sharpness edge). A run above the lower line should be unstable.
 
@@ -516,8 +517,11 @@ def oscillator_lab_chart(runs: pd.DataFrame, curves: pd.DataFrame, *, width: int
             domain=list(_REGIME_COLOURS), range=list(_REGIME_COLOURS.values()))),
         tooltip=["k_ref:Q", alt.Tooltip("eta:Q", format=".3g"), "measured:N"],
     ).transform_filter("datum.kind == 'run'")
+    # one row per lag mode, the two optimizers side by side
+    order = [f"{_OPT_NAMES[o]} · {_MODE_NAMES[m]}" for m in _MODE_NAMES for o in _OPT_NAMES]
     return alt.layer(line, dots, data=data).properties(width=width, height=height).facet(
-        facet=alt.Facet("panel:N", title=None), columns=2).configure_legend(orient="bottom", direction="vertical")
+        facet=alt.Facet("panel:N", title=None, sort=[p for p in order if p in set(data.panel)]),
+        columns=2).configure_legend(orient="bottom", direction="vertical")
 
 
 def lab_returns_chart(frame: pd.DataFrame, *, width: int = 170, height: int = 130) -> alt.FacetChart:
@@ -527,7 +531,8 @@ def lab_returns_chart(frame: pd.DataFrame, *, width: int = 170, height: int = 13
     Parameters
     ----------
     frame : pandas.DataFrame
-        ``panel`` (title), ``step``, ``e`` (``p - p*``), ``run`` (a label per line), ``measured``.
+        ``panel`` (title; the panels are drawn in the order they first appear), ``step``, ``e`` (``p - p*``),
+        ``run`` (a label per line), ``measured``.
 
     Returns
     -------
@@ -547,5 +552,7 @@ def lab_returns_chart(frame: pd.DataFrame, *, width: int = 170, height: int = 13
         color=alt.Color("measured:N", title="the run", scale=alt.Scale(
             domain=list(_REGIME_COLOURS), range=list(_REGIME_COLOURS.values()))),
         tooltip=["run:N", "step:Q", alt.Tooltip("e:Q", format=".3f"), "measured:N"])
+    order = [str(p) for p in dict.fromkeys(frame["panel"])]   # the panels in the frame's order
     return alt.layer(zero, lines, data=frame).properties(width=width, height=height).facet(
-        facet=alt.Facet("panel:N", title=None), columns=2).configure_legend(orient="bottom", direction="vertical")
+        facet=alt.Facet("panel:N", title=None, sort=order), columns=2).resolve_scale(
+        x="independent").configure_legend(orient="bottom", direction="vertical")

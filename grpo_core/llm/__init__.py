@@ -29,6 +29,9 @@ module                 what it holds
                        each run classified, the critical learning rate of a sweep bracketed
 ``sizing``             GPU memory of the GSM8K presets by arithmetic (bytes per parameter, rough
                        activations), the settings each was sized for
+``lab``                the oscillator's own domain: short runs of TRL's loss written out (KL anchor,
+                       a behaviour policy refreshed every K_ref steps: stale, ratio-corrected, frozen)
+``lab_analysis``       the lab's runs read and predicted: relaxation K, thresholds, regimes, brackets
 =====================  ============================================================================
 
 Heavy libraries (torch, transformers, TRL, datasets) are imported inside the functions that need
