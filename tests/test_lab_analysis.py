@@ -174,7 +174,9 @@ def test_lab_record_reads_the_committed_sweep_and_ablation():
     assert 0.5 <= rec.predictions["p_star"] <= 0.85 and rec.predictions["written_before_sweep"]
     sgd = [r for r in rec.relaxation_table() if r["optimizer"] == "sgd"]
     assert len(sgd) == 2 and sgd[0]["k"] == pytest.approx(sgd[1]["k"], rel=0.2)   # K per unit rate: no eta
-    assert rec.cpu_hours() > 0
+    runs_only = sum(t["seconds"] for t in rec.traces + rec.ablation) / 3600
+    assert rec.cpu_hours() > runs_only > 0   # the preparation counts too
+    assert len(rec.stage_runs()) == 1 + len(rec.stages["hold_runs"]) + len(rec.stages["displace_runs"]) + 12
     cells = {(c["optimizer"], c["scale_rewards"]): c for c in la.ablation_table(rec.ablation)
              if c["num_prompts"] == 8 and c["g_large"] == 16}
     assert set(cells) == {("sgd", "group"), ("sgd", "none"), ("adamw", "group"), ("adamw", "none")}

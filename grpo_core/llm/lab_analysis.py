@@ -588,11 +588,16 @@ class LabRecord:
                             "gain": float(np.mean(ks)) * eta, "gain_interval": [c * eta for c in ci]})
         return out
 
+    def stage_runs(self) -> list[dict]:
+        """The runs of the preparation: plateau, holds, displacement, returns (their trace dicts)."""
+        st = self.stages
+        return ([st["plateau_run"]] + list(st.get("hold_runs", [])) + list(st.get("displace_runs", []))
+                + [r["trace"] for r in st.get("relaxation", [])])
+
     def cpu_hours(self) -> float:
-        """CPU hours of every run in the record (one thread each)."""
-        secs = float(self.stages.get("seconds", 0.0))
-        secs += sum(float(t.get("seconds", 0.0)) for t in self.traces + self.ablation)
-        return secs / 3600.0
+        """CPU hours of every run in the record (one thread each; the sharpness probe not counted)."""
+        runs = self.stage_runs() + self.traces + self.ablation
+        return sum(float(t.get("seconds", 0.0)) for t in runs) / 3600.0
 
 
 def load_lab_record(folder: Any) -> LabRecord:
