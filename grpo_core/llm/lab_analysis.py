@@ -2,7 +2,7 @@
 
 Pure numpy on the traces of :mod:`grpo_core.llm.lab` (no torch):
 
-* :func:`relaxation_fit`: the restoring rate ``K`` per unit learning rate from a return to ``p*``;
+* :func:`relaxation_fit`: the restoring rate ``K`` per unit learning rate from a first-order return;
 * :func:`lab_predictions`: from ``K`` and the sharpness, the oscillator's critical learning rate
   for a refresh interval and lag mode (the exact discrete threshold of the refresh-lag recurrence),
   its critical-damping rate, the parameter-space edge, which of the two fires first, and the
@@ -11,8 +11,13 @@ Pure numpy on the traces of :mod:`grpo_core.llm.lab` (no torch):
   at one learning rate;
 * :func:`classify_trace`: the regime a run showed (monotone return, damped ringing with its period,
   growing oscillation, collapse);
+* :func:`model_trace` and :func:`model_period`: the 1-D model's own deviation from the same start, and
+  the period its dips show, read as the runs are;
 * :func:`critical_bracket`: the measured critical learning rate, between the largest stable rate
-  and the smallest unstable one.
+  and the smallest unstable one; :func:`sweep_table`: predicted against measured per setting;
+* :func:`recurrence_fit` (``K`` from a return under momentum), :func:`prediction_curves` (for a chart),
+  :func:`ablation_table` (the group-size ablation), :class:`LabRecord` and :func:`load_lab_record`
+  (the committed record).
 
 Units: learning rates as the optimizer's; ``K`` per unit learning rate; periods in steps.
 
