@@ -13,6 +13,7 @@ import json
 import math
 import os
 import re
+import signal
 import sys
 import threading
 import time
@@ -323,7 +324,13 @@ def test_ctrl_c_prints_a_last_line_and_exits_130(tmp_path, monkeypatch):
         out.wait_for(r"^step 40  ")
         _thread.interrupt_main()
 
-    status, lines, err = _watch(monkeypatch, [str(log), "--interval", INTERVAL, "--idle", "60"], writer)
+    # Ctrl-C reaches the command as KeyboardInterrupt only under Python's own SIGINT handler; a test run
+    # earlier in this process (an event loop's) may have left another one installed
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        status, lines, err = _watch(monkeypatch, [str(log), "--interval", INTERVAL, "--idle", "60"], writer)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert status == 130
     assert lines[-1] == "end at step 40 (interrupted): NOT healthy: not_learning, advantage_degeneration"
     assert "grpo-dynamics watch: interrupted" in err
